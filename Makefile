@@ -1,0 +1,78 @@
+# amp: build, test and run flows. `make` builds bin/amp-*; `make check` runs
+# every test; `make demo` runs the main job. `make SAN=1 ...` builds and tests
+# with AddressSanitizer and UBSan in build/san (binaries in build/san/bin).
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+SHELL := /bin/bash
+
+CC      ?= cc
+PKGS    := yaml-0.1 libzstd
+CFLAGS  ?= -O2 -g
+WFLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -DAMP_SHARE_DIR=\"$(CURDIR)/share\"
+ifdef SAN
+CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDSAN   := -fsanitize=address,undefined
+VARIANT := san
+BIN     := build/san/bin
+else
+VARIANT := rel
+BIN     := bin
+endif
+OBJ     := build/$(VARIANT)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+LIB_SRC   := $(sort $(wildcard lib/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(OBJ)/%.o)
+TOOLS     := $(patsubst tools/%.c,%,$(sort $(wildcard tools/amp-*.c)))
+TOOL_BINS := $(TOOLS:%=$(BIN)/%)
+UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
+
+.PHONY: all deps check unit bats demo regen clean
+all: $(TOOL_BINS)
+
+# deps: install what is missing on Debian (as root), otherwise say how.
+DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "deps: installing" $$missing; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get update -qq && apt-get install -y -qq $$missing >/dev/null || exit 1; \
+		else \
+			echo "deps: missing packages; run:"; \
+			echo "  sudo apt-get update && sudo apt-get install -y" $$missing; \
+			exit 1; \
+		fi; \
+	fi
+
+$(OBJ)/lib/%.o: lib/%.c lib/*.h | $(OBJ)/lib
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(OBJ)/libamp.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/%: tools/%.c $(OBJ)/libamp.a lib/*.h | $(BIN)
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -o $@
+
+$(OBJ)/tests/%: tests/unit/%.c tests/unit/t.h $(OBJ)/libamp.a lib/*.h | $(OBJ)/tests
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -o $@
+
+$(OBJ)/lib $(OBJ)/tests $(BIN):
+	mkdir -p $@
+
+# check: unit tests then Bats suites; tests/run.sh prints "N passed, N failed".
+check: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+	@AMP_BIN=$(CURDIR)/$(BIN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
+
+unit: $(UNIT_BINS)
+	@for t in $(UNIT_BINS); do $$t || exit 1; done
+
+include pipelines/*.mk
+
+clean:
+	rm -rf build bin

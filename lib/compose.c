@@ -1,0 +1,84 @@
+#include "compose.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int readers(const Plan *pl, int p)
+{
+	int n = 0;
+	for (int i = 0; i < pl->ns; i++) {
+		const Step *s = &pl->s[i];
+		if (s->kind == STEP_COPY)
+			n += s->src == p;
+		else
+			for (int k = 0; k < s->nin; k++)
+				n += s->in[k] == p;
+	}
+	return n;
+}
+
+static int joinable(const Plan *pl, int i)
+{
+	const Step *a = &pl->s[i], *b = &pl->s[i + 1];
+	const Placement *S, *Y;
+
+	if (a->kind != STEP_COPY || b->kind != STEP_COPY || a->dst != b->src)
+		return 0;
+	if (a->map == MAP_RELAYOUT || a->move == MOVE_REDUCTION || b->move == MOVE_REDUCTION)
+		return 0;
+	S = &pl->p[a->dst];
+	Y = &pl->p[b->dst];
+	if (place_replicas(Y) <= place_replicas(S))
+		return 0;
+	if (pl->t[S->tensor].role == R_OUTPUT)
+		return 0;
+	if (readers(pl, a->dst) != 1)
+		return 0;
+	return copy_mapping(&pl->p[a->src], Y) != MAP_RELAYOUT;
+}
+
+static void renum(int *r, int p)
+{
+	if (*r > p)
+		(*r)--;
+}
+
+static void drop_placement(Plan *pl, int p)
+{
+	free(pl->p[p].name);
+	memmove(&pl->p[p], &pl->p[p + 1], (size_t)(pl->np - p - 1) * sizeof *pl->p);
+	pl->np--;
+	for (int i = 0; i < pl->ns; i++) {
+		Step *s = &pl->s[i];
+		if (s->kind == STEP_COPY) {
+			renum(&s->src, p);
+			renum(&s->dst, p);
+		} else {
+			renum(&s->out, p);
+			for (int k = 0; k < s->nin; k++)
+				renum(&s->in[k], p);
+		}
+	}
+}
+
+int plan_compose(Plan *pl)
+{
+	int joined = 0;
+
+	for (int i = 0; i + 1 < pl->ns;) {
+		if (!joinable(pl, i)) {
+			i++;
+			continue;
+		}
+		Step *a = &pl->s[i], *b = &pl->s[i + 1];
+		int stage = a->dst;
+		b->src = a->src;
+		b->map = copy_mapping(&pl->p[b->src], &pl->p[b->dst]);
+		free(a->op);
+		memmove(a, a + 1, (size_t)(pl->ns - i - 1) * sizeof *a);
+		pl->ns--;
+		drop_placement(pl, stage);
+		joined++;
+	}
+	return joined;
+}

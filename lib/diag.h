@@ -1,0 +1,32 @@
+/* diag: errors as values.
+ *
+ * lib/ never prints and never exits. A failing function fills an Err with a
+ * message that starts with its location ("model.yaml:3:7: ", or a tile and
+ * phase for limits) and returns -1; the tool prefixes its own name, prints,
+ * and chooses the exit status. Messages are lowercase, subjects in quotes,
+ * no full stop.
+ */
+#ifndef AMP_DIAG_H
+#define AMP_DIAG_H
+
+#include <stddef.h>
+
+typedef struct {
+	char msg[1024];
+} Err;
+
+/* Always return -1, so callers can write `return errf(e, ...)`. */
+int errf(Err *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* "file:line:col: " + message; line and col count from 1. */
+int err_at(Err *e, const char *file, long line, long col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* Allocation that never returns NULL: on exhaustion it aborts, the one
+ * place lib/ stops the process (there is no useful recovery). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+#endif

@@ -1,0 +1,185 @@
+#include "gemm.h"
+
+#include <string.h>
+
+static int64_t strips(const GemmShape *s) { return cdiv(s->k, fmt_mu(s->fmt)); }
+static int64_t groups(const GemmShape *s) { return cdiv(s->n, 16); }
+
+int gemm_grid_ok(const GemmShape *s, const int64_t g[3], int64_t tiles, Err *e)
+{
+	const char *f = fmt_name(s->fmt);
+
+	if (g[0] > s->tokens)
+		return errf(e, "grid rows %lld exceed the %lld tokens", (long long)g[0],
+			    (long long)s->tokens);
+	if (g[1] > strips(s))
+		return errf(e, "grid k %lld needs more partitions than K=%lld has %s strips (%lld)",
+			    (long long)g[1], (long long)s->k, f, (long long)strips(s));
+	if (g[2] > groups(s))
+		return errf(e, "grid cols %lld needs more partitions than N=%lld has 16-column groups (%lld)",
+			    (long long)g[2], (long long)s->n, (long long)groups(s));
+	int64_t n[3] = { s->tokens, strips(s), groups(s) };
+	static const char *what[3] = { "tokens", "K strips", "column groups" };
+	static const char *axis[3] = { "rows", "k", "cols" };
+	for (int i = 0; i < 3; i++)
+		if (!uniform_ok(n[i], g[i]))
+			return errf(e, "grid %s %lld cannot cut %lld %s into %lld non-empty uniform parts "
+				    "(parts of %lld give %lld)", axis[i], (long long)g[i], (long long)n[i],
+				    what[i], (long long)g[i], (long long)cdiv(n[i], g[i]),
+				    (long long)cdiv(n[i], cdiv(n[i], g[i])));
+	if (g[0] * g[1] * g[2] > tiles)
+		return errf(e, "grid [%lld, %lld, %lld] needs %lld tiles; the machine has %lld",
+			    (long long)g[0], (long long)g[1], (long long)g[2],
+			    (long long)(g[0] * g[1] * g[2]), (long long)tiles);
+	return 0;
+}
+
+static void set(Placement *p, LayoutKind lay, Format fmt, int rank, const int64_t *shape,
+		const int64_t *split, const int64_t *block, const int64_t *stride,
+		int64_t rep, int64_t rstride)
+{
+	memset(p, 0, sizeof *p);
+	p->tensor = -1;
+	p->layout = lay;
+	p->fmt = fmt;
+	p->rank = rank;
+	memcpy(p->shape, shape, (size_t)rank * sizeof *shape);
+	memcpy(p->split, split, (size_t)rank * sizeof *split);
+	memcpy(p->block, block, (size_t)rank * sizeof *block);
+	memcpy(p->stride, stride, (size_t)rank * sizeof *stride);
+	if (rep > 1) {
+		p->nrep = 1;
+		p->rep[0] = rep;
+		p->rstride[0] = rstride;
+	}
+}
+
+void gemm_placements(const GemmShape *s, const int64_t g[3], CastOrder cast,
+		     Staging staging, Placement pl[GP_COUNT])
+{
+	int64_t R = g[0], K = g[1], C = g[2], mu = fmt_mu(s->fmt);
+	int64_t bt = cdiv(s->tokens, R);
+	int64_t bk = cdiv(strips(s), K) * mu, bc = cdiv(groups(s), C) * 16;
+	Format moved = cast == CAST_LATE ? s->a_fmt : s->fmt;
+	int64_t ashape[3] = { s->batch, s->tokens, s->k };
+	int64_t asplit[3] = { 1, R, K }, ablock[3] = { s->batch, bt, bk };
+	int64_t astride[3] = { 0, K * C, C };
+	int64_t bshape[2] = { s->k, s->n }, bsplit[2] = { K, C }, bblock[2] = { bk, bc };
+	int64_t bstride[2] = { C, 1 };
+	int64_t vshape[1] = { s->n }, vsplit[1] = { C }, vblock[1] = { bc }, vstride[1] = { 1 };
+	int64_t pshape[4] = { K, s->batch, s->tokens, s->n }, psplit[4] = { K, 1, R, C };
+	int64_t pblock[4] = { 1, s->batch, bt, bc }, pstride[4] = { C, 0, K * C, 1 };
+	int64_t rsplit[4] = { 1, 1, R, C }, rblock[4] = { K, s->batch, bt, bc };
+	int64_t rstride_[4] = { 0, 0, K * C, 1 };
+	int64_t oshape[3] = { s->batch, s->tokens, s->n }, osplit[3] = { 1, R, C };
+	int64_t oblock[3] = { s->batch, bt, bc }, ostride[3] = { 0, K * C, 1 };
+
+	memset(pl, 0, GP_COUNT * sizeof *pl);
+	if (staging == STAGING_PACK_ONCE) {
+		set(&pl[GP_A_STAGE], LAYOUT_ROW_MAJOR, moved, 3, ashape, asplit, ablock, astride, 1, 0);
+		set(&pl[GP_A_PACKED], LAYOUT_AMP_LEFT, moved, 3, ashape, asplit, ablock, astride, 1, 0);
+	}
+	set(&pl[GP_A_MOVED], LAYOUT_AMP_LEFT, moved, 3, ashape, asplit, ablock, astride, C, 1);
+	if (cast == CAST_LATE)
+		set(&pl[GP_A_OP], LAYOUT_AMP_LEFT, s->fmt, 3, ashape, asplit, ablock, astride, C, 1);
+	set(&pl[GP_B_STAGE], LAYOUT_TRANSPOSED_RIGHT, s->fmt, 2, bshape, bsplit, bblock, bstride, 1, 0);
+	set(&pl[GP_B_OP], LAYOUT_TRANSPOSED_RIGHT, s->fmt, 2, bshape, bsplit, bblock, bstride, R, K * C);
+	if (s->has_bias) {
+		set(&pl[GP_BIAS_STAGE], LAYOUT_ROW_MAJOR, FMT_FP16, 1, vshape, vsplit, vblock, vstride, 1, 0);
+		set(&pl[GP_BIAS_OP], LAYOUT_ROW_MAJOR, FMT_FP16, 1, vshape, vsplit, vblock, vstride, R, K * C);
+	}
+	if (K > 1) {
+		set(&pl[GP_PARTIAL], LAYOUT_AMP_OUTPUT, FMT_FP16, 4, pshape, psplit, pblock, pstride, 1, 0);
+		set(&pl[GP_RED], LAYOUT_AMP_OUTPUT, FMT_FP16, 4, pshape, rsplit, rblock, rstride_, 1, 0);
+	}
+	set(&pl[GP_OUT], LAYOUT_AMP_OUTPUT, FMT_FP16, 3, oshape, osplit, oblock, ostride, 1, 0);
+}
+
+void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
+{
+	Placement pl[GP_COUNT];
+	int64_t R = c->grid[0], K = c->grid[1], C = c->grid[2], frag = m->max_transfer_bytes;
+	int64_t macs = s->fmt == FMT_FP8 ? m->macs_fp8 : m->macs_fp16;
+	int64_t bt = cdiv(s->tokens, R), rows_a = s->batch * bt;
+	int64_t bk = cdiv(strips(s), K) * fmt_mu(s->fmt), bc = cdiv(groups(s), C) * 16;
+	int64_t max[GP_COUNT] = { 0 }, frags = 0, phases = 0, xbytes = 0, local = 0;
+
+	gemm_placements(s, c->grid, c->cast, c->staging, pl);
+	c->tiles = R * K * C;
+	c->total = c->largest = c->tile_bytes = 0;
+	for (int i = 0; i < GP_COUNT; i++) {
+		if (!pl[i].rank)
+			continue;
+		max[i] = place_max_bytes(&pl[i]);
+		if (i == GP_A_PACKED)   /* the first replica of GP_A_MOVED: one buffer */
+			continue;
+		c->total += place_total_bytes(&pl[i]);
+		c->tile_bytes += max[i];
+		if (max[i] > c->largest)
+			c->largest = max[i];
+	}
+
+	/* Rows: tiles taking part in each copy's phase. Fragments: runs per
+	 * receiver (contiguous spans cut at max_transfer_bytes, one per row for
+	 * row gathers, one per 32-byte strip row for relayouts), plus one send
+	 * per run. */
+	c->rows = 0;
+	if (c->staging == STAGING_PACK_ONCE) {
+		c->rows += s->owners + R * K;               /* gather into the stage */
+		c->rows += R * K * C;                       /* replicate the packed block */
+		frags += 2 * R * K * rows_a;
+		frags += R * K * (1 + C) * cdiv(max[GP_A_PACKED], frag);
+		xbytes += max[GP_A_STAGE] + max[GP_A_MOVED];
+		local += max[GP_A_STAGE];
+		phases += 2;
+	} else {
+		c->rows += s->owners + R * K * C;
+		frags += (1 + C) * R * K * rows_a * cdiv(bk, fmt_mu(s->fmt));
+		xbytes += max[GP_A_MOVED];
+		phases += 1;
+	}
+	if (c->cast == CAST_LATE)
+		local += max[GP_A_MOVED];
+	c->rows += s->b_home_shards + R * K * C;
+	frags += R * K * C * (cdiv(max[GP_B_OP], frag) + cdiv(bc, 16)) + s->b_home_shards;
+	xbytes += max[GP_B_OP];
+	phases += 1;
+	if (s->has_bias) {
+		c->rows += s->bias_home_shards + R * C;
+		frags += 2 * R * C;
+		xbytes += max[GP_BIAS_OP];
+	}
+	if (K > 1) {
+		c->rows += R * K * C;
+		frags += 2 * R * K * C * cdiv(max[GP_PARTIAL], frag);
+		xbytes += (K - 1) * max[GP_PARTIAL];
+		local += max[GP_RED];
+		phases += 1;
+	}
+	c->rows += R * C + s->owners;                       /* back to canonical */
+	frags += 2 * s->owners * s->batch * cdiv(bc, 16) * C;
+	xbytes += max[GP_OUT];
+	phases += 1;
+	c->cycles = rows_a * bk * bc / macs + xbytes / m->exchange_bytes_per_cycle +
+		    local / m->local_copy_bytes_per_cycle + phases * m->sync_cycles;
+	c->tables = 8 * c->rows + 8 * frags;
+}
+
+static int cmp64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
+
+int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
+{
+	int r;
+	if (o == OBJ_CAPACITY_TABLES && (r = cmp64(a->total + a->tables, b->total + b->tables)))
+		return r;
+	if ((r = cmp64(a->total, b->total)) || (r = cmp64(a->largest, b->largest)) ||
+	    (r = cmp64(a->rows, b->rows)) || (r = cmp64(a->cycles, b->cycles)) ||
+	    (r = cmp64(a->tiles, b->tiles)))
+		return r;
+	for (int i = 0; i < 3; i++)
+		if ((r = cmp64(a->grid[i], b->grid[i])))
+			return r;
+	if ((r = cmp64(a->cast, b->cast)))
+		return r;
+	return cmp64(a->staging, b->staging);
+}

@@ -1,0 +1,67 @@
+/* gemm: GEMM grids, their placements and their scores.
+ *
+ * A grid (rows, k, cols) puts tile (r, k, c) at r*K*C + k*C + c. Rows cut
+ * the token axis (batch kept together, DOMAIN §5), K is cut in whole
+ * mu-element strips of the operand format, columns in whole 16-column
+ * groups; every cut is uniform (lib/place.h), so the last part takes the
+ * clipped tail. gemm_placements gives every placement the GEMM uses; the
+ * planner emits exactly these, and the scores are computed from them, so
+ * costing and lowering read one description.
+ */
+#ifndef AMP_GEMM_H
+#define AMP_GEMM_H
+
+#include "machine.h"
+#include "plan.h"
+
+/* The placements of one GEMM, by role. Unused ones have rank 0. */
+enum {
+	GP_A_STAGE,     /* a, row-major, on the cols=0 tiles (pack-once) */
+	GP_A_PACKED,    /* a, amp-left, same tiles (pack-once) */
+	GP_A_MOVED,     /* a in its moved format, amp-left, replicated over cols */
+	GP_A_OP,        /* a in the operand format (late cast: cast of GP_A_MOVED) */
+	GP_B_STAGE,     /* b, transposed-right, on the rows=0 tiles */
+	GP_B_OP,        /* b replicated over rows */
+	GP_BIAS_STAGE,  /* bias, row-major, on tiles (0, 0, c) */
+	GP_BIAS_OP,     /* bias replicated over rows on the k=0 tiles */
+	GP_PARTIAL,     /* [K, batch, tokens, n] partials, amp-output */
+	GP_RED,         /* the K partials of a block gathered on its k=0 tile */
+	GP_OUT,         /* the result, amp-output, on the k=0 tiles */
+	GP_COUNT
+};
+
+typedef struct {
+	int64_t batch, tokens, k, n;
+	Format fmt;             /* operand format */
+	Format a_fmt;           /* a's format before any cast */
+	int has_bias;
+	int64_t owners;         /* canonical owners of a */
+	int64_t b_home_shards, bias_home_shards;
+} GemmShape;
+
+typedef struct {
+	int64_t grid[3];
+	CastOrder cast;
+	Staging staging;
+	int64_t tiles;
+	int64_t total;          /* bytes of all its placements, all tiles */
+	int64_t largest;        /* largest single shard */
+	int64_t tile_bytes;     /* per-tile bound: sum of its largest shards */
+	int64_t rows;           /* estimated exchange rows (tile x phase) */
+	int64_t cycles;         /* estimated cycles */
+	int64_t tables;         /* estimated exchange table bytes, all tiles */
+} Candidate;
+
+/* 0 if the grid is valid for the shape; else -1 and why (no location). */
+int gemm_grid_ok(const GemmShape *s, const int64_t grid[3], int64_t tiles, Err *e);
+/* Fills pl[GP_COUNT]; tensor fields are left -1 for the planner to set. */
+void gemm_placements(const GemmShape *s, const int64_t grid[3], CastOrder cast,
+		     Staging staging, Placement pl[GP_COUNT]);
+void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
+
+typedef enum { OBJ_CAPACITY, OBJ_CAPACITY_TABLES } Objective;
+/* Ranking: <0 when a is better. Capacity: total, largest, rows, cycles;
+ * capacity+tables: total + tables first. Ties fall to the smaller grid. */
+int candidate_cmp(const Candidate *a, const Candidate *b, Objective o);
+
+#endif

@@ -1,0 +1,82 @@
+#include "layout.h"
+
+#include <string.h>
+
+static const char *fmt_names[FMT_COUNT] = { "fp32", "fp16", "fp8" };
+static const int fmt_size[FMT_COUNT] = { 4, 2, 1 };
+
+static const char *layout_names[LAYOUT_COUNT] = {
+	"row-major", "amp-left", "transposed-right", "amp-output",
+};
+
+int fmt_bytes(Format f) { return fmt_size[f]; }
+int fmt_mu(Format f) { return 32 / fmt_size[f]; }
+const char *fmt_name(Format f) { return fmt_names[f]; }
+const char *layout_name(LayoutKind k) { return layout_names[k]; }
+
+int fmt_parse(const char *s, Format *f)
+{
+	for (int i = 0; i < FMT_COUNT; i++)
+		if (strcmp(s, fmt_names[i]) == 0) {
+			*f = (Format)i;
+			return 0;
+		}
+	return -1;
+}
+
+int layout_parse(const char *s, LayoutKind *k)
+{
+	for (int i = 0; i < LAYOUT_COUNT; i++)
+		if (strcmp(s, layout_names[i]) == 0) {
+			*k = (LayoutKind)i;
+			return 0;
+		}
+	return -1;
+}
+
+int layout_is_panel(LayoutKind k)
+{
+	return k != LAYOUT_ROW_MAJOR;
+}
+
+int64_t layout_offset(const Layout *l, int64_t r, int64_t c)
+{
+	int64_t mu = fmt_mu(l->fmt), R = l->rows;
+
+	switch (l->kind) {
+	case LAYOUT_ROW_MAJOR:
+		return r * l->cols + c;
+	case LAYOUT_AMP_LEFT:
+		return (c / mu) * R * mu + r * mu + c % mu;
+	case LAYOUT_TRANSPOSED_RIGHT:
+		return ((c / 16) * cdiv(R, mu) + r / mu) * mu * 16 +
+		       (c % 16) * mu + r % mu;
+	case LAYOUT_AMP_OUTPUT:
+		return (c / 16) * R * 16 + r * 16 + c % 16;
+	default:
+		return -1;
+	}
+}
+
+int64_t layout_elems(const Layout *l)
+{
+	int64_t mu = fmt_mu(l->fmt), R = l->rows, C = l->cols;
+
+	switch (l->kind) {
+	case LAYOUT_ROW_MAJOR:
+		return R * C;
+	case LAYOUT_AMP_LEFT:
+		return cdiv(C, mu) * R * mu;
+	case LAYOUT_TRANSPOSED_RIGHT:
+		return cdiv(R, mu) * cdiv(C, 16) * mu * 16;
+	case LAYOUT_AMP_OUTPUT:
+		return cdiv(C, 16) * R * 16;
+	default:
+		return -1;
+	}
+}
+
+int64_t layout_bytes(const Layout *l)
+{
+	return layout_elems(l) * fmt_bytes(l->fmt);
+}

@@ -1,0 +1,53 @@
+/* layout: the one resolver from (layout, format, shard shape) to bytes.
+ *
+ * DOMAIN §4. A shard is viewed as a matrix of R rows x C columns (leading
+ * axes fold into rows, row-major). mu = elements in 32 bytes (fp16 16, fp8
+ * 32, fp32 8). Offsets are in elements; multiply by fmt_bytes for bytes.
+ *
+ *   RowMajor         r*C + c
+ *   AmpLeft          (c/mu)*R*mu + r*mu + c%mu          strips mu wide
+ *   TransposedRight  panel(r,c) = (c/16)*ceil(R/mu) + r/mu,
+ *                    offset = panel*mu*16 + (c%16)*mu + r%mu   (R = K)
+ *   AmpOutput        (c/16)*R*16 + r*16 + c%16          strips 16 wide
+ *
+ * Storage is rounded up to whole strips or panels; the elements that no
+ * (r, c) maps to are padding.
+ */
+#ifndef AMP_LAYOUT_H
+#define AMP_LAYOUT_H
+
+#include <stdint.h>
+
+typedef enum { FMT_FP32, FMT_FP16, FMT_FP8, FMT_COUNT } Format;
+
+typedef enum {
+	LAYOUT_ROW_MAJOR,
+	LAYOUT_AMP_LEFT,
+	LAYOUT_TRANSPOSED_RIGHT,
+	LAYOUT_AMP_OUTPUT,
+	LAYOUT_COUNT
+} LayoutKind;
+
+typedef struct {
+	LayoutKind kind;
+	Format fmt;
+	int64_t rows, cols;
+} Layout;
+
+int fmt_bytes(Format f);
+int fmt_mu(Format f);
+const char *fmt_name(Format f);           /* "fp16" */
+int fmt_parse(const char *s, Format *f);  /* 0 ok, -1 unknown */
+
+const char *layout_name(LayoutKind k);    /* "row-major", "amp-left", ... */
+int layout_parse(const char *s, LayoutKind *k);
+/* Panel layouts hold whole 512-byte panels or 32-byte strip rows. */
+int layout_is_panel(LayoutKind k);
+
+int64_t layout_offset(const Layout *l, int64_t r, int64_t c);
+int64_t layout_elems(const Layout *l);    /* storage, padding included */
+int64_t layout_bytes(const Layout *l);
+
+static inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif

@@ -1,0 +1,127 @@
+#include "machine.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *key;
+	size_t off;
+	int64_t min;
+} params[] = {
+	{ "tiles", offsetof(Machine, tiles), 1 },
+	{ "sram_bytes", offsetof(Machine, sram_bytes), 1 },
+	{ "reserved_bytes", offsetof(Machine, reserved_bytes), 0 },
+	{ "exchange_bytes_per_cycle", offsetof(Machine, exchange_bytes_per_cycle), 1 },
+	{ "sync_cycles", offsetof(Machine, sync_cycles), 0 },
+	{ "send_control_cycles", offsetof(Machine, send_control_cycles), 0 },
+	{ "receive_control_cycles", offsetof(Machine, receive_control_cycles), 0 },
+	{ "max_transfer_bytes", offsetof(Machine, max_transfer_bytes), 1 },
+	{ "table_budget_bytes", offsetof(Machine, table_budget_bytes), 0 },
+	{ "fragment_limit", offsetof(Machine, fragment_limit), 0 },
+	{ "local_copy_bytes_per_cycle", offsetof(Machine, local_copy_bytes_per_cycle), 1 },
+};
+#define NPARAMS (sizeof params / sizeof params[0])
+
+static int64_t *field(Machine *m, size_t i)
+{
+	return (int64_t *)((char *)m + params[i].off);
+}
+
+/* The machine mapping without the version key (shared by both readers). */
+static int from_map(Machine *m, const char *file, const Val *v, int file_form, Err *e)
+{
+	static const char *keys[NPARAMS + 4];
+	const char *name;
+	const Val *macs;
+	size_t k = 0;
+
+	if (!keys[0]) {
+		keys[k++] = "amp-machine";
+		keys[k++] = "name";
+		for (size_t i = 0; i < NPARAMS; i++)
+			keys[k++] = params[i].key;
+		keys[k++] = "amp_macs_per_cycle";
+		keys[k] = NULL;
+	}
+	memset(m, 0, sizeof *m);
+	if (v->kind != VAL_MAP)
+		return val_err(file, v, e, "expected a machine mapping");
+	if (map_keys(file, v, file_form ? keys : keys + 1, e))
+		return -1;
+	if (get_str(file, v, "name", &name, e))
+		return -1;
+	if (strlen(name) >= sizeof m->name || !*name)
+		return val_err(file, map_get(v, "name"), e, "machine name must be 1 to %zu characters",
+			       sizeof m->name - 1);
+	strcpy(m->name, name);
+	for (size_t i = 0; i < NPARAMS; i++)
+		if (get_int(file, v, params[i].key, params[i].min, INT64_C(1) << 50, field(m, i), e))
+			return -1;
+	static const char *mkeys[] = { "fp16", "fp8", NULL };
+	if (map_need(file, v, "amp_macs_per_cycle", &macs, e) ||
+	    map_keys(file, macs, mkeys, e) ||
+	    get_int(file, macs, "fp16", 1, INT64_C(1) << 30, &m->macs_fp16, e) ||
+	    get_int(file, macs, "fp8", 1, INT64_C(1) << 30, &m->macs_fp8, e))
+		return -1;
+	if (m->reserved_bytes >= m->sram_bytes)
+		return val_err(file, map_get(v, "reserved_bytes"), e,
+			       "reserved_bytes (%lld) leaves no SRAM for planned data (sram_bytes %lld)",
+			       (long long)m->reserved_bytes, (long long)m->sram_bytes);
+	if (m->tiles > 1 << 20)
+		return val_err(file, map_get(v, "tiles"), e, "at most %d tiles are supported", 1 << 20);
+	return 0;
+}
+
+int machine_from_val(Machine *m, const char *file, const Val *v, Err *e)
+{
+	return from_map(m, file, v, 0, e);
+}
+
+int machine_load(Machine *m, const char *path, Err *e)
+{
+	YReader r;
+	Val *root;
+	int64_t version;
+	int rc = -1;
+
+	if (yr_open(&r, path, e))
+		goto out;
+	if (yr_node(&r, &root, e))
+		goto out;
+	if (root->kind != VAL_MAP) {
+		val_err(r.name, root, e, "expected a machine mapping");
+		goto out;
+	}
+	if (get_int(r.name, root, "amp-machine", 0, INT64_MAX, &version, e))
+		goto out;
+	if (version != MACHINE_VERSION) {
+		val_err(r.name, map_get(root, "amp-machine"), e,
+			"unsupported machine file version %lld (this amp reads %d)",
+			(long long)version, MACHINE_VERSION);
+		goto out;
+	}
+	if (from_map(m, r.name, root, 1, e))
+		goto out;
+	if (yr_expect(&r, YAML_DOCUMENT_END_EVENT, "end of document", e) ||
+	    yr_expect(&r, YAML_STREAM_END_EVENT, "end of input (one document only)", e))
+		goto out;
+	rc = 0;
+out:
+	yr_close(&r);
+	return rc;
+}
+
+void machine_write(YWriter *w, const Machine *m)
+{
+	yw_map(w, 1);
+	yw_kstr(w, "name", m->name);
+	for (size_t i = 0; i < NPARAMS; i++)
+		yw_kint(w, params[i].key, *field((Machine *)m, i));
+	yw_str(w, "amp_macs_per_cycle");
+	yw_map(w, 1);
+	yw_kint(w, "fp16", m->macs_fp16);
+	yw_kint(w, "fp8", m->macs_fp8);
+	yw_end_map(w);
+	yw_end_map(w);
+}

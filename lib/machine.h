@@ -1,0 +1,46 @@
+/* machine: the machine description (DOMAIN §2).
+ *
+ * Read from a machine file (formats/machine.md, `amp-machine: 1`) or from
+ * a stage file's header. Every parameter is required, is a non-negative
+ * integer, and unknown keys are rejected, each error naming file:line:col.
+ */
+#ifndef AMP_MACHINE_H
+#define AMP_MACHINE_H
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "yio.h"
+
+typedef struct {
+	char name[64];
+	int64_t tiles;
+	int64_t sram_bytes;
+	int64_t reserved_bytes;
+	int64_t exchange_bytes_per_cycle;
+	int64_t sync_cycles;
+	int64_t send_control_cycles;
+	int64_t receive_control_cycles;
+	int64_t max_transfer_bytes;
+	int64_t table_budget_bytes;
+	int64_t fragment_limit;
+	int64_t local_copy_bytes_per_cycle;
+	int64_t macs_fp16;      /* amp_macs_per_cycle.fp16 */
+	int64_t macs_fp8;       /* amp_macs_per_cycle.fp8 */
+} Machine;
+
+#define MACHINE_VERSION 1
+#define DEFAULT_MACHINE "share/machines/amp1472.yaml"
+
+int machine_load(Machine *m, const char *path, Err *e);
+/* From the `machine:` value of a stage header. */
+int machine_from_val(Machine *m, const char *file, const Val *v, Err *e);
+/* Writes the `machine:` value (one flow mapping). */
+void machine_write(YWriter *w, const Machine *m);
+/* Bytes of SRAM per tile available to planned data. */
+static inline int64_t machine_avail(const Machine *m)
+{
+	return m->sram_bytes - m->reserved_bytes;
+}
+
+#endif

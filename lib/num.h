@@ -1,0 +1,38 @@
+/* num: strict number parsing and the machine's number formats (DOMAIN §3).
+ *
+ * Parsing: a number is the whole string. parse_i64 accepts an optional '-'
+ * followed by decimal digits, nothing else: no sign '+', no spaces, no
+ * hex, no trailing text ("12x"), no overflow. parse_f64 accepts a finite
+ * decimal float (strtod syntax without hex, inf or nan, whole string).
+ *
+ * fp16 is IEEE binary16 with round-to-nearest-even; overflow rounds to
+ * infinity as IEEE does; NaN stays NaN (quiet, 0x7e00).
+ *
+ * fp8 is F143: 1 sign, 4 exponent, 3 mantissa bits, exponent bias 8.
+ * Exponent field 0 is subnormal (m * 2^-10). Every code except 0x80 is
+ * finite; the largest magnitude is 240 (0x7f, 0xff). 0x80 is NaN; zero is
+ * only 0x00 (-0.0 encodes to 0x00). Rounding is to nearest even; finite
+ * values beyond 240 saturate to +-240; NaN and +-infinity encode to 0x80.
+ * f32_to_f8s / f8s_to_f32 apply a power-of-two scale exponent:
+ * value = decoded * 2^scale.
+ */
+#ifndef AMP_NUM_H
+#define AMP_NUM_H
+
+#include <stdint.h>
+
+int parse_i64(const char *s, int64_t *out);   /* 0 ok, -1 not a number */
+int parse_f64(const char *s, double *out);    /* 0 ok, -1 not a number */
+
+uint16_t f32_to_f16(float x);
+float f16_to_f32(uint16_t h);
+
+uint8_t f32_to_f8(float x);
+float f8_to_f32(uint8_t b);
+uint8_t f32_to_f8s(float x, int scale);
+float f8s_to_f32(uint8_t b, int scale);
+
+#define F8_NAN 0x80u
+#define F8_MAX 240.0f
+
+#endif

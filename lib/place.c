@@ -1,0 +1,201 @@
+#include "place.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int uniform_ok(int64_t n, int64_t parts)
+{
+	if (parts < 1 || parts > n)
+		return 0;
+	return cdiv(n, cdiv(n, parts)) == parts;
+}
+
+int64_t place_extent(const Placement *p, int a, int64_t i)
+{
+	int64_t lo = i * p->block[a], hi = lo + p->block[a];
+	if (hi > p->shape[a])
+		hi = p->shape[a];
+	return hi - lo;
+}
+
+int64_t place_shards(const Placement *p)
+{
+	int64_t n = 1;
+	for (int a = 0; a < p->rank; a++)
+		n *= p->split[a];
+	return n;
+}
+
+int64_t place_replicas(const Placement *p)
+{
+	int64_t n = 1;
+	for (int k = 0; k < p->nrep; k++)
+		n *= p->rep[k];
+	return n;
+}
+
+static Layout layout_of(const Placement *p, const int64_t *ext)
+{
+	Layout l = { p->layout, p->fmt, 1, 1 };
+	for (int a = 0; a + 1 < p->rank; a++)
+		l.rows *= ext[a];
+	l.cols = ext[p->rank - 1];
+	return l;
+}
+
+Layout place_layout(const Placement *p, const int64_t *idx)
+{
+	int64_t ext[MAX_RANK];
+	for (int a = 0; a < p->rank; a++)
+		ext[a] = place_extent(p, a, idx[a]);
+	return layout_of(p, ext);
+}
+
+int64_t place_shard_bytes(const Placement *p, const int64_t *idx)
+{
+	Layout l = place_layout(p, idx);
+	return layout_bytes(&l);
+}
+
+int64_t place_max_bytes(const Placement *p)
+{
+	int64_t idx[MAX_RANK] = { 0 };
+	return place_shard_bytes(p, idx);
+}
+
+/* Per axis there are at most two part extents: full and clipped tail.
+ * Enumerate the 2^rank combinations with their multiplicities. */
+int64_t place_total_bytes(const Placement *p)
+{
+	int64_t total = 0;
+	for (int mask = 0; mask < 1 << p->rank; mask++) {
+		int64_t ext[MAX_RANK], count = 1;
+		for (int a = 0; a < p->rank && count; a++) {
+			int64_t tail = p->shape[a] - (p->split[a] - 1) * p->block[a];
+			if (mask >> a & 1) {            /* the last part */
+				ext[a] = tail;
+			} else {                        /* the others, all full */
+				ext[a] = p->block[a];
+				count *= p->split[a] - 1;
+			}
+		}
+		if (count) {
+			Layout l = layout_of(p, ext);
+			total += count * layout_bytes(&l);
+		}
+	}
+	return total * place_replicas(p);
+}
+
+int64_t place_tile(const Placement *p, const int64_t *idx, const int64_t *rep, int64_t tiles)
+{
+	int64_t t = p->base;
+	for (int a = 0; a < p->rank; a++)
+		t += idx[a] * p->stride[a];
+	for (int k = 0; k < p->nrep; k++)
+		t += rep[k] * p->rstride[k];
+	t %= tiles;
+	return t < 0 ? t + tiles : t;
+}
+
+int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx)
+{
+	int64_t idx[MAX_RANK] = { 0 }, rep[MAX_REP] = { 0 };
+	int64_t n = place_shards(p), r = place_replicas(p);
+
+	for (int64_t s = 0; s < n; s++) {
+		int64_t q = s;
+		for (int a = p->rank - 1; a >= 0; a--) {
+			idx[a] = q % p->split[a];
+			q /= p->split[a];
+		}
+		for (int64_t j = 0; j < r; j++) {
+			int64_t u = j;
+			for (int k = p->nrep - 1; k >= 0; k--) {
+				rep[k] = u % p->rep[k];
+				u /= p->rep[k];
+			}
+			int rc = fn(ctx, p, idx, rep, place_tile(p, idx, rep, tiles));
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int mark_tile(void *ctx, const Placement *p, const int64_t *idx,
+		     const int64_t *rep, int64_t tile)
+{
+	unsigned char *seen = ctx;
+	(void)p, (void)idx, (void)rep;
+	if (seen[tile])
+		return 1;
+	seen[tile] = 1;
+	return 0;
+}
+
+int place_check(const Placement *p, int64_t tiles, Err *e)
+{
+	if (p->rank < 1 || p->rank > MAX_RANK || p->nrep < 0 || p->nrep > MAX_REP)
+		return errf(e, "placement '%s': bad rank or replication", p->name);
+	for (int a = 0; a < p->rank; a++) {
+		if (p->split[a] < 1 || p->block[a] < 1 ||
+		    p->split[a] * p->block[a] < p->shape[a] ||
+		    (p->split[a] - 1) * p->block[a] >= p->shape[a])
+			return errf(e, "placement '%s': axis %d of extent %lld is not cut into %lld "
+				    "non-empty parts of %lld", p->name, a, (long long)p->shape[a],
+				    (long long)p->split[a], (long long)p->block[a]);
+	}
+	for (int k = 0; k < p->nrep; k++)
+		if (p->rep[k] < 1)
+			return errf(e, "placement '%s': replication count must be positive", p->name);
+	if (place_shards(p) * place_replicas(p) > tiles)
+		return errf(e, "placement '%s': %lld shards and replicas do not fit on %lld tiles",
+			    p->name, (long long)(place_shards(p) * place_replicas(p)), (long long)tiles);
+	unsigned char *seen = xcalloc((size_t)tiles, 1);
+	int dup = place_each(p, tiles, mark_tile, seen);
+	free(seen);
+	if (dup)
+		return errf(e, "placement '%s': two shards map to the same tile", p->name);
+	return 0;
+}
+
+int place_same(const Placement *a, const Placement *b)
+{
+	if (a->tensor != b->tensor || a->layout != b->layout || a->fmt != b->fmt ||
+	    a->rank != b->rank || a->base != b->base || a->nrep != b->nrep)
+		return 0;
+	for (int i = 0; i < a->rank; i++)
+		if (a->split[i] != b->split[i] || a->block[i] != b->block[i] ||
+		    a->stride[i] != b->stride[i])
+			return 0;
+	for (int k = 0; k < a->nrep; k++)
+		if (a->rep[k] != b->rep[k] || a->rstride[k] != b->rstride[k])
+			return 0;
+	return 1;
+}
+
+int place_panel_aligned(const Placement *p)
+{
+	int64_t mu = fmt_mu(p->fmt), rowq, colq;
+	int last = p->rank - 1;
+
+	switch (p->layout) {
+	case LAYOUT_AMP_LEFT: rowq = 1; colq = mu; break;
+	case LAYOUT_TRANSPOSED_RIGHT: rowq = mu; colq = 16; break;
+	case LAYOUT_AMP_OUTPUT: rowq = 1; colq = 16; break;
+	default: return 0;
+	}
+	/* Rows fold the leading axes; a row quantum above 1 needs them whole
+	 * except the innermost leading axis. */
+	if (p->split[last] > 1 && p->block[last] % colq)
+		return 0;
+	if (rowq > 1) {
+		for (int a = 0; a + 1 < last; a++)
+			if (p->split[a] > 1)
+				return 0;
+		if (last >= 1 && p->split[last - 1] > 1 && p->block[last - 1] % rowq)
+			return 0;
+	}
+	return 1;
+}

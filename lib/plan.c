@@ -1,0 +1,464 @@
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage.h"
+
+static const char *role_names[R_COUNT] = { "input", "param", "act", "output", "partial" };
+static const char *map_names[MAP_COUNT] = { "identity", "native-panel", "relayout" };
+static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduction",
+					       "output", "copy" };
+static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
+					      "add", "layernorm" };
+static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
+					        "scale" };
+
+const char *role_name(PRole r) { return role_names[r]; }
+const char *mapping_name(Mapping m) { return map_names[m]; }
+const char *movement_name(Movement m) { return move_names[m]; }
+const char *compute_name(ComputeKind c) { return compute_names[c]; }
+const char *operand_name(Operand o) { return operand_names[o]; }
+
+static int lookup(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+void plan_free(Plan *p)
+{
+	for (int i = 0; i < p->nt; i++)
+		free(p->t[i].name);
+	for (int i = 0; i < p->ng; i++)
+		free(p->g[i].op);
+	for (int i = 0; i < p->np; i++)
+		free(p->p[i].name);
+	for (int i = 0; i < p->ns; i++)
+		free(p->s[i].op);
+	free(p->t);
+	free(p->g);
+	free(p->p);
+	free(p->s);
+	free(p->model);
+	memset(p, 0, sizeof *p);
+}
+
+Mapping copy_mapping(const Placement *src, const Placement *dst)
+{
+	if (src->layout != dst->layout)
+		return MAP_RELAYOUT;
+	if (layout_is_panel(src->layout) && place_panel_aligned(src) && place_panel_aligned(dst))
+		return MAP_NATIVE_PANEL;
+	return MAP_IDENTITY;
+}
+
+/* ---- writing ---- */
+
+static void write_placement(YWriter *w, const Plan *pl, const Placement *p)
+{
+	yw_map(w, 1);
+	yw_kstr(w, "name", p->name);
+	yw_kstr(w, "tensor", pl->t[p->tensor].name);
+	yw_kstr(w, "layout", layout_name(p->layout));
+	yw_kints(w, "split", p->rank, p->split);
+	yw_kints(w, "block", p->rank, p->block);
+	yw_kint(w, "base", p->base);
+	yw_kints(w, "stride", p->rank, p->stride);
+	yw_kints(w, "rep", p->nrep, p->rep);
+	yw_kints(w, "rstride", p->nrep, p->rstride);
+	yw_end_map(w);
+}
+
+static void write_step(YWriter *w, const Plan *pl, int i)
+{
+	const Step *s = &pl->s[i];
+
+	yw_map(w, 1);
+	yw_kint(w, "step", i);
+	if (s->kind == STEP_COPY) {
+		yw_kstr(w, "copy", movement_name(s->move));
+		yw_kstr(w, "op", s->op);
+		yw_kstr(w, "operand", operand_name(s->operand));
+		yw_kstr(w, "map", mapping_name(s->map));
+		yw_kstr(w, "src", pl->p[s->src].name);
+		yw_kstr(w, "dst", pl->p[s->dst].name);
+	} else {
+		yw_kstr(w, "compute", compute_name(s->compute));
+		yw_kstr(w, "op", s->op);
+		yw_str(w, "in");
+		yw_seq(w, 1);
+		for (int k = 0; k < s->nin; k++)
+			yw_str(w, pl->p[s->in[k]].name);
+		yw_end_seq(w);
+		yw_kstr(w, "out", pl->p[s->out].name);
+		if (s->compute == C_LAYERNORM) {
+			yw_str(w, "eps");
+			yw_f64(w, s->eps);
+		}
+	}
+	yw_end_map(w);
+}
+
+int plan_write(const Plan *pl, Output *out, Err *e)
+{
+	YWriter w;
+
+	if (yw_open(&w, out, e))
+		return -1;
+	stage_write_header(&w, "amp-plan", PLAN_VERSION, &pl->machine, pl->model);
+
+	yw_str(&w, "tensors");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->nt; i++) {
+		const PTensor *t = &pl->t[i];
+		yw_map(&w, 1);
+		yw_kstr(&w, "name", t->name);
+		yw_kstr(&w, "role", role_name(t->role));
+		yw_kints(&w, "shape", t->rank, t->shape);
+		yw_kstr(&w, "dtype", fmt_name(t->fmt));
+		if (t->fmt == FMT_FP8)
+			yw_kint(&w, "scale", t->scale);
+		yw_end_map(&w);
+	}
+	yw_end_seq(&w);
+
+	yw_str(&w, "gemms");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->ng; i++) {
+		const Gemm *g = &pl->g[i];
+		yw_map(&w, 1);
+		yw_kstr(&w, "op", g->op);
+		yw_kstr(&w, "a", pl->t[g->a].name);
+		yw_kstr(&w, "b", pl->t[g->b].name);
+		if (g->bias >= 0)
+			yw_kstr(&w, "bias", pl->t[g->bias].name);
+		yw_kstr(&w, "out", pl->t[g->out].name);
+		yw_kint(&w, "m", g->m);
+		yw_kint(&w, "k", g->k);
+		yw_kint(&w, "n", g->n);
+		yw_kstr(&w, "format", fmt_name(g->fmt));
+		yw_kints(&w, "grid", 3, g->grid);
+		yw_kstr(&w, "cast", cast_name(g->cast));
+		yw_kstr(&w, "staging", staging_name(g->staging));
+		yw_kstr(&w, "a_layout", layout_name(LAYOUT_AMP_LEFT));
+		yw_kstr(&w, "b_layout", layout_name(LAYOUT_TRANSPOSED_RIGHT));
+		yw_kstr(&w, "out_layout", layout_name(LAYOUT_AMP_OUTPUT));
+		yw_kbool(&w, "pinned", g->pinned);
+		yw_kint(&w, "tiles", g->tiles);
+		yw_kint(&w, "peak_bytes", g->peak_bytes);
+		yw_end_map(&w);
+	}
+	yw_end_seq(&w);
+
+	yw_str(&w, "placements");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->np; i++)
+		write_placement(&w, pl, &pl->p[i]);
+	yw_end_seq(&w);
+
+	yw_str(&w, "steps");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->ns; i++)
+		write_step(&w, pl, i);
+	yw_end_seq(&w);
+
+	yw_end_map(&w);
+	return yw_close(&w, e);
+}
+
+/* ---- reading ---- */
+
+static int find_tensor(const Plan *pl, const char *s)
+{
+	for (int i = 0; i < pl->nt; i++)
+		if (strcmp(pl->t[i].name, s) == 0)
+			return i;
+	return -1;
+}
+
+static int find_placement(const Plan *pl, const char *s)
+{
+	for (int i = 0; i < pl->np; i++)
+		if (strcmp(pl->p[i].name, s) == 0)
+			return i;
+	return -1;
+}
+
+static int ref_tensor(const Plan *pl, const char *f, const Val *r, const char *key, int *out, Err *e)
+{
+	const char *s;
+	if (get_str(f, r, key, &s, e))
+		return -1;
+	if ((*out = find_tensor(pl, s)) < 0)
+		return val_err(f, map_get(r, key), e, "unknown tensor '%s'", s);
+	return 0;
+}
+
+static int ref_placement(const Plan *pl, const char *f, const Val *v, int *out, Err *e)
+{
+	const char *s;
+	if (val_str(f, v, &s, e))
+		return -1;
+	if ((*out = find_placement(pl, s)) < 0)
+		return val_err(f, v, e, "unknown placement '%s'", s);
+	return 0;
+}
+
+static int ref_enum(const char *f, const Val *r, const char *key, const char *const *names,
+		    int n, int *out, Err *e)
+{
+	const char *s;
+	if (get_str(f, r, key, &s, e))
+		return -1;
+	if ((*out = lookup(names, n, s)) < 0)
+		return val_err(f, map_get(r, key), e, "unknown %s '%s'", key, s);
+	return 0;
+}
+
+static int unique(const char *f, const Val *r, const char *name, int exists, Err *e)
+{
+	if (exists)
+		return val_err(f, map_get(r, "name"), e, "'%s' is defined twice", name);
+	return 0;
+}
+
+static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "name", "role", "shape", "dtype", "scale", NULL };
+	PTensor t;
+	const char *name;
+	int role, fmt;
+	int64_t scale = 0;
+
+	memset(&t, 0, sizeof t);
+	if (map_keys(f, r, keys, e) || get_str(f, r, "name", &name, e) ||
+	    unique(f, r, name, find_tensor(pl, name) >= 0, e) ||
+	    ref_enum(f, r, "role", role_names, R_COUNT, &role, e) ||
+	    ref_enum(f, r, "dtype", (const char *const[]){ "fp32", "fp16", "fp8" }, 3, &fmt, e))
+		return -1;
+	const Val *sv;
+	if (map_need(f, r, "shape", &sv, e) ||
+	    val_ints(f, sv, MAX_RANK, 1, INT64_C(1) << 40, t.shape, &t.rank, e))
+		return -1;
+	if (t.rank == 0)
+		return val_err(f, sv, e, "a tensor needs at least one axis");
+	if (map_get(r, "scale") && (fmt != FMT_FP8 || val_int(f, map_get(r, "scale"), -126, 126, &scale, e)))
+		return fmt != FMT_FP8 ? val_err(f, map_get(r, "scale"), e, "only fp8 tensors carry a scale") : -1;
+	t.name = xstrdup(name);
+	t.role = (PRole)role;
+	t.fmt = (Format)fmt;
+	t.scale = (int)scale;
+	pl->t = xrealloc(pl->t, (size_t)(pl->nt + 1) * sizeof *pl->t);
+	pl->t[pl->nt++] = t;
+	return 0;
+}
+
+static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "op", "a", "b", "bias", "out", "m", "k", "n", "format",
+				      "grid", "cast", "staging", "a_layout", "b_layout",
+				      "out_layout", "pinned", "tiles", "peak_bytes", NULL };
+	static const char *const bools[] = { "false", "true" };
+	static const char *const fmts[] = { "fp32", "fp16", "fp8" };
+	static const char *const casts[] = { "auto", "early", "late" };
+	static const char *const stagings[] = { "auto", "pack-once", "direct" };
+	Gemm g;
+	const char *op, *s;
+	int fmt, cast, staging, pinned, n;
+	const Val *v;
+
+	memset(&g, 0, sizeof g);
+	g.bias = -1;
+	if (map_keys(f, r, keys, e) || get_str(f, r, "op", &op, e) ||
+	    ref_tensor(pl, f, r, "a", &g.a, e) || ref_tensor(pl, f, r, "b", &g.b, e) ||
+	    (map_get(r, "bias") && ref_tensor(pl, f, r, "bias", &g.bias, e)) ||
+	    ref_tensor(pl, f, r, "out", &g.out, e) ||
+	    get_int(f, r, "m", 1, INT64_C(1) << 40, &g.m, e) ||
+	    get_int(f, r, "k", 1, INT64_C(1) << 40, &g.k, e) ||
+	    get_int(f, r, "n", 1, INT64_C(1) << 40, &g.n, e) ||
+	    ref_enum(f, r, "format", fmts, 3, &fmt, e) ||
+	    map_need(f, r, "grid", &v, e) ||
+	    val_ints(f, v, 3, 1, INT64_C(1) << 30, g.grid, &n, e) ||
+	    ref_enum(f, r, "cast", casts, 3, &cast, e) ||
+	    ref_enum(f, r, "staging", stagings, 3, &staging, e) ||
+	    ref_enum(f, r, "pinned", bools, 2, &pinned, e) ||
+	    get_int(f, r, "tiles", 1, INT64_C(1) << 40, &g.tiles, e) ||
+	    get_int(f, r, "peak_bytes", 0, INT64_C(1) << 50, &g.peak_bytes, e))
+		return -1;
+	if (n != 3)
+		return val_err(f, v, e, "grid must be [rows, k, cols]");
+	if (g.grid[0] * g.grid[1] * g.grid[2] != g.tiles)
+		return val_err(f, map_get(r, "tiles"), e, "tiles must be the product of the grid");
+	static const struct { const char *key; LayoutKind want; } lay[] = {
+		{ "a_layout", LAYOUT_AMP_LEFT }, { "b_layout", LAYOUT_TRANSPOSED_RIGHT },
+		{ "out_layout", LAYOUT_AMP_OUTPUT },
+	};
+	for (int i = 0; i < 3; i++) {
+		if (get_str(f, r, lay[i].key, &s, e))
+			return -1;
+		if (strcmp(s, layout_name(lay[i].want)))
+			return val_err(f, map_get(r, lay[i].key), e, "%s must be %s (found '%s')",
+				       lay[i].key, layout_name(lay[i].want), s);
+	}
+	g.op = xstrdup(op);
+	g.fmt = (Format)fmt;
+	g.cast = (CastOrder)cast;
+	g.staging = (Staging)staging;
+	g.pinned = pinned;
+	pl->g = xrealloc(pl->g, (size_t)(pl->ng + 1) * sizeof *pl->g);
+	pl->g[pl->ng++] = g;
+	return 0;
+}
+
+static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "name", "tensor", "layout", "split", "block", "base",
+				      "stride", "rep", "rstride", NULL };
+	static const char *const lays[] = { "row-major", "amp-left", "transposed-right", "amp-output" };
+	Placement p;
+	const char *name;
+	const Val *v;
+	int lay, n;
+	const int64_t big = INT64_C(1) << 40;
+
+	memset(&p, 0, sizeof p);
+	if (map_keys(f, r, keys, e) || get_str(f, r, "name", &name, e) ||
+	    unique(f, r, name, find_placement(pl, name) >= 0, e) ||
+	    ref_tensor(pl, f, r, "tensor", &p.tensor, e) ||
+	    ref_enum(f, r, "layout", lays, 4, &lay, e) ||
+	    get_int(f, r, "base", 0, big, &p.base, e))
+		return -1;
+	const PTensor *t = &pl->t[p.tensor];
+	p.rank = t->rank;
+	p.fmt = t->fmt;
+	p.layout = (LayoutKind)lay;
+	memcpy(p.shape, t->shape, sizeof p.shape);
+	static const char *axes[] = { "split", "block", "stride" };
+	int64_t *dst[] = { p.split, p.block, p.stride };
+	for (int i = 0; i < 3; i++) {
+		if (map_need(f, r, axes[i], &v, e) ||
+		    val_ints(f, v, MAX_RANK, i < 2 ? 1 : 0, big, dst[i], &n, e))
+			return -1;
+		if (n != p.rank)
+			return val_err(f, v, e, "%s has %d entries; tensor '%s' has rank %d",
+				       axes[i], n, t->name, p.rank);
+	}
+	if (map_need(f, r, "rep", &v, e) || val_ints(f, v, MAX_REP, 1, big, p.rep, &p.nrep, e) ||
+	    map_need(f, r, "rstride", &v, e) || val_ints(f, v, MAX_REP, 0, big, p.rstride, &n, e))
+		return -1;
+	if (n != p.nrep)
+		return val_err(f, v, e, "rstride needs one entry per rep");
+	p.name = (char *)name;
+	if (place_check(&p, pl->machine.tiles, e))
+		return val_err(f, r, e, "%s", e->msg);
+	p.name = xstrdup(name);
+	pl->p = xrealloc(pl->p, (size_t)(pl->np + 1) * sizeof *pl->p);
+	pl->p[pl->np++] = p;
+	return 0;
+}
+
+static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
+	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", NULL };
+	Step s;
+	const char *op;
+	int64_t idx;
+	int k;
+	const Val *v;
+
+	memset(&s, 0, sizeof s);
+	if (get_int(f, r, "step", 0, INT64_C(1) << 40, &idx, e))
+		return -1;
+	if (idx != pl->ns)
+		return val_err(f, map_get(r, "step"), e, "expected step %d, found %lld",
+			       pl->ns, (long long)idx);
+	if (map_get(r, "copy")) {
+		s.kind = STEP_COPY;
+		if (map_keys(f, r, copy_keys, e) ||
+		    ref_enum(f, r, "copy", move_names, MOVE_COUNT, &k, e))
+			return -1;
+		s.move = (Movement)k;
+		if (ref_enum(f, r, "operand", operand_names, OPD_COUNT, &k, e))
+			return -1;
+		s.operand = (Operand)k;
+		if (ref_enum(f, r, "map", map_names, MAP_COUNT, &k, e))
+			return -1;
+		s.map = (Mapping)k;
+		if (map_need(f, r, "src", &v, e) || ref_placement(pl, f, v, &s.src, e) ||
+		    map_need(f, r, "dst", &v, e) || ref_placement(pl, f, v, &s.dst, e))
+			return -1;
+	} else if (map_get(r, "compute")) {
+		s.kind = STEP_COMPUTE;
+		if (map_keys(f, r, comp_keys, e) ||
+		    ref_enum(f, r, "compute", compute_names, C_COUNT, &k, e))
+			return -1;
+		s.compute = (ComputeKind)k;
+		if (map_need(f, r, "in", &v, e))
+			return -1;
+		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 3)
+			return val_err(f, v, e, "expected a list of 1 to 3 placements");
+		for (int i = 0; i < v->n; i++)
+			if (ref_placement(pl, f, &v->items[i], &s.in[i], e))
+				return -1;
+		s.nin = v->n;
+		if (map_need(f, r, "out", &v, e) || ref_placement(pl, f, v, &s.out, e))
+			return -1;
+		if (s.compute == C_LAYERNORM &&
+		    (map_need(f, r, "eps", &v, e) || val_f64(f, v, &s.eps, e)))
+			return -1;
+		if (s.compute != C_LAYERNORM && map_get(r, "eps"))
+			return val_err(f, map_get(r, "eps"), e, "only layernorm takes eps");
+	} else {
+		return val_err(f, r, e, "a step needs 'copy' or 'compute'");
+	}
+	if (get_str(f, r, "op", &op, e))
+		return -1;
+	s.op = xstrdup(op);
+	pl->s = xrealloc(pl->s, (size_t)(pl->ns + 1) * sizeof *pl->s);
+	pl->s[pl->ns++] = s;
+	if (plan_check_step(pl, pl->ns - 1, e))
+		return val_err(f, r, e, "%s", e->msg);
+	return 0;
+}
+
+typedef int (*ReadFn)(Plan *, const char *, const Val *, Err *);
+
+int plan_read(Plan *pl, const char *path, Err *e)
+{
+	static const struct { const char *key; ReadFn fn; } sections[] = {
+		{ "tensors", read_tensor }, { "gemms", read_gemm },
+		{ "placements", read_placement }, { "steps", read_step },
+	};
+	YReader r;
+	int rc = -1;
+
+	memset(pl, 0, sizeof *pl);
+	if (yr_open(&r, path, e) ||
+	    stage_read_header(&r, "amp-plan", PLAN_VERSION, &pl->machine, &pl->model, e))
+		goto out;
+	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+		Val *rec;
+		int more;
+		if (stage_section(&r, sections[i].key, e))
+			goto out;
+		while ((more = stage_record(&r, &rec, e)) > 0) {
+			if (sections[i].fn(pl, r.name, rec, e))
+				goto out;
+			yr_reset(&r);
+		}
+		if (more < 0)
+			goto out;
+	}
+	if (yr_end(&r, e) || plan_check(pl, r.name, e))
+		goto out;
+	rc = 0;
+out:
+	yr_close(&r);
+	if (rc)
+		plan_free(pl);
+	return rc;
+}

@@ -1,0 +1,117 @@
+/* plan: the plan stage (formats/plan.md, `format: amp-plan`).
+ *
+ * A plan is the program before lowering: tensors (logical values), GEMM
+ * plans (one record per matmul: grid, cast order, staging, layouts),
+ * placements (lib/place.h) and steps in program order. A step is either a
+ * copy, which moves one tensor from a source placement to a destination
+ * placement (same tensor, same format: a precision cast is never a copy),
+ * or a compute, which reads placements and writes one on the same tiles.
+ *
+ * Aliasing: where a copy's destination shard on a tile has the same region,
+ * layout and format as a source shard on that tile, it is the same buffer
+ * and no bytes move. Memory accounting and lowering both follow this rule.
+ */
+#ifndef AMP_PLAN_H
+#define AMP_PLAN_H
+
+#include <stdint.h>
+
+#include "diag.h"
+#include "machine.h"
+#include "model.h"
+#include "place.h"
+
+#define PLAN_VERSION 1
+
+typedef enum { R_INPUT, R_PARAM, R_ACT, R_OUTPUT, R_PARTIAL, R_COUNT } PRole;
+
+typedef struct {
+	char *name;
+	PRole role;
+	int rank;
+	int64_t shape[MAX_RANK];
+	Format fmt;
+	int scale;
+} PTensor;
+
+/* The one GEMM-plan record. */
+typedef struct {
+	char *op;
+	int a, b, bias, out;        /* tensor indices (bias -1 when absent) */
+	int64_t m, k, n;            /* rows (batch x tokens), inner, columns */
+	Format fmt;                 /* operand format (fp8 or fp16) */
+	int64_t grid[3];            /* rows, k, cols partitions */
+	CastOrder cast;             /* auto when a needs no cast */
+	Staging staging;
+	int pinned;
+	int64_t tiles;              /* grid[0]*grid[1]*grid[2] */
+	int64_t peak_bytes;         /* largest per-tile memory while it runs */
+} Gemm;
+
+typedef enum { STEP_COPY, STEP_COMPUTE } StepKind;
+typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping;
+typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
+	       MOVE_COPY, MOVE_COUNT } Movement;
+typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
+	       C_COUNT } ComputeKind;
+typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
+	       OPD_COUNT } Operand;
+
+typedef struct {
+	StepKind kind;
+	char *op;                   /* the model op it serves */
+	/* copy */
+	Operand operand;
+	Movement move;
+	Mapping map;
+	int src, dst;               /* placement indices */
+	/* compute */
+	ComputeKind compute;
+	int in[3], nin;             /* placement indices */
+	int out;
+	double eps;                 /* layernorm */
+} Step;
+
+typedef struct {
+	Machine machine;
+	char *model;
+	PTensor *t;
+	int nt;
+	Gemm *g;
+	int ng;
+	Placement *p;
+	int np;
+	Step *s;
+	int ns;
+} Plan;
+
+const char *role_name(PRole r);
+const char *mapping_name(Mapping m);
+const char *movement_name(Movement m);
+const char *compute_name(ComputeKind c);
+const char *operand_name(Operand o);
+
+void plan_free(Plan *p);
+int plan_read(Plan *p, const char *path, Err *e);
+int plan_write(const Plan *p, Output *out, Err *e);
+/* Cross-record checks (names resolve, placements valid, copies keep the
+ * tensor): plan_read runs them; planner and composer do too. */
+int plan_check(const Plan *p, const char *file, Err *e);
+/* The checks of one step that need only what precedes it. */
+int plan_check_step(const Plan *p, int step, Err *e);
+/* Step that writes placement i, or -1 for an initial placement. */
+int plan_writer(const Plan *p, int placement);
+
+/* Per-tile memory: live placement bytes at each step, aliases counted once.
+ * Placements of inputs and parameters that no step writes are live for the
+ * whole program, outputs to its end, everything else from the step that
+ * writes it to the last step that reads it. tile_peak[tiles] and
+ * step_peak[steps] receive the peaks (either may be NULL). Returns the
+ * largest; *worst is its tile, *at its step. */
+int64_t plan_memory(const Plan *p, int64_t *tile_peak, int64_t *step_peak,
+		    int64_t *worst, int *at);
+
+/* Mapping of a copy from its placements. */
+Mapping copy_mapping(const Placement *src, const Placement *dst);
+
+#endif

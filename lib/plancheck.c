@@ -1,0 +1,210 @@
+/* Cross-record checks of a plan, and its memory accounting. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int plan_writer(const Plan *pl, int i)
+{
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if ((st->kind == STEP_COPY ? st->dst : st->out) == i)
+			return s;
+	}
+	return -1;
+}
+
+static int initial(const Plan *pl, int i)
+{
+	PRole r = pl->t[pl->p[i].tensor].role;
+	return (r == R_INPUT || r == R_PARAM) && plan_writer(pl, i) < 0;
+}
+
+int plan_check_step(const Plan *pl, int i, Err *e)
+{
+	const Step *s = &pl->s[i];
+	const Placement *P = pl->p;
+
+	if (s->kind == STEP_COPY) {
+		if (s->src == s->dst)
+			return errf(e, "copy from '%s' to itself", P[s->src].name);
+		if (P[s->src].tensor != P[s->dst].tensor)
+			return errf(e, "copy from '%s' to '%s' changes the tensor; a cast is compute",
+				    P[s->src].name, P[s->dst].name);
+		Mapping m = copy_mapping(&P[s->src], &P[s->dst]);
+		if (m != s->map)
+			return errf(e, "map '%s' does not match the placements (expected '%s')",
+				    mapping_name(s->map), mapping_name(m));
+		return 0;
+	}
+	for (int k = 0; k < s->nin; k++)
+		if (s->in[k] == s->out)
+			return errf(e, "compute reads and writes '%s'", P[s->out].name);
+	const Placement *in = &P[s->in[0]], *out = &P[s->out];
+	switch (s->compute) {
+	case C_CAST:
+		if (in->fmt == out->fmt || s->nin != 1)
+			return errf(e, "cast from '%s' to '%s' must change the format",
+				    in->name, out->name);
+		break;
+	case C_PACK:
+		if (in->tensor != out->tensor || in->layout == out->layout || s->nin != 1)
+			return errf(e, "pack from '%s' to '%s' must keep the tensor and change the layout",
+				    in->name, out->name);
+		break;
+	case C_MATMUL:
+		if (s->nin < 2)
+			return errf(e, "matmul needs a and b");
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int plan_check(const Plan *pl, const char *file, Err *e)
+{
+	char *ready = xcalloc((size_t)pl->np + 1, 1);
+	int rc = -1;
+
+	for (int i = 0; i < pl->np; i++) {
+		ready[i] = (char)initial(pl, i);
+		if (plan_writer(pl, i) < 0 && !ready[i]) {
+			errf(e, "%s: placement '%s' is never written", file, pl->p[i].name);
+			goto out;
+		}
+	}
+	for (int i = 0; i < pl->ns; i++) {
+		const Step *s = &pl->s[i];
+		int reads[3], n = 0, w = s->kind == STEP_COPY ? s->dst : s->out;
+		if (s->kind == STEP_COPY)
+			reads[n++] = s->src;
+		else
+			for (int k = 0; k < s->nin; k++)
+				reads[n++] = s->in[k];
+		for (int k = 0; k < n; k++)
+			if (!ready[reads[k]]) {
+				errf(e, "%s: step %d reads '%s' before it is written", file, i,
+				     pl->p[reads[k]].name);
+				goto out;
+			}
+		if (ready[w]) {
+			errf(e, "%s: step %d writes '%s' a second time", file, i, pl->p[w].name);
+			goto out;
+		}
+		ready[w] = 1;
+	}
+	for (int i = 0; i < pl->ng; i++) {
+		const Gemm *g = &pl->g[i];
+		if (g->tiles > pl->machine.tiles) {
+			errf(e, "%s: gemm '%s' uses %lld tiles; the machine has %lld", file, g->op,
+			     (long long)g->tiles, (long long)pl->machine.tiles);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(ready);
+	return rc;
+}
+
+/* ---- memory ---- */
+
+typedef struct {
+	int64_t *bytes;         /* [tiles] */
+	int64_t *region;        /* [tiles * 2 * MAX_RANK] lo, hi of the shard there */
+	int64_t tiles;
+} TileMap;
+
+static int fill(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	TileMap *m = ctx;
+	(void)rep;
+	m->bytes[t] = place_shard_bytes(p, idx);
+	for (int a = 0; a < p->rank; a++) {
+		m->region[t * 2 * MAX_RANK + 2 * a] = idx[a] * p->block[a];
+		m->region[t * 2 * MAX_RANK + 2 * a + 1] = idx[a] * p->block[a] + place_extent(p, a, idx[a]);
+	}
+	return 0;
+}
+
+int64_t plan_memory(const Plan *pl, int64_t *peak, int64_t *step_peak, int64_t *worst, int *at)
+{
+	int64_t T = pl->machine.tiles, best = 0;
+	int np = pl->np, ns = pl->ns;
+	TileMap *m = xcalloc((size_t)np, sizeof *m);
+	int *first = xmalloc((size_t)np * sizeof *first), *last = xmalloc((size_t)np * sizeof *last);
+	int *alias = xmalloc((size_t)np * sizeof *alias);
+	int64_t *cur = xcalloc((size_t)T, sizeof *cur);
+
+	if (worst)
+		*worst = 0;
+	if (at)
+		*at = 0;
+	if (peak)
+		memset(peak, 0, (size_t)T * sizeof *peak);
+	for (int i = 0; i < np; i++) {
+		m[i].bytes = xcalloc((size_t)T, sizeof *m[i].bytes);
+		m[i].region = xcalloc((size_t)T * 2 * MAX_RANK, sizeof *m[i].region);
+		place_each(&pl->p[i], T, fill, &m[i]);
+		int w = plan_writer(pl, i);
+		PRole r = pl->t[pl->p[i].tensor].role;
+		first[i] = w < 0 ? 0 : w;
+		last[i] = (w < 0 || r == R_OUTPUT) ? ns : first[i];
+		alias[i] = -1;
+	}
+	for (int s = 0; s < ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind == STEP_COPY) {
+			last[st->src] = last[st->src] > s ? last[st->src] : s;
+			alias[st->dst] = st->src;
+		} else {
+			for (int k = 0; k < st->nin; k++)
+				last[st->in[k]] = last[st->in[k]] > s ? last[st->in[k]] : s;
+		}
+	}
+	for (int s = 0; s <= ns; s++) {
+		memset(cur, 0, (size_t)T * sizeof *cur);
+		for (int i = 0; i < np; i++) {
+			if (s < first[i] || s > last[i])
+				continue;
+			int q = alias[i];
+			int qlive = q >= 0 && s >= first[q] && s <= last[q] &&
+				    pl->p[q].layout == pl->p[i].layout;
+			for (int64_t t = 0; t < T; t++) {
+				if (!m[i].bytes[t])
+					continue;
+				if (qlive && m[q].bytes[t] &&
+				    !memcmp(&m[q].region[t * 2 * MAX_RANK], &m[i].region[t * 2 * MAX_RANK],
+					    2 * MAX_RANK * sizeof(int64_t)))
+					continue;       /* the same buffer */
+				cur[t] += m[i].bytes[t];
+			}
+		}
+		if (step_peak && s < ns)
+			step_peak[s] = 0;
+		for (int64_t t = 0; t < T; t++) {
+			if (step_peak && s < ns && cur[t] > step_peak[s])
+				step_peak[s] = cur[t];
+			if (peak && cur[t] > peak[t])
+				peak[t] = cur[t];
+			if (cur[t] > best) {
+				best = cur[t];
+				if (worst)
+					*worst = t;
+				if (at)
+					*at = s < ns ? s : ns - 1;
+			}
+		}
+	}
+	for (int i = 0; i < np; i++) {
+		free(m[i].bytes);
+		free(m[i].region);
+	}
+	free(m);
+	free(first);
+	free(last);
+	free(alias);
+	free(cur);
+	return best;
+}

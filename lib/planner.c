@@ -1,0 +1,610 @@
+#include "planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	Plan *pl;
+	const Model *m;
+	const Machine *mc;
+	const PlanOpts *o;
+	int *canon;             /* plan tensor -> its canonical/home placement */
+	int64_t *base;          /* per tile: bytes of homes */
+	int64_t next_tile;      /* rotating pointer for homes */
+	int *last_use;          /* model tensor -> last op reading it */
+} Builder;
+
+/* ---- records ---- */
+
+static int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
+		      Format fmt, int scale)
+{
+	PTensor t;
+	memset(&t, 0, sizeof t);
+	t.name = xstrdup(name);
+	t.role = role;
+	t.rank = rank;
+	memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
+	t.fmt = fmt;
+	t.scale = scale;
+	pl->t = xrealloc(pl->t, (size_t)(pl->nt + 1) * sizeof *pl->t);
+	pl->t[pl->nt] = t;
+	return pl->nt++;
+}
+
+static int find_tensor(const Plan *pl, const char *name)
+{
+	for (int i = 0; i < pl->nt; i++)
+		if (strcmp(pl->t[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Adds p under name (made unique), or returns the identical placement that
+ * already exists and sets *existed. */
+static int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed)
+{
+	const PTensor *t = &pl->t[tensor];
+	char buf[256];
+
+	p->tensor = tensor;
+	p->fmt = t->fmt;
+	p->rank = t->rank;
+	memcpy(p->shape, t->shape, sizeof p->shape);
+	*existed = 0;
+	for (int i = 0; i < pl->np; i++)
+		if (place_same(&pl->p[i], p)) {
+			*existed = 1;
+			return i;
+		}
+	snprintf(buf, sizeof buf, "%s@%s", t->name, name);
+	for (int n = 2;; n++) {
+		int clash = 0;
+		for (int i = 0; i < pl->np; i++)
+			if (strcmp(pl->p[i].name, buf) == 0)
+				clash = 1;
+		if (!clash)
+			break;
+		snprintf(buf, sizeof buf, "%s@%s.%d", t->name, name, n);
+	}
+	p->name = xstrdup(buf);
+	pl->p = xrealloc(pl->p, (size_t)(pl->np + 1) * sizeof *pl->p);
+	pl->p[pl->np] = *p;
+	return pl->np++;
+}
+
+static void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst)
+{
+	Step s;
+	memset(&s, 0, sizeof s);
+	s.kind = STEP_COPY;
+	s.op = xstrdup(op);
+	s.operand = opd;
+	s.move = mv;
+	s.src = src;
+	s.dst = dst;
+	s.map = copy_mapping(&pl->p[src], &pl->p[dst]);
+	pl->s = xrealloc(pl->s, (size_t)(pl->ns + 1) * sizeof *pl->s);
+	pl->s[pl->ns++] = s;
+}
+
+static void add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
+			int out, double eps)
+{
+	Step s;
+	memset(&s, 0, sizeof s);
+	s.kind = STEP_COMPUTE;
+	s.op = xstrdup(op);
+	s.compute = k;
+	memcpy(s.in, in, (size_t)nin * sizeof *in);
+	s.nin = nin;
+	s.out = out;
+	s.eps = eps;
+	pl->s = xrealloc(pl->s, (size_t)(pl->ns + 1) * sizeof *pl->s);
+	pl->s[pl->ns++] = s;
+}
+
+/* ---- canonical ownership and homes ---- */
+
+static int64_t largest_uniform(int64_t n, int64_t limit)
+{
+	int64_t p = n < limit ? n : limit;
+	while (p > 1 && !uniform_ok(n, p))
+		p--;
+	return p;
+}
+
+/* [batch, tokens, features] owned by token rows, batch kept together. */
+static void canonical_of(const PTensor *t, int64_t tiles, Placement *p)
+{
+	int64_t owners = largest_uniform(t->shape[1], tiles);
+	memset(p, 0, sizeof *p);
+	p->layout = LAYOUT_ROW_MAJOR;
+	p->split[0] = 1, p->split[1] = owners, p->split[2] = 1;
+	p->block[0] = t->shape[0], p->block[1] = cdiv(t->shape[1], owners), p->block[2] = t->shape[2];
+	p->stride[1] = 1;
+}
+
+static int canonical(Builder *b, int tensor)
+{
+	Placement p;
+	int existed;
+	if (b->canon[tensor] >= 0)
+		return b->canon[tensor];
+	canonical_of(&b->pl->t[tensor], b->mc->tiles, &p);
+	return b->canon[tensor] = add_place(b->pl, &p, tensor, "canon", &existed);
+}
+
+static void add_home_bytes(Builder *b, const Placement *p);
+
+/* A parameter's home: transposed-right panels when a matmul consumes it as
+ * b, row-major otherwise; cut on panel (or 16-element) boundaries into as
+ * many shards as the tiles allow, placed from the rotating pointer. */
+static int home(Builder *b, int tensor, int panels)
+{
+	const PTensor *t = &b->pl->t[tensor];
+	int64_t T = b->mc->tiles;
+	Placement p;
+	int existed;
+
+	memset(&p, 0, sizeof p);
+	if (panels) {
+		int64_t ks = cdiv(t->shape[0], fmt_mu(t->fmt)), cg = cdiv(t->shape[1], 16);
+		int64_t pc = largest_uniform(cg, T), pk = largest_uniform(ks, T / pc);
+		p.layout = LAYOUT_TRANSPOSED_RIGHT;
+		p.split[0] = pk, p.block[0] = cdiv(ks, pk) * fmt_mu(t->fmt), p.stride[0] = pc;
+		p.split[1] = pc, p.block[1] = cdiv(cg, pc) * 16, p.stride[1] = 1;
+	} else {
+		int last = t->rank - 1;
+		int64_t units = cdiv(t->shape[last], 16), pc = largest_uniform(units, T);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[last] = pc, p.block[last] = cdiv(units, pc) * 16, p.stride[last] = 1;
+		if (t->rank == 2) {
+			int64_t pr = largest_uniform(t->shape[0], T / pc);
+			p.split[0] = pr, p.block[0] = cdiv(t->shape[0], pr), p.stride[0] = pc;
+		}
+	}
+	p.base = b->next_tile;
+	int i = add_place(b->pl, &p, tensor, "home", &existed);
+	b->canon[tensor] = i;
+	b->next_tile = (b->next_tile + place_shards(&b->pl->p[i])) % T;
+	add_home_bytes(b, &b->pl->p[i]);
+	return i;
+}
+
+static int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		     int64_t tile)
+{
+	int64_t *acc = ctx;
+	(void)rep;
+	acc[tile] += place_shard_bytes(p, idx);
+	return 0;
+}
+
+static void add_home_bytes(Builder *b, const Placement *p)
+{
+	place_each(p, b->mc->tiles, add_bytes, b->base);
+}
+
+static int consumed_as_b(const Model *m, int t)
+{
+	for (int i = 0; i < m->nops; i++)
+		if (m->ops[i].kind == OP_MATMUL && m->ops[i].in[1] == t)
+			return 1;
+	return 0;
+}
+
+/* Bytes in use on the busiest tile before op i: homes plus the canonical
+ * shards of every activation live across op i. */
+static int64_t base_load(Builder *b, int op)
+{
+	int64_t T = b->mc->tiles, best = 0;
+	int64_t *acc = xcalloc((size_t)T, sizeof *acc);
+	memcpy(acc, b->base, (size_t)T * sizeof *acc);
+	for (int t = 0; t < b->m->nt; t++) {
+		const MTensor *mt = &b->m->t[t];
+		int pt = find_tensor(b->pl, mt->name);
+		if (mt->role == T_PARAM || pt < 0 || b->canon[pt] < 0)
+			continue;
+		if (b->last_use[t] >= op || mt->output)
+			place_each(&b->pl->p[b->canon[pt]], T, add_bytes, acc);
+	}
+	for (int64_t t = 0; t < T; t++)
+		if (acc[t] > best)
+			best = acc[t];
+	free(acc);
+	return best;
+}
+
+/* ---- matmul ---- */
+
+static int cast_tensor(Builder *b, const char *op, int src, Format to, int scale)
+{
+	Plan *pl = b->pl;
+	char name[200];
+	int t, out, existed, in;
+	Placement p;
+
+	snprintf(name, sizeof name, "%s.%s", pl->t[src].name, fmt_name(to));
+	if ((t = find_tensor(pl, name)) >= 0 && b->canon[t] >= 0)
+		return t;
+	t = add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
+	in = canonical(b, src);
+	p = pl->p[in];
+	p.name = NULL;
+	out = add_place(pl, &p, t, "canon", &existed);
+	b->canon[t] = out;
+	add_compute(pl, op, C_CAST, &in, 1, out, 0);
+	return t;
+}
+
+/* Parameter delivery from its home: straight into an unreplicated operand;
+ * otherwise into a stage on the first replica, then replicated. */
+static int deliver(Builder *b, const char *op, Operand opd, int tensor, Placement *stage,
+		   Placement *dst, const char *what)
+{
+	Plan *pl = b->pl;
+	char where[160], swhere[160];
+	int existed, src = b->canon[tensor];
+
+	snprintf(where, sizeof where, "%s.%s", op, what);
+	snprintf(swhere, sizeof swhere, "%s.%s.stage", op, what);
+	if (dst->nrep) {
+		int st = add_place(pl, stage, tensor, swhere, &existed);
+		if (!existed)
+			add_copy(pl, op, opd, MOVE_PARAMETER, src, st);
+		src = st;
+	}
+	int d = add_place(pl, dst, tensor, where, &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, src, d);
+	return d;
+}
+
+static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
+		  Explain *ex, Err *e)
+{
+	const Machine *mc = b->mc;
+	int64_t avail = machine_avail(mc), base = base_load(b, (int)(op - b->m->ops));
+	int64_t ks = cdiv(gs->k, fmt_mu(gs->fmt)), cg = cdiv(gs->n, 16);
+	int need_cast = gs->a_fmt != gs->fmt;
+	int64_t considered = 0, fitting = 0, closest = INT64_MAX;
+	Candidate *top = NULL;
+	int ntop = 0, keep = ex && b->o->explain > 0 ? b->o->explain : 0;
+
+	for (int64_t R = 1; R <= gs->tokens; R++) {
+		if (!uniform_ok(gs->tokens, R) || (op->grid[0] && op->grid[0] != R))
+			continue;
+		for (int64_t K = 1; K <= ks && R * K <= mc->tiles; K++) {
+			if (!uniform_ok(ks, K) || (op->grid[1] && op->grid[1] != K))
+				continue;
+			for (int64_t C = 1; C <= cg && R * K * C <= mc->tiles; C++) {
+				if (!uniform_ok(cg, C) || (op->grid[2] && op->grid[2] != C))
+					continue;
+				for (int ci = 0; ci < 2; ci++) {
+					CastOrder cast = need_cast ? (ci ? CAST_LATE : CAST_EARLY) : CAST_AUTO;
+					if ((!need_cast && ci) || (op->cast && need_cast && op->cast != cast))
+						continue;
+					for (int si = 0; si < 2; si++) {
+						Staging st = si ? STAGING_DIRECT : STAGING_PACK_ONCE;
+						if (op->staging && op->staging != st)
+							continue;
+						Candidate c = { { R, K, C }, cast, st, 0, 0, 0, 0, 0, 0, 0 };
+						gemm_score(gs, mc, &c);
+						considered++;
+						if (base + c.tile_bytes > avail) {
+							if (base + c.tile_bytes < closest)
+								closest = base + c.tile_bytes;
+							continue;
+						}
+						fitting++;
+						if (fitting == 1 || candidate_cmp(&c, best, b->o->objective) < 0)
+							*best = c;
+						if (keep) {
+							int pos = ntop;
+							while (pos > 0 && candidate_cmp(&c, &top[pos - 1], b->o->objective) < 0)
+								pos--;
+							if (pos < keep) {
+								if (ntop < keep)
+									ntop++;
+								top = xrealloc(top, (size_t)keep * sizeof *top);
+								memmove(&top[pos + 1], &top[pos],
+									(size_t)(ntop - 1 - pos) * sizeof *top);
+								top[pos] = c;
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if (ex) {
+		ex->op = xstrdup(op->name);
+		ex->considered = considered;
+		ex->fitting = fitting;
+		ex->best = top;
+		ex->nbest = ntop;
+		ex->avail = avail;
+		ex->base = base;
+	} else {
+		free(top);
+	}
+	if (!fitting) {
+		const Model *m = b->m;
+		long line = op->pinned ? op->pin_line : op->line, col = op->pinned ? op->pin_col : op->col;
+		return err_at(e, m->file, line, col,
+			      "matmul '%s': no %sgrid fits in SRAM: the smallest needs %lld bytes on a tile "
+			      "(%lld already in use), %lld are available (sram_bytes - reserved_bytes)",
+			      op->name, op->pinned ? "pinned " : "", (long long)closest, (long long)base,
+			      (long long)avail);
+	}
+	return 0;
+}
+
+static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int a = find_tensor(pl, m->t[op->in[0]].name), w = find_tensor(pl, m->t[op->in[1]].name);
+	int bias = op->in[2] >= 0 ? find_tensor(pl, m->t[op->in[2]].name) : -1;
+	int out = find_tensor(pl, m->t[op->out].name);
+	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
+	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
+			 bias >= 0, 0, 0, 0 };
+	Candidate c;
+	Placement gp[GP_COUNT], cp;
+	int idx[GP_COUNT], existed, ain = canonical(b, a);
+
+	gs.owners = place_shards(&pl->p[ain]);
+	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
+	gs.bias_home_shards = bias >= 0 ? place_shards(&pl->p[b->canon[bias]]) : 0;
+	if (op->grid[0] && gemm_grid_ok(&gs, op->grid, b->mc->tiles, e)) {
+		char why[sizeof e->msg];
+		memcpy(why, e->msg, sizeof why);
+		return err_at(e, m->file, op->pin_line, op->pin_col, "pin for '%s': %s",
+			      op->name, why);
+	}
+	if (choose(b, op, &gs, &c, ex, e))
+		return -1;
+
+	int gi = pl->ng++;
+	pl->g = xrealloc(pl->g, (size_t)pl->ng * sizeof *pl->g);
+	Gemm *g = &pl->g[gi];
+	memset(g, 0, sizeof *g);
+	g->op = xstrdup(op->name);
+	g->a = a, g->b = w, g->bias = bias, g->out = out;
+	g->m = gs.batch * gs.tokens, g->k = gs.k, g->n = gs.n;
+	g->fmt = gs.fmt;
+	memcpy(g->grid, c.grid, sizeof g->grid);
+	g->cast = c.cast;
+	g->staging = c.staging;
+	g->pinned = op->pinned;
+	g->tiles = c.tiles;
+
+	/* a: early cast on the owners, then pack-once or direct delivery. */
+	int moved = a;
+	if (c.cast == CAST_EARLY)
+		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
+	gemm_placements(&gs, c.grid, c.cast, c.staging, gp);
+	char where[160];
+#define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
+			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
+	int rep_a = c.grid[2] > 1;
+	if (c.staging == STAGING_PACK_ONCE) {
+		PLACE(GP_A_STAGE, moved, "a.stage");
+		if (!existed)
+			add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_STAGE]);
+		PLACE(GP_A_PACKED, moved, rep_a ? "a.packed" : "a");
+		if (!existed)
+			add_compute(pl, op->name, C_PACK, &idx[GP_A_STAGE], 1, idx[GP_A_PACKED], 0);
+		ain = idx[GP_A_PACKED];
+	}
+	if (c.staging != STAGING_PACK_ONCE || rep_a) {
+		PLACE(GP_A_MOVED, moved, "a");
+		if (!existed)
+			add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_MOVED]);
+	} else {
+		idx[GP_A_MOVED] = idx[GP_A_PACKED];
+	}
+	idx[GP_A_OP] = idx[GP_A_MOVED];
+	if (c.cast == CAST_LATE) {
+		char name[200];
+		snprintf(name, sizeof name, "%s.%s", at->name, fmt_name(gs.fmt));
+		int t8 = find_tensor(pl, name);
+		if (t8 < 0)
+			t8 = add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, 0);
+		PLACE(GP_A_OP, t8, "a");
+		if (!existed)
+			add_compute(pl, op->name, C_CAST, &idx[GP_A_MOVED], 1, idx[GP_A_OP], 0);
+	}
+
+	/* b and bias: when replicated, a conversion into a stage on the first
+	 * replica, then the replication (amp-compose joins the two). */
+	idx[GP_B_OP] = deliver(b, op->name, OPD_B, w, &gp[GP_B_STAGE], &gp[GP_B_OP], "b");
+	idx[GP_BIAS_OP] = bias < 0 ? -1 :
+		deliver(b, op->name, OPD_BIAS, bias, &gp[GP_BIAS_STAGE], &gp[GP_BIAS_OP], "bias");
+
+	/* The product, its reduction, and the return to canonical owners. */
+	int in[3] = { idx[GP_A_OP], idx[GP_B_OP], bias >= 0 ? idx[GP_BIAS_OP] : -1 };
+	PLACE(GP_OUT, out, "out");
+	if (c.grid[1] > 1) {
+		char name[200];
+		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, gp[GP_PARTIAL].shape, FMT_FP16, 0);
+		PLACE(GP_PARTIAL, pt, "partial");
+		add_compute(pl, op->name, C_MATMUL, in, 2, idx[GP_PARTIAL], 0);
+		PLACE(GP_RED, pt, "reduce");
+		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, idx[GP_PARTIAL], idx[GP_RED]);
+		int rin[2] = { idx[GP_RED], in[2] };
+		add_compute(pl, op->name, C_REDUCE, rin, bias >= 0 ? 2 : 1, idx[GP_OUT], 0);
+	} else {
+		add_compute(pl, op->name, C_MATMUL, in, bias >= 0 ? 3 : 2, idx[GP_OUT], 0);
+	}
+#undef PLACE
+	canonical_of(&pl->t[out], b->mc->tiles, &cp);
+	int oc = add_place(pl, &cp, out, "canon", &existed);
+	b->canon[out] = oc;
+	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, idx[GP_OUT], oc);
+	return 0;
+}
+
+/* ---- row-local ops ---- */
+
+/* A vector parameter on every owner: stage on the first, then replicate. */
+static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
+{
+	Plan *pl = b->pl;
+	const Placement *own = &pl->p[owners_of];
+	int64_t owners = place_shards(own);
+	Placement p;
+	int existed, st, rep;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = 1;
+	p.block[0] = pl->t[tensor].shape[0];
+	p.base = own->base;
+	st = add_place(pl, &p, tensor, "owners.stage", &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], st);
+	if (owners > 1) {
+		p.nrep = 1;
+		p.rep[0] = owners;
+		p.rstride[0] = own->stride[1];
+	}
+	rep = add_place(pl, &p, tensor, "owners", &existed);
+	if (!existed && rep != st)
+		add_copy(pl, op, opd, MOVE_PARAMETER, st, rep);
+	return rep;
+}
+
+static void rowlocal(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int in[3], nin = 0, out = find_tensor(pl, m->t[op->out].name), existed;
+	static const ComputeKind kinds[OP_COUNT] = {
+		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
+	};
+	Placement p;
+
+	in[nin++] = canonical(b, find_tensor(pl, m->t[op->in[0]].name));
+	if (op->kind == OP_ADD)
+		in[nin++] = canonical(b, find_tensor(pl, m->t[op->in[1]].name));
+	if (op->kind == OP_LAYERNORM)
+		for (int k = 1; k < 3; k++)
+			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
+					      find_tensor(pl, m->t[op->in[k]].name), in[0]);
+	p = pl->p[in[0]];
+	p.name = NULL;
+	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
+	add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
+}
+
+/* ---- the whole model ---- */
+
+static int check_params(Builder *b, Err *e)
+{
+	int64_t T = b->mc->tiles, avail = machine_avail(b->mc), total = 0, worst = 0;
+	for (int i = 0; i < b->pl->np; i++)
+		total += place_total_bytes(&b->pl->p[i]);
+	if (total > T * avail)
+		return err_at(e, b->m->file, 1, 1,
+			      "model '%s': parameters need %lld bytes; %lld tiles hold at most %lld "
+			      "(%lld bytes each after reserved_bytes)", b->m->name, (long long)total,
+			      (long long)T, (long long)(T * avail), (long long)avail);
+	for (int64_t t = 1; t < T; t++)
+		if (b->base[t] > b->base[worst])
+			worst = t;
+	if (b->base[worst] > avail)
+		return err_at(e, b->m->file, 1, 1,
+			      "model '%s': parameter homes put %lld bytes on tile %lld; %lld are available",
+			      b->m->name, (long long)b->base[worst], (long long)worst, (long long)avail);
+	return 0;
+}
+
+static int check_memory(Builder *b, Err *e)
+{
+	Plan *pl = b->pl;
+	int64_t worst, avail = machine_avail(b->mc);
+	int at;
+	int64_t *step_peak = xcalloc((size_t)pl->ns + 1, sizeof *step_peak);
+	int64_t peak = plan_memory(pl, NULL, step_peak, &worst, &at);
+
+	for (int g = 0; g < pl->ng; g++)
+		for (int s = 0; s < pl->ns; s++)
+			if (strcmp(pl->s[s].op, pl->g[g].op) == 0 && step_peak[s] > pl->g[g].peak_bytes)
+				pl->g[g].peak_bytes = step_peak[s];
+	free(step_peak);
+	if (peak > avail)
+		return errf(e, "%s: tile %lld needs %lld bytes at step %d (op '%s'); %lld are available "
+			    "(sram_bytes - reserved_bytes)", b->m->file, (long long)worst,
+			    (long long)peak, at, pl->s[at].op, (long long)avail);
+	return 0;
+}
+
+int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	       Explain *ex, Err *e)
+{
+	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL };
+	int rc = -1;
+
+	memset(pl, 0, sizeof *pl);
+	pl->machine = *mc;
+	pl->model = xstrdup(m->name);
+	b.canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b.canon);
+	for (int i = 0; i < 2 * m->nt + 4 * m->nops + 1; i++)
+		b.canon[i] = -1;
+	b.base = xcalloc((size_t)mc->tiles, sizeof *b.base);
+	b.last_use = xcalloc((size_t)m->nt, sizeof *b.last_use);
+	for (int i = 0; i < m->nops; i++)
+		for (int k = 0; k < m->ops[i].nin; k++)
+			if (m->ops[i].in[k] >= 0)
+				b.last_use[m->ops[i].in[k]] = i;
+
+	for (int i = 0; i < m->nt; i++) {
+		const MTensor *t = &m->t[i];
+		PRole r = t->role == T_INPUT ? R_INPUT : t->role == T_PARAM ? R_PARAM :
+			  t->output ? R_OUTPUT : R_ACT;
+		add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, t->scale);
+	}
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_PARAM)
+			home(&b, i, consumed_as_b(m, i));
+	if (check_params(&b, e))
+		goto out;
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_INPUT) {
+			if (m->t[i].shape[1] < 1)
+				continue;
+			canonical(&b, i);
+		}
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		if (op->kind == OP_MATMUL) {
+			if (matmul(&b, op, ex ? &ex[i] : NULL, e))
+				goto out;
+		} else {
+			rowlocal(&b, op);
+		}
+	}
+	if (plan_check(pl, m->file, e) || check_memory(&b, e))
+		goto out;
+	rc = 0;
+out:
+	free(b.canon);
+	free(b.base);
+	free(b.last_use);
+	if (rc)
+		plan_free(pl);
+	return rc;
+}
+
+void explain_free(Explain *ex, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(ex[i].op);
+		free(ex[i].best);
+	}
+}

@@ -1,0 +1,38 @@
+/* planner: model + machine -> plan (DOMAIN §5).
+ *
+ * Inputs are owned canonically (token rows, batch kept together); every
+ * parameter gets a compact home (each byte once, tiles assigned by a
+ * rotating pointer so memory stays balanced) in its consumer's layout;
+ * row-local ops run on the owners; each matmul gets one GEMM plan, pinned
+ * or chosen by enumerating every valid grid, cast order and staging and
+ * ranking them (lib/gemm.h). The plan is emitted uncomposed: every operand
+ * delivery that replicates is a conversion into a stage on the first
+ * replica followed by a replication (amp-compose merges what it may).
+ */
+#ifndef AMP_PLANNER_H
+#define AMP_PLANNER_H
+
+#include "gemm.h"
+#include "model.h"
+#include "plan.h"
+
+typedef struct {
+	Objective objective;
+	int explain;            /* candidates to keep per GEMM for explain */
+} PlanOpts;
+
+typedef struct {
+	char *op;
+	int64_t considered, fitting;
+	Candidate *best;        /* up to PlanOpts.explain, best first */
+	int nbest;
+	int64_t avail, base;    /* bytes per tile available, and already in use */
+} Explain;
+
+/* Builds pl from the model; fills ex[nops] (NULL to skip) for matmuls.
+ * Errors about pins and ops carry the model file's line and column. */
+int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	       Explain *ex, Err *e);
+void explain_free(Explain *ex, int n);
+
+#endif

@@ -1,0 +1,166 @@
+/* amp-plan: model + machine -> plan stage. */
+#include <getopt.h>
+#include <string.h>
+
+#include "model.h"
+#include "num.h"
+#include "planner.h"
+#include "tool.h"
+
+static void help(void)
+{
+	printf("Usage: amp-plan [OPTION]... [MODEL]\n"
+	       "Plan MODEL (a model file, formats/model.md; standard input when absent\n"
+	       "or '-') for a machine and write the plan stage (formats/plan.md).\n"
+	       "\n"
+	       "  -m, --machine FILE    machine file (default: share/machines/amp1472.yaml)\n"
+	       "      --objective NAME  rank GEMM candidates by 'capacity' (default: total\n"
+	       "                        live tensor memory, then largest allocation, then\n"
+	       "                        estimated exchange rows, then estimated cycles) or\n"
+	       "                        'capacity+tables' (tensor memory plus estimated\n"
+	       "                        exchange table bytes first)\n"
+	       "      --explain[=N]     print each GEMM's N best candidates (default 5) and\n"
+	       "                        the chosen plans to standard output; the plan is\n"
+	       "                        then written only with -o\n"
+	       "  -o, --output FILE     write the plan to FILE, atomically (default: stdout)\n"
+	       "  -z, --compress        compress the output with zstd\n"
+	       "      --help            print this help and exit\n"
+	       "      --version         print the version and exit\n"
+	       "\n"
+	       "Input compressed with zstd is recognised by its magic number.\n"
+	       "Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error.\n");
+	exit(EXIT_OK);
+}
+
+static void print_candidate(int rank, const Candidate *c, int chosen)
+{
+	char grid[64];
+	snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)c->grid[0],
+		 (long long)c->grid[1], (long long)c->grid[2]);
+	printf("  %3d%c  %-15s %-5s  %-9s  %5lld  %10lld  %12lld  %9lld  %6lld  %9lld  %9lld\n",
+	       rank, chosen ? '*' : ' ', grid, cast_name(c->cast), staging_name(c->staging),
+	       (long long)c->tiles, (long long)c->tile_bytes, (long long)c->total,
+	       (long long)c->largest, (long long)c->rows, (long long)c->cycles, (long long)c->tables);
+}
+
+static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj)
+{
+	printf("objective: %s\n", obj == OBJ_CAPACITY ? "capacity" : "capacity+tables");
+	for (int i = 0; i < m->nops; i++) {
+		const Explain *x = &ex[i];
+		if (!x->op)
+			continue;
+		const Gemm *g = NULL;
+		for (int k = 0; k < pl->ng; k++)
+			if (strcmp(pl->g[k].op, x->op) == 0)
+				g = &pl->g[k];
+		printf("\ngemm %s: m %lld, k %lld, n %lld, %s%s; %lld candidates, %lld fit "
+		       "(%lld bytes per tile available, %lld in use before it)\n",
+		       x->op, (long long)g->m, (long long)g->k, (long long)g->n, fmt_name(g->fmt),
+		       g->pinned ? ", pinned" : "", (long long)x->considered, (long long)x->fitting,
+		       (long long)x->avail, (long long)x->base);
+		printf("  rank  grid            cast   staging    tiles  tile bytes   total bytes"
+		       "    largest    rows     cycles     tables\n");
+		for (int k = 0; k < x->nbest; k++) {
+			const Candidate *c = &x->best[k];
+			int chosen = !memcmp(c->grid, g->grid, sizeof c->grid) && c->cast == g->cast &&
+				     c->staging == g->staging;
+			print_candidate(k + 1, c, chosen);
+		}
+	}
+	printf("\n%-16s %-16s %-6s %-10s %6s %12s\n", "gemm", "grid", "cast", "staging", "tiles",
+	       "peak bytes");
+	for (int k = 0; k < pl->ng; k++) {
+		const Gemm *g = &pl->g[k];
+		char grid[64];
+		snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)g->grid[0],
+			 (long long)g->grid[1], (long long)g->grid[2]);
+		printf("%-16s %-16s %-6s %-10s %6lld %12lld\n", g->op, grid, cast_name(g->cast),
+		       staging_name(g->staging), (long long)g->tiles, (long long)g->peak_bytes);
+	}
+	int64_t worst;
+	int at;
+	int64_t peak = plan_memory(pl, NULL, NULL, &worst, &at);
+	printf("\nper-tile memory peak: %lld bytes on tile %lld at step %d (op %s); %lld available\n",
+	       (long long)peak, (long long)worst, at, pl->ns ? pl->s[at].op : "-",
+	       (long long)machine_avail(&pl->machine));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "machine", required_argument, NULL, 'm' },
+		{ "objective", required_argument, NULL, 'O' },
+		{ "explain", optional_argument, NULL, 'E' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "compress", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL;
+	PlanOpts po = { OBJ_CAPACITY, 0 };
+	int compress = 0, c;
+	int64_t n;
+	Machine mc;
+	Model m;
+	Plan pl;
+	Err e;
+
+	tool_init("amp-plan");
+	while ((c = getopt_long(argc, argv, "m:o:z", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': machine_path = optarg; break;
+		case 'o': out_path = optarg; break;
+		case 'z': compress = 1; break;
+		case 'O':
+			if (strcmp(optarg, "capacity") == 0)
+				po.objective = OBJ_CAPACITY;
+			else if (strcmp(optarg, "capacity+tables") == 0)
+				po.objective = OBJ_CAPACITY_TABLES;
+			else
+				usage_error("unknown objective '%s' (expected capacity or capacity+tables)", optarg);
+			break;
+		case 'E':
+			po.explain = 5;
+			if (optarg) {
+				if (parse_i64(optarg, &n) || n < 1 || n > 1000)
+					usage_error("--explain takes a count from 1 to 1000, not '%s'", optarg);
+				po.explain = (int)n;
+			}
+			break;
+		case 'h': help(); break;
+		case 'V': version(); break;
+		default: usage_error("unknown option");
+		}
+	}
+	if (optind < argc)
+		in_path = argv[optind++];
+	if (optind < argc)
+		usage_error("one model file at most, found '%s' too", argv[optind]);
+
+	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
+	    model_load(&m, in_path, &e))
+		fail(&e);
+	Explain *ex = xcalloc((size_t)m.nops + 1, sizeof *ex);
+	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
+		fail(&e);
+	if (po.explain)
+		explain(&pl, &m, ex, po.objective);
+	if (!po.explain || out_path) {
+		Output *o = output_open(out_path, compress, &e);
+		if (!o)
+			fail(&e);
+		if (plan_write(&pl, o, &e)) {
+			output_abort(o);
+			fail(&e);
+		}
+		if (output_commit(o, &e))
+			fail(&e);
+	}
+	explain_free(ex, m.nops);
+	free(ex);
+	plan_free(&pl);
+	model_free(&m);
+	return EXIT_OK;
+}

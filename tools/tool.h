@@ -1,0 +1,59 @@
+/* tool.h: what every amp-* program shares: messages, exit codes, usage
+ * errors. Included once by each tool's main file; lib/ never prints. */
+#ifndef AMP_TOOL_H
+#define AMP_TOOL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "diag.h"
+#include "io.h"
+
+#define AMP_VERSION "0.1.0"
+
+enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
+
+static const char *tool_name = "amp";
+
+static inline void tool_init(const char *name)
+{
+	tool_name = name;
+	io_cleanup_on_signal();
+}
+
+static inline void fail(const Err *e)
+{
+	fprintf(stderr, "%s: %s\n", tool_name, e->msg);
+	exit(EXIT_BAD);
+}
+
+__attribute__((format(printf, 1, 2)))
+static inline void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", tool_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", tool_name);
+	exit(EXIT_USAGE);
+}
+
+static inline void version(void)
+{
+	printf("%s (amp) %s\n", tool_name, AMP_VERSION);
+	exit(EXIT_OK);
+}
+
+/* The default machine file: $AMP_SHARE/machines/amp1472.yaml, else the
+ * source tree's share/ (compiled in). */
+static inline const char *default_machine(void)
+{
+	static char buf[4096];
+	const char *share = getenv("AMP_SHARE");
+	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share && *share ? share : AMP_SHARE_DIR);
+	return buf;
+}
+
+#endif
