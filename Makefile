@@ -34,7 +34,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 all: $(TOOL_BINS)
 
 # deps: install what is missing on Debian (as root), otherwise say how.
-DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support
+DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -66,7 +66,7 @@ $(OBJ)/lib $(OBJ)/tests $(BIN):
 
 # check: unit tests then Bats suites; tests/run.sh prints "N passed, N failed".
 check: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
 	@AMP_BIN=$(CURDIR)/$(BIN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
 unit: $(UNIT_BINS)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every test: the C unit tests (UNIT_BINS) and the Bats suites in
+# tests/bats/, and ends with one line "N passed, N failed" summing both.
+# Exit status 1 when anything failed.
+set -u
+cd "$(dirname "$0")/.."
+: "${AMP_BIN:?AMP_BIN must name the directory of the amp-* binaries}"
+export AMP_BIN FUZZ="${FUZZ:-}"
+pass=0 fail=0
+
+for t in ${UNIT_BINS:-}; do
+	out=$("$t" 2>&1); rc=$?
+	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+	if [ -z "$line" ]; then
+		printf '%s\n' "$out" | tail -n 20
+		echo "FAIL $t: exited $rc without a summary"
+		fail=$((fail + 1))
+		continue
+	fi
+	p=${line%% passed*}; f=${line#*, }; f=${f%% failed}
+	pass=$((pass + p)); fail=$((fail + f))
+	if [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
+		printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed' | tail -n 40
+		[ "$f" -eq 0 ] && fail=$((fail + 1))
+		echo "FAIL $t: $line (exit $rc)"
+	else
+		echo "ok   $t: $line"
+	fi
+done
+
+if ls tests/bats/*.bats >/dev/null 2>&1; then
+	tap=$(bats --tap tests/bats 2>&1)
+	bp=$(printf '%s\n' "$tap" | grep -c '^ok ')
+	bf=$(printf '%s\n' "$tap" | grep -c '^not ok ')
+	printf '%s\n' "$tap" | awk '/^not ok /{show=1} /^ok /{show=0} show'
+	echo "bats: $bp passed, $bf failed"
+	pass=$((pass + bp)); fail=$((fail + bf))
+	if ! printf '%s\n' "$tap" | grep -q '^1\.\.'; then
+		echo "FAIL bats: no test plan (did bats run?)"
+		fail=$((fail + 1))
+	fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
