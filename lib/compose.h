@@ -8,7 +8,7 @@
  *   - S is read by nothing else (an intermediate with other uses stays);
  *   - neither copy is a reduction;
  *   - nothing runs between them (no compute boundary: the two steps are
- *     adjacent), and S is not an input, parameter or output placement.
+ *     adjacent), and S is not a placement of an output tensor.
  * A precision cast is compute, so no copy pair can straddle one.
  * Returns the number of pairs joined.
  */

@@ -362,8 +362,14 @@ int model_load(Model *m, const char *path, Err *e)
 	m->name = xstrdup(name);
 	if (map_need(f, root, "inputs", &v, e) || declared(m, f, v, T_INPUT, e))
 		goto out;
-	if ((v = map_get(root, "params")) && declared(m, f, v, T_PARAM, e))
-		goto out;
+	m->params_line = root->line;
+	m->params_col = root->col;
+	if ((v = map_get(root, "params"))) {
+		m->params_line = v->line;
+		m->params_col = v->col;
+		if (declared(m, f, v, T_PARAM, e))
+			goto out;
+	}
 	if (map_need(f, root, "ops", &v, e))
 		goto out;
 	if (v->kind != VAL_SEQ) {

@@ -60,6 +60,7 @@ typedef struct {
 	int nt;
 	MOp *ops;
 	int nops;
+	long params_line, params_col;   /* the params: mapping, for capacity errors */
 } Model;
 
 int model_load(Model *m, const char *path, Err *e);

@@ -138,6 +138,9 @@ int place_check(const Placement *p, int64_t tiles, Err *e)
 {
 	if (p->rank < 1 || p->rank > MAX_RANK || p->nrep < 0 || p->nrep > MAX_REP)
 		return errf(e, "placement '%s': bad rank or replication", p->name);
+	if (p->base < 0 || p->base >= tiles)
+		return errf(e, "placement '%s': base tile %lld is not a tile of this machine (0..%lld)",
+			    p->name, (long long)p->base, (long long)tiles - 1);
 	for (int a = 0; a < p->rank; a++) {
 		if (p->split[a] < 1 || p->block[a] < 1 ||
 		    p->split[a] * p->block[a] < p->shape[a] ||
@@ -162,6 +165,9 @@ int place_check(const Placement *p, int64_t tiles, Err *e)
 
 int place_same(const Placement *a, const Placement *b)
 {
+	for (int i = 0; i < a->rank && a->rank == b->rank; i++)
+		if (a->shape[i] != b->shape[i])
+			return 0;
 	if (a->tensor != b->tensor || a->layout != b->layout || a->fmt != b->fmt ||
 	    a->rank != b->rank || a->base != b->base || a->nrep != b->nrep)
 		return 0;
@@ -172,6 +178,58 @@ int place_same(const Placement *a, const Placement *b)
 	for (int k = 0; k < a->nrep; k++)
 		if (a->rep[k] != b->rep[k] || a->rstride[k] != b->rstride[k])
 			return 0;
+	return 1;
+}
+
+/* Do the folded rows of every shard come in runs that start and end on
+ * multiples of q (a run may also end at the last row)? Rows fold the
+ * leading axes 0..L row-major; a shard's box is a set of runs of the
+ * innermost axis j that it does not cover whole, one per index of the axes
+ * outside j. The runs of all shards are disjoint, so this visits at most
+ * one run per row. */
+static int rows_aligned(const Placement *p, int64_t q)
+{
+	int L = p->rank - 2;
+	int64_t inner[MAX_RANK], total = 1, nshard = 1;
+
+	if (q == 1 || L < 0)
+		return 1;
+	for (int a = L; a >= 0; a--) {
+		inner[a] = total;
+		total *= p->shape[a];
+		nshard *= p->split[a];
+	}
+	for (int64_t s = 0; s < nshard; s++) {
+		int64_t lo[MAX_RANK], hi[MAX_RANK], idx[MAX_RANK], u = s;
+		for (int a = L; a >= 0; a--) {
+			int64_t i = u % p->split[a];
+			u /= p->split[a];
+			lo[a] = i * p->block[a];
+			hi[a] = lo[a] + place_extent(p, a, i);
+		}
+		int j = L;
+		while (j >= 0 && lo[j] == 0 && hi[j] == p->shape[j])
+			j--;
+		if (j < 0)
+			continue;               /* one run: all rows */
+		for (int a = 0; a < j; a++)
+			idx[a] = lo[a];
+		for (;;) {
+			int64_t off = 0;
+			for (int a = 0; a < j; a++)
+				off += idx[a] * inner[a];
+			int64_t start = off + lo[j] * inner[j], end = off + hi[j] * inner[j];
+			if (start % q || (end % q && end != total))
+				return 0;
+			int a = j - 1;
+			while (a >= 0 && ++idx[a] == hi[a]) {
+				idx[a] = lo[a];
+				a--;
+			}
+			if (a < 0)
+				break;
+		}
+	}
 	return 1;
 }
 
@@ -186,16 +244,7 @@ int place_panel_aligned(const Placement *p)
 	case LAYOUT_AMP_OUTPUT: rowq = 1; colq = 16; break;
 	default: return 0;
 	}
-	/* Rows fold the leading axes; a row quantum above 1 needs them whole
-	 * except the innermost leading axis. */
 	if (p->split[last] > 1 && p->block[last] % colq)
 		return 0;
-	if (rowq > 1) {
-		for (int a = 0; a + 1 < last; a++)
-			if (p->split[a] > 1)
-				return 0;
-		if (last >= 1 && p->split[last - 1] > 1 && p->block[last - 1] % rowq)
-			return 0;
-	}
-	return 1;
+	return rows_aligned(p, rowq);
 }

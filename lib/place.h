@@ -7,7 +7,8 @@
  *
  *     (base + sum_a i_a*stride[a] + sum_k j_k*rstride[k]) mod tiles
  *
- * and every (shard, replica) must land on a distinct tile. The shard's
+ * with 0 <= base < tiles, and every (shard, replica) must land on a distinct
+ * tile. The shard's
  * logical region is [i_a*block[a], min((i_a+1)*block[a], shape[a])) on each
  * axis; as a matrix it has rows = product of the leading extents and
  * cols = the last extent, and lib/layout maps it to bytes.

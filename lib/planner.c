@@ -410,7 +410,7 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 	idx[GP_A_OP] = idx[GP_A_MOVED];
 	if (c.cast == CAST_LATE) {
 		char name[200];
-		snprintf(name, sizeof name, "%s.%s", at->name, fmt_name(gs.fmt));
+		snprintf(name, sizeof name, "%s.%s", pl->t[a].name, fmt_name(gs.fmt));
 		int t8 = find_tensor(pl, name);
 		if (t8 < 0)
 			t8 = add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, 0);
@@ -455,8 +455,8 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
 {
 	Plan *pl = b->pl;
-	const Placement *own = &pl->p[owners_of];
-	int64_t owners = place_shards(own);
+	int64_t owners = place_shards(&pl->p[owners_of]);
+	int64_t obase = pl->p[owners_of].base, ostride = pl->p[owners_of].stride[1];
 	Placement p;
 	int existed, st, rep;
 
@@ -464,14 +464,14 @@ static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int ow
 	p.layout = LAYOUT_ROW_MAJOR;
 	p.split[0] = 1;
 	p.block[0] = pl->t[tensor].shape[0];
-	p.base = own->base;
+	p.base = obase;
 	st = add_place(pl, &p, tensor, "owners.stage", &existed);
 	if (!existed)
 		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], st);
 	if (owners > 1) {
 		p.nrep = 1;
 		p.rep[0] = owners;
-		p.rstride[0] = own->stride[1];
+		p.rstride[0] = ostride;
 	}
 	rep = add_place(pl, &p, tensor, "owners", &existed);
 	if (!existed && rep != st)
@@ -510,7 +510,7 @@ static int check_params(Builder *b, Err *e)
 	for (int i = 0; i < b->pl->np; i++)
 		total += place_total_bytes(&b->pl->p[i]);
 	if (total > T * avail)
-		return err_at(e, b->m->file, 1, 1,
+		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
 			      "model '%s': parameters need %lld bytes; %lld tiles hold at most %lld "
 			      "(%lld bytes each after reserved_bytes)", b->m->name, (long long)total,
 			      (long long)T, (long long)(T * avail), (long long)avail);
@@ -518,7 +518,7 @@ static int check_params(Builder *b, Err *e)
 		if (b->base[t] > b->base[worst])
 			worst = t;
 	if (b->base[worst] > avail)
-		return err_at(e, b->m->file, 1, 1,
+		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
 			      "model '%s': parameter homes put %lld bytes on tile %lld; %lld are available",
 			      b->m->name, (long long)b->base[worst], (long long)worst, (long long)avail);
 	return 0;

@@ -41,8 +41,9 @@ int main(int argc, char **argv)
 	Plan pl;
 	Err e;
 
+	opterr = 0;
 	tool_init("amp-compose");
-	while ((c = getopt_long(argc, argv, "vo:z", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":vo:z", opts, NULL)) != -1) {
 		switch (c) {
 		case 'N': compose = 0; break;
 		case 'v': verbose = 1; break;
@@ -50,7 +51,7 @@ int main(int argc, char **argv)
 		case 'z': compress = 1; break;
 		case 'h': help(); break;
 		case 'V': version(); break;
-		default: usage_error("unknown option");
+		default: bad_option(c, argv, optind, optopt);
 		}
 	}
 	if (optind < argc)

@@ -107,8 +107,9 @@ int main(int argc, char **argv)
 	Plan pl;
 	Err e;
 
+	opterr = 0;
 	tool_init("amp-plan");
-	while ((c = getopt_long(argc, argv, "m:o:z", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":m:o:z", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': machine_path = optarg; break;
 		case 'o': out_path = optarg; break;
@@ -131,7 +132,7 @@ int main(int argc, char **argv)
 			break;
 		case 'h': help(); break;
 		case 'V': version(); break;
-		default: usage_error("unknown option");
+		default: bad_option(c, argv, optind, optopt);
 		}
 	}
 	if (optind < argc)

@@ -40,6 +40,18 @@ static inline void usage_error(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+/* For getopt_long with an optstring starting ':' and opterr = 0: the
+ * message for the '?' and ':' results. */
+static inline void bad_option(int c, char **argv, int optind_now, int optopt_now)
+{
+	const char *arg = argv[optind_now - 1];
+	if (c == ':')
+		usage_error("option '%s' needs an argument", arg);
+	if (optopt_now && arg[0] == '-' && arg[1] != '-')
+		usage_error("unknown option '-%c'", optopt_now);
+	usage_error("unknown option '%s'", arg);
+}
+
 static inline void version(void)
 {
 	printf("%s (amp) %s\n", tool_name, AMP_VERSION);

@@ -1,0 +1,496 @@
+#!/usr/bin/env bats
+# amp-plan: the command-line contract (options, input and output handling,
+# exit status), what the plan says about the reference models, and the
+# malformed models in tests/bad/model-*.yaml.
+
+bats_require_minimum_version 1.5.0
+load common
+
+TINY=$MODELS/tiny-mlp.yaml
+SIGLIP=$MODELS/siglip-mlp.yaml
+
+# The fixed-string FILE as an extended regular expression.
+re_quote() {
+	printf '%s' "$1" | sed 's/[][\.*^$(){}?+|/]/\\&/g'
+}
+
+# rejects FILE LINE:COL MESSAGE [ARG]...
+# Runs `amp-plan -o out.plan ARG...` and checks the bad-input contract:
+# exit 1, nothing on standard output, one line on standard error of the
+# form `amp-plan: FILE:LINE:COL: ...MESSAGE...`, and neither out.plan nor a
+# temporary left behind. LINE:COL is an extended regular expression.
+rejects() {
+	local file=$1 at=$2 msg=$3 re left
+	shift 3
+	run --separate-stderr amp-plan -o out.plan "$@"
+	assert_failure 1
+	assert_equal "$output" ""
+	re="^amp-plan: $(re_quote "$file"):($at): "
+	[[ $stderr =~ $re ]] || fail "expected a message at $file:$at, got: $stderr"
+	[[ $stderr == *"$msg"* ]] || fail "expected '$msg' in: $stderr"
+	[[ $stderr != *$'\n'* ]] || fail "expected one line of message, got: $stderr"
+	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
+	left=$(find . -name '*.tmp.*')
+	[[ -z $left ]] || fail "temporary left behind: $left"
+}
+
+# (run --separate-stderr keeps its separate-stderr-* file in the test
+# directory, so "nothing written" checks ignore it.)
+
+# The line of FILE that starts with PREFIX (a fixed string), or failure.
+line_of() {
+	local l
+	while IFS= read -r l; do
+		if [[ $l == "$2"* ]]; then
+			printf '%s\n' "$l"
+			return 0
+		fi
+	done <"$1"
+	return 1
+}
+
+# ---- options and usage ----
+
+@test "plan --help prints usage and the exit statuses to stdout and exits 0" {
+	run --separate-stderr amp-plan --help
+	assert_success
+	assert_equal "$stderr" ""
+	assert_line --index 0 --partial 'Usage: amp-plan'
+	assert_output --partial '--machine'
+	assert_output --partial '--objective'
+	assert_output --partial '--explain'
+	assert_output --partial 'Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error'
+}
+
+@test "plan --version prints the tool name and a version number" {
+	run --separate-stderr amp-plan --version
+	assert_success
+	assert_equal "$stderr" ""
+	assert_output --regexp '^amp-plan \(amp\) [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "plan rejects an unknown long option with exit 2 and a pointer to --help" {
+	run --separate-stderr amp-plan --frobnicate "$TINY"
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"Try 'amp-plan --help' for more information."* ]] || fail "$stderr"
+}
+
+@test "plan rejects an unknown short option with exit 2 and a pointer to --help" {
+	run --separate-stderr amp-plan -x "$TINY"
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"Try 'amp-plan --help'"* ]] || fail "$stderr"
+}
+
+@test "plan rejects -o without a file name as a usage error" {
+	run --separate-stderr amp-plan "$TINY" -o
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"Try 'amp-plan --help'"* ]] || fail "$stderr"
+}
+
+@test "plan rejects two model files as a usage error naming the second" {
+	cp "$TINY" second.yaml
+	run --separate-stderr amp-plan -o out.plan "$TINY" second.yaml
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"'second.yaml'"* ]] || fail "$stderr"
+	[[ $stderr == *"Try 'amp-plan --help'"* ]] || fail "$stderr"
+	[[ ! -e out.plan ]] || fail "out.plan was written on a usage error"
+}
+
+@test "plan rejects an unknown --objective as a usage error naming it" {
+	run --separate-stderr amp-plan --objective=speed "$TINY"
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"'speed'"* ]] || fail "$stderr"
+	[[ $stderr == *"Try 'amp-plan --help'"* ]] || fail "$stderr"
+}
+
+@test "plan rejects --explain=0 as a usage error" {
+	run --separate-stderr amp-plan --explain=0 "$TINY"
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"--explain"* ]] || fail "$stderr"
+	[[ $stderr == *"Try 'amp-plan --help'"* ]] || fail "$stderr"
+}
+
+@test "plan rejects a non-numeric --explain count as a usage error" {
+	run --separate-stderr amp-plan --explain=5x "$TINY"
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *"'5x'"* ]] || fail "$stderr"
+}
+
+# ---- input ----
+
+@test "plan reads the model from a path, from stdin, and from '-' with identical output" {
+	amp-plan "$TINY" >path.plan
+	amp-plan <"$TINY" >stdin.plan
+	amp-plan - <"$TINY" >dash.plan
+	[[ -s path.plan ]] || fail "no plan written"
+	run cmp path.plan stdin.plan
+	assert_success
+	run cmp path.plan dash.plan
+	assert_success
+}
+
+@test "plan accepts a zstd-compressed model, recognised by its magic not its name" {
+	amp-plan "$TINY" >plain.plan
+	zstd -q -c "$TINY" >compressed.yaml
+	run --separate-stderr amp-plan -o from-file.plan compressed.yaml
+	assert_success
+	run cmp plain.plan from-file.plan
+	assert_success
+	amp-plan <compressed.yaml >from-stdin.plan
+	run cmp plain.plan from-stdin.plan
+	assert_success
+}
+
+@test "plan rejects a zstd model that ends mid-frame" {
+	zstd -q -c "$TINY" >full.zst
+	head -c 100 full.zst >cut.zst
+	run --separate-stderr amp-plan -o out.plan cut.zst
+	assert_failure 1
+	assert_equal "$output" ""
+	[[ $stderr == "amp-plan: "*"'cut.zst'"*"truncated"* ]] || fail "$stderr"
+	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
+}
+
+@test "plan reports a model file that does not exist" {
+	run --separate-stderr amp-plan missing.yaml
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-plan: cannot open 'missing.yaml': No such file or directory"
+}
+
+@test "plan names a bad model on standard input as <stdin> with line and column" {
+	run --separate-stderr amp-plan <"$BAD/model-unknown-op.yaml"
+	assert_failure 1
+	assert_equal "$output" ""
+	[[ $stderr == "amp-plan: <stdin>:7:10: unknown op 'softmax'"* ]] || fail "$stderr"
+}
+
+# ---- output ----
+
+@test "plan -z output starts with the zstd magic and decompresses to the plain plan" {
+	amp-plan "$TINY" >plain.plan
+	amp-plan -z "$TINY" >stdout.zst
+	amp-plan -z -o file.zst "$TINY"
+	run od -An -tx1 -N4 stdout.zst
+	assert_output ' 28 b5 2f fd'
+	run od -An -tx1 -N4 file.zst
+	assert_output ' 28 b5 2f fd'
+	zstd -q -dc stdout.zst >stdout.plan
+	zstd -q -dc file.zst >file.plan
+	run cmp plain.plan stdout.plan
+	assert_success
+	run cmp plain.plan file.plan
+	assert_success
+}
+
+@test "plan -o writes the same bytes as stdout and leaves no temporary" {
+	amp-plan "$TINY" >stdout.plan
+	run --separate-stderr amp-plan -o out.plan "$TINY"
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	run cmp stdout.plan out.plan
+	assert_success
+	run find . -name '*.tmp.*'
+	assert_output ""
+}
+
+@test "plan -o replaces an existing target by rename, not by rewriting it" {
+	echo old >out.plan
+	ln out.plan link.plan
+	run amp-plan -o out.plan "$TINY"
+	assert_success
+	run head -n 1 out.plan
+	assert_output 'format: amp-plan'
+	# The old inode is untouched: the new plan was renamed over the name.
+	run cat link.plan
+	assert_output 'old'
+}
+
+@test "plan gives byte-identical files for the same input twice" {
+	amp-plan -o a.plan "$SIGLIP"
+	amp-plan -o b.plan "$SIGLIP"
+	amp-plan -o c.plan "$TINY"
+	amp-plan -o d.plan "$TINY"
+	[[ -s a.plan && -s c.plan ]] || fail "no plan written"
+	run cmp a.plan b.plan
+	assert_success
+	run cmp c.plan d.plan
+	assert_success
+}
+
+@test "plan -o on bad input leaves neither the target nor a temporary" {
+	rejects "$BAD/model-unknown-op.yaml" 7:10 "unknown op 'softmax'" \
+		"$BAD/model-unknown-op.yaml"
+	run find . -mindepth 1 ! -name 'separate-stderr-*'
+	assert_output ""
+}
+
+@test "plan -o on bad input leaves an existing target untouched" {
+	printf 'previous plan\n' >out.plan
+	run --separate-stderr amp-plan -o out.plan "$BAD/model-matmul-inner-differ.yaml"
+	assert_failure 1
+	run cat out.plan
+	assert_output 'previous plan'
+	run find . -name '*.tmp.*'
+	assert_output ""
+}
+
+@test "plan -o onto a directory fails with exit 1 and removes its temporary" {
+	mkdir out
+	run --separate-stderr amp-plan -o out "$TINY"
+	assert_failure 1
+	assert_equal "$output" ""
+	[[ $stderr == "amp-plan: "*"'out'"* ]] || fail "$stderr"
+	run find . -name '*.tmp.*'
+	assert_output ""
+	run ls -A out
+	assert_output ""
+}
+
+@test "plan -o into a missing directory fails with exit 1 naming the file" {
+	run --separate-stderr amp-plan -o nowhere/out.plan "$TINY"
+	assert_failure 1
+	assert_equal "$output" ""
+	[[ $stderr == "amp-plan: cannot create 'nowhere/out.plan': "* ]] || fail "$stderr"
+}
+
+# ---- what the plan says ----
+
+@test "plan output starts with the amp-plan header, machine and model" {
+	run --separate-stderr amp-plan "$TINY"
+	assert_success
+	assert_line --index 0 'format: amp-plan'
+	assert_line --index 1 'version: 1'
+	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
+	assert_line 'model: tiny-mlp'
+}
+
+@test "plan gives siglip-mlp's input x 729 canonical owners of [2, 1, 1152]" {
+	run --separate-stderr amp-plan "$SIGLIP"
+	assert_success
+	assert_line 'model: siglip-mlp'
+	assert_line --regexp '^- \{name: x@canon, tensor: x, layout: row-major, split: \[1, 729, 1\], block: \[2, 1, 1152\],'
+}
+
+@test "plan honours tiny-mlp's pin of mlp_down to grid [3, 2, 5] cast late" {
+	run --separate-stderr amp-plan "$TINY"
+	assert_success
+	assert_line --regexp '^- \{op: mlp_down, .*, grid: \[3, 2, 5\], cast: late, .*pinned: true, tiles: 30,'
+	assert_line --regexp '^- \{op: mlp_up, .*pinned: false'
+}
+
+@test "plan without the pin chooses a different grid for mlp_down" {
+	# So the pinned test above shows the pin at work, not a coincidence.
+	sed '/^pins:/,$d' "$TINY" >unpinned.yaml
+	run --separate-stderr amp-plan unpinned.yaml
+	assert_success
+	assert_line --regexp '^- \{op: mlp_down, .*pinned: false'
+	refute_line --regexp '^- \{op: mlp_down, .*grid: \[3, 2, 5\], cast: late,'
+}
+
+@test "plan --objective capacity+tables writes a valid plan" {
+	run --separate-stderr amp-plan --objective capacity+tables -o tables.plan "$SIGLIP"
+	assert_success
+	assert_equal "$output" ""
+	run head -n 2 tables.plan
+	assert_line --index 0 'format: amp-plan'
+	assert_line --index 1 'version: 1'
+	run grep -c '^- {op: ' tables.plan
+	assert_output 2
+	# The plan reader of the next stage accepts it.
+	run --separate-stderr amp-compose -o composed.plan tables.plan
+	assert_success
+}
+
+@test "plan --explain names the objective in use" {
+	run --separate-stderr amp-plan --explain --objective=capacity+tables "$TINY"
+	assert_success
+	assert_line --index 0 'objective: capacity+tables'
+	run --separate-stderr amp-plan --explain "$TINY"
+	assert_success
+	assert_line --index 0 'objective: capacity'
+}
+
+@test "plan --explain prints a candidate table per GEMM with the chosen row starred" {
+	run --separate-stderr amp-plan --explain "$TINY"
+	assert_success
+	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ fit'
+	assert_line --regexp '^gemm mlp_down: m 74, k 200, n 80, fp8, pinned; [0-9]+ candidates'
+	assert_line --regexp '^ +rank +grid +cast +staging +tiles'
+	# Each GEMM's table has exactly one starred row; the pinned one stars its pin.
+	local stars
+	stars=$(grep -c '^ *[0-9]\+\*' <<<"$output")
+	assert_equal "$stars" 2
+	assert_line --regexp '^ +[0-9]+\* +\[3, 2, 5\] +late '
+}
+
+@test "plan --explain stars the candidate the plan chose" {
+	run --separate-stderr amp-plan --explain -o out.plan "$TINY"
+	assert_success
+	local rec grid cast staging
+	rec=$(line_of out.plan '- {op: mlp_up,') || fail "no mlp_up gemm record"
+	[[ $rec =~ grid:\ (\[[0-9, ]+\]),\ cast:\ ([a-z]+),\ staging:\ ([a-z-]+), ]] ||
+		fail "cannot read grid, cast, staging from: $rec"
+	grid=${BASH_REMATCH[1]} cast=${BASH_REMATCH[2]} staging=${BASH_REMATCH[3]}
+	assert_line --regexp "^ +[0-9]+\\* +$(re_quote "$grid") +$cast +$staging "
+}
+
+@test "plan --explain=N lists at most N candidates per GEMM" {
+	run --separate-stderr amp-plan --explain=2 "$TINY"
+	assert_success
+	local rows
+	# mlp_up has many fitting candidates (2 shown), pinned mlp_down has 2.
+	rows=$(grep -c '^ *[0-9]\+[* ] \+\[' <<<"$output")
+	assert_equal "$rows" 4
+	refute_line --regexp '^ +3[* ] +\['
+}
+
+@test "plan --explain ends with the per-GEMM table of grid, cast, tiles and peak bytes" {
+	run --separate-stderr amp-plan --explain "$TINY"
+	assert_success
+	assert_line --regexp '^gemm +grid +cast +staging +tiles +peak bytes$'
+	assert_line --regexp '^mlp_up +\[[0-9]+, [0-9]+, [0-9]+\] +(early|late) +(direct|pack-once) +[0-9]+ +[0-9]+$'
+	assert_line --regexp '^mlp_down +\[3, 2, 5\] +late +(direct|pack-once) +30 +[0-9]+$'
+	assert_line --regexp '^per-tile memory peak: [0-9]+ bytes on tile [0-9]+'
+}
+
+@test "plan --explain writes no plan to stdout" {
+	run --separate-stderr amp-plan --explain "$TINY"
+	assert_success
+	refute_line 'format: amp-plan'
+	refute_line --regexp '^(gemms|placements|steps):'
+	run find . -mindepth 1 ! -name 'separate-stderr-*'
+	assert_output ""
+}
+
+@test "plan --explain with -o writes the same plan as without --explain" {
+	amp-plan "$TINY" >plain.plan
+	run --separate-stderr amp-plan --explain -o explained.plan "$TINY"
+	assert_success
+	assert_line --index 0 'objective: capacity'
+	refute_line 'format: amp-plan'
+	run cmp plain.plan explained.plan
+	assert_success
+}
+
+@test "plan --machine with a 256-tile machine puts that machine in the header" {
+	sed -e 's/^tiles: .*/tiles: 256/' -e 's/^name: .*/name: amp256/' \
+		"$MACHINES/amp1472.yaml" >amp256.yaml
+	run --separate-stderr amp-plan --machine amp256.yaml "$TINY"
+	assert_success
+	assert_line --regexp '^machine: \{name: amp256, tiles: 256, sram_bytes: 638976,'
+	refute_line --partial 'amp1472'
+	run --separate-stderr amp-plan -m amp256.yaml "$TINY"
+	assert_success
+	assert_line --regexp '^machine: \{name: amp256, tiles: 256,'
+}
+
+# ---- malformed models (tests/bad/model-*.yaml) ----
+
+@test "plan rejects malformed YAML (an unclosed flow mapping)" {
+	rejects "$BAD/model-malformed-yaml.yaml" 6:7 "flow mapping" \
+		"$BAD/model-malformed-yaml.yaml"
+}
+
+@test "plan rejects an unknown top-level key" {
+	rejects "$BAD/model-unknown-top-key.yaml" 8:1 "unknown key 'layers'" \
+		"$BAD/model-unknown-top-key.yaml"
+}
+
+@test "plan rejects an unknown key inside an op" {
+	rejects "$BAD/model-unknown-op-key.yaml" 9:40 "unknown key 'act'" \
+		"$BAD/model-unknown-op-key.yaml"
+}
+
+@test "plan rejects an unknown op" {
+	rejects "$BAD/model-unknown-op.yaml" 7:10 "unknown op 'softmax'" \
+		"$BAD/model-unknown-op.yaml"
+}
+
+@test "plan rejects an unknown dtype" {
+	rejects "$BAD/model-unknown-dtype.yaml" 7:31 "unknown dtype 'bf16'" \
+		"$BAD/model-unknown-dtype.yaml"
+}
+
+@test "plan rejects an op that names an undefined tensor" {
+	rejects "$BAD/model-undefined-tensor.yaml" 9:37 "undefined tensor 'w2'" \
+		"$BAD/model-undefined-tensor.yaml"
+}
+
+@test "plan rejects a matmul whose inner dimensions differ" {
+	rejects "$BAD/model-matmul-inner-differ.yaml" 9:37 "inner dimensions differ" \
+		"$BAD/model-matmul-inner-differ.yaml"
+}
+
+@test "plan rejects a model file of another amp-model version" {
+	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 2" \
+		"$BAD/model-wrong-version.yaml"
+}
+
+@test "plan rejects a tensor name defined twice" {
+	rejects "$BAD/model-duplicate-tensor.yaml" 9:45 "tensor 'w' is defined twice" \
+		"$BAD/model-duplicate-tensor.yaml"
+}
+
+@test "plan rejects an output that no op computes" {
+	rejects "$BAD/model-output-not-computed.yaml" 10:14 "output 'x' must be computed by an op" \
+		"$BAD/model-output-not-computed.yaml"
+}
+
+@test "plan rejects a pin for an unknown op" {
+	rejects "$BAD/model-pin-unknown-op.yaml" 14:3 "pin for unknown op 'mlp_gate'" \
+		"$BAD/model-pin-unknown-op.yaml"
+}
+
+@test "plan rejects a pinned grid that needs more tiles than the machine has" {
+	rejects "$BAD/model-pin-too-many-tiles.yaml" 13:14 "needs 1600 tiles; the machine has 1472" \
+		"$BAD/model-pin-too-many-tiles.yaml"
+}
+
+@test "plan rejects a pinned grid with more rows than tokens" {
+	rejects "$BAD/model-pin-rows-exceed-tokens.yaml" 14:20 "grid rows 38 exceed the 37 tokens" \
+		"$BAD/model-pin-rows-exceed-tokens.yaml"
+}
+
+@test "plan rejects a pinned k that needs more partitions than the fp8 strips" {
+	rejects "$BAD/model-pin-k-exceeds-strips.yaml" 14:20 "grid k 8 needs more partitions than K=200 has fp8 strips (7)" \
+		"$BAD/model-pin-k-exceeds-strips.yaml"
+}
+
+@test "plan rejects pinned cols that need more partitions than the 16-column groups" {
+	rejects "$BAD/model-pin-cols-exceed-groups.yaml" 14:20 "grid cols 6 needs more partitions than N=80 has 16-column groups (5)" \
+		"$BAD/model-pin-cols-exceed-groups.yaml"
+}
+
+@test "plan rejects a pinned grid that cannot cut a dimension uniformly" {
+	rejects "$BAD/model-pin-not-uniform.yaml" 14:20 "grid k 5 cannot cut 7 K strips into 5 non-empty uniform parts" \
+		"$BAD/model-pin-not-uniform.yaml"
+}
+
+# The parameter capacity check concerns the params section as a whole; its
+# message must point there (the `params:` key or its mapping), not at 1:1.
+params_at() {
+	local n
+	n=$(grep -n '^params:' "$1" | cut -d: -f1)
+	[[ -n $n ]] || fail "no params section in $1"
+	printf '%s' "$n:1|$((n + 1)):3"
+}
+
+@test "plan rejects parameters larger than all tiles' SRAM, pointing at params" {
+	local bad=$BAD/model-params-too-large.yaml
+	rejects "$bad" "$(params_at "$bad")" "parameters need 1073741824 bytes" "$bad"
+}
+
+@test "plan rejects a model whose parameters do not fit a small machine's SRAM" {
+	rejects "$TINY" "$(params_at "$TINY")" "model 'tiny-mlp': parameters need" \
+		--machine "$BAD/machine-small-sram.yaml" "$TINY"
+	[[ $stderr == *"2 tiles hold at most 30720"* ]] || fail "$stderr"
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# Machine files (formats/machine.md) as amp-plan reads them: the default
+# machine, valid variations, and the malformed files tests/bad/machine-*.yaml.
+
+bats_require_minimum_version 1.5.0
+load common
+
+TINY=$MODELS/tiny-mlp.yaml
+
+# The fixed-string FILE as an extended regular expression.
+re_quote() {
+	printf '%s' "$1" | sed 's/[][\.*^$(){}?+|/]/\\&/g'
+}
+
+# rejects MACHINE LINE:COL MESSAGE
+# Runs `amp-plan --machine MACHINE -o out.plan tiny-mlp.yaml` and checks the
+# bad-input contract: exit 1, nothing on standard output, one line on
+# standard error `amp-plan: MACHINE:LINE:COL: ...MESSAGE...`, and neither
+# out.plan nor a temporary left behind.
+rejects() {
+	local file=$1 at=$2 msg=$3 re left
+	run --separate-stderr amp-plan --machine "$file" -o out.plan "$TINY"
+	assert_failure 1
+	assert_equal "$output" ""
+	re="^amp-plan: $(re_quote "$file"):$at: "
+	[[ $stderr =~ $re ]] || fail "expected a message at $file:$at, got: $stderr"
+	[[ $stderr == *"$msg"* ]] || fail "expected '$msg' in: $stderr"
+	[[ $stderr != *$'\n'* ]] || fail "expected one line of message, got: $stderr"
+	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
+	left=$(find . -name '*.tmp.*')
+	[[ -z $left ]] || fail "temporary left behind: $left"
+}
+
+# ---- valid machines ----
+
+@test "machine defaults to share/machines/amp1472.yaml" {
+	amp-plan --machine "$MACHINES/amp1472.yaml" "$TINY" >explicit.plan
+	run --separate-stderr amp-plan -o default.plan "$TINY"
+	assert_success
+	run cmp explicit.plan default.plan
+	assert_success
+	run head -n 3 default.plan
+	assert_line --index 2 --regexp '^machine: \{name: amp1472, tiles: 1472,'
+}
+
+@test "machine header carries every parameter of the machine file" {
+	run --separate-stderr amp-plan "$TINY"
+	assert_success
+	assert_line 'machine: {name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016, exchange_bytes_per_cycle: 4, sync_cycles: 600, send_control_cycles: 2, receive_control_cycles: 3, max_transfer_bytes: 16592, table_budget_bytes: 81920, fragment_limit: 16384, local_copy_bytes_per_cycle: 8, amp_macs_per_cycle: {fp16: 64, fp8: 128}}'
+}
+
+@test "machine default comes from AMP_SHARE when it is set" {
+	mkdir -p share/machines
+	sed -e 's/^tiles: .*/tiles: 256/' -e 's/^name: .*/name: elsewhere/' \
+		"$MACHINES/amp1472.yaml" >share/machines/amp1472.yaml
+	AMP_SHARE=$PWD/share run --separate-stderr amp-plan "$TINY"
+	assert_success
+	assert_line --regexp '^machine: \{name: elsewhere, tiles: 256,'
+}
+
+@test "machine keys are accepted in any order" {
+	# Same file with its lines reversed, the nested mapping kept whole.
+	{
+		sed -n '/^amp_macs_per_cycle:/,$p' "$MACHINES/amp1472.yaml"
+		grep -v '^amp_macs_per_cycle:\|^  ' "$MACHINES/amp1472.yaml" | tac
+	} >reversed.yaml
+	amp-plan "$TINY" >default.plan
+	run --separate-stderr amp-plan --machine reversed.yaml -o reversed.plan "$TINY"
+	assert_success
+	run cmp default.plan reversed.plan
+	assert_success
+}
+
+@test "machine file compressed with zstd is accepted" {
+	zstd -q -c "$MACHINES/amp1472.yaml" >machine.yaml
+	amp-plan "$TINY" >default.plan
+	run --separate-stderr amp-plan --machine machine.yaml -o compressed.plan "$TINY"
+	assert_success
+	run cmp default.plan compressed.plan
+	assert_success
+}
+
+@test "machine reserved_bytes sets the bytes per tile the planner may use" {
+	sed -e 's/^reserved_bytes: .*/reserved_bytes: 100000/' -e 's/^name: .*/name: tight/' \
+		"$MACHINES/amp1472.yaml" >tight.yaml
+	run --separate-stderr amp-plan --machine tight.yaml --explain "$TINY"
+	assert_success
+	# 638976 - 100000 bytes per tile are available to planned data.
+	assert_line --regexp '^gemm mlp_up: .*\(538976 bytes per tile available,'
+	assert_line --regexp '; 538976 available$'
+}
+
+@test "machine file that does not exist is reported" {
+	run --separate-stderr amp-plan --machine nosuch.yaml "$TINY"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-plan: cannot open 'nosuch.yaml': No such file or directory"
+}
+
+# ---- malformed machines (tests/bad/machine-*.yaml) ----
+
+@test "machine rejects a file missing a required key" {
+	rejects "$BAD/machine-missing-key.yaml" 2:1 "missing key 'sync_cycles'"
+}
+
+@test "machine rejects an unknown key" {
+	rejects "$BAD/machine-unknown-key.yaml" 6:1 "unknown key 'hbm_bytes'"
+}
+
+@test "machine rejects a non-integer value such as 12x" {
+	rejects "$BAD/machine-non-integer.yaml" 5:13 "expected an integer, found '12x'"
+}
+
+@test "machine rejects an integer that overflows 64 bits" {
+	rejects "$BAD/machine-overflow.yaml" 4:8 "'99999999999999999999'"
+}
+
+@test "machine rejects a negative value" {
+	rejects "$BAD/machine-negative.yaml" 8:14 "expected a non-negative integer, found -600"
+}
+
+@test "machine rejects reserved_bytes that leave no SRAM for planned data" {
+	rejects "$BAD/machine-reserved-exceeds-sram.yaml" 6:17 "reserved_bytes (638976) leaves no SRAM"
+}
+
+@test "machine rejects a file of another amp-machine version" {
+	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 2"
+}
+
+@test "machine rejects amp_macs_per_cycle without fp8" {
+	rejects "$BAD/machine-missing-fp8.yaml" 16:3 "missing key 'fp8'"
+}
