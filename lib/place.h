@@ -55,7 +55,8 @@ int64_t place_total_bytes(const Placement *p);  /* all shards x replicas */
 int64_t place_tile(const Placement *p, const int64_t *idx, const int64_t *rep, int64_t tiles);
 
 /* Calls fn for every (shard, replica) in order: shard index major (axis 0
- * slowest), replica minor. Returns the first non-zero fn result. */
+ * slowest), replica minor (replica axis 0 slowest). Returns the first
+ * non-zero fn result. */
 typedef int (*ShardFn)(void *ctx, const Placement *p, const int64_t *idx,
 		       const int64_t *rep, int64_t tile);
 int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx);
