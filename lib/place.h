@@ -41,6 +41,7 @@ typedef struct {
 	int nrep;
 	int64_t rep[MAX_REP];
 	int64_t rstride[MAX_REP];
+	int64_t addr;                   /* SRAM address on every tile (lowered stages) */
 } Placement;
 
 /* Extent of part i on axis a. */

@@ -14,6 +14,10 @@ static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce"
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale" };
 
+static const char *stage_names[STAGE_COUNT] = { "amp-plan", "amp-expand", "amp-exchange",
+						  "amp-group" };
+
+const char *stage_format(StageKind k) { return stage_names[k]; }
 const char *role_name(PRole r) { return role_names[r]; }
 const char *mapping_name(Mapping m) { return map_names[m]; }
 const char *movement_name(Movement m) { return move_names[m]; }
@@ -38,6 +42,10 @@ void plan_free(Plan *p)
 		free(p->p[i].name);
 	for (int i = 0; i < p->ns; i++)
 		free(p->s[i].op);
+	for (int i = 0; i < p->nph; i++)
+		free(p->ph[i].label);
+	free(p->x);
+	free(p->ph);
 	free(p->t);
 	free(p->g);
 	free(p->p);
@@ -69,7 +77,16 @@ static void write_placement(YWriter *w, const Plan *pl, const Placement *p)
 	yw_kints(w, "stride", p->rank, p->stride);
 	yw_kints(w, "rep", p->nrep, p->rep);
 	yw_kints(w, "rstride", p->nrep, p->rstride);
+	if (pl->stage >= STAGE_EXPAND)
+		yw_kint(w, "addr", p->addr);
 	yw_end_map(w);
+}
+
+void plan_add_xfer(Plan *pl, const Xfer *x)
+{
+	if ((pl->nx & (pl->nx - 1)) == 0)
+		pl->x = xrealloc(pl->x, (size_t)(pl->nx ? 2 * pl->nx : 1) * sizeof *pl->x);
+	pl->x[pl->nx++] = *x;
 }
 
 static void write_step(YWriter *w, const Plan *pl, int i)
@@ -108,7 +125,7 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 
 	if (yw_open(&w, out, e))
 		return -1;
-	stage_write_header(&w, "amp-plan", PLAN_VERSION, &pl->machine, pl->model);
+	stage_write_header(&w, stage_format(pl->stage), PLAN_VERSION, &pl->machine, pl->model);
 
 	yw_str(&w, "tensors");
 	yw_seq(&w, 0);
@@ -164,6 +181,27 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 	for (int i = 0; i < pl->ns; i++)
 		write_step(&w, pl, i);
 	yw_end_seq(&w);
+
+	if (pl->stage >= STAGE_EXCHANGE) {
+		yw_str(&w, "phases");
+		yw_seq(&w, 0);
+		for (int i = 0; i < pl->nph; i++) {
+			int64_t r[2] = { pl->ph[i].first, pl->ph[i].last };
+			yw_map(&w, 1);
+			yw_kint(&w, "phase", i);
+			yw_kints(&w, "steps", 2, r);
+			yw_kstr(&w, "label", pl->ph[i].label);
+			yw_end_map(&w);
+		}
+		yw_end_seq(&w);
+	}
+	if (pl->stage >= STAGE_EXPAND) {
+		yw_str(&w, "transfers");
+		yw_seq(&w, 0);
+		for (int i = 0; i < pl->nx; i++)
+			xfer_write(&w, &pl->x[i]);
+		yw_end_seq(&w);
+	}
 
 	yw_end_map(&w);
 	return yw_close(&w, e);
@@ -316,7 +354,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "name", "tensor", "layout", "split", "block", "base",
-				      "stride", "rep", "rstride", NULL };
+				      "stride", "rep", "rstride", "addr", NULL };
 	static const char *const lays[] = { "row-major", "amp-left", "transposed-right", "amp-output" };
 	Placement p;
 	const char *name;
@@ -351,6 +389,16 @@ static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 		return -1;
 	if (n != p.nrep)
 		return val_err(f, v, e, "rstride needs one entry per rep");
+	if (pl->stage >= STAGE_EXPAND) {
+		if (get_int(f, r, "addr", 0, pl->machine.sram_bytes, &p.addr, e))
+			return -1;
+		if (p.addr + place_max_bytes(&p) > pl->machine.sram_bytes)
+			return val_err(f, map_get(r, "addr"), e, "placement '%s' at %lld (%lld bytes) "
+				       "ends beyond SRAM (%lld bytes)", name, (long long)p.addr,
+				       (long long)place_max_bytes(&p), (long long)pl->machine.sram_bytes);
+	} else if (map_get(r, "addr")) {
+		return val_err(f, map_get(r, "addr"), e, "a plan has no addresses (they come with amp-expand)");
+	}
 	p.name = (char *)name;
 	if (place_check(&p, pl->machine.tiles, e))
 		return val_err(f, r, e, "%s", e->msg);
@@ -425,24 +473,73 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 	return 0;
 }
 
+static int read_phase(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "phase", "steps", "label", NULL };
+	int64_t id, st[2];
+	int n;
+	const char *label;
+	const Val *v;
+
+	if (map_keys(f, r, keys, e) || get_int(f, r, "phase", 0, INT64_C(1) << 30, &id, e))
+		return -1;
+	if (id != pl->nph)
+		return val_err(f, map_get(r, "phase"), e, "expected phase %d, found %lld",
+			       pl->nph, (long long)id);
+	if (map_need(f, r, "steps", &v, e) || val_ints(f, v, 2, 0, pl->ns - 1, st, &n, e))
+		return -1;
+	if (n != 2 || st[0] > st[1] || (pl->nph && st[0] <= pl->ph[pl->nph - 1].last))
+		return val_err(f, v, e, "steps must be [first, last], after the previous phase");
+	if (get_str(f, r, "label", &label, e))
+		return -1;
+	pl->ph = xrealloc(pl->ph, (size_t)(pl->nph + 1) * sizeof *pl->ph);
+	pl->ph[pl->nph].first = (int)st[0];
+	pl->ph[pl->nph].last = (int)st[1];
+	pl->ph[pl->nph].label = xstrdup(label);
+	pl->nph++;
+	return 0;
+}
+
+static int read_xfer(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	Xfer x;
+	if (xfer_read(f, r, pl->ns, pl->machine.tiles, pl->machine.sram_bytes, &x, e))
+		return -1;
+	if (pl->s[x.step].kind != STEP_COPY)
+		return val_err(f, map_get(r, "step"), e, "step %d is not a copy", x.step);
+	if (pl->nx && x.step < pl->x[pl->nx - 1].step)
+		return val_err(f, map_get(r, "step"), e, "transfers must follow step order");
+	plan_add_xfer(pl, &x);
+	return 0;
+}
+
 typedef int (*ReadFn)(Plan *, const char *, const Val *, Err *);
 
 int plan_read(Plan *pl, const char *path, Err *e)
 {
-	static const struct { const char *key; ReadFn fn; } sections[] = {
-		{ "tensors", read_tensor }, { "gemms", read_gemm },
-		{ "placements", read_placement }, { "steps", read_step },
+	return plan_read_stage(pl, path, STAGE_PLAN, e);
+}
+
+int plan_read_stage(Plan *pl, const char *path, StageKind kind, Err *e)
+{
+	static const struct { const char *key; ReadFn fn; StageKind from; } sections[] = {
+		{ "tensors", read_tensor, STAGE_PLAN }, { "gemms", read_gemm, STAGE_PLAN },
+		{ "placements", read_placement, STAGE_PLAN }, { "steps", read_step, STAGE_PLAN },
+		{ "phases", read_phase, STAGE_EXCHANGE }, { "transfers", read_xfer, STAGE_EXPAND },
 	};
 	YReader r;
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);
+	pl->stage = kind;
 	if (yr_open(&r, path, e) ||
-	    stage_read_header(&r, "amp-plan", PLAN_VERSION, &pl->machine, &pl->model, e))
+	    stage_read_header(&r, stage_format(kind), PLAN_VERSION, &pl->machine, &pl->model, e))
 		goto out;
 	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
 		Val *rec;
 		int more;
+		if (kind < sections[i].from)
+			continue;
 		if (stage_section(&r, sections[i].key, e))
 			goto out;
 		while ((more = stage_record(&r, &rec, e)) > 0) {

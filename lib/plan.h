@@ -20,8 +20,22 @@
 #include "machine.h"
 #include "model.h"
 #include "place.h"
+#include "xfer.h"
 
 #define PLAN_VERSION 1
+
+/* The stage files that carry a plan: each adds to the one before it.
+ * amp-expand: placement addresses and transfers; amp-exchange: phases
+ * (transfers cut and joined); amp-group: phases merged, forwarding. */
+typedef enum { STAGE_PLAN, STAGE_EXPAND, STAGE_EXCHANGE, STAGE_GROUP, STAGE_COUNT } StageKind;
+const char *stage_format(StageKind k);
+
+/* An exchange phase: the copy steps first..last and the transfers serving
+ * them. */
+typedef struct {
+	int first, last;
+	char *label;
+} Phase;
 
 typedef enum { R_INPUT, R_PARAM, R_ACT, R_OUTPUT, R_PARTIAL, R_COUNT } PRole;
 
@@ -83,6 +97,11 @@ typedef struct {
 	int np;
 	Step *s;
 	int ns;
+	StageKind stage;            /* which format this plan was read as / is */
+	Xfer *x;                    /* transfers, in order (expanded stages) */
+	int nx;
+	Phase *ph;                  /* phases (exchange and grouped stages) */
+	int nph;
 } Plan;
 
 const char *role_name(PRole r);
@@ -92,8 +111,10 @@ const char *compute_name(ComputeKind c);
 const char *operand_name(Operand o);
 
 void plan_free(Plan *p);
-int plan_read(Plan *p, const char *path, Err *e);
-int plan_write(const Plan *p, Output *out, Err *e);
+int plan_read(Plan *p, const char *path, Err *e);          /* amp-plan */
+int plan_read_stage(Plan *p, const char *path, StageKind k, Err *e);
+int plan_write(const Plan *p, Output *out, Err *e);        /* as p->stage */
+void plan_add_xfer(Plan *p, const Xfer *x);
 /* Cross-record checks (names resolve, placements valid, copies keep the
  * tensor): plan_read runs them; planner and composer do too. */
 int plan_check(const Plan *p, const char *file, Err *e);
@@ -110,6 +131,11 @@ int plan_writer(const Plan *p, int placement);
  * largest; *worst is its tile, *at its step. */
 int64_t plan_memory(const Plan *p, int64_t *tile_peak, int64_t *step_peak,
 		    int64_t *worst, int *at);
+
+/* Live range of every placement, in steps (first written .. last read; the
+ * whole program for initial placements, to the end for outputs), and for
+ * each copy destination the source it may alias (-1 otherwise). */
+void plan_lifetimes(const Plan *p, int *first, int *last, int *alias);
 
 /* Mapping of a copy from its placements. */
 Mapping copy_mapping(const Placement *src, const Placement *dst);

@@ -110,6 +110,29 @@ out:
 
 /* ---- memory ---- */
 
+void plan_lifetimes(const Plan *pl, int *first, int *last, int *alias)
+{
+	int ns = pl->ns;
+
+	for (int i = 0; i < pl->np; i++) {
+		int w = plan_writer(pl, i);
+		PRole r = pl->t[pl->p[i].tensor].role;
+		first[i] = w < 0 ? 0 : w;
+		last[i] = (w < 0 || r == R_OUTPUT) ? ns : first[i];
+		alias[i] = -1;
+	}
+	for (int s = 0; s < ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind == STEP_COPY) {
+			last[st->src] = last[st->src] > s ? last[st->src] : s;
+			alias[st->dst] = st->src;
+		} else {
+			for (int k = 0; k < st->nin; k++)
+				last[st->in[k]] = last[st->in[k]] > s ? last[st->in[k]] : s;
+		}
+	}
+}
+
 typedef struct {
 	int64_t *bytes;         /* [tiles] */
 	int64_t *region;        /* [tiles * 2 * MAX_RANK] lo, hi of the shard there */
@@ -143,25 +166,11 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int64_t *step_peak, int64_t *
 		*at = 0;
 	if (peak)
 		memset(peak, 0, (size_t)T * sizeof *peak);
+	plan_lifetimes(pl, first, last, alias);
 	for (int i = 0; i < np; i++) {
 		m[i].bytes = xcalloc((size_t)T, sizeof *m[i].bytes);
 		m[i].region = xcalloc((size_t)T * 2 * MAX_RANK, sizeof *m[i].region);
 		place_each(&pl->p[i], T, fill, &m[i]);
-		int w = plan_writer(pl, i);
-		PRole r = pl->t[pl->p[i].tensor].role;
-		first[i] = w < 0 ? 0 : w;
-		last[i] = (w < 0 || r == R_OUTPUT) ? ns : first[i];
-		alias[i] = -1;
-	}
-	for (int s = 0; s < ns; s++) {
-		const Step *st = &pl->s[s];
-		if (st->kind == STEP_COPY) {
-			last[st->src] = last[st->src] > s ? last[st->src] : s;
-			alias[st->dst] = st->src;
-		} else {
-			for (int k = 0; k < st->nin; k++)
-				last[st->in[k]] = last[st->in[k]] > s ? last[st->in[k]] : s;
-		}
 	}
 	for (int s = 0; s <= ns; s++) {
 		memset(cur, 0, (size_t)T * sizeof *cur);

@@ -1,0 +1,184 @@
+#include "alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	int64_t addr, end;
+	int first, last, placement;
+} Block;
+
+typedef struct {
+	Block *b;
+	int n, cap;
+} TileBlocks;
+
+typedef struct {
+	int64_t *tiles;
+	int64_t n;
+} TileList;
+
+static int collect(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		   int64_t tile)
+{
+	TileList *l = ctx;
+	(void)p, (void)idx, (void)rep;
+	l->tiles[l->n++] = tile;
+	return 0;
+}
+
+/* The shard index of p on tile t, or 0 when p has none there. */
+typedef struct {
+	int64_t tile, idx[MAX_RANK];
+	int found;
+} Finder;
+
+static int find(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	Finder *f = ctx;
+	(void)rep;
+	if (t != f->tile)
+		return 0;
+	memcpy(f->idx, idx, (size_t)p->rank * sizeof *idx);
+	f->found = 1;
+	return 1;
+}
+
+static int shard_on(const Plan *pl, const Placement *p, int64_t tile, int64_t *idx)
+{
+	Finder f = { tile, { 0 }, 0 };
+	place_each(p, pl->machine.tiles, find, &f);
+	if (f.found)
+		memcpy(idx, f.idx, sizeof f.idx);
+	return f.found;
+}
+
+static int same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib)
+{
+	if (a->layout != b->layout || a->fmt != b->fmt || a->rank != b->rank)
+		return 0;
+	for (int k = 0; k < a->rank; k++)
+		if (ia[k] * a->block[k] != ib[k] * b->block[k] ||
+		    place_extent(a, k, ia[k]) != place_extent(b, k, ib[k]))
+			return 0;
+	return 1;
+}
+
+int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile)
+{
+	const Placement *s = &pl->p[src], *d = &pl->p[dst];
+	int64_t idx[MAX_RANK];
+	if (s->addr != d->addr || !shard_on(pl, s, tile, idx))
+		return 0;
+	return same_region(s, idx, d, dst_idx);
+}
+
+/* Every tile both hold: the same region there. */
+static int can_alias(const Plan *pl, int q, int i, const TileList *ti)
+{
+	const Placement *a = &pl->p[q], *b = &pl->p[i];
+	int64_t ia[MAX_RANK], ib[MAX_RANK];
+	if (a->layout != b->layout)
+		return 0;
+	for (int64_t k = 0; k < ti->n; k++)
+		if (shard_on(pl, a, ti->tiles[k], ia)) {
+			if (!shard_on(pl, b, ti->tiles[k], ib) || !same_region(a, ia, b, ib))
+				return 0;
+		}
+	return 1;
+}
+
+static int overlaps(const Block *b, int64_t addr, int64_t end, int first, int last)
+{
+	return b->addr < end && addr < b->end && b->first <= last && first <= b->last;
+}
+
+/* Lowest address >= addr free on all tiles (ignoring placement skip);
+ * *blame is the tile whose block pushed it last. */
+static int64_t first_fit(TileBlocks *tb, const TileList *tl, int64_t addr, int64_t size,
+			 int first, int last, int skip, int64_t *blame)
+{
+	for (int moved = 1; moved;) {
+		moved = 0;
+		for (int64_t k = 0; k < tl->n; k++) {
+			TileBlocks *t = &tb[tl->tiles[k]];
+			for (int j = 0; j < t->n; j++)
+				if (t->b[j].placement != skip &&
+				    overlaps(&t->b[j], addr, addr + size, first, last)) {
+					addr = t->b[j].end;
+					*blame = tl->tiles[k];
+					moved = 1;
+				}
+		}
+	}
+	return addr;
+}
+
+int plan_alloc(Plan *pl, Err *e)
+{
+	int np = pl->np, rc = -1;
+	int64_t T = pl->machine.tiles, avail = machine_avail(&pl->machine);
+	int *first = xmalloc((size_t)np * sizeof *first), *last = xmalloc((size_t)np * sizeof *last);
+	int *alias = xmalloc((size_t)np * sizeof *alias), *order = xmalloc((size_t)np * sizeof *order);
+	char *done = xcalloc((size_t)np, 1);
+	TileBlocks *tb = xcalloc((size_t)T, sizeof *tb);
+	TileList tl = { xmalloc((size_t)T * sizeof *tl.tiles), 0 };
+
+	plan_lifetimes(pl, first, last, alias);
+	for (int i = 0; i < np; i++)
+		order[i] = i;
+	for (int i = 1; i < np; i++)            /* stable insertion sort by first use */
+		for (int j = i; j > 0 && first[order[j - 1]] > first[order[j]]; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int oi = 0; oi < np; oi++) {
+		int i = order[oi], q = alias[i];
+		Placement *p = &pl->p[i];
+		int64_t size = cdiv(place_max_bytes(p), ALLOC_ALIGN) * ALLOC_ALIGN, blame = -1, addr;
+
+		tl.n = 0;
+		place_each(p, T, collect, &tl);
+		addr = -1;
+		if (q >= 0 && done[q] && can_alias(pl, q, i, &tl)) {
+			int64_t b2 = -1;
+			int64_t a = first_fit(tb, &tl, pl->p[q].addr, size, first[i], last[i], q, &b2);
+			if (a == pl->p[q].addr)
+				addr = a;
+		}
+		if (addr < 0)
+			addr = first_fit(tb, &tl, 0, size, first[i], last[i], -1, &blame);
+		if (addr + size > avail) {
+			int s = first[i] < pl->ns ? first[i] : pl->ns - 1;
+			errf(e, "tile %lld, step %d (op '%s'): placement '%s' needs SRAM bytes %lld..%lld; "
+			     "%lld are available (sram_bytes - reserved_bytes)",
+			     (long long)(blame >= 0 ? blame : tl.tiles[0]), s, pl->ns ? pl->s[s].op : "-",
+			     p->name, (long long)addr, (long long)(addr + size), (long long)avail);
+			goto out;
+		}
+		p->addr = addr;
+		done[i] = 1;
+		for (int64_t k = 0; k < tl.n; k++) {
+			TileBlocks *t = &tb[tl.tiles[k]];
+			if (t->n == t->cap) {
+				t->cap = t->cap ? 2 * t->cap : 8;
+				t->b = xrealloc(t->b, (size_t)t->cap * sizeof *t->b);
+			}
+			Block b = { addr, addr + size, first[i], last[i], i };
+			t->b[t->n++] = b;
+		}
+	}
+	rc = 0;
+out:
+	for (int64_t t = 0; t < T; t++)
+		free(tb[t].b);
+	free(tb);
+	free(tl.tiles);
+	free(first);
+	free(last);
+	free(alias);
+	free(order);
+	free(done);
+	return rc;
+}

@@ -1,0 +1,413 @@
+#include "expand.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+/* Cut quanta: a layout is affine between multiples of these (0: nowhere
+ * cut). Each format's own panel shape: fp8 strips are 32 K-values. */
+static int64_t row_quantum(const Placement *p)
+{
+	return p->layout == LAYOUT_TRANSPOSED_RIGHT ? fmt_mu(p->fmt) : 0;
+}
+
+static int64_t col_quantum(const Placement *p)
+{
+	switch (p->layout) {
+	case LAYOUT_AMP_LEFT: return fmt_mu(p->fmt);
+	case LAYOUT_TRANSPOSED_RIGHT:
+	case LAYOUT_AMP_OUTPUT: return 16;
+	default: return 0;
+	}
+}
+
+/* Element strides inside one cell. */
+static void cell_strides(const Layout *l, int64_t *sr, int64_t *sc)
+{
+	switch (l->kind) {
+	case LAYOUT_ROW_MAJOR: *sr = l->cols; *sc = 1; break;
+	case LAYOUT_AMP_LEFT: *sr = fmt_mu(l->fmt); *sc = 1; break;
+	case LAYOUT_AMP_OUTPUT: *sr = 16; *sc = 1; break;
+	default: *sr = 1; *sc = fmt_mu(l->fmt); break;
+	}
+}
+
+/* Distance from x to the next multiple of q (q == 0: never). */
+static int64_t to_cut(int64_t x, int64_t q)
+{
+	return q ? q - x % q : INT64_MAX;
+}
+
+int copy_whole(const Placement *src, const Placement *dst, Mapping map)
+{
+	if (map != MAP_NATIVE_PANEL || src->layout != dst->layout)
+		return 0;
+	if (row_quantum(dst) <= 1 || dst->rank <= 2)
+		return 1;
+	for (int a = 0; a < dst->rank - 2; a++)   /* padding rows sit after all rows */
+		if (dst->shape[a] != 1)
+			return 0;
+	return 1;
+}
+
+typedef struct {
+	Run *r;
+	int64_t n, *cap;
+	Run **out;
+} Runs;
+
+static void emit(Runs *rs, int64_t src, int64_t dst, int64_t len)
+{
+	if (rs->n == *rs->cap) {
+		*rs->cap = *rs->cap ? 2 * *rs->cap : 64;
+		rs->r = xrealloc(rs->r, (size_t)*rs->cap * sizeof *rs->r);
+		*rs->out = rs->r;
+	}
+	Run r = { src, dst, len };
+	rs->r[rs->n++] = r;
+}
+
+/* One cell [h rows x w cols] where both sides are affine. */
+static void cell(Runs *rs, const Layout *ls, const Layout *ld, int64_t rS, int64_t rD, int64_t h,
+		 int64_t cS, int64_t cD, int64_t w)
+{
+	int64_t srS, scS, srD, scD;
+	int64_t s0 = layout_offset(ls, rS, cS), d0 = layout_offset(ld, rD, cD);
+
+	cell_strides(ls, &srS, &scS);
+	cell_strides(ld, &srD, &scD);
+	/* Traverse along the destination's unit stride. */
+	int64_t fast = w, slow = h, fS = scS, sS = srS, sD = srD;
+	if (scD != 1) {
+		fast = h, slow = w, fS = srS, sS = scS, sD = scD;
+	}
+	if (fS != 1) {                      /* cross-layout relayout: single elements */
+		int64_t fD = scD != 1 ? srD : scD;
+		for (int64_t k = 0; k < slow; k++)
+			for (int64_t j = 0; j < fast; j++)
+				emit(rs, s0 + k * sS + j * fS, d0 + k * sD + j * fD, 1);
+		return;
+	}
+	if (slow == 1 || (sS == fast && sD == fast)) {
+		emit(rs, s0, d0, fast * slow);
+		return;
+	}
+	for (int64_t k = 0; k < slow; k++)
+		emit(rs, s0 + k * sS, d0 + k * sD, fast);
+}
+
+static int by_dst(const void *a, const void *b)
+{
+	const Run *x = a, *y = b;
+	return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+int64_t shard_runs(const Placement *S, const int64_t *sidx, const Placement *D,
+		   const int64_t *didx, const int64_t *lo, const int64_t *hi, int whole,
+		   Run **runs, int64_t *cap)
+{
+	int rank = S->rank, last = rank - 1, L = rank - 2;
+	Layout ls = place_layout(S, sidx), ld = place_layout(D, didx);
+	int64_t los[MAX_RANK], lod[MAX_RANK], inS[MAX_RANK], inD[MAX_RANK], end[MAX_RANK];
+	int64_t qrS = row_quantum(S), qrD = row_quantum(D), qcS = col_quantum(S), qcD = col_quantum(D);
+	int esz = fmt_bytes(S->fmt);
+	Runs rs = { *runs, 0, cap, runs };
+
+	for (int a = 0; a < rank; a++) {
+		los[a] = sidx[a] * S->block[a];
+		lod[a] = didx[a] * D->block[a];
+		end[a] = hi[a];
+	}
+	for (int a = L, iS = 1, iD = 1; a >= 0; a--) {
+		inS[a] = iS;
+		inD[a] = iD;
+		iS *= place_extent(S, a, sidx[a]);
+		iD *= place_extent(D, a, didx[a]);
+	}
+	if (whole) {                        /* padding travels at the tensor's edge */
+		int64_t q = col_quantum(D);
+		if (q && hi[last] == D->shape[last])
+			end[last] = lo[last] + (cdiv(D->shape[last], q) * q - lo[last]);
+		q = row_quantum(D);
+		if (q && L >= 0 && hi[L] == D->shape[L])
+			end[L] = cdiv(D->shape[L], q) * q;
+	}
+
+	int64_t idx[MAX_RANK];
+	for (int a = 0; a < L; a++)
+		idx[a] = lo[a];
+	for (;;) {
+		int64_t oS = 0, oD = 0, r0S, r0D, nr;
+		for (int a = 0; a < L; a++) {
+			oS += (idx[a] - los[a]) * inS[a];
+			oD += (idx[a] - lod[a]) * inD[a];
+		}
+		if (L >= 0) {
+			r0S = oS + lo[L] - los[L];
+			r0D = oD + lo[L] - lod[L];
+			nr = end[L] - lo[L];
+		} else {
+			r0S = r0D = 0;
+			nr = 1;
+		}
+		int64_t c0S = lo[last] - los[last], c0D = lo[last] - lod[last], nc = end[last] - lo[last];
+		for (int64_t i = 0; i < nr;) {
+			int64_t h = nr - i, t;
+			if ((t = to_cut(r0S + i, qrS)) < h) h = t;
+			if ((t = to_cut(r0D + i, qrD)) < h) h = t;
+			for (int64_t j = 0; j < nc;) {
+				int64_t w = nc - j;
+				if ((t = to_cut(c0S + j, qcS)) < w) w = t;
+				if ((t = to_cut(c0D + j, qcD)) < w) w = t;
+				cell(&rs, &ls, &ld, r0S + i, r0D + i, h, c0S + j, c0D + j, w);
+				j += w;
+			}
+			i += h;
+		}
+		int a = L - 1;
+		while (a >= 0 && ++idx[a] == hi[a]) {
+			idx[a] = lo[a];
+			a--;
+		}
+		if (a < 0)
+			break;
+	}
+
+	qsort(rs.r, (size_t)rs.n, sizeof *rs.r, by_dst);
+	int64_t n = 0;
+	for (int64_t i = 0; i < rs.n; i++) {
+		Run r = rs.r[i];
+		if (n && rs.r[n - 1].dst + rs.r[n - 1].len == r.dst &&
+		    rs.r[n - 1].src + rs.r[n - 1].len == r.src)
+			rs.r[n - 1].len += r.len;
+		else
+			rs.r[n++] = r;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		rs.r[i].src *= esz;
+		rs.r[i].dst *= esz;
+		rs.r[i].len *= esz;
+	}
+	return n;
+}
+
+/* ---- copies ---- */
+
+typedef struct {
+	Xfer *x;
+	int n, cap;
+} XList;
+
+static void push(XList *l, const Xfer *x)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 256;
+		l->x = xrealloc(l->x, (size_t)l->cap * sizeof *l->x);
+	}
+	l->x[l->n++] = *x;
+}
+
+static void shard_region(const Placement *p, const int64_t *idx, int64_t *lo, int64_t *hi)
+{
+	for (int a = 0; a < p->rank; a++) {
+		lo[a] = idx[a] * p->block[a];
+		hi[a] = lo[a] + place_extent(p, a, idx[a]);
+	}
+}
+
+static int same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib)
+{
+	for (int k = 0; k < a->rank; k++)
+		if (ia[k] * a->block[k] != ib[k] * b->block[k] ||
+		    place_extent(a, k, ia[k]) != place_extent(b, k, ib[k]))
+			return 0;
+	return 1;
+}
+
+/* Zero padding of a destination shard on one tile (amp-left and
+ * transposed-right; other layouts feed no matrix unit). */
+static void zero_pad(XList *l, int step, const Placement *D, const int64_t *didx, int64_t tile)
+{
+	Layout ld = place_layout(D, didx);
+	int64_t mu = fmt_mu(D->fmt), esz = fmt_bytes(D->fmt), R = ld.rows, C = ld.cols;
+	Xfer z;
+
+	memset(&z, 0, sizeof z);
+	z.kind = X_ZERO;
+	z.step = step;
+	z.dst_tile = tile;
+	z.nrecv = 1;
+	if (D->layout == LAYOUT_AMP_LEFT && C % mu) {
+		z.dst_addr = D->addr + ((C / mu) * R * mu + C % mu) * esz;
+		z.len = (mu - C % mu) * esz;
+		z.nloop = R > 1;
+		z.loop[0] = (XLoop){ R, 0, 0, 0, mu * esz };
+		push(l, &z);
+	} else if (D->layout == LAYOUT_TRANSPOSED_RIGHT) {
+		int64_t kb = cdiv(R, mu), cg = cdiv(C, 16), panel = mu * 16 * esz;
+		if (R % mu) {                   /* rows past K in the last k-block, valid columns */
+			for (int64_t g = 0; g < cg; g++) {
+				int64_t cols = g == cg - 1 && C % 16 ? C % 16 : 16;
+				z.dst_addr = D->addr + (g * kb + kb - 1) * panel + (R % mu) * esz;
+				z.len = (mu - R % mu) * esz;
+				z.nloop = cols > 1;
+				z.loop[0] = (XLoop){ cols, 0, 0, 0, mu * esz };
+				push(l, &z);
+			}
+		}
+		if (C % 16) {                   /* columns past N, all rows of each k-block */
+			z.dst_addr = D->addr + (cg - 1) * kb * panel + (C % 16) * mu * esz;
+			z.len = (16 - C % 16) * mu * esz;
+			z.nloop = kb > 1;
+			z.loop[0] = (XLoop){ kb, 0, 0, 0, panel };
+			push(l, &z);
+		}
+	}
+}
+
+static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, Err *e)
+{
+	const Step *st = &pl->s[step];
+	const Placement *S = &pl->p[st->src], *D = &pl->p[st->dst];
+	int64_t T = pl->machine.tiles, rep0[MAX_REP] = { 0 };
+	int whole = copy_whole(S, D, st->map), pad = !whole &&
+		(D->layout == LAYOUT_AMP_LEFT || D->layout == LAYOUT_TRANSPOSED_RIGHT);
+	int64_t nd = place_shards(D), nrep = D->nrep ? D->rep[0] : 1, rstride = D->nrep ? D->rstride[0] : 0;
+
+	if (D->nrep > 1)
+		return errf(e, "step %d: destination '%s' is replicated over %d axes; amp-expand "
+			    "handles one", step, D->name, D->nrep);
+	for (int64_t dl = 0; dl < nd; dl++) {
+		int64_t didx[MAX_RANK], dlo[MAX_RANK], dhi[MAX_RANK], q = dl;
+		int64_t slo[MAX_RANK], shi[MAX_RANK], sidx[MAX_RANK];
+		for (int a = D->rank - 1; a >= 0; a--) {
+			didx[a] = q % D->split[a];
+			q /= D->split[a];
+		}
+		shard_region(D, didx, dlo, dhi);
+		int64_t t0 = place_tile(D, didx, rep0, T);
+		for (int a = 0; a < S->rank; a++) {
+			slo[a] = dlo[a] / S->block[a];
+			shi[a] = (dhi[a] - 1) / S->block[a] + 1;
+			sidx[a] = slo[a];
+		}
+		if (pad)
+			for (int64_t r = 0; r < nrep; r++) {
+				int64_t t = tile_mod(t0 + r * rstride, T);
+				zero_pad(l, step, D, didx, t);
+			}
+		for (;;) {
+			int64_t lo[MAX_RANK], hi[MAX_RANK], s_lo[MAX_RANK], s_hi[MAX_RANK];
+			shard_region(S, sidx, s_lo, s_hi);
+			for (int a = 0; a < S->rank; a++) {
+				lo[a] = dlo[a] > s_lo[a] ? dlo[a] : s_lo[a];
+				hi[a] = dhi[a] < s_hi[a] ? dhi[a] : s_hi[a];
+			}
+			int64_t ts = place_tile(S, sidx, rep0, T);
+			/* Receivers: the replicas, less one that aliases the source. */
+			int64_t first = 0, count = nrep, skip = -1;
+			for (int64_t r = 0; r < nrep; r++)
+				if (tile_mod(t0 + r * rstride, T) == ts && S->addr == D->addr &&
+				    S->layout == D->layout && same_region(S, sidx, D, didx))
+					skip = r;
+			int64_t nr = shard_runs(S, sidx, D, didx, lo, hi, whole, runs, cap);
+			for (int part = 0; part < 2; part++) {
+				if (skip < 0 && part)
+					break;
+				if (skip >= 0) {
+					first = part ? skip + 1 : 0;
+					count = part ? nrep - skip - 1 : skip;
+				}
+				if (count <= 0)
+					continue;
+				int64_t td = tile_mod(t0 + first * rstride, T);
+				for (int64_t k = 0; k < nr; k++) {
+					Xfer x;
+					memset(&x, 0, sizeof x);
+					x.step = step;
+					x.len = (*runs)[k].len;
+					x.src_tile = ts;
+					x.src_addr = S->addr + (*runs)[k].src;
+					x.dst_tile = td;
+					x.dst_addr = D->addr + (*runs)[k].dst;
+					x.nrecv = count;
+					x.recv_step = count > 1 ? rstride : 0;
+					x.kind = count == 1 && td == ts ? X_LOCAL : X_SEND;
+					if (x.kind == X_LOCAL)
+						x.nrecv = 1;
+					push(l, &x);
+				}
+			}
+			int a = S->rank - 1;
+			while (a >= 0 && ++sidx[a] == shi[a]) {
+				sidx[a] = slo[a];
+				a--;
+			}
+			if (a < 0)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* Within one copy the requests are independent (its source and destination
+ * are different placements), so they may be grouped by shape before
+ * folding: a stable order by kind, length and receivers keeps generation
+ * order inside each group, which is where the regular strides are. */
+static int by_shape(const void *a, const void *b)
+{
+	const Xfer *x = a, *y = b;
+	int64_t k[4] = { x->kind - y->kind, x->len - y->len, x->nrecv - y->nrecv,
+			 x->recv_step - y->recv_step };
+	for (int i = 0; i < 4; i++)
+		if (k[i])
+			return k[i] < 0 ? -1 : 1;
+	return 0;
+}
+
+static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *))
+{
+	Xfer *tmp = xmalloc((size_t)(n ? n : 1) * sizeof *tmp);
+	for (int w = 1; w < n; w *= 2)
+		for (int lo = 0; lo < n; lo += 2 * w) {
+			int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			int i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = cmp(&x[j], &x[i]) < 0 ? x[j++] : x[i++];
+			while (i < mid)
+				tmp[k++] = x[i++];
+			while (j < hi)
+				tmp[k++] = x[j++];
+			memcpy(&x[lo], &tmp[lo], (size_t)(hi - lo) * sizeof *x);
+		}
+	free(tmp);
+}
+
+int plan_expand(Plan *pl, Err *e)
+{
+	XList l = { NULL, 0, 0 };
+	Run *runs = NULL;
+	int64_t cap = 0;
+	int rc = -1;
+
+	if (plan_alloc(pl, e))
+		return -1;
+	pl->stage = STAGE_EXPAND;
+	for (int s = 0; s < pl->ns; s++) {
+		if (pl->s[s].kind != STEP_COPY)
+			continue;
+		l.n = 0;
+		if (expand_copy(pl, s, &l, &runs, &cap, e))
+			goto out;
+		stable_sort(l.x, l.n, by_shape);
+		int n = xfer_compress(l.x, l.n);
+		for (int i = 0; i < n; i++)
+			plan_add_xfer(pl, &l.x[i]);
+	}
+	rc = 0;
+out:
+	free(l.x);
+	free(runs);
+	return rc;
+}

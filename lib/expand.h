@@ -1,0 +1,45 @@
+/* expand: plan -> transfers (DOMAIN §6, amp-expand).
+ *
+ * For each copy and each destination shard, the shard's region is
+ * intersected with the source shards (per-axis index ranges, never a search)
+ * and each intersection is mapped to bytes through both layouts as runs:
+ * the region is cut into cells where both layouts are affine (at each
+ * side's own strip or panel boundaries, so fp8 strips keep their 32-byte
+ * lanes), each cell gives its runs algebraically, and the runs are merged
+ * in destination order wherever both sides continue. Each destination
+ * shard is traversed on its own, so a clipped shard never changes how
+ * another is moved.
+ *
+ * A native-panel copy moves whole panels: where a shard ends at the
+ * tensor's edge the runs extend over the padding, which travels (parameter
+ * homes hold zero padding). Every other destination in a panel layout
+ * (amp-left, transposed-right) gets its padding written with zeros by the
+ * receiver, once. All replicas of a destination shard receive the same
+ * runs, so each run is one multicast request; a replica that aliases the
+ * source (lib/alloc.h) receives nothing; a request whose only receiver is
+ * its sender is a local copy. A replicated source sends from replica 0.
+ * Requests are folded into regular families (lib/xfer.h).
+ */
+#ifndef AMP_EXPAND_H
+#define AMP_EXPAND_H
+
+#include "plan.h"
+
+/* Allocates addresses, expands every copy into pl->x, sets the stage. */
+int plan_expand(Plan *pl, Err *e);
+
+/* One run of a shard-to-shard mapping, in bytes from each shard's start. */
+typedef struct {
+	int64_t src, dst, len;
+} Run;
+
+/* Runs moving box [lo, hi) (tensor coordinates) from src shard sidx to dst
+ * shard didx, merged and in destination order; whole extends them over
+ * edge padding. Returns the count; *runs is reallocated as needed. */
+int64_t shard_runs(const Placement *src, const int64_t *sidx, const Placement *dst,
+		   const int64_t *didx, const int64_t *lo, const int64_t *hi, int whole,
+		   Run **runs, int64_t *cap);
+/* Whether a copy moves whole panels into this destination shard. */
+int copy_whole(const Placement *src, const Placement *dst, Mapping map);
+
+#endif

@@ -1,0 +1,56 @@
+/* sim: the machine model's memory, and the byte-exact movement check.
+ *
+ * Each tile has its own SRAM array (allocated on first touch). Transfers
+ * (lib/xfer.h) execute member by member in their order; a send reads the
+ * sender's bytes once and writes every receiver. With counting on, every
+ * byte written is counted, so a check can tell a missing byte (0 writes),
+ * a byte written twice, and a stray write outside every destination.
+ *
+ * Reference data: element e of tensor t has the bytes ref_byte(t, e, k),
+ * never zero, so zero padding is told apart from data.
+ */
+#ifndef AMP_SIM_H
+#define AMP_SIM_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+typedef struct {
+	int64_t tiles, sram;
+	uint8_t **mem;
+	uint8_t **count;        /* per byte write counts, when counting */
+	int counting;
+	int64_t writes;         /* bytes written, when counting */
+} Sim;
+
+void sim_init(Sim *s, const Machine *m, int counting);
+void sim_free(Sim *s);
+uint8_t *sim_tile(Sim *s, int64_t tile);
+uint8_t *sim_count(Sim *s, int64_t tile);
+void sim_clear_counts(Sim *s);
+/* Executes one transfer; out-of-range addresses are an error naming the
+ * tile and address (the reader rejects them first). */
+int sim_xfer(Sim *s, const Xfer *x, Err *e);
+
+static inline uint8_t ref_byte(int tensor, int64_t elem, int k)
+{
+	uint64_t h = (uint64_t)elem * 0x9E3779B97F4A7C15u + (uint64_t)tensor * 0xBF58476D1CE4E5B9u +
+		     (uint64_t)k * 0x94D049BB133111EBu;
+	h ^= h >> 31;
+	h *= 0xD6E8FEB86659FD93u;
+	h ^= h >> 32;
+	return (uint8_t)(h % 255 + 1);
+}
+
+/* Writes the reference bytes of pl->p[i]'s tensor into every shard and
+ * replica (padding zero). */
+void sim_fill(Sim *s, const Plan *pl, int placement);
+/* Checks every (non-aliased) destination shard of copy step `step`: each
+ * valid byte holds the reference and was written exactly once; padding of
+ * amp-left and transposed-right shards is zero and written once; nothing
+ * else of the destination was written more than once. The first problem
+ * names the tile, step, offset and tensor. */
+int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e);
+
+#endif
