@@ -144,6 +144,30 @@ void sim_fill(Sim *s, const Plan *pl, int i)
 	place_each(&pl->p[i], s->tiles, fill_shard, &w);
 }
 
+/* Is dst shard idx on tile t the copy source's own buffer? */
+static int is_alias(const Walk *w, const Placement *p, const int64_t *idx, int64_t t)
+{
+	const Placement *S = &w->pl->p[w->src];
+	int64_t z[MAX_REP] = { 0 }, n = place_shards(S), sidx[MAX_RANK];
+	if (S->addr != p->addr || S->layout != p->layout)
+		return 0;
+	for (int64_t q = 0; q < n; q++) {
+		int64_t u = q;
+		for (int a = S->rank - 1; a >= 0; a--) {
+			sidx[a] = u % S->split[a];
+			u /= S->split[a];
+		}
+		if (place_tile(S, sidx, z, w->s->tiles) != t)
+			continue;
+		for (int a = 0; a < S->rank; a++)
+			if (sidx[a] * S->block[a] != idx[a] * p->block[a] ||
+			    place_extent(S, a, sidx[a]) != place_extent(p, a, idx[a]))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
 static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
 {
 	Walk *w = ctx;
@@ -155,29 +179,24 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	const char *tn = w->pl->t[p->tensor].name;
 	(void)rep;
 
-	/* An alias is the source's buffer: nothing written, data in place. */
-	int alias = 0;
-	{
-		const Placement *S = &w->pl->p[w->src];
-		if (S->addr == p->addr && S->layout == p->layout) {
-			int64_t z[MAX_REP] = { 0 };
-			int64_t n = place_shards(S), sidx[MAX_RANK];
-			for (int64_t q = 0; q < n && !alias; q++) {
-				int64_t u = q;
-				for (int a = S->rank - 1; a >= 0; a--) {
-					sidx[a] = u % S->split[a];
-					u /= S->split[a];
-				}
-				if (place_tile(S, sidx, z, w->s->tiles) != t)
-					continue;
-				alias = 1;
-				for (int a = 0; a < S->rank; a++)
-					if (sidx[a] * S->block[a] != idx[a] * p->block[a] ||
-					    place_extent(S, a, sidx[a]) != place_extent(p, a, idx[a]))
-						alias = 0;
+	/* An alias is the source's buffer: the copy writes nothing there (the
+	 * source may have been written earlier in the same phase), and the
+	 * data is in place. */
+	if (is_alias(w, p, idx, t)) {
+		for (int64_t r = 0; r < l.rows; r++)
+			for (int64_t cc = 0; cc < l.cols; cc++) {
+				int64_t e = elem_of(p, idx, r, cc), off = layout_offset(&l, r, cc) * esz;
+				for (int k = 0; k < esz; k++)
+					if (m[off + k] != ref_byte(p->tensor, e, k))
+						return errf(w->e, "tile %lld, step %d: tensor '%s' (placement "
+							    "'%s', an alias of its source) offset %lld: expected "
+							    "0x%02x, found 0x%02x", (long long)t, w->step, tn,
+							    p->name, (long long)(p->addr + off),
+							    ref_byte(p->tensor, e, k), m[off + k]);
 			}
-		}
+		return 0;
 	}
+	int alias = 0;
 	uint8_t *seen = xcalloc((size_t)bytes, 1);
 	for (int64_t r = 0; r < l.rows; r++)
 		for (int64_t cc = 0; cc < l.cols; cc++) {
@@ -221,23 +240,75 @@ static int sum_counts(void *ctx, const Placement *p, const int64_t *idx, const i
 	const uint8_t *c = sim_count(w->s, t) + p->addr;
 	int64_t *sum = (int64_t *)w->e;
 	(void)rep;
+	if (is_alias(w, p, idx, t))
+		return 0;
 	for (int64_t i = 0; i < layout_bytes(&l); i++)
 		*sum += c[i];
 	return 0;
 }
 
+static int check_range(Sim *s, const Plan *pl, int first, int last, Err *e)
+{
+	int64_t in_dst = 0;
+	for (int i = first; i <= last; i++) {
+		const Step *st = &pl->s[i];
+		if (st->kind != STEP_COPY)
+			continue;
+		Walk w = { s, pl, st->dst, i, e, 0, st->src };
+		if (place_each(&pl->p[st->dst], s->tiles, check_shard, &w))
+			return -1;
+		Walk sw = { s, pl, st->dst, i, (Err *)&in_dst, 0, st->src };
+		place_each(&pl->p[st->dst], s->tiles, sum_counts, &sw);
+	}
+	/* Every write landed in a destination shard: no stray bytes. */
+	if (s->writes != in_dst)
+		return errf(e, "steps %d..%d: %lld bytes written outside every destination",
+			    first, last, (long long)(s->writes - in_dst));
+	return 0;
+}
+
 int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e)
 {
-	const Step *st = &pl->s[step];
-	Walk w = { s, pl, st->dst, step, e, 0, st->src };
-	if (place_each(&pl->p[st->dst], s->tiles, check_shard, &w))
-		return -1;
-	/* Every write landed in a destination shard: no stray bytes. */
-	int64_t in_dst = 0, all = s->writes;
-	Walk sw = { s, pl, st->dst, step, (Err *)&in_dst, 0, st->src };
-	place_each(&pl->p[st->dst], s->tiles, sum_counts, &sw);
-	if (all != in_dst)
-		return errf(e, "step %d: %lld bytes written outside the destination '%s'",
-			    step, (long long)(all - in_dst), pl->p[st->dst].name);
-	return 0;
+	return check_range(s, pl, step, step, e);
+}
+
+int sim_check_stage(const Plan *pl, Err *e)
+{
+	Sim s;
+	int rc = 0, ph = 0;
+	char *written = xcalloc((size_t)pl->np + 1, 1);
+
+	sim_init(&s, &pl->machine, 1);
+	for (int i = 0; i < pl->ns && !rc;) {
+		int first = i, last = i;
+		while (ph < pl->nph && pl->ph[ph].last < i)
+			ph++;
+		if (ph < pl->nph && pl->ph[ph].first <= i)
+			first = pl->ph[ph].first, last = pl->ph[ph].last;
+		i = last + 1;
+		if (first == last && pl->s[first].kind != STEP_COPY)
+			continue;
+		memset(written, 0, (size_t)pl->np);
+		for (int k = first; k <= last; k++)
+			if (pl->s[k].kind == STEP_COPY)
+				written[pl->s[k].dst] = 1;
+		for (int k = first; k <= last; k++)
+			if (pl->s[k].kind == STEP_COPY && !written[pl->s[k].src])
+				sim_fill(&s, pl, pl->s[k].src);
+		/* Records run in order; each step is checked when it ends, since a
+		 * placement that dies inside a phase may be reused later in it. */
+		for (int k = first; k <= last && !rc; k++) {
+			if (pl->s[k].kind != STEP_COPY)
+				continue;
+			sim_clear_counts(&s);
+			for (int x = 0; x < pl->nx && !rc; x++)
+				if (pl->x[x].step == k)
+					rc = sim_xfer(&s, &pl->x[x], e);
+			if (!rc)
+				rc = check_range(&s, pl, k, k, e);
+		}
+	}
+	sim_free(&s);
+	free(written);
+	return rc;
 }

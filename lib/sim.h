@@ -52,5 +52,12 @@ void sim_fill(Sim *s, const Plan *pl, int placement);
  * else of the destination was written more than once. The first problem
  * names the tile, step, offset and tensor. */
 int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e);
+/* The movement check of a whole lowered stage. Each unit (a phase, or a
+ * copy step outside every phase) runs on its own: the sources it does not
+ * write itself get reference data, then its steps' transfers run in record
+ * order and each copy destination is checked as by sim_check_copy when its
+ * step ends (a placement that dies inside a phase may be reused later in
+ * it). */
+int sim_check_stage(const Plan *pl, Err *e);
 
 #endif

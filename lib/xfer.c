@@ -137,18 +137,18 @@ void xfer_write(YWriter *w, const Xfer *x)
 	yw_end_map(w);
 }
 
-static int pair(const char *f, const Val *r, const char *key, int64_t lo, int64_t hi,
-		int64_t *a, int64_t *b, Err *e)
+/* [a, b] with a in [alo, ahi] and b in [blo, bhi]. */
+static int pair(const char *f, const Val *r, const char *key, int64_t alo, int64_t ahi,
+		int64_t blo, int64_t bhi, int64_t *a, int64_t *b, Err *e)
 {
 	const Val *v;
-	int64_t q[2];
-	int n;
-	if (map_need(f, r, key, &v, e) || val_ints(f, v, 2, lo, hi, q, &n, e))
+	if (map_need(f, r, key, &v, e))
 		return -1;
-	if (n != 2)
-		return val_err(f, v, e, "%s must be a pair", key);
-	*a = q[0];
-	*b = q[1];
+	if (v->kind != VAL_SEQ || v->n != 2)
+		return val_err(f, v, e, "%s must be a pair [%s]", key,
+			       strcmp(key, "recv") ? "tile, address" : "count, tile step");
+	if (val_int(f, &v->items[0], alo, ahi, a, e) || val_int(f, &v->items[1], blo, bhi, b, e))
+		return -1;
 	return 0;
 }
 
@@ -159,7 +159,7 @@ int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sr
 	const int64_t big = INT64_C(1) << 40;
 	const Val *v;
 	const char *s;
-	int64_t step, t;
+	int64_t step;
 	int k;
 
 	memset(x, 0, sizeof *x);
@@ -174,14 +174,15 @@ int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sr
 	x->step = (int)step;
 	x->nrecv = 1;
 	if (get_int(f, r, "len", 1, sram, &x->len, e) ||
-	    pair(f, r, "dst", 0, tiles - 1, &x->dst_tile, &t, e))
+	    pair(f, r, "dst", 0, tiles - 1, 0, sram, &x->dst_tile, &x->dst_addr, e))
 		return -1;
-	x->dst_addr = t;
-	if (x->kind != X_ZERO && pair(f, r, "src", 0, tiles - 1, &x->src_tile, &x->src_addr, e))
+	if (x->kind != X_ZERO &&
+	    pair(f, r, "src", 0, tiles - 1, 0, sram, &x->src_tile, &x->src_addr, e))
 		return -1;
 	if (x->kind == X_ZERO && map_get(r, "src"))
 		return val_err(f, map_get(r, "src"), e, "a zero transfer has no source");
-	if (x->kind == X_SEND && pair(f, r, "recv", -tiles, tiles, &x->nrecv, &x->recv_step, e))
+	if (x->kind == X_SEND &&
+	    pair(f, r, "recv", 1, tiles, -tiles, tiles, &x->nrecv, &x->recv_step, e))
 		return -1;
 	if (x->kind != X_SEND && map_get(r, "recv"))
 		return val_err(f, map_get(r, "recv"), e, "only a send has receivers");

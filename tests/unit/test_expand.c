@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "compose.h"
+#include "exchange.h"
 #include "expand.h"
+#include "group.h"
 #include "planner.h"
 #include "sim.h"
 #include "t.h"
@@ -108,28 +110,6 @@ static void random_model(const char *path, int64_t tiles, char *desc, size_t dn)
 	fclose(f);
 }
 
-/* Executes and checks every copy of an expanded plan. */
-static int check_moves(const Plan *pl, Err *e)
-{
-	Sim s;
-	int rc = 0, x = 0;
-	sim_init(&s, &pl->machine, 1);
-	for (int i = 0; i < pl->ns && !rc; i++) {
-		if (pl->s[i].kind != STEP_COPY)
-			continue;
-		sim_clear_counts(&s);
-		sim_fill(&s, pl, pl->s[i].src);
-		while (x < pl->nx && pl->x[x].step < i)
-			x++;
-		for (; x < pl->nx && pl->x[x].step == i && !rc; x++)
-			rc = sim_xfer(&s, &pl->x[x], e);
-		if (!rc)
-			rc = sim_check_copy(&s, pl, i, e);
-	}
-	sim_free(&s);
-	return rc;
-}
-
 static void random_cases(int n)
 {
 	char path[] = "/tmp/amp-test-XXXXXX", desc[512];
@@ -154,14 +134,38 @@ static void random_cases(int n)
 			model_free(&md);        /* a grid that does not fit: not this test's subject */
 			continue;
 		}
-		t_case("random model: every destination byte arrives exactly once, unchanged");
 		if (compose)
 			plan_compose(&pl);
+		int direct = next() % 2;
+		/* Small fragments so cutting is exercised. */
+		pl.machine.max_transfer_bytes = pick(16, 600);
+		t_case("random model: expansion delivers every destination byte exactly once, unchanged");
 		int rc = plan_expand(&pl, &e);
 		CHECK(rc == 0, "%s tiles %lld: expand: %s", desc, (long long)tiles, e.msg);
 		if (!rc) {
-			rc = check_moves(&pl, &e);
-			CHECK(rc == 0, "%s tiles %lld compose %d: %s", desc, (long long)tiles, compose, e.msg);
+			rc = sim_check_stage(&pl, &e);
+			CHECK(rc == 0, "%s tiles %lld compose %d: expand: %s", desc, (long long)tiles,
+			      compose, e.msg);
+		}
+		t_case("random model: joined and cut fragments deliver every byte exactly once");
+		if (!rc) {
+			rc = plan_exchange(&pl, &e);
+			for (int k = 0; !rc && k < pl.nx; k++)
+				CHECK(pl.x[k].kind != X_SEND || pl.x[k].len <= pl.machine.max_transfer_bytes,
+				      "%s: fragment of %lld bytes over max_transfer_bytes %lld", desc,
+				      (long long)pl.x[k].len, (long long)pl.machine.max_transfer_bytes);
+			if (!rc)
+				rc = sim_check_stage(&pl, &e);
+			CHECK(rc == 0, "%s tiles %lld: exchange: %s", desc, (long long)tiles, e.msg);
+		}
+		t_case("random model: grouped phases (forwarding or direct) deliver every byte in order");
+		if (!rc) {
+			rc = plan_group(&pl, direct, &e);
+			if (!rc)
+				rc = group_check_order(&pl, &e);
+			if (!rc)
+				rc = sim_check_stage(&pl, &e);
+			CHECK(rc == 0, "%s tiles %lld direct %d: group: %s", desc, (long long)tiles, direct, e.msg);
 		}
 		plan_free(&pl);
 		model_free(&md);

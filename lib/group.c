@@ -1,0 +1,160 @@
+#include "group.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The delivery to the first receiver, and the forward from it to the rest,
+ * reading what it received (same addresses). */
+static void split_forward(const Xfer *x, Xfer *deliver, Xfer *fwd)
+{
+	*deliver = *x;
+	deliver->nrecv = 1;
+	deliver->recv_step = 0;
+	*fwd = *x;
+	fwd->src_tile = x->dst_tile;
+	fwd->src_addr = x->dst_addr;
+	for (int k = 0; k < x->nloop; k++) {
+		fwd->loop[k].src_tile = x->loop[k].dst_tile;
+		fwd->loop[k].src_addr = x->loop[k].dst_addr;
+	}
+	fwd->dst_tile = x->dst_tile + x->recv_step;
+	fwd->nrecv = x->nrecv - 1;
+	if (fwd->nrecv == 1)
+		fwd->recv_step = 0;
+}
+
+int plan_group(Plan *pl, int weights_direct, Err *e)
+{
+	(void)e;
+	if (!weights_direct) {
+		Xfer *old = pl->x;
+		int nold = pl->nx;
+		pl->x = NULL;
+		pl->nx = 0;
+		for (int i = 0; i < nold; i++) {
+			const Xfer *x = &old[i];
+			if (x->kind == X_SEND && x->nrecv > 1 && pl->s[x->step].move == MOVE_PARAMETER) {
+				Xfer d, f;
+				split_forward(x, &d, &f);
+				d.dst_tile = tile_mod(d.dst_tile, pl->machine.tiles);
+				f.dst_tile = tile_mod(f.dst_tile, pl->machine.tiles);
+				plan_add_xfer(pl, &d);
+				plan_add_xfer(pl, &f);
+			} else {
+				plan_add_xfer(pl, x);
+			}
+		}
+		free(old);
+	}
+	/* Merge phases with no compute between them. */
+	int n = 0;
+	for (int i = 0; i < pl->nph; i++) {
+		if (n) {
+			Phase *p = &pl->ph[n - 1];
+			int compute = 0;
+			for (int s = p->last + 1; s < pl->ph[i].first; s++)
+				compute |= pl->s[s].kind == STEP_COMPUTE;
+			if (!compute) {
+				size_t len = strlen(p->label) + strlen(pl->ph[i].label) + 2;
+				char *l = xmalloc(len);
+				snprintf(l, len, "%s+%s", p->label, pl->ph[i].label);
+				free(p->label);
+				free(pl->ph[i].label);
+				p->label = l;
+				p->last = pl->ph[i].last;
+				continue;
+			}
+		}
+		pl->ph[n++] = pl->ph[i];
+	}
+	pl->nph = n;
+	pl->stage = STAGE_GROUP;
+	return 0;
+}
+
+/* ---- order check ---- */
+
+typedef struct {
+	int64_t tile, lo, hi, seq;
+	int step;
+} Access;
+
+typedef struct {
+	Access *a;
+	int64_t n, cap, seq;
+	int writes;             /* collecting writes (1) or reads (0) */
+	int64_t tiles;
+	int step;
+} Acc;
+
+static void add(Acc *c, int64_t t, int64_t lo, int64_t hi)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 1024;
+		c->a = xrealloc(c->a, (size_t)c->cap * sizeof *c->a);
+	}
+	Access x = { t, lo, hi, c->seq, c->step };
+	c->a[c->n++] = x;
+}
+
+static int note(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Acc *c = ctx;
+	(void)m;
+	if (c->writes) {
+		for (int64_t j = 0; j < x->nrecv; j++)
+			add(c, tile_mod(dt + j * x->recv_step, c->tiles), da, da + x->len);
+	} else if (x->kind != X_ZERO) {
+		add(c, st, sa, sa + x->len);
+	}
+	c->seq++;
+	return 0;
+}
+
+static int by_tile(const void *a, const void *b)
+{
+	const Access *x = a, *y = b;
+	if (x->tile != y->tile)
+		return x->tile < y->tile ? -1 : 1;
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+int group_check_order(const Plan *pl, Err *e)
+{
+	int rc = 0;
+	for (int p = 0; p < pl->nph && !rc; p++) {
+		Acc w = { NULL, 0, 0, 0, 1, pl->machine.tiles, 0 };
+		Acc r = { NULL, 0, 0, 0, 0, pl->machine.tiles, 0 };
+		for (int i = 0; i < pl->nx; i++) {
+			const Xfer *x = &pl->x[i];
+			if (x->step < pl->ph[p].first || x->step > pl->ph[p].last)
+				continue;
+			w.step = r.step = x->step;
+			xfer_each(x, pl->machine.tiles, note, &w);
+			xfer_each(x, pl->machine.tiles, note, &r);
+		}
+		qsort(w.a, (size_t)w.n, sizeof *w.a, by_tile);
+		for (int64_t i = 0; i < r.n && !rc; i++) {
+			const Access *q = &r.a[i];
+			/* writes on q's tile, sorted by lo: scan those that may overlap */
+			int64_t lo = 0, hi = w.n;
+			while (lo < hi) {
+				int64_t mid = (lo + hi) / 2;
+				if (w.a[mid].tile < q->tile)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int64_t k = lo; k < w.n && w.a[k].tile == q->tile && w.a[k].lo < q->hi; k++)
+				if (w.a[k].hi > q->lo && w.a[k].seq > q->seq && w.a[k].step == q->step)
+					rc = errf(e, "phase %d (%s), tile %lld: bytes %lld..%lld are read before "
+						  "the transfer that writes them in this phase (a forward before "
+						  "its receive)", p, pl->ph[p].label, (long long)q->tile,
+						  (long long)q->lo, (long long)q->hi);
+		}
+		free(w.a);
+		free(r.a);
+	}
+	return rc;
+}

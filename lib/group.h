@@ -1,0 +1,28 @@
+/* group: exchange stage -> grouped stage (DOMAIN §6, amp-group).
+ *
+ * Adjacent phases merge when no compute step lies between them: nothing
+ * needs the first phase's data before the second runs, so one barrier
+ * serves both. Every tile keeps its transfer order: transfers stay in
+ * record order, which is program order, so a tile's instructions follow
+ * the memory dependencies of its ordered accesses (a read after an
+ * overlapping write, a write after an overlapping read or write). Nothing
+ * sorts a phase.
+ *
+ * Parameter delivery: by default a multicast of a parameter from its home
+ * goes to the first tile of its receivers, which forwards it to the rest
+ * in the same phase (receive, then forward: the forward family follows the
+ * delivery it depends on). With weights_direct the home multicasts to all.
+ */
+#ifndef AMP_GROUP_H
+#define AMP_GROUP_H
+
+#include "plan.h"
+
+int plan_group(Plan *pl, int weights_direct, Err *e);
+/* Checks that no tile reads bytes of a copy step before the transfer of
+ * the same step that writes them (a forward before its receive). Across
+ * steps record order is program order, so a read before a later write is
+ * the intended write-after-read order, not a hazard. */
+int group_check_order(const Plan *pl, Err *e);
+
+#endif
