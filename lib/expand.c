@@ -266,6 +266,17 @@ static void zero_pad(XList *l, int step, const Placement *D, const int64_t *didx
 	}
 }
 
+static int by_shape(const void *a, const void *b);
+static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *));
+
+/* Folds the requests added since `from` (one destination shard's), so the
+ * step's list stays small; plan_expand folds the whole step again. */
+static void fold_tail(XList *l, int from)
+{
+	stable_sort(l->x + from, l->n - from, by_shape);
+	l->n = from + xfer_compress(l->x + from, l->n - from);
+}
+
 static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, Err *e)
 {
 	const Step *st = &pl->s[step];
@@ -287,6 +298,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 		}
 		shard_region(D, didx, dlo, dhi);
 		int64_t t0 = place_tile(D, didx, rep0, T);
+		int from = l->n;
 		for (int a = 0; a < S->rank; a++) {
 			slo[a] = dlo[a] / S->block[a];
 			shi[a] = (dhi[a] - 1) / S->block[a] + 1;
@@ -347,6 +359,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			if (a < 0)
 				break;
 		}
+		fold_tail(l, from);
 	}
 	return 0;
 }

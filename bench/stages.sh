@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Every stage of the pipeline on a model (default siglip-mlp), each reading
+# the previous stage's zstd output (-z). Per stage: wall time and peak RSS
+# (best of 5, through /usr/bin/time -v), output size compressed and not,
+# output lines, and wall time over the I/O floor: `zstd -dc INPUT` best of 5
+# (`cat MODEL` for amp-plan). Wall time is taken from $EPOCHREALTIME around
+# /usr/bin/time (its own clock has 10 ms steps), the same way for stage and
+# floor. Prints figures and exits 0 even on FAIL; 1 if a stage cannot run.
+set -euo pipefail
+export LC_ALL=C
+model=${1:-}
+[ -z "$model" ] || model=$(realpath -- "$model")
+cd "$(dirname "$0")/.."
+model=${model:-share/models/siglip-mlp.yaml}
+[ -r "$model" ] || { echo "stages.sh: cannot read '$model'" >&2; exit 1; }
+make -s all
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+best_us= best_kib=
+measure() { # command... -> best_us, best_kib; dies naming the command
+	local t0 t1 us
+	best_us= best_kib=
+	for _ in 1 2 3 4 5; do
+		t0=${EPOCHREALTIME/./}
+		if ! /usr/bin/time -v -o "$tmp/time" "$@" > /dev/null; then
+			echo "stages.sh: '$*' failed" >&2; exit 1
+		fi
+		t1=${EPOCHREALTIME/./}
+		us=$((t1 - t0))
+		if [ -z "$best_us" ] || [ "$us" -lt "$best_us" ]; then
+			best_us=$us
+			best_kib=$(awk -F': ' '/Maximum resident set size/{print $2}' "$tmp/time")
+		fi
+	done
+}
+
+echo "model: $model"
+printf '%-13s %8s %12s %12s %12s %9s %7s\n' stage wall "peak RSS" \
+	"zstd bytes" bytes lines "x floor"
+in=$model verdicts=()
+for stage in plan compose expand exchange group; do
+	out=$tmp/$stage.yaml.zst
+	if [ "$stage" = plan ]; then measure cat "$in"; else measure zstd -qdc "$in"; fi
+	floor=$best_us
+	measure "bin/amp-$stage" -z -o "$out" "$in"
+	zbytes=$(wc -c < "$out")
+	bytes=$(zstd -qdc "$out" | wc -c)
+	lines=$(zstd -qdc "$out" | wc -l)
+	awk -v n="amp-$stage" -v us="$best_us" -v kib="$best_kib" -v f="$floor" \
+		-v zb="$zbytes" -v b="$bytes" -v l="$lines" 'BEGIN {
+		r = f > 0 ? sprintf("%.1f", us / f) : "-"
+		printf "%-13s %6.3f s %8d KiB %12d %12d %9d %7s\n", n, us / 1e6, kib, zb, b, l, r
+	}'
+	verdicts+=("$(awk -v n="amp-$stage" -v us="$best_us" -v kib="$best_kib" 'BEGIN {
+		printf "%-13s %s", n, (us < 2e6 && kib < 512 * 1024) ? "PASS" : "FAIL"
+	}')")
+	in=$out
+done
+echo "target: every stage < 2 s and < 512 MiB"
+printf '%s\n' "${verdicts[@]}"

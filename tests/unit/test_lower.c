@@ -1,0 +1,424 @@
+/* Lowering regressions: fp8 lanes, per-destination traversal, coalescing,
+ * forwarding order, and the stage formats' round trips. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compose.h"
+#include "exchange.h"
+#include "expand.h"
+#include "group.h"
+#include "planner.h"
+#include "sim.h"
+#include "t.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
+
+static Machine machine(int64_t tiles)
+{
+	Machine m;
+	memset(&m, 0, sizeof m);
+	strcpy(m.name, "test");
+	m.tiles = tiles;
+	m.sram_bytes = 1 << 18;
+	m.exchange_bytes_per_cycle = 4;
+	m.sync_cycles = 600;
+	m.send_control_cycles = 2;
+	m.receive_control_cycles = 3;
+	m.max_transfer_bytes = 16592;
+	m.table_budget_bytes = 81920;
+	m.fragment_limit = 16384;
+	m.local_copy_bytes_per_cycle = 8;
+	m.macs_fp16 = 64;
+	m.macs_fp8 = 128;
+	return m;
+}
+
+/* Plans (and expands, if asked) a model given as text. */
+static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
+{
+	char path[] = "/tmp/amp-lower-XXXXXX";
+	int fd = mkstemp(path);
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		return -1;
+	close(fd);
+	Model m;
+	Machine mc = machine(tiles);
+	PlanOpts po = { OBJ_CAPACITY, 0 };
+	int rc = model_load(&m, path, e) || plan_build(pl, &m, &mc, &po, NULL, e);
+	if (!rc)
+		model_free(&m);
+	unlink(path);
+	return rc ? -1 : 0;
+}
+
+/* ---- fp8 lanes ---- */
+
+/* Element (r, c) of a shard at storage offset o, by brute force. */
+static void inverse(const Layout *l, int64_t *er, int64_t *ec)
+{
+	int64_t n = layout_elems(l);
+	for (int64_t i = 0; i < n; i++)
+		er[i] = ec[i] = -1;
+	for (int64_t r = 0; r < l->rows; r++)
+		for (int64_t c = 0; c < l->cols; c++) {
+			int64_t o = layout_offset(l, r, c);
+			er[o] = r;
+			ec[o] = c;
+		}
+}
+
+static void fp8_lanes(void)
+{
+	for (int iter = 0; iter < 200; iter++) {
+		/* W[K, N] fp8, transposed-right on both sides, K and N clipped,
+		 * both cut on panel boundaries (32 K-values, 16 columns). */
+		int64_t K = pick(1, 150), N = pick(1, 60), ks = cdiv(K, 32), cg = cdiv(N, 16);
+		Placement S, D;
+		memset(&S, 0, sizeof S);
+		memset(&D, 0, sizeof D);
+		S.layout = D.layout = LAYOUT_TRANSPOSED_RIGHT;
+		S.fmt = D.fmt = FMT_FP8;
+		S.rank = D.rank = 2;
+		S.shape[0] = D.shape[0] = K;
+		S.shape[1] = D.shape[1] = N;
+		int64_t sp[2] = { pick(1, ks), pick(1, cg) }, dp[2] = { pick(1, ks), pick(1, cg) };
+		for (int a = 0; a < 2; a++) {
+			int64_t u = a ? cg : ks, q = a ? 16 : 32;
+			while (!uniform_ok(u, sp[a])) sp[a]--;
+			while (!uniform_ok(u, dp[a])) dp[a]--;
+			S.split[a] = sp[a], S.block[a] = cdiv(u, sp[a]) * q;
+			D.split[a] = dp[a], D.block[a] = cdiv(u, dp[a]) * q;
+		}
+		int whole = (int)(next() % 2);
+		t_case("clipped fp8 panels move as whole 32-byte lanes, paired byte for byte");
+		Run *runs = NULL;
+		int64_t cap = 0;
+		for (int64_t d0 = 0; d0 < dp[0]; d0++)
+			for (int64_t d1 = 0; d1 < dp[1]; d1++) {
+				int64_t di[2] = { d0, d1 };
+				Layout ld = place_layout(&D, di);
+				int64_t *dr = malloc((size_t)layout_elems(&ld) * 8), *dc = malloc((size_t)layout_elems(&ld) * 8);
+				inverse(&ld, dr, dc);
+				for (int64_t s0 = 0; s0 < sp[0]; s0++)
+					for (int64_t s1 = 0; s1 < sp[1]; s1++) {
+						int64_t si[2] = { s0, s1 }, lo[2], hi[2];
+						int empty = 0;
+						for (int a = 0; a < 2; a++) {
+							int64_t a0 = di[a] * D.block[a], a1 = a0 + place_extent(&D, a, di[a]);
+							int64_t b0 = si[a] * S.block[a], b1 = b0 + place_extent(&S, a, si[a]);
+							lo[a] = a0 > b0 ? a0 : b0;
+							hi[a] = a1 < b1 ? a1 : b1;
+							empty |= lo[a] >= hi[a];
+						}
+						if (empty)
+							continue;
+						Layout ls = place_layout(&S, si);
+						int64_t *sr = malloc((size_t)layout_elems(&ls) * 8), *sc = malloc((size_t)layout_elems(&ls) * 8);
+						inverse(&ls, sr, sc);
+						int64_t n = shard_runs(&S, si, &D, di, lo, hi, whole, &runs, &cap);
+						for (int64_t k = 0; k < n; k++) {
+							Run r = runs[k];
+							/* lanes are whole: a run starts and ends on a lane
+							 * boundary unless a lane is clipped by K */
+							for (int64_t b = 0; b < r.len; b++) {
+								int64_t so = r.src + b, dof = r.dst + b;
+								if (dr[dof] < 0) {      /* padding travels only in whole mode */
+									CHECK(whole && sr[so] < 0, "K%lld N%lld: padding paired with data", (long long)K, (long long)N);
+									continue;
+								}
+								CHECK(sr[so] >= 0 &&
+								      sr[so] + s0 * S.block[0] == dr[dof] + d0 * D.block[0] &&
+								      sc[so] + s1 * S.block[1] == dc[dof] + d1 * D.block[1],
+								      "K%lld N%lld: dst byte %lld gets the wrong element", (long long)K,
+								      (long long)N, (long long)dof);
+							}
+							CHECK(r.dst % 32 == 0 || whole == 0,
+							      "K%lld N%lld whole: run starts mid-lane at %lld", (long long)K,
+							      (long long)N, (long long)r.dst);
+							int64_t lane_valid = (K % 32 && (r.dst / 512) % cdiv(ld.rows, 32) == cdiv(ld.rows, 32) - 1)
+								? ld.rows % 32 : 32;
+							CHECK(r.len >= (whole ? 32 : lane_valid) || r.len % lane_valid == 0,
+							      "K%lld N%lld: a %lld-byte span splits a lane", (long long)K,
+							      (long long)N, (long long)r.len);
+							CHECK(r.len != 16 || lane_valid == 16 || (!whole && ld.rows % 32 == 16),
+							      "K%lld N%lld: a 16-byte half-lane span", (long long)K, (long long)N);
+						}
+						/* maximal: no two runs continue each other on both sides */
+						for (int64_t k = 1; k < n; k++)
+							CHECK(!(runs[k - 1].dst + runs[k - 1].len == runs[k].dst &&
+								runs[k - 1].src + runs[k - 1].len == runs[k].src),
+							      "K%lld N%lld: runs %lld and %lld were not joined", (long long)K,
+							      (long long)N, (long long)k - 1, (long long)k);
+						free(sr);
+						free(sc);
+					}
+				free(dr);
+				free(dc);
+			}
+		free(runs);
+	}
+}
+
+/* ---- per-destination traversal ---- */
+
+/* Multiset signature of the members that land on tile t in step s. */
+typedef struct {
+	int64_t tile, members, bytes, records;
+	int hit;
+} Sig;
+
+static int sig_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Sig *g = ctx;
+	(void)m, (void)st, (void)sa, (void)da;
+	for (int64_t j = 0; j < x->nrecv; j++)
+		if (tile_mod(dt + j * x->recv_step, 1 << 20) == g->tile) {
+			g->members++;
+			g->bytes += x->len;
+			g->hit = 1;
+		}
+	return 0;
+}
+
+static Sig signature(const Plan *pl, int step, int64_t tile)
+{
+	Sig g = { tile, 0, 0, 0, 0 };
+	for (int i = 0; i < pl->nx; i++) {
+		if (pl->x[i].step != step || pl->x[i].kind == X_ZERO)
+			continue;
+		g.hit = 0;
+		xfer_each(&pl->x[i], pl->machine.tiles, sig_member, &g);
+		g.records += g.hit;
+	}
+	return g;
+}
+
+static const char *mlp = "amp-model: 1\nname: t\ninputs:\n  x: {shape: [2, 6, %d], dtype: fp16}\n"
+	"params:\n  w: {shape: [%d, 48], dtype: fp8}\nops:\n"
+	"  - {op: matmul, name: m, a: x, b: w, out: y}\noutputs: [y]\n"
+	"pins:\n  m: {grid: [1, 3, 1], cast: early, staging: direct}\n";
+
+static void irregular_destination(void)
+{
+	char a[1024], b[1024];
+	Plan pa, pb;
+	Err e;
+
+	/* K = 96: three full fp8 strips; K = 80: the last strip is clipped. */
+	snprintf(a, sizeof a, mlp, 96, 96);
+	snprintf(b, sizeof b, mlp, 80, 80);
+	t_case("one irregular destination leaves the regular destinations of the copy unchanged");
+	int ok = plan_text(a, 16, &pa, &e) == 0 && plan_expand(&pa, &e) == 0 &&
+		 plan_text(b, 16, &pb, &e) == 0 && plan_expand(&pb, &e) == 0;
+	CHECK(ok, "%s", e.msg);
+	if (!ok)
+		return;
+	int step = -1;
+	for (int i = 0; i < pa.ns; i++)
+		if (pa.s[i].kind == STEP_COPY && pa.s[i].operand == OPD_A)
+			step = i;
+	CHECK(step >= 0 && pb.s[step].kind == STEP_COPY && pb.s[step].operand == OPD_A,
+	      "the a copy is the same step in both plans");
+	/* Grid [1, 3, 1]: tiles 0 and 1 hold the regular K blocks. */
+	for (int64_t t = 0; t < 2; t++) {
+		Sig ga = signature(&pa, step, t), gb = signature(&pb, step, t);
+		CHECK(ga.members > 0 && ga.members == gb.members && ga.bytes == gb.bytes,
+		      "tile %lld: regular destination changed: %lld members/%lld bytes vs %lld/%lld",
+		      (long long)t, (long long)ga.members, (long long)ga.bytes, (long long)gb.members,
+		      (long long)gb.bytes);
+		CHECK(gb.records == ga.records && gb.records <= 3,
+		      "tile %lld: regular destination spread over %lld records (%lld when all are regular)",
+		      (long long)t, (long long)gb.records, (long long)ga.records);
+	}
+	Sig g2 = signature(&pb, step, 2);
+	CHECK(g2.bytes == 2 * 6 * 16, "the clipped destination gets its 16 valid columns per row (%lld bytes)",
+	      (long long)g2.bytes);
+	plan_free(&pa);
+	plan_free(&pb);
+}
+
+/* ---- coalescing ---- */
+
+static Xfer family(int64_t len, int64_t count, int64_t sstep, int64_t dstep, int64_t tstep)
+{
+	Xfer x;
+	memset(&x, 0, sizeof x);
+	x.kind = X_SEND;
+	x.len = len;
+	x.src_tile = 3;
+	x.dst_tile = 5;
+	x.nrecv = 4;
+	x.recv_step = 1;
+	x.nloop = 1;
+	x.loop[0] = (XLoop){ count, tstep, sstep, tstep, dstep };
+	return x;
+}
+
+static void coalescing(void)
+{
+	Xfer out[2];
+	int n;
+
+	t_case("coalescing joins a run that continues on the sender and every receiver");
+	Xfer x = family(64, 10, 64, 64, 0);
+	n = xfer_fragment(&x, 16592, out);
+	CHECK(n == 1 && out[0].len == 640 && out[0].nloop == 0, "n %d len %lld loops %d", n,
+	      (long long)out[0].len, out[0].nloop);
+
+	t_case("coalescing stops at a gap on the receivers");
+	x = family(64, 10, 64, 96, 0);
+	n = xfer_fragment(&x, 16592, out);
+	CHECK(n == 1 && out[0].len == 64 && out[0].nloop == 1 && out[0].loop[0].count == 10, "joined across a gap");
+
+	t_case("coalescing stops at a gap on the sender");
+	x = family(64, 10, 128, 64, 0);
+	n = xfer_fragment(&x, 16592, out);
+	CHECK(n == 1 && out[0].len == 64, "joined across a sender gap");
+
+	t_case("coalescing never joins across tiles");
+	x = family(64, 10, 64, 64, 1);
+	n = xfer_fragment(&x, 16592, out);
+	CHECK(n == 1 && out[0].len == 64, "joined across tiles");
+
+	t_case("coalescing never joins across a receiver-set change");
+	{
+		Plan pl;
+		memset(&pl, 0, sizeof pl);
+		pl.machine = machine(16);
+		Xfer a = family(64, 1, 0, 0, 0), b = a;
+		a.nloop = b.nloop = 0;
+		b.src_addr = a.src_addr + 64;
+		b.dst_addr = a.dst_addr + 64;
+		b.nrecv = 3;                    /* contiguous, but other receivers */
+		Xfer xs[2] = { a, b };
+		int m = xfer_compress(xs, 2);
+		CHECK(m == 2, "records with different receivers folded into %d", m);
+		for (int i = 0; i < m; i++) {
+			n = xfer_fragment(&xs[i], 16592, out);
+			CHECK(n == 1 && out[0].len == 64, "joined across receivers");
+		}
+	}
+
+	t_case("spans longer than max_transfer_bytes are cut into full fragments and a tail");
+	x = family(40000, 1, 0, 0, 0);
+	x.nloop = 0;
+	n = xfer_fragment(&x, 16592, out);
+	CHECK(n == 2 && out[0].len == 16592 && out[0].nloop == 1 && out[0].loop[0].count == 2 &&
+	      out[0].loop[0].src_addr == 16592 && out[1].len == 40000 - 2 * 16592 &&
+	      out[1].src_addr == 2 * 16592 && out[1].dst_addr == 2 * 16592, "cut wrong");
+
+	t_case("a joined run is cut after joining");
+	x = family(10000, 4, 10000, 10000, 0);
+	n = xfer_fragment(&x, 16592, out);
+	CHECK(n == 2 && out[0].len == 16592 && out[0].loop[0].count == 2 && out[1].len == 40000 - 2 * 16592,
+	      "n %d", n);
+}
+
+/* ---- forwarding order ---- */
+
+static void forwarding_order(void)
+{
+	Plan pl;
+	Err e;
+	const char *text = "amp-model: 1\nname: f\ninputs:\n  x: {shape: [1, 12, 64], dtype: fp16}\n"
+		"params:\n  w: {shape: [64, 40], dtype: fp8}\n  b: {shape: [40], dtype: fp16}\nops:\n"
+		"  - {op: matmul, name: m, a: x, b: w, bias: b, out: y}\noutputs: [y]\n"
+		"pins:\n  m: {grid: [3, 1, 2], cast: early, staging: direct}\n";
+
+	t_case("a forwarding phase delivers in order and fails when sorted");
+	int ok = plan_text(text, 32, &pl, &e) == 0;
+	if (ok) {
+		plan_compose(&pl);
+		ok = plan_expand(&pl, &e) == 0 && plan_exchange(&pl, &e) == 0 && plan_group(&pl, 0, &e) == 0;
+	}
+	CHECK(ok, "%s", e.msg);
+	if (!ok)
+		return;
+	CHECK(group_check_order(&pl, &e) == 0 && sim_check_stage(&pl, &e) == 0, "in order: %s", e.msg);
+	/* Find a delivery immediately followed by its forward, and sort the
+	 * two by sender tile descending, which puts the forward first. */
+	int found = 0;
+	for (int i = 0; i + 1 < pl.nx && !found; i++) {
+		Xfer *a = &pl.x[i], *b = &pl.x[i + 1];
+		if (a->kind == X_SEND && b->kind == X_SEND && a->step == b->step &&
+		    pl.s[a->step].move == MOVE_PARAMETER && a->nrecv == 1 && b->src_tile == a->dst_tile &&
+		    b->src_addr == a->dst_addr) {
+			Xfer t = *a;
+			*a = *b;
+			*b = t;
+			found = 1;
+		}
+	}
+	CHECK(found, "no forwarding pair in the grouped plan");
+	CHECK(group_check_order(&pl, &e) != 0, "sorted phase passes the order check");
+	CHECK(sim_check_stage(&pl, &e) != 0, "sorted phase passes the byte check");
+	plan_free(&pl);
+}
+
+/* ---- round trips ---- */
+
+static char *write_mem(const Plan *pl, const char *path)
+{
+	Err e;
+	Output *o = output_open(path, 0, &e);
+	if (!o || plan_write(pl, o, &e) || output_commit(o, &e))
+		return NULL;
+	char *data;
+	size_t len;
+	return input_slurp(path, &data, &len, &e) ? NULL : data;
+}
+
+static void round_trips(void)
+{
+	static const char *names[STAGE_COUNT] = { "plan", "expanded", "exchange", "grouped" };
+	Plan pl;
+	Err e;
+	char path[] = "/tmp/amp-rt-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	FILE *f = fopen("share/models/tiny-mlp.yaml", "r");
+	char text[4096];
+	size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = 0;
+	int ok = n > 0 && plan_text(text, 1472, &pl, &e) == 0;
+	for (StageKind k = STAGE_PLAN; ok && k < STAGE_COUNT; k++) {
+		if (k == STAGE_EXPAND)
+			ok = plan_expand(&pl, &e) == 0;
+		if (k == STAGE_EXCHANGE)
+			ok = plan_exchange(&pl, &e) == 0;
+		if (k == STAGE_GROUP)
+			ok = plan_group(&pl, 0, &e) == 0;
+		char buf[64];
+		snprintf(buf, sizeof buf, "the %s stage round-trips: parse, emit, parse gives the same bytes", names[k]);
+		t_case(buf);
+		char *one = write_mem(&pl, path);
+		Plan back;
+		int rc = plan_read_stage(&back, path, k, &e);
+		CHECK(one && rc == 0, "%s", e.msg);
+		if (rc == 0) {
+			char *two = write_mem(&back, path);
+			CHECK(two && strcmp(one, two) == 0, "second emission differs");
+			free(two);
+			plan_free(&back);
+		}
+		free(one);
+	}
+	if (ok)
+		plan_free(&pl);
+	unlink(path);
+}
+
+int main(void)
+{
+	fp8_lanes();
+	irregular_destination();
+	coalescing();
+	forwarding_order();
+	round_trips();
+	return t_summary();
+}
