@@ -29,19 +29,25 @@ plan: all $(ART)/composed.yaml
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory plan MODEL=share/models/siglip-mlp.yaml
+	@$(MAKE) --no-print-directory lower MODEL=share/models/siglip-mlp.yaml
 	@echo
 	@cat artifacts/siglip-mlp/plan.txt
 	@echo
-	@echo "stage files: artifacts/siglip-mlp/plan.yaml, artifacts/siglip-mlp/composed.yaml"
+	@for f in plan.yaml composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst; do \
+		printf '%-40s %8d bytes %6d records\n' "artifacts/siglip-mlp/$$f" \
+			"$$(wc -c < artifacts/siglip-mlp/$$f)" "$$(zstd -dcf artifacts/siglip-mlp/$$f | grep -c '^- ')"; \
+	done
 
 # Golden stage files for the small models: `make regen` rewrites them, so a
 # change in the planner shows up as a diff under tests/golden/.
 GOLDEN_MODELS := tiny-mlp
 regen: all
 	@for m in $(GOLDEN_MODELS); do \
-		mkdir -p tests/golden/$$m; \
-		$(BIN)/amp-plan -o tests/golden/$$m/plan.yaml share/models/$$m.yaml && \
-		$(BIN)/amp-compose -o tests/golden/$$m/composed.yaml tests/golden/$$m/plan.yaml && \
-		echo "regen: tests/golden/$$m/{plan,composed}.yaml"; \
+		g=tests/golden/$$m; mkdir -p $$g; \
+		$(BIN)/amp-plan -o $$g/plan.yaml share/models/$$m.yaml && \
+		$(BIN)/amp-compose -o $$g/composed.yaml $$g/plan.yaml && \
+		$(BIN)/amp-expand -o $$g/expanded.yaml $$g/composed.yaml && \
+		$(BIN)/amp-exchange -o $$g/exchange.yaml $$g/expanded.yaml && \
+		$(BIN)/amp-group -o $$g/grouped.yaml $$g/exchange.yaml && \
+		echo "regen: $$g/{plan,composed,expanded,exchange,grouped}.yaml"; \
 	done

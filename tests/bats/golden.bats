@@ -22,3 +22,13 @@ load common
 	run cmp "$GOLDEN/tiny-mlp/plan.yaml" again.yaml
 	assert_success
 }
+
+@test "expanded, exchange and grouped stages of tiny-mlp match their golden files" {
+	amp-expand -o expanded.yaml "$GOLDEN/tiny-mlp/composed.yaml"
+	amp-exchange -o exchange.yaml expanded.yaml
+	amp-group -o grouped.yaml exchange.yaml
+	for f in expanded exchange grouped; do
+		run diff -u "$GOLDEN/tiny-mlp/$f.yaml" "$f.yaml"
+		assert_success
+	done
+}
