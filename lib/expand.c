@@ -371,11 +371,18 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 static int by_shape(const void *a, const void *b)
 {
 	const Xfer *x = a, *y = b;
-	int64_t k[4] = { x->kind - y->kind, x->len - y->len, x->nrecv - y->nrecv,
-			 x->recv_step - y->recv_step };
-	for (int i = 0; i < 4; i++)
+	int64_t k[5] = { (int64_t)x->kind - (int64_t)y->kind, x->len - y->len, x->nrecv - y->nrecv,
+			 x->recv_step - y->recv_step, x->nloop - y->nloop };
+	for (int i = 0; i < 5; i++)
 		if (k[i])
 			return k[i] < 0 ? -1 : 1;
+	/* Same loop shape: records that can fold into one family. */
+	for (int l = 0; l < x->nloop; l++) {
+		const int64_t *p = &x->loop[l].count, *q = &y->loop[l].count;
+		for (int i = 0; i < 5; i++)
+			if (p[i] != q[i])
+				return p[i] < q[i] ? -1 : 1;
+	}
 	return 0;
 }
 
