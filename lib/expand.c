@@ -39,15 +39,27 @@ static int64_t to_cut(int64_t x, int64_t q)
 	return q ? q - x % q : INT64_MAX;
 }
 
-int copy_whole(const Placement *src, const Placement *dst, Mapping map)
+/* Is shard idx made of whole panels: every boundary of its region on a
+ * panel boundary of its layout or at the tensor's edge? Transposed-right
+ * panels stack K-rows, so with more leading axes they must be trivial. */
+int shard_whole(const Placement *p, const int64_t *idx)
 {
-	if (map != MAP_NATIVE_PANEL || src->layout != dst->layout)
+	int last = p->rank - 1, L = p->rank - 2;
+	int64_t qc = col_quantum(p), qr = row_quantum(p);
+	if (!qc)
 		return 0;
-	if (row_quantum(dst) <= 1 || dst->rank <= 2)
-		return 1;
-	for (int a = 0; a < dst->rank - 2; a++)   /* padding rows sit after all rows */
-		if (dst->shape[a] != 1)
+	int64_t lo = idx[last] * p->block[last], hi = lo + place_extent(p, last, idx[last]);
+	if (lo % qc || (hi % qc && hi != p->shape[last]))
+		return 0;
+	if (qr && L >= 0) {
+		for (int a = 0; a < L; a++)
+			if (p->shape[a] != 1)
+				return 0;
+		lo = idx[L] * p->block[L];
+		hi = lo + place_extent(p, L, idx[L]);
+		if (lo % qr || (hi % qr && hi != p->shape[L]))
 			return 0;
+	}
 	return 1;
 }
 
@@ -282,8 +294,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 	const Step *st = &pl->s[step];
 	const Placement *S = &pl->p[st->src], *D = &pl->p[st->dst];
 	int64_t T = pl->machine.tiles, rep0[MAX_REP] = { 0 };
-	int whole = copy_whole(S, D, st->map), pad = !whole &&
-		(D->layout == LAYOUT_AMP_LEFT || D->layout == LAYOUT_TRANSPOSED_RIGHT);
+	int panel = D->layout == LAYOUT_AMP_LEFT || D->layout == LAYOUT_TRANSPOSED_RIGHT;
 	int64_t nd = place_shards(D), nrep = D->nrep ? D->rep[0] : 1, rstride = D->nrep ? D->rstride[0] : 0;
 
 	if (D->nrep > 1)
@@ -304,7 +315,22 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			shi[a] = (dhi[a] - 1) / S->block[a] + 1;
 			sidx[a] = slo[a];
 		}
-		if (pad)
+		/* This destination moves whole panels when it and every source
+		 * shard it meets are whole in the same panel layout; then padding
+		 * travels, otherwise the receiver zeroes it. */
+		int whole = S->layout == D->layout && shard_whole(D, didx);
+		for (int done = 0; whole && !done;) {
+			whole = shard_whole(S, sidx);
+			int a = S->rank - 1;
+			while (a >= 0 && ++sidx[a] == shi[a]) {
+				sidx[a] = slo[a];
+				a--;
+			}
+			done = a < 0;
+		}
+		for (int a = 0; a < S->rank; a++)
+			sidx[a] = slo[a];
+		if (panel && !whole)
 			for (int64_t r = 0; r < nrep; r++) {
 				int64_t t = tile_mod(t0 + r * rstride, T);
 				zero_pad(l, step, D, didx, t);

@@ -10,11 +10,14 @@
  * shard is traversed on its own, so a clipped shard never changes how
  * another is moved.
  *
- * A native-panel copy moves whole panels: where a shard ends at the
- * tensor's edge the runs extend over the padding, which travels (parameter
- * homes hold zero padding). Every other destination in a panel layout
- * (amp-left, transposed-right) gets its padding written with zeros by the
- * receiver, once. All replicas of a destination shard receive the same
+ * A destination shard that is made of whole panels, and meets only source
+ * shards made of whole panels of the same layout, moves whole panels: where
+ * it ends at the tensor's edge the runs extend over the padding, which
+ * travels (padding in panel layouts is zero: homes are stored so, packing,
+ * zero fills and products keep it). Every other destination in a panel
+ * layout (amp-left, transposed-right) gets its padding written with zeros by
+ * the receiver, once. The choice is per destination: a clipped destination
+ * never changes how another destination of the same copy moves. All replicas of a destination shard receive the same
  * runs, so each run is one multicast request; a replica that aliases the
  * source (lib/alloc.h) receives nothing; a request whose only receiver is
  * its sender is a local copy. A replicated source sends from replica 0.
@@ -39,7 +42,8 @@ typedef struct {
 int64_t shard_runs(const Placement *src, const int64_t *sidx, const Placement *dst,
 		   const int64_t *didx, const int64_t *lo, const int64_t *hi, int whole,
 		   Run **runs, int64_t *cap);
-/* Whether a copy moves whole panels into this destination shard. */
-int copy_whole(const Placement *src, const Placement *dst, Mapping map);
+/* Is shard idx made of whole panels of its layout (every region boundary
+ * on a panel boundary or at the tensor's edge)? */
+int shard_whole(const Placement *p, const int64_t *idx);
 
 #endif
