@@ -67,8 +67,9 @@ int plan_exchange(Plan *pl, Err *e)
 		Xfer out[2];
 		int n = xfer_fragment(&old[i], pl->machine.max_transfer_bytes, out);
 		if (n < 0) {
+			int step = old[i].step;
 			free(old);
-			return errf(e, "step %d: a transfer family has too many loops to cut", old[i].step);
+			return errf(e, "step %d: a transfer family has too many loops to cut", step);
 		}
 		for (int k = 0; k < n; k++)
 			plan_add_xfer(pl, &out[k]);
