@@ -24,9 +24,17 @@ static void split_forward(const Xfer *x, Xfer *deliver, Xfer *fwd)
 		fwd->recv_step = 0;
 }
 
+/* Does any member's first receiver coincide with its sender? Then the
+ * sender is its own forwarder, and forwarding equals the multicast. */
+static int self_first(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt,
+		      int64_t da)
+{
+	(void)ctx, (void)x, (void)m, (void)sa, (void)da;
+	return st == dt;
+}
+
 int plan_group(Plan *pl, int weights_direct, Err *e)
 {
-	(void)e;
 	if (!weights_direct) {
 		Xfer *old = pl->x;
 		int nold = pl->nx;
@@ -34,7 +42,8 @@ int plan_group(Plan *pl, int weights_direct, Err *e)
 		pl->nx = 0;
 		for (int i = 0; i < nold; i++) {
 			const Xfer *x = &old[i];
-			if (x->kind == X_SEND && x->nrecv > 1 && pl->s[x->step].move == MOVE_PARAMETER) {
+			if (x->kind == X_SEND && x->nrecv > 1 && pl->s[x->step].move == MOVE_PARAMETER &&
+			    !xfer_each(x, pl->machine.tiles, self_first, NULL)) {
 				Xfer d, f;
 				split_forward(x, &d, &f);
 				d.dst_tile = tile_mod(d.dst_tile, pl->machine.tiles);
@@ -70,7 +79,7 @@ int plan_group(Plan *pl, int weights_direct, Err *e)
 	}
 	pl->nph = n;
 	pl->stage = STAGE_GROUP;
-	return 0;
+	return group_check_order(pl, e);
 }
 
 /* ---- order check ---- */

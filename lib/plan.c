@@ -492,6 +492,10 @@ static int read_phase(Plan *pl, const char *f, const Val *r, Err *e)
 		return val_err(f, v, e, "steps must be [first, last], after the previous phase");
 	if (get_str(f, r, "label", &label, e))
 		return -1;
+	for (int64_t k = st[0]; k <= st[1]; k++)
+		if (pl->s[k].kind != STEP_COPY)
+			return val_err(f, v, e, "phase %lld holds step %lld, a compute step; a phase holds "
+				       "copies only", (long long)id, (long long)k);
 	pl->ph = xrealloc(pl->ph, (size_t)(pl->nph + 1) * sizeof *pl->ph);
 	pl->ph[pl->nph].first = (int)st[0];
 	pl->ph[pl->nph].last = (int)st[1];
@@ -509,6 +513,14 @@ static int read_xfer(Plan *pl, const char *f, const Val *r, Err *e)
 		return val_err(f, map_get(r, "step"), e, "step %d is not a copy", x.step);
 	if (pl->nx && x.step < pl->x[pl->nx - 1].step)
 		return val_err(f, map_get(r, "step"), e, "transfers must follow step order");
+	if (pl->stage >= STAGE_EXCHANGE && x.kind == X_SEND) {
+		int in = 0;
+		for (int p = 0; p < pl->nph && !in; p++)
+			in = x.step >= pl->ph[p].first && x.step <= pl->ph[p].last;
+		if (!in)
+			return val_err(f, map_get(r, "step"), e, "a send on step %d, which no phase holds",
+				       x.step);
+	}
 	plan_add_xfer(pl, &x);
 	return 0;
 }

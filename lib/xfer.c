@@ -137,19 +137,40 @@ void xfer_write(YWriter *w, const Xfer *x)
 	yw_end_map(w);
 }
 
-/* [a, b] with a in [alo, ahi] and b in [blo, bhi]. */
+/* [a, b] with a in [alo, ahi] and b in [blo, bhi]; for src and dst, a is a
+ * tile and b an address. */
 static int pair(const char *f, const Val *r, const char *key, int64_t alo, int64_t ahi,
 		int64_t blo, int64_t bhi, int64_t *a, int64_t *b, Err *e)
 {
 	const Val *v;
+	int place = strcmp(key, "recv") != 0;
 	if (map_need(f, r, key, &v, e))
 		return -1;
 	if (v->kind != VAL_SEQ || v->n != 2)
 		return val_err(f, v, e, "%s must be a pair [%s]", key,
-			       strcmp(key, "recv") ? "tile, address" : "count, tile step");
-	if (val_int(f, &v->items[0], alo, ahi, a, e) || val_int(f, &v->items[1], blo, bhi, b, e))
+			       place ? "tile, address" : "count, tile step");
+	if (val_int(f, &v->items[0], INT64_MIN, INT64_MAX, a, e) ||
+	    val_int(f, &v->items[1], INT64_MIN, INT64_MAX, b, e))
 		return -1;
+	if (*a < alo || *a > ahi)
+		return val_err(f, &v->items[0], e, place ? "tile %lld is not a tile of this machine "
+			       "(0..%lld)" : "receiver count %lld is not in 1..%lld", (long long)*a,
+			       (long long)ahi);
+	if (*b < blo || *b > bhi)
+		return val_err(f, &v->items[1], e, place ? "address %lld is outside SRAM (0..%lld)" :
+			       "receiver tile step %lld is not in %lld..%lld", (long long)*b,
+			       (long long)(place ? bhi : blo), (long long)bhi);
 	return 0;
+}
+
+static int64_t gcd(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
 }
 
 int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sram,
@@ -163,8 +184,12 @@ int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sr
 	int k;
 
 	memset(x, 0, sizeof *x);
-	if (map_keys(f, r, keys, e) || get_int(f, r, "step", 0, nsteps - 1, &step, e) ||
-	    get_str(f, r, "kind", &s, e))
+	if (map_keys(f, r, keys, e) || get_int(f, r, "step", 0, INT64_MAX, &step, e))
+		return -1;
+	if (step >= nsteps)
+		return val_err(f, map_get(r, "step"), e, "step %lld does not exist (the plan has %d steps)",
+			       (long long)step, nsteps);
+	if (get_str(f, r, "kind", &s, e))
 		return -1;
 	for (k = 0; k < X_COUNT && strcmp(s, kind_names[k]); k++)
 		;
@@ -186,8 +211,15 @@ int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sr
 		return -1;
 	if (x->kind != X_SEND && map_get(r, "recv"))
 		return val_err(f, map_get(r, "recv"), e, "only a send has receivers");
-	if (x->nrecv < 1 || x->nrecv > tiles)
-		return val_err(f, map_get(r, "recv"), e, "receiver count must be 1 to %lld", (long long)tiles);
+	if (x->nrecv > 1) {
+		/* Receivers d + j*step (mod tiles) are distinct for j < n exactly
+		 * when n <= tiles / gcd(step, tiles). */
+		int64_t s = tile_mod(x->recv_step, tiles);
+		if (s == 0 || x->nrecv > tiles / gcd(s, tiles))
+			return val_err(f, map_get(r, "recv"), e, "a multicast names the same receiver twice "
+				       "(%lld receivers %lld tiles apart on %lld tiles)", (long long)x->nrecv,
+				       (long long)x->recv_step, (long long)tiles);
+	}
 	if (map_need(f, r, "loops", &v, e))
 		return -1;
 	if (v->kind != VAL_SEQ || v->n > XFER_LOOPS)
