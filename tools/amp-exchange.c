@@ -48,22 +48,11 @@ int main(int argc, char **argv)
 		default: bad_option(c, argv, optind, optopt);
 		}
 	}
-	if (optind < argc)
-		in_path = argv[optind++];
-	if (optind < argc)
-		usage_error("one expanded stage at most, found '%s' too", argv[optind]);
+	in_path = one_input(argc, argv, optind, "expanded stage");
 
 	if (plan_read_stage(&pl, in_path, STAGE_EXPAND, &e) || plan_exchange(&pl, &e))
 		fail(&e);
-	Output *o = output_open(out_path, compress, &e);
-	if (!o)
-		fail(&e);
-	if (plan_write(&pl, o, &e)) {
-		output_abort(o);
-		fail(&e);
-	}
-	if (output_commit(o, &e))
-		fail(&e);
+	write_plan(&pl, out_path, compress);
 	plan_free(&pl);
 	return EXIT_OK;
 }

@@ -135,10 +135,7 @@ int main(int argc, char **argv)
 		default: bad_option(c, argv, optind, optopt);
 		}
 	}
-	if (optind < argc)
-		in_path = argv[optind++];
-	if (optind < argc)
-		usage_error("one model file at most, found '%s' too", argv[optind]);
+	in_path = one_input(argc, argv, optind, "model file");
 
 	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
 	    model_load(&m, in_path, &e))
@@ -148,17 +145,8 @@ int main(int argc, char **argv)
 		fail(&e);
 	if (po.explain)
 		explain(&pl, &m, ex, po.objective);
-	if (!po.explain || out_path) {
-		Output *o = output_open(out_path, compress, &e);
-		if (!o)
-			fail(&e);
-		if (plan_write(&pl, o, &e)) {
-			output_abort(o);
-			fail(&e);
-		}
-		if (output_commit(o, &e))
-			fail(&e);
-	}
+	if (!po.explain || out_path)
+		write_plan(&pl, out_path, compress);
 	explain_free(ex, m.nops);
 	free(ex);
 	plan_free(&pl);

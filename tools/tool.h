@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "io.h"
+#include "plan.h"
 
 #define AMP_VERSION "0.1.0"
 
@@ -66,6 +67,29 @@ static inline const char *default_machine(void)
 	const char *share = getenv("AMP_SHARE");
 	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share && *share ? share : AMP_SHARE_DIR);
 	return buf;
+}
+
+/* The input path after the options: at most one, NULL for stdin. */
+static inline const char *one_input(int argc, char **argv, int optind_now, const char *what)
+{
+	if (optind_now + 1 < argc)
+		usage_error("one %s at most, found '%s' too", what, argv[optind_now + 1]);
+	return optind_now < argc ? argv[optind_now] : NULL;
+}
+
+/* Writes pl as its stage (pl->stage) to path, atomically, or fails. */
+static inline void write_plan(const Plan *pl, const char *path, int compress)
+{
+	Err e;
+	Output *o = output_open(path, compress, &e);
+	if (!o)
+		fail(&e);
+	if (plan_write(pl, o, &e)) {
+		output_abort(o);
+		fail(&e);
+	}
+	if (output_commit(o, &e))
+		fail(&e);
 }
 
 #endif

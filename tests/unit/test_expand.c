@@ -14,6 +14,7 @@
 #include "planner.h"
 #include "sim.h"
 #include "t.h"
+#include "testlib.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Du;
 
@@ -34,27 +35,6 @@ static int64_t valid_parts(int64_t n, int64_t want)
 	while (want > 1 && !uniform_ok(n, want))
 		want--;
 	return want < 1 ? 1 : want;
-}
-
-static Machine machine(int64_t tiles)
-{
-	Machine m;
-	memset(&m, 0, sizeof m);
-	strcpy(m.name, "test");
-	m.tiles = tiles;
-	m.sram_bytes = 1 << 18;
-	m.reserved_bytes = 0;
-	m.exchange_bytes_per_cycle = 4;
-	m.sync_cycles = 600;
-	m.send_control_cycles = 2;
-	m.receive_control_cycles = 3;
-	m.max_transfer_bytes = 16592;
-	m.table_budget_bytes = 81920;
-	m.fragment_limit = 16384;
-	m.local_copy_bytes_per_cycle = 8;
-	m.macs_fp16 = 64;
-	m.macs_fp8 = 128;
-	return m;
 }
 
 /* A random MLP-shaped model; returns the path of its file. */
@@ -117,7 +97,7 @@ static void random_cases(int n)
 	close(fd);
 	for (int i = 0; i < n; i++) {
 		int64_t tiles = pick(8, 200);
-		Machine m = machine(tiles);
+		Machine m = test_machine(tiles);
 		Model md;
 		Plan pl;
 		Err e;

@@ -11,30 +11,11 @@
 #include "planner.h"
 #include "sim.h"
 #include "t.h"
+#include "testlib.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
-
-static Machine machine(int64_t tiles)
-{
-	Machine m;
-	memset(&m, 0, sizeof m);
-	strcpy(m.name, "test");
-	m.tiles = tiles;
-	m.sram_bytes = 1 << 18;
-	m.exchange_bytes_per_cycle = 4;
-	m.sync_cycles = 600;
-	m.send_control_cycles = 2;
-	m.receive_control_cycles = 3;
-	m.max_transfer_bytes = 16592;
-	m.table_budget_bytes = 81920;
-	m.fragment_limit = 16384;
-	m.local_copy_bytes_per_cycle = 8;
-	m.macs_fp16 = 64;
-	m.macs_fp8 = 128;
-	return m;
-}
 
 /* Plans (and expands, if asked) a model given as text. */
 static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
@@ -45,7 +26,7 @@ static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
 		return -1;
 	close(fd);
 	Model m;
-	Machine mc = machine(tiles);
+	Machine mc = test_machine(tiles);
 	PlanOpts po = { OBJ_CAPACITY, 0 };
 	int rc = model_load(&m, path, e) || plan_build(pl, &m, &mc, &po, NULL, e);
 	if (!rc)
@@ -287,7 +268,7 @@ static void coalescing(void)
 	{
 		Plan pl;
 		memset(&pl, 0, sizeof pl);
-		pl.machine = machine(16);
+		pl.machine = test_machine(16);
 		Xfer a = family(64, 1, 0, 0, 0), b = a;
 		a.nloop = b.nloop = 0;
 		b.src_addr = a.src_addr + 64;
