@@ -28,6 +28,7 @@ struct Input {
 
 struct Output {
 	FILE *f;
+	int mem;             /* an open_memstream: closed on commit and abort */
 	char *path;          /* target, or "<stdout>" */
 	char *tmp;           /* NULL for stdout */
 	int err;             /* errno of the first write failure, 0 if none */
@@ -113,6 +114,8 @@ static size_t get(Input *in, void *buf, size_t n)
 	return r;
 }
 
+static Input *peek(Input *in, Err *e);
+
 Input *input_open(const char *path, Err *e)
 {
 	Input *in = xcalloc(1, sizeof *in);
@@ -128,7 +131,32 @@ Input *input_open(const char *path, Err *e)
 		free(in);
 		return NULL;
 	}
-	in->nhead = get(in, in->head, sizeof in->head);
+	return peek(in, e);
+}
+
+Input *input_open_mem(const char *name, const void *data, size_t len, Err *e)
+{
+	Input *in = xcalloc(1, sizeof *in);
+	static const char empty[1];
+
+	in->name = xstrdup(name);
+	in->f = fmemopen((void *)(len ? data : empty), len ? len : 1, "rb");
+	if (!in->f) {
+		errf(e, "'%s': cannot read from memory: %s", name, strerror(errno));
+		free(in->name);
+		free(in);
+		return NULL;
+	}
+	in->own = 1;
+	if (!len)
+		in->eof = 1;
+	return peek(in, e);
+}
+
+/* After the stream is open: look at the first bytes for the zstd magic. */
+static Input *peek(Input *in, Err *e)
+{
+	in->nhead = in->eof ? 0 : get(in, in->head, sizeof in->head);
 	if (in->rerr) {
 		errf(e, "'%s': read error: %s", in->name, strerror(in->rerr));
 		goto fail;
@@ -253,6 +281,19 @@ static void release(Output *o)
 	free(o);
 }
 
+Output *output_open_mem(char **data, size_t *len, Err *e)
+{
+	Output *o = xcalloc(1, sizeof *o);
+	o->path = xstrdup("<memory>");
+	o->mem = 1;
+	if (!(o->f = open_memstream(data, len))) {
+		errf(e, "cannot write to memory: %s", strerror(errno));
+		release(o);
+		return NULL;
+	}
+	return o;
+}
+
 Output *output_open(const char *path, int compress, Err *e)
 {
 	Output *o = xcalloc(1, sizeof *o);
@@ -353,6 +394,8 @@ int output_commit(Output *o, Err *e)
 	errno = 0;
 	if (rc == 0 && (fflush(o->f) != 0 || ferror(o->f)))
 		rc = wrerr(o, e);
+	if (o->mem && fclose(o->f) != 0 && rc == 0)
+		rc = wrerr(o, e);
 	if (!o->tmp) {
 		release(o);
 		return rc;
@@ -377,6 +420,8 @@ void output_abort(Output *o)
 		if (o->f)
 			fclose(o->f);
 		unlink(o->tmp);
+	} else if (o->mem && o->f) {
+		fclose(o->f);
 	}
 	release(o);
 }

@@ -29,6 +29,8 @@ Input *input_open(const char *path, Err *e);  /* NULL on error */
 ssize_t input_read(Input *in, void *buf, size_t n, Err *e);
 const char *input_name(const Input *in);       /* path, or "<stdin>" */
 void input_close(Input *in);
+/* The same, reading len bytes from memory (not copied; keep them alive). */
+Input *input_open_mem(const char *name, const void *data, size_t len, Err *e);
 /* The whole (decompressed) input in one NUL-terminated buffer. */
 int input_slurp(const char *path, char **data, size_t *len, Err *e);
 
@@ -36,6 +38,9 @@ Output *output_open(const char *path, int compress, Err *e);
 int output_write(Output *o, const void *buf, size_t n, Err *e);
 int output_commit(Output *o, Err *e);  /* finish, close, rename; frees o */
 void output_abort(Output *o);          /* remove the temporary; frees o */
+/* Output into a malloc'd buffer: *data and *len are final after commit
+ * (free *data after commit or abort). */
+Output *output_open_mem(char **data, size_t *len, Err *e);
 
 void io_cleanup_on_signal(void);
 

@@ -532,41 +532,63 @@ int plan_read(Plan *pl, const char *path, Err *e)
 	return plan_read_stage(pl, path, STAGE_PLAN, e);
 }
 
+static int read_from(Plan *pl, YReader *r, StageKind kind, Err *e);
+
 int plan_read_stage(Plan *pl, const char *path, StageKind kind, Err *e)
+{
+	YReader r;
+	memset(pl, 0, sizeof *pl);
+	if (yr_open(&r, path, e)) {
+		yr_close(&r);
+		return -1;
+	}
+	return read_from(pl, &r, kind, e);
+}
+
+int plan_read_input(Plan *pl, Input *in, StageKind kind, Err *e)
+{
+	YReader r;
+	memset(pl, 0, sizeof *pl);
+	if (yr_open_input(&r, in, e)) {
+		yr_close(&r);
+		return -1;
+	}
+	return read_from(pl, &r, kind, e);
+}
+
+static int read_from(Plan *pl, YReader *rr, StageKind kind, Err *e)
 {
 	static const struct { const char *key; ReadFn fn; StageKind from; } sections[] = {
 		{ "tensors", read_tensor, STAGE_PLAN }, { "gemms", read_gemm, STAGE_PLAN },
 		{ "placements", read_placement, STAGE_PLAN }, { "steps", read_step, STAGE_PLAN },
 		{ "phases", read_phase, STAGE_EXCHANGE }, { "transfers", read_xfer, STAGE_EXPAND },
 	};
-	YReader r;
+	YReader *r = rr;
 	int rc = -1;
 
-	memset(pl, 0, sizeof *pl);
 	pl->stage = kind;
-	if (yr_open(&r, path, e) ||
-	    stage_read_header(&r, stage_format(kind), PLAN_VERSION, &pl->machine, &pl->model, e))
+	if (stage_read_header(r, stage_format(kind), PLAN_VERSION, &pl->machine, &pl->model, e))
 		goto out;
 	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
 		Val *rec;
 		int more;
 		if (kind < sections[i].from)
 			continue;
-		if (stage_section(&r, sections[i].key, e))
+		if (stage_section(r, sections[i].key, e))
 			goto out;
-		while ((more = stage_record(&r, &rec, e)) > 0) {
-			if (sections[i].fn(pl, r.name, rec, e))
+		while ((more = stage_record(r, &rec, e)) > 0) {
+			if (sections[i].fn(pl, r->name, rec, e))
 				goto out;
-			yr_reset(&r);
+			yr_reset(r);
 		}
 		if (more < 0)
 			goto out;
 	}
-	if (yr_end(&r, e) || plan_check(pl, r.name, e))
+	if (yr_end(r, e) || plan_check(pl, r->name, e))
 		goto out;
 	rc = 0;
 out:
-	yr_close(&r);
+	yr_close(r);
 	if (rc)
 		plan_free(pl);
 	return rc;

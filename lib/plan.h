@@ -113,6 +113,7 @@ const char *operand_name(Operand o);
 void plan_free(Plan *p);
 int plan_read(Plan *p, const char *path, Err *e);          /* amp-plan */
 int plan_read_stage(Plan *p, const char *path, StageKind k, Err *e);
+int plan_read_input(Plan *p, Input *in, StageKind k, Err *e);   /* takes over in */
 int plan_write(const Plan *p, Output *out, Err *e);        /* as p->stage */
 void plan_add_xfer(Plan *p, const Xfer *x);
 /* Cross-record checks (names resolve, placements valid, copies keep the

@@ -89,10 +89,18 @@ static int next(YReader *r, Err *e)
 
 int yr_open(YReader *r, const char *path, Err *e)
 {
-	memset(r, 0, sizeof *r);
-	r->in = input_open(path, e);
-	if (!r->in)
+	Input *in = input_open(path, e);
+	if (!in) {
+		memset(r, 0, sizeof *r);
 		return -1;
+	}
+	return yr_open_input(r, in, e);
+}
+
+int yr_open_input(YReader *r, Input *in, Err *e)
+{
+	memset(r, 0, sizeof *r);
+	r->in = in;
 	r->name = input_name(r->in);
 	r->arena = xcalloc(1, sizeof *r->arena);
 	io_failed = 0;

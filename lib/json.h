@@ -1,0 +1,35 @@
+/* json: a small deterministic JSON writer (capture files).
+ *
+ * Objects and arrays nest; keys are written in the order given; integers
+ * only (every capture figure is a count of bytes, fragments or cycles).
+ * Containers opened with `inline` set stay on one line, others put one
+ * member per line, indented by two spaces per level.
+ */
+#ifndef AMP_JSON_H
+#define AMP_JSON_H
+
+#include <stdint.h>
+
+#include "io.h"
+
+typedef struct {
+	Output *out;
+	int depth;
+	int first[64];
+	int inl[64];
+	int pending;            /* a key was written; its value follows */
+	int failed;
+	Err err;
+} Json;
+
+void json_init(Json *j, Output *out);
+void json_key(Json *j, const char *k);          /* before a value in an object */
+void json_open(Json *j, char bracket, int inline_);  /* '{' or '[' */
+void json_close(Json *j, char bracket);
+void json_str(Json *j, const char *s);
+void json_int(Json *j, int64_t v);
+void json_kint(Json *j, const char *k, int64_t v);
+void json_kstr(Json *j, const char *k, const char *s);
+int json_end(Json *j, Err *e);                  /* final newline; -1 if a write failed */
+
+#endif

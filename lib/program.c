@@ -1,0 +1,678 @@
+#include "program.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, NSEC = 3 };
+enum { OP_ROW = 0x52, OP_SEND = 1, OP_SEND_LONG = 2, OP_RECV = 3, OP_RECV_AT = 4 };
+
+/* ---- a growable byte buffer, little-endian ---- */
+
+typedef struct {
+	uint8_t *b;
+	size_t n, cap;
+} Buf;
+
+static void grow(Buf *b, size_t more)
+{
+	if (b->n + more > b->cap) {
+		b->cap = (b->n + more) * 2 + 64;
+		b->b = xrealloc(b->b, b->cap);
+	}
+}
+
+static void u8(Buf *b, unsigned v) { grow(b, 1); b->b[b->n++] = (uint8_t)v; }
+static void u32(Buf *b, uint64_t v)
+{
+	grow(b, 4);
+	for (int i = 0; i < 4; i++)
+		b->b[b->n++] = (uint8_t)(v >> (8 * i));
+}
+static void u64(Buf *b, uint64_t v) { u32(b, v & 0xffffffffu); u32(b, v >> 32); }
+static void u24(Buf *b, uint64_t v) { u8(b, v & 0xff); u8(b, (v >> 8) & 0xff); u8(b, (v >> 16) & 0xff); }
+
+static uint64_t get(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* ---- encoding ---- */
+
+/* Encodes a row with addresses masked; appends its addresses to three
+ * streams: SEND source addresses, RECV peers, RECV addresses. */
+static void encode(const Instr *ins, int n, Buf *row, Buf pat[3])
+{
+	int64_t prev_end = -1;
+	row->n = 0;
+	u8(row, OP_ROW), u8(row, 0), u8(row, 0), u8(row, 0), u32(row, (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		const Instr *x = &ins[i];
+		if (x->kind == I_SEND) {
+			if (x->len <= 256) {
+				u8(row, OP_SEND), u8(row, (unsigned)(x->len - 1)), u8(row, 0), u8(row, 0), u32(row, 0);
+			} else {
+				u8(row, OP_SEND_LONG), u8(row, 0), u8(row, 0), u8(row, 0), u32(row, 0);
+				u32(row, (uint64_t)x->len);
+			}
+			u32(&pat[0], (uint64_t)x->addr);
+		} else {
+			int at = x->addr != prev_end;
+			u8(row, at ? OP_RECV_AT : OP_RECV), u24(row, 0), u32(row, (uint64_t)x->len);
+			u32(&pat[1], (uint64_t)x->peer);
+			if (at) {
+				u32(row, 0);
+				u32(&pat[2], (uint64_t)x->addr);
+			}
+			prev_end = x->addr + x->len;
+		}
+	}
+	while (row->n % 8)
+		u8(row, 0);
+}
+
+typedef struct {
+	Program *p;
+	int phase;
+	Buf row, pat[3], all;
+	int *slot;              /* hash table of row ids */
+	int nslot;
+	Err *e;
+	int failed;
+} Builder;
+
+static uint64_t hash(const uint8_t *b, size_t n)
+{
+	uint64_t h = 1469598103934665603u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211u;
+	return h;
+}
+
+static int add_row(void *ctx, int64_t t, const Instr *ins, int n)
+{
+	Builder *b = ctx;
+	Program *p = b->p;
+	size_t before = b->all.n;
+
+	for (int k = 0; k < 3; k++)
+		b->pat[k].n = 0;
+	encode(ins, n, &b->row, b->pat);
+	if ((int64_t)b->row.n != row_bytes(ins, n))
+		return errf(b->e, "tile %lld, phase %d: encoding of %zu bytes disagrees with the "
+			    "footprint model (%lld bytes)", (long long)t, b->phase, b->row.n,
+			    (long long)row_bytes(ins, n));
+	if (p->nrow * 2 >= b->nslot) {         /* rehash */
+		int ns = b->nslot ? 2 * b->nslot : 1024;
+		int *slot = xmalloc((size_t)ns * sizeof *slot);
+		for (int i = 0; i < ns; i++)
+			slot[i] = -1;
+		for (int r = 0; r < p->nrow; r++) {
+			uint64_t h = hash(p->row[r], (size_t)p->row_len[r]) % (uint64_t)ns;
+			while (slot[h] >= 0)
+				h = (h + 1) % (uint64_t)ns;
+			slot[h] = r;
+		}
+		free(b->slot);
+		b->slot = slot;
+		b->nslot = ns;
+	}
+	uint64_t h = hash(b->row.b, b->row.n) % (uint64_t)b->nslot;
+	int id = -1;
+	for (; b->slot[h] >= 0; h = (h + 1) % (uint64_t)b->nslot) {
+		int r = b->slot[h];
+		if ((size_t)p->row_len[r] == b->row.n && !memcmp(p->row[r], b->row.b, b->row.n)) {
+			id = r;
+			break;
+		}
+	}
+	if (id < 0) {
+		id = p->nrow++;
+		p->row = xrealloc(p->row, (size_t)p->nrow * sizeof *p->row);
+		p->row_len = xrealloc(p->row_len, (size_t)p->nrow * sizeof *p->row_len);
+		p->row[id] = xmalloc(b->row.n);
+		memcpy(p->row[id], b->row.b, b->row.n);
+		p->row_len[id] = (int64_t)b->row.n;
+		b->slot[h] = id;
+	}
+	if ((p->nent & (p->nent - 1)) == 0)
+		p->ent = xrealloc(p->ent, (size_t)(p->nent ? 2 * p->nent : 1) * sizeof *p->ent);
+	Entry en = { t, b->phase, id, { 0, 0, 0 }, (int64_t)(before / 4) };
+	for (int k = 0; k < 3; k++) {
+		en.npatch[k] = (int)(b->pat[k].n / 4);
+		grow(&b->all, b->pat[k].n);
+		memcpy(b->all.b + b->all.n, b->pat[k].b, b->pat[k].n);
+		b->all.n += b->pat[k].n;
+	}
+	p->ent[p->nent++] = en;
+	return 0;
+}
+
+int program_build(const Plan *pl, Program *p, Err *e)
+{
+	Builder b;
+	Output *o;
+	char *text = NULL;
+	size_t len = 0;
+
+	memset(p, 0, sizeof *p);
+	memset(&b, 0, sizeof b);
+	b.p = p;
+	b.e = e;
+	for (int ph = 0; ph < pl->nph; ph++) {
+		b.phase = ph;
+		if (phase_rows(pl, ph, add_row, &b)) {
+			free(b.row.b), free(b.all.b), free(b.slot);
+			for (int k = 0; k < 3; k++)
+				free(b.pat[k].b);
+			program_free(p);
+			return -1;
+		}
+	}
+	p->patches = (uint32_t *)b.all.b;
+	p->npatches = (int64_t)(b.all.n / 4);
+	free(b.row.b);
+	free(b.slot);
+	for (int k = 0; k < 3; k++)
+		free(b.pat[k].b);
+	/* the patches were written little-endian; decode them in place */
+	for (int64_t i = 0; i < p->npatches; i++)
+		p->patches[i] = (uint32_t)get((uint8_t *)&p->patches[i], 4);
+	if (!(o = output_open_mem(&text, &len, e)))
+		return -1;
+	if (plan_write(pl, o, e)) {
+		output_abort(o);
+		free(text);
+		return -1;
+	}
+	if (output_commit(o, e)) {
+		free(text);
+		return -1;
+	}
+	p->stage = text;
+	p->stage_len = len;
+	return 0;
+}
+
+void program_free(Program *p)
+{
+	for (int r = 0; r < p->nrow; r++)
+		free(p->row[r]);
+	free(p->row);
+	free(p->row_len);
+	free(p->ent);
+	free(p->patches);
+	free(p->stage);
+	memset(p, 0, sizeof *p);
+}
+
+/* A stream of values as nested affine sequences: each is a base and up to
+ * SEQ_LOOPS loops of (count, step), innermost first, found by folding
+ * runs with a constant difference, then runs of alike runs, and so on. */
+#define SEQ_LOOPS 4
+
+typedef struct {
+	uint32_t base;
+	int nloop;
+	uint32_t count[SEQ_LOOPS], step[SEQ_LOOPS];
+} Seq;
+
+static int seq_alike(const Seq *a, const Seq *b)
+{
+	if (a->nloop != b->nloop)
+		return 0;
+	for (int l = 0; l < a->nloop; l++)
+		if (a->count[l] != b->count[l] || a->step[l] != b->step[l])
+			return 0;
+	return 1;
+}
+
+static int seq_fold(Seq *q, int n)
+{
+	int out = 0;
+	for (int i = 0; i < n;) {
+		int j = i + 1;
+		if (j < n && q[i].nloop < SEQ_LOOPS && seq_alike(&q[i], &q[j])) {
+			uint32_t d = q[j].base - q[i].base;
+			while (j + 1 < n && seq_alike(&q[i], &q[j + 1]) && q[j + 1].base - q[j].base == d)
+				j++;
+			Seq f = q[i];
+			f.count[f.nloop] = (uint32_t)(j - i + 1);
+			f.step[f.nloop] = d;
+			f.nloop++;
+			q[out++] = f;
+			i = j + 1;
+		} else {
+			q[out++] = q[i++];
+		}
+	}
+	return out;
+}
+
+static void write_seq(Buf *b, const uint32_t *v, int n)
+{
+	Seq *q = xmalloc((size_t)(n ? n : 1) * sizeof *q);
+	for (int i = 0; i < n; i++)
+		q[i] = (Seq){ v[i], 0, { 0 }, { 0 } };
+	for (int m = n, k; (k = seq_fold(q, m)) < m;)
+		m = k, n = k;
+	u32(b, (uint64_t)n);
+	for (int i = 0; i < n; i++) {
+		u32(b, q[i].base);
+		u32(b, (uint64_t)q[i].nloop);
+		for (int l = 0; l < q[i].nloop; l++)
+			u32(b, q[i].count[l]), u32(b, q[i].step[l]);
+	}
+	free(q);
+}
+
+/* Expands one stream of want values; -1 if malformed. */
+static int read_seq(const uint8_t **t, const uint8_t *end, uint32_t *out, int want)
+{
+	const uint8_t *c = *t;
+	int got = 0;
+	if (end - c < 4)
+		return -1;
+	uint64_t nseq = get(c, 4);
+	c += 4;
+	for (uint64_t s = 0; s < nseq; s++) {
+		if (end - c < 8)
+			return -1;
+		uint32_t base = (uint32_t)get(c, 4);
+		uint64_t nl = get(c + 4, 4);
+		c += 8;
+		if (nl > SEQ_LOOPS || (uint64_t)(end - c) < nl * 8)
+			return -1;
+		uint32_t count[SEQ_LOOPS], step[SEQ_LOOPS], idx[SEQ_LOOPS] = { 0 };
+		uint64_t total = 1;
+		for (uint64_t l = 0; l < nl; l++, c += 8) {
+			count[l] = (uint32_t)get(c, 4);
+			step[l] = (uint32_t)get(c + 4, 4);
+			total *= count[l] ? count[l] : 0;
+		}
+		if (total == 0 || got + total > (uint64_t)want)
+			return -1;
+		for (uint64_t m = 0; m < total; m++) {
+			uint32_t v = base;
+			for (uint64_t l = 0; l < nl; l++)
+				v += idx[l] * step[l];
+			out[got++] = v;
+			for (uint64_t l = 0; l < nl && ++idx[l] == count[l]; l++)
+				idx[l] = 0;
+		}
+	}
+	*t = c;
+	return got == want ? 0 : -1;
+}
+
+int program_write(const Program *p, Output *out, Err *e)
+{
+	Buf h = { 0 }, rows = { 0 }, tab = { 0 };
+	int rc;
+
+	u32(&rows, (uint64_t)p->nrow);
+	for (int r = 0; r < p->nrow; r++) {
+		u32(&rows, (uint64_t)p->row_len[r]);
+		grow(&rows, (size_t)p->row_len[r]);
+		memcpy(rows.b + rows.n, p->row[r], (size_t)p->row_len[r]);
+		rows.n += (size_t)p->row_len[r];
+	}
+	u32(&tab, (uint64_t)p->nent);
+	for (int i = 0; i < p->nent; i++) {
+		const Entry *en = &p->ent[i];
+		const uint32_t *v = p->patches + en->patch;
+		u32(&tab, (uint64_t)en->tile), u32(&tab, (uint64_t)en->phase), u32(&tab, (uint64_t)en->row);
+		for (int k = 0; k < 3; k++) {
+			u32(&tab, (uint64_t)en->npatch[k]);
+			write_seq(&tab, v, en->npatch[k]);
+			v += en->npatch[k];
+		}
+	}
+	/* ROWS and TABLE are stored as zstd frames: rows repeat with small
+	 * differences, which row sharing alone does not remove. */
+	Buf zr = { 0 }, zt = { 0 };
+	Buf *raw[2] = { &rows, &tab }, *z[2] = { &zr, &zt };
+	for (int i = 0; i < 2; i++) {
+		size_t cap = ZSTD_compressBound(raw[i]->n), n;
+		grow(z[i], cap);
+		n = ZSTD_compress(z[i]->b, cap, raw[i]->b, raw[i]->n, 3);
+		if (ZSTD_isError(n)) {
+			free(rows.b), free(tab.b), free(zr.b), free(zt.b);
+			return errf(e, "cannot compress the program: %s", ZSTD_getErrorName(n));
+		}
+		z[i]->n = n;
+	}
+	grow(&h, 16);
+	memcpy(h.b, PROGRAM_MAGIC, 8);
+	h.n = 8;
+	u32(&h, PROGRAM_VERSION);
+	u32(&h, NSEC);
+	uint64_t off = 16 + NSEC * 24;
+	const struct { int id, enc; const void *b; size_t n; } sec[NSEC] = {
+		{ SEC_STAGE, 0, p->stage, p->stage_len }, { SEC_ROWS, 1, zr.b, zr.n },
+		{ SEC_TABLE, 1, zt.b, zt.n },
+	};
+	for (int i = 0; i < NSEC; i++) {
+		u32(&h, (uint64_t)sec[i].id), u32(&h, (uint64_t)sec[i].enc), u64(&h, off), u64(&h, sec[i].n);
+		off += sec[i].n;
+	}
+	rc = output_write(out, h.b, h.n, e);
+	for (int i = 0; i < NSEC && !rc; i++)
+		rc = output_write(out, sec[i].b, sec[i].n, e);
+	free(h.b);
+	free(rows.b);
+	free(tab.b);
+	free(zr.b);
+	free(zt.b);
+	return rc;
+}
+
+/* ---- reading ---- */
+
+static int bad(Err *e, const char *name, const char *what)
+{
+	return errf(e, "'%s': %s", name, what);
+}
+
+int program_read(const char *path, Program *p, Plan *pl, Err *e)
+{
+	char *data;
+	size_t len;
+	const char *name = path && strcmp(path, "-") ? path : "<stdin>";
+	const uint8_t *d;
+	int rc = -1;
+
+	memset(p, 0, sizeof *p);
+	if (input_slurp(path, &data, &len, e))
+		return -1;
+	d = (const uint8_t *)data;
+	if (len < 16 || memcmp(d, PROGRAM_MAGIC, 8)) {
+		bad(e, name, "not an amp program (no AMPPROG magic number)");
+		goto out;
+	}
+	if (get(d + 8, 4) != PROGRAM_VERSION) {
+		errf(e, "'%s': unsupported program version %llu (this amp reads %d)", name,
+		     (unsigned long long)get(d + 8, 4), PROGRAM_VERSION);
+		goto out;
+	}
+	uint64_t nsec = get(d + 12, 4), off[4] = { 0 }, size[4] = { 0 }, enc[4] = { 0 };
+	uint8_t *plain[4] = { NULL, NULL, NULL, NULL };
+	if (nsec > 64 || 16 + nsec * 24 > len) {
+		bad(e, name, "truncated section table");
+		goto out;
+	}
+	for (uint64_t i = 0; i < nsec; i++) {
+		const uint8_t *s = d + 16 + i * 24;
+		uint64_t id = get(s, 4), o = get(s + 8, 8), n = get(s + 16, 8);
+		if (o > len || n > len - o) {
+			bad(e, name, "a section runs past the end of the file");
+			goto out;
+		}
+		if (id >= 1 && id <= 3)
+			off[id] = o, size[id] = n, enc[id] = get(s + 4, 4);
+	}
+	for (int id = 1; id <= 3; id++)
+		if (!off[id]) {
+			errf(e, "'%s': missing section %s", name, id == SEC_STAGE ? "STAGE" :
+			     id == SEC_ROWS ? "ROWS" : "TABLE");
+			goto out;
+		}
+	/* sections stored as zstd frames */
+	const uint8_t *sec_data[4] = { NULL, d + off[1], d + off[2], d + off[3] };
+	for (int id = 1; id <= 3; id++) {
+		if (enc[id] == 0)
+			continue;
+		unsigned long long n = ZSTD_getFrameContentSize(d + off[id], size[id]);
+		if (enc[id] != 1 || n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN ||
+		    n > (1ull << 34)) {
+			bad(e, name, "a section's encoding is unknown or its zstd frame is corrupt");
+			goto out;
+		}
+		plain[id] = xmalloc((size_t)n + 1);
+		size_t got = ZSTD_decompress(plain[id], (size_t)n, d + off[id], size[id]);
+		if (ZSTD_isError(got) || got != n) {
+			bad(e, name, "a section's zstd frame is corrupt or truncated");
+			goto out;
+		}
+		sec_data[id] = plain[id];
+		size[id] = n;
+	}
+	/* rows */
+	const uint8_t *r = sec_data[SEC_ROWS], *rend = r + size[SEC_ROWS];
+	if (rend - r < 4) {
+		bad(e, name, "truncated ROWS section");
+		goto out;
+	}
+	p->nrow = (int)get(r, 4);
+	r += 4;
+	p->row = xcalloc((size_t)p->nrow + 1, sizeof *p->row);
+	p->row_len = xcalloc((size_t)p->nrow + 1, sizeof *p->row_len);
+	for (int i = 0; i < p->nrow; i++) {
+		if (rend - r < 4 || (uint64_t)(rend - r - 4) < get(r, 4) || get(r, 4) % 8 || get(r, 4) < 8) {
+			bad(e, name, "truncated or malformed ROWS section");
+			goto out;
+		}
+		p->row_len[i] = (int64_t)get(r, 4);
+		p->row[i] = xmalloc((size_t)p->row_len[i]);
+		memcpy(p->row[i], r + 4, (size_t)p->row_len[i]);
+		r += 4 + p->row_len[i];
+	}
+	/* table */
+	const uint8_t *t = sec_data[SEC_TABLE], *tend = t + size[SEC_TABLE];
+	if (tend - t < 4) {
+		bad(e, name, "truncated TABLE section");
+		goto out;
+	}
+	p->nent = (int)get(t, 4);
+	t += 4;
+	p->ent = xcalloc((size_t)p->nent + 1, sizeof *p->ent);
+	for (int i = 0; i < p->nent; i++) {
+		if (tend - t < 12) {
+			bad(e, name, "truncated TABLE section");
+			goto out;
+		}
+		Entry en = { (int64_t)get(t, 4), (int)get(t + 4, 4), (int)get(t + 8, 4), { 0, 0, 0 },
+			     p->npatches };
+		t += 12;
+		if (en.row < 0 || en.row >= p->nrow) {
+			bad(e, name, "a TABLE entry names a missing row");
+			goto out;
+		}
+		for (int k = 0; k < 3; k++) {
+			if (tend - t < 4 || get(t, 4) > (1u << 28)) {
+				bad(e, name, "truncated TABLE section");
+				goto out;
+			}
+			en.npatch[k] = (int)get(t, 4);
+			t += 4;
+			p->patches = xrealloc(p->patches, (size_t)(p->npatches + en.npatch[k] + 1) * 4);
+			if (read_seq(&t, tend, p->patches + p->npatches, en.npatch[k])) {
+				bad(e, name, "a TABLE entry's address sequences are malformed");
+				goto out;
+			}
+			p->npatches += en.npatch[k];
+		}
+		p->ent[i] = en;
+	}
+	p->stage = xmalloc(size[SEC_STAGE] + 1);
+	memcpy(p->stage, sec_data[SEC_STAGE], size[SEC_STAGE]);
+	p->stage[size[SEC_STAGE]] = 0;
+	p->stage_len = size[SEC_STAGE];
+	if (pl) {
+		char sname[1100];
+		snprintf(sname, sizeof sname, "%s(STAGE)", name);
+		Input *in = input_open_mem(sname, p->stage, p->stage_len, e);
+		if (!in || plan_read_input(pl, in, STAGE_GROUP, e))
+			goto out;
+		for (int i = 0; i < p->nent; i++)
+			if (p->ent[i].tile >= pl->machine.tiles || p->ent[i].phase >= pl->nph) {
+				plan_free(pl);
+				bad(e, name, "a TABLE entry names a tile or phase the stage does not have");
+				goto out;
+			}
+	}
+	rc = 0;
+out:
+	free(data);
+	for (int id = 0; id < 4; id++)
+		free(plain[id]);
+	if (rc)
+		program_free(p);
+	return rc;
+}
+
+int program_or_stage(Plan *pl, const char *path, Err *e)
+{
+	Input *in = input_open(path, e);
+	char head[8] = { 0 };
+	ssize_t n;
+	if (!in)
+		return -1;
+	n = input_read(in, head, sizeof head, e);
+	input_close(in);
+	if (n < 0)
+		return -1;
+	if (n == 8 && !memcmp(head, PROGRAM_MAGIC, 8)) {
+		Program p;
+		if (program_read(path, &p, pl, e))
+			return -1;
+		program_free(&p);
+		return 0;
+	}
+	if (path == NULL || !strcmp(path, "-"))
+		return errf(e, "'<stdin>': give the grouped stage or program as a file (it is read twice)");
+	return plan_read_stage(pl, path, STAGE_GROUP, e);
+}
+
+int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
+{
+	const Entry *en = &p->ent[i];
+	const uint8_t *b = p->row[en->row], *end = b + p->row_len[en->row];
+	int n = (int)get(b + 4, 4), used[3] = { 0, 0, 0 };
+	const uint32_t *stream[3] = { p->patches + en->patch, p->patches + en->patch + en->npatch[0],
+				      p->patches + en->patch + en->npatch[0] + en->npatch[1] };
+	int64_t prev_end = -1;
+	Instr *ins = xcalloc((size_t)n + 1, sizeof *ins);
+
+	if (b[0] != OP_ROW)
+		goto bad;
+	b += 8;
+	for (int k = 0; k < n; k++) {
+		Instr x = { 0, 0, 0, -1, -1 };
+		int size = 8, addr = 0;
+		if (end - b < 8)
+			goto bad;
+		switch (b[0]) {
+		case OP_SEND:
+			x.kind = I_SEND, x.len = b[1] + 1, addr = 1;
+			break;
+		case OP_SEND_LONG:
+			x.kind = I_SEND, size = 12, addr = 1;
+			if (end - b < 12)
+				goto bad;
+			x.len = (int64_t)get(b + 8, 4);
+			break;
+		case OP_RECV:
+		case OP_RECV_AT:
+			x.kind = I_RECV, x.len = (int64_t)get(b + 4, 4);
+			x.addr = prev_end;
+			if (used[1] == en->npatch[1])
+				goto bad;
+			x.peer = stream[1][used[1]++];
+			if (b[0] == OP_RECV_AT) {
+				size = 12, addr = 1;
+				if (end - b < 12)
+					goto bad;
+			}
+			break;
+		default:
+			goto bad;
+		}
+		if (addr) {             /* the stream's next address patches this field */
+			int k = x.kind == I_SEND ? 0 : 2;
+			if (used[k] == en->npatch[k])
+				goto bad;
+			x.addr = stream[k][used[k]++];
+		}
+		if (x.kind == I_RECV) {
+			if (x.addr < 0)
+				goto bad;
+			prev_end = x.addr + x.len;
+		}
+		ins[k] = x;
+		b += size;
+	}
+	for (int k = 0; k < 3; k++)
+		if (used[k] != en->npatch[k])
+			goto bad;
+	*out = ins;
+	*nout = n;
+	return 0;
+bad:
+	free(ins);
+	return errf(e, "program row %d (tile %lld, phase %d) is malformed", en->row,
+		    (long long)en->tile, en->phase);
+}
+
+/* ---- listings ---- */
+
+static void list_header(const Plan *pl, FILE *f)
+{
+	fprintf(f, "amp-program %d model %s machine %s tiles %lld phases %d\n", PROGRAM_VERSION,
+		pl->model, pl->machine.name, (long long)pl->machine.tiles, pl->nph);
+	for (int p = 0; p < pl->nph; p++)
+		fprintf(f, "phase %d steps %d..%d %s\n", p, pl->ph[p].first, pl->ph[p].last, pl->ph[p].label);
+}
+
+static void list_row(FILE *f, int64_t t, int phase, const Instr *ins, int n)
+{
+	fprintf(f, "tile %lld phase %d bytes %lld instructions %d\n", (long long)t, phase,
+		(long long)row_bytes(ins, n), n);
+	for (int i = 0; i < n; i++)
+		if (ins[i].kind == I_SEND)
+			fprintf(f, "  send %lld from %lld\n", (long long)ins[i].len, (long long)ins[i].addr);
+		else
+			fprintf(f, "  recv %lld from tile %lld to %lld\n", (long long)ins[i].len,
+				(long long)ins[i].peer, (long long)ins[i].addr);
+}
+
+int program_list(const Program *p, const Plan *pl, FILE *f, Err *e)
+{
+	list_header(pl, f);
+	for (int i = 0; i < p->nent; i++) {
+		Instr *ins;
+		int n;
+		if (program_row(p, i, &ins, &n, e))
+			return -1;
+		list_row(f, p->ent[i].tile, p->ent[i].phase, ins, n);
+		free(ins);
+	}
+	return 0;
+}
+
+typedef struct {
+	FILE *f;
+	int phase;
+} Lister;
+
+static int list_one(void *ctx, int64_t t, const Instr *ins, int n)
+{
+	Lister *l = ctx;
+	list_row(l->f, t, l->phase, ins, n);
+	return 0;
+}
+
+int stage_list(const Plan *pl, FILE *f, Err *e)
+{
+	(void)e;
+	list_header(pl, f);
+	for (int p = 0; p < pl->nph; p++) {
+		Lister l = { f, p };
+		phase_rows(pl, p, list_one, &l);
+	}
+	return 0;
+}

@@ -1,0 +1,26 @@
+/* replay: the modelled exchange cycles of a phase (DOMAIN §2).
+ *
+ * A model, not timing. Every tile has an in-order issue pipeline shared by
+ * its sends and receives, one send port and one receive port, each moving
+ * exchange_bytes_per_cycle. Fragments are taken in the phase's record and
+ * member order (every tile's instruction order). For a fragment of L bytes
+ * from tile s to receivers R:
+ *
+ *   issue[s] += send_control_cycles; for r in R: issue[r] += receive_control_cycles
+ *   start = max(issue[s], send_free[s], dep, max over r of max(issue[r], recv_free[r]))
+ *   end   = start + ceil(L / exchange_bytes_per_cycle)
+ *   send_free[s] = end; recv_free[r] = end for r in R
+ *
+ * where dep is the latest end of an earlier fragment of the phase that
+ * wrote bytes s now sends (a forward starts after the receive it depends
+ * on). A phase's cycles are the latest issue or port time of any tile;
+ * sync_cycles are reported separately.
+ */
+#ifndef AMP_REPLAY_H
+#define AMP_REPLAY_H
+
+#include "plan.h"
+
+int64_t phase_cycles(const Plan *pl, int phase);
+
+#endif

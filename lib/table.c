@@ -1,0 +1,152 @@
+#include "table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int64_t instr_bytes(const Instr *ins, int i, int64_t prev_end)
+{
+	if (ins[i].kind == I_SEND)
+		return SEND_BYTES(ins[i].len);
+	return ins[i].addr == prev_end ? 8 : 12;
+}
+
+int64_t row_bytes(const Instr *ins, int n)
+{
+	int64_t b = 8, prev_end = -1;
+	for (int i = 0; i < n; i++) {
+		b += instr_bytes(ins, i, prev_end);
+		if (ins[i].kind == I_RECV)
+			prev_end = ins[i].addr + ins[i].len;
+	}
+	return (b + 7) / 8 * 8;
+}
+
+typedef struct {
+	Instr **ins;
+	int *n, *cap;
+	int64_t *touched;
+	int64_t ntouched, tiles;
+	int xfer;
+} Rows;
+
+static void put(Rows *r, int64_t t, Instr in)
+{
+	if (r->n[t] == 0)
+		r->touched[r->ntouched++] = t;
+	if (r->n[t] == r->cap[t]) {
+		r->cap[t] = r->cap[t] ? 2 * r->cap[t] : 16;
+		r->ins[t] = xrealloc(r->ins[t], (size_t)r->cap[t] * sizeof **r->ins);
+	}
+	r->ins[t][r->n[t]++] = in;
+}
+
+static int member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Rows *r = ctx;
+	(void)m;
+	Instr s = { I_SEND, x->len, sa, -1, r->xfer };
+	put(r, st, s);
+	for (int64_t j = 0; j < x->nrecv; j++) {
+		Instr v = { I_RECV, x->len, da, st, r->xfer };
+		put(r, tile_mod(dt + j * x->recv_step, r->tiles), v);
+	}
+	return 0;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
+{
+	int64_t T = pl->machine.tiles;
+	Rows r = { xcalloc((size_t)T, sizeof *r.ins), xcalloc((size_t)T, sizeof *r.n),
+		   xcalloc((size_t)T, sizeof *r.cap), xmalloc((size_t)T * sizeof *r.touched), 0, T, 0 };
+	int rc = 0;
+
+	for (int i = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
+			continue;
+		r.xfer = i;
+		xfer_each(x, T, member, &r);
+	}
+	qsort(r.touched, (size_t)r.ntouched, sizeof *r.touched, cmp64);
+	for (int64_t k = 0; k < r.ntouched && !rc; k++) {
+		int64_t t = r.touched[k];
+		rc = fn(ctx, t, r.ins[t], r.n[t]);
+	}
+	for (int64_t t = 0; t < T; t++)
+		free(r.ins[t]);
+	free(r.ins);
+	free(r.n);
+	free(r.cap);
+	free(r.touched);
+	return rc;
+}
+
+/* ---- totals with sharing ---- */
+
+static uint64_t row_hash(const Instr *ins, int n)
+{
+	uint64_t h = 1469598103934665603u;
+	for (int i = 0; i < n; i++) {
+		uint64_t v[4] = { ins[i].kind, (uint64_t)ins[i].len, (uint64_t)ins[i].addr, (uint64_t)ins[i].peer };
+		for (int k = 0; k < 4; k++) {
+			h ^= v[k];
+			h *= 1099511628211u;
+			h ^= h >> 29;
+		}
+	}
+	return h;
+}
+
+typedef struct {
+	const Plan *pl;
+	int64_t *table, *frags, *max_row;
+	int phase;
+	uint64_t **seen;        /* per tile: hashes of rows it holds */
+	int *nseen;
+} Tot;
+
+static int total_row(void *ctx, int64_t t, const Instr *ins, int n)
+{
+	Tot *c = ctx;
+	int64_t b = row_bytes(ins, n);
+	uint64_t h = row_hash(ins, n);
+	if (c->max_row && b > c->max_row[c->phase])
+		c->max_row[c->phase] = b;
+	if (c->frags)
+		c->frags[t] += n;
+	for (int i = 0; i < c->nseen[t]; i++)
+		if (c->seen[t][i] == h)
+			return 0;               /* the tile holds this row already */
+	c->seen[t] = xrealloc(c->seen[t], (size_t)(c->nseen[t] + 1) * sizeof **c->seen);
+	c->seen[t][c->nseen[t]++] = h;
+	if (c->table)
+		c->table[t] += b;
+	return 0;
+}
+
+void table_totals(const Plan *pl, int64_t *table, int64_t *frags, int64_t *max_row)
+{
+	int64_t T = pl->machine.tiles;
+	Tot c = { pl, table, frags, max_row, 0, xcalloc((size_t)T, sizeof *c.seen),
+		  xcalloc((size_t)T, sizeof *c.nseen) };
+	if (table)
+		memset(table, 0, (size_t)T * sizeof *table);
+	if (frags)
+		memset(frags, 0, (size_t)T * sizeof *frags);
+	if (max_row)
+		memset(max_row, 0, (size_t)pl->nph * sizeof *max_row);
+	for (int p = 0; p < pl->nph; p++) {
+		c.phase = p;
+		phase_rows(pl, p, total_row, &c);
+	}
+	for (int64_t t = 0; t < T; t++)
+		free(c.seen[t]);
+	free(c.seen);
+	free(c.nseen);
+}

@@ -1,0 +1,48 @@
+/* table: per-tile exchange instruction lists (rows) and their footprint.
+ *
+ * A row is one tile's ordered instructions for one phase. Every member of
+ * a send transfer in the phase puts one SEND on its sender and one RECV on
+ * each receiver (a loopback sender gets both, SEND first); a tile's
+ * instructions follow record order, member order (lib/xfer.h). Local and
+ * zero transfers are on-tile work, not exchange instructions.
+ *
+ * Footprint (DOMAIN §2; the program encoding has exactly these sizes):
+ * 8 B per row (entry and return); 8 B per SEND, +4 B when it moves more
+ * than 256 B; 8 B per RECV, +4 B when its address does not continue the
+ * previous RECV of the row; the row's total rounded up to 8 B.
+ */
+#ifndef AMP_TABLE_H
+#define AMP_TABLE_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+typedef enum { I_SEND, I_RECV } IKind;
+
+typedef struct {
+	uint8_t kind;
+	int64_t len;
+	int64_t addr;           /* SEND: source address; RECV: destination */
+	int64_t peer;           /* RECV: the sending tile; SEND: -1 */
+	int xfer;               /* the transfer record it comes from */
+} Instr;
+
+#define SEND_BYTES(len) ((len) > 256 ? 12 : 8)
+
+int64_t row_bytes(const Instr *ins, int n);
+/* Bytes of instruction i in its row (needs the previous RECV's end). */
+int64_t instr_bytes(const Instr *ins, int i, int64_t prev_recv_end);
+
+/* Calls fn for every tile with a non-empty row in phase p, tiles ascending;
+ * a non-zero return stops the walk and is returned. */
+typedef int (*RowFn)(void *ctx, int64_t tile, const Instr *ins, int n);
+int phase_rows(const Plan *pl, int phase, RowFn fn, void *ctx);
+
+/* Per-tile totals over all phases: table bytes after row sharing (a row
+ * identical to one the tile already holds costs nothing) and fragments
+ * (SEND + RECV). Arrays of tiles entries; either may be NULL. Also the
+ * largest row of each phase before sharing (max_row[nph], may be NULL). */
+void table_totals(const Plan *pl, int64_t *table, int64_t *frags, int64_t *max_row);
+
+#endif

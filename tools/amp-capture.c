@@ -1,0 +1,67 @@
+/* amp-capture: grouped stage or program -> capture JSON. */
+#include <getopt.h>
+
+#include "capture.h"
+#include "plan.h"
+#include "program.h"
+#include "tool.h"
+
+static void help(void)
+{
+	printf("Usage: amp-capture [OPTION]... [GROUPED|PROGRAM]\n"
+	       "Read a grouped stage (formats/group.md) or a program written by amp-emit\n"
+	       "(formats/program.md), recognised by its magic number; standard input when\n"
+	       "absent or '-'. Write the capture (formats/capture.md): per phase its\n"
+	       "transfers, bytes, largest row, fragments and modelled cycles, and\n"
+	       "phase_traffic, one record per movement class. Query it with jq\n"
+	       "(share/jq/).\n"
+	       "\n"
+	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
+	       "  -z, --compress        compress the output with zstd\n"
+	       "      --help            print this help and exit\n"
+	       "      --version         print the version and exit\n"
+	       "\n"
+	       "Exit status: 0 success, 1 bad input, 2 usage error.\n");
+	exit(EXIT_OK);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "compress", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *out_path = NULL, *in_path;
+	int compress = 0, c;
+	Plan pl;
+	Err e;
+
+	opterr = 0;
+	tool_init("amp-capture");
+	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out_path = optarg; break;
+		case 'z': compress = 1; break;
+		case 'h': help(); break;
+		case 'V': version(); break;
+		default: bad_option(c, argv, optind, optopt);
+		}
+	}
+	in_path = one_input(argc, argv, optind, "grouped stage or program");
+	if (program_or_stage(&pl, in_path, &e))
+		fail(&e);
+	Output *o = output_open(out_path, compress, &e);
+	if (!o)
+		fail(&e);
+	if (capture_write(&pl, o, &e)) {
+		output_abort(o);
+		fail(&e);
+	}
+	if (output_commit(o, &e))
+		fail(&e);
+	plan_free(&pl);
+	return EXIT_OK;
+}

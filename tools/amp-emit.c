@@ -1,0 +1,174 @@
+/* amp-emit: grouped stage -> program (encoded exchange tables). */
+#include <getopt.h>
+#include <string.h>
+
+#include "capture.h"
+#include "num.h"
+#include "plan.h"
+#include "program.h"
+#include "table.h"
+#include "tool.h"
+
+static void help(void)
+{
+	printf("Usage: amp-emit [OPTION]... [GROUPED]\n"
+	       "       amp-emit --list [PROGRAM|GROUPED]\n"
+	       "Encode every tile's exchange instructions, per phase, into a program\n"
+	       "(formats/program.md): rows identical once addresses are masked are stored\n"
+	       "once and patched; each row costs exactly DOMAIN §2's footprint. Check the\n"
+	       "table budget, the fragment limit and SRAM per tile first; over a limit,\n"
+	       "name the worst tile, its phase, the figure and the limit, and write no\n"
+	       "program. --list prints a program, or the rows a grouped stage implies, as\n"
+	       "deterministic text (the two agree).\n"
+	       "\n"
+	       "      --table-budget BYTES   exchange tables per tile, all phases, after\n"
+	       "                             row sharing (default: the machine's policy)\n"
+	       "      --fragment-limit N     send + receive fragments per tile (default: the\n"
+	       "                             machine's policy)\n"
+	       "      --report               print per-tile SRAM use (tensors + tables) on stderr\n"
+	       "      --list                 print the listing to stdout instead\n"
+	       "  -o, --output FILE          write to FILE, atomically (default: stdout)\n"
+	       "  -z, --compress             compress the output with zstd\n"
+	       "      --help                 print this help and exit\n"
+	       "      --version              print the version and exit\n"
+	       "\n"
+	       "Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error.\n");
+	exit(EXIT_OK);
+}
+
+static int64_t number(const char *opt, const char *s)
+{
+	int64_t v;
+	if (parse_i64(s, &v) || v < 0)
+		usage_error("%s takes a non-negative integer, not '%s'", opt, s);
+	return v;
+}
+
+/* The limits, each naming the worst tile and its phase. */
+static void check_limits(const Plan *pl, int report)
+{
+	int64_t T = pl->machine.tiles, avail = machine_avail(&pl->machine);
+	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
+	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
+	Err e;
+
+	capture_metrics(pl, ph, &sum);
+	table_totals(pl, table, frags, NULL);
+	plan_memory(pl, peak, NULL, NULL, NULL);
+	int64_t worst = 0;
+	for (int64_t t = 1; t < T; t++)
+		if (peak[t] + table[t] > peak[worst] + table[worst])
+			worst = t;
+	if (report)
+		fprintf(stderr, "amp-emit: largest SRAM use: tile %lld, %lld bytes (tensors %lld + tables %lld) "
+			"of %lld available; largest tables %lld bytes (tile %lld); most fragments %lld (tile %lld)\n",
+			(long long)worst, (long long)(peak[worst] + table[worst]), (long long)peak[worst],
+			(long long)table[worst], (long long)avail, (long long)sum.max_table_bytes,
+			(long long)sum.worst_table_tile, (long long)sum.max_fragments,
+			(long long)sum.worst_fragment_tile);
+	if (sum.max_table_bytes > pl->machine.table_budget_bytes) {
+		int p = sum.worst_table_phase;
+		errf(&e, "tile %lld: exchange tables need %lld bytes (its largest row is in phase %d, %s), "
+		     "over the table budget of %lld bytes (--table-budget)", (long long)sum.worst_table_tile,
+		     (long long)sum.max_table_bytes, p, pl->ph[p].label, (long long)pl->machine.table_budget_bytes);
+		fail(&e);
+	}
+	if (sum.max_fragments > pl->machine.fragment_limit) {
+		int p = sum.worst_fragment_phase;
+		errf(&e, "tile %lld: %lld send and receive fragments (most in phase %d, %s), over the "
+		     "fragment limit of %lld (--fragment-limit)", (long long)sum.worst_fragment_tile,
+		     (long long)sum.max_fragments, p, pl->ph[p].label, (long long)pl->machine.fragment_limit);
+		fail(&e);
+	}
+	if (peak[worst] + table[worst] > avail) {
+		errf(&e, "tile %lld: %lld bytes of tensors at their peak and %lld bytes of exchange tables "
+		     "need %lld bytes, over the %lld available for planned data (sram_bytes - reserved_bytes)",
+		     (long long)worst, (long long)peak[worst], (long long)table[worst],
+		     (long long)(peak[worst] + table[worst]), (long long)avail);
+		fail(&e);
+	}
+	free(table);
+	free(frags);
+	free(peak);
+	free(ph);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "table-budget", required_argument, NULL, 'B' },
+		{ "fragment-limit", required_argument, NULL, 'F' },
+		{ "report", no_argument, NULL, 'R' },
+		{ "list", no_argument, NULL, 'L' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "compress", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *out_path = NULL, *in_path;
+	int compress = 0, list = 0, report = 0, c;
+	int64_t budget = -1, limit = -1;
+	Plan pl;
+	Program prog;
+	Err e;
+
+	opterr = 0;
+	tool_init("amp-emit");
+	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
+		switch (c) {
+		case 'B': budget = number("--table-budget", optarg); break;
+		case 'F': limit = number("--fragment-limit", optarg); break;
+		case 'R': report = 1; break;
+		case 'L': list = 1; break;
+		case 'o': out_path = optarg; break;
+		case 'z': compress = 1; break;
+		case 'h': help(); break;
+		case 'V': version(); break;
+		default: bad_option(c, argv, optind, optopt);
+		}
+	}
+	in_path = one_input(argc, argv, optind, list ? "program or grouped stage" : "grouped stage");
+
+	if (list) {
+		Input *in = input_open(in_path, &e);
+		char head[8] = { 0 };
+		ssize_t n = in ? input_read(in, head, sizeof head, &e) : -1;
+		if (in)
+			input_close(in);
+		if (n < 0)
+			fail(&e);
+		if (n == 8 && !memcmp(head, PROGRAM_MAGIC, 8)) {
+			if (program_read(in_path, &prog, &pl, &e) || program_list(&prog, &pl, stdout, &e))
+				fail(&e);
+			program_free(&prog);
+		} else {
+			if (plan_read_stage(&pl, in_path, STAGE_GROUP, &e) || stage_list(&pl, stdout, &e))
+				fail(&e);
+		}
+		plan_free(&pl);
+		return fflush(stdout) ? EXIT_BAD : EXIT_OK;
+	}
+
+	if (plan_read_stage(&pl, in_path, STAGE_GROUP, &e))
+		fail(&e);
+	if (budget >= 0)
+		pl.machine.table_budget_bytes = budget;
+	if (limit >= 0)
+		pl.machine.fragment_limit = limit;
+	check_limits(&pl, report);
+	if (program_build(&pl, &prog, &e))
+		fail(&e);
+	Output *o = output_open(out_path, compress, &e);
+	if (!o)
+		fail(&e);
+	if (program_write(&prog, o, &e)) {
+		output_abort(o);
+		fail(&e);
+	}
+	if (output_commit(o, &e))
+		fail(&e);
+	program_free(&prog);
+	plan_free(&pl);
+	return EXIT_OK;
+}
