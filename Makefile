@@ -34,7 +34,7 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 all: $(TOOL_BINS)
 
 # deps: install what is missing on Debian (as root), otherwise say how.
-DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time
+DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -72,7 +72,7 @@ check: deps
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
-include pipelines/plan.mk pipelines/lower.mk
+include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk
 
 clean:
 	rm -rf build bin

@@ -29,13 +29,15 @@ plan: all $(ART)/composed.yaml
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory lower MODEL=share/models/siglip-mlp.yaml
+	@$(MAKE) --no-print-directory capture MODEL=share/models/siglip-mlp.yaml > /dev/null
 	@echo
 	@cat artifacts/siglip-mlp/plan.txt
 	@echo
-	@for f in plan.yaml composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst; do \
+	@cat artifacts/siglip-mlp/summary.txt
+	@echo
+	@for f in plan.yaml composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst capture.json; do \
 		printf '%-40s %8d bytes %6d records\n' "artifacts/siglip-mlp/$$f" \
-			"$$(wc -c < artifacts/siglip-mlp/$$f)" "$$(zstd -dcf artifacts/siglip-mlp/$$f | grep -c '^- ')"; \
+			"$$(wc -c < artifacts/siglip-mlp/$$f)" "$$(zstd -dcf artifacts/siglip-mlp/$$f | grep -c '^- \|^      {')"; \
 	done
 
 # Golden stage files for the small models: `make regen` rewrites them, so a

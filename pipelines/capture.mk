@@ -1,0 +1,37 @@
+# The capture flow (included by the top-level Makefile).
+#
+#   make capture MODEL=share/models/X.yaml [EMIT_FLAGS=--table-budget N]
+#       writes artifacts/X/: every stage file, program.amp (when it fits the
+#       limits), emit.txt (amp-emit's report or its failure), capture.json
+#       and summary.txt. Each file is remade only when its inputs or its
+#       tool changed.
+
+EMIT_FLAGS ?=
+JQ := share/jq
+
+.PHONY: capture
+
+# The program is written only when every tile fits its limits; emit.txt
+# always says which, so the flow goes on to the capture either way.
+$(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit
+	@if $(BIN)/amp-emit --report $(EMIT_FLAGS) -o $(ART)/program.amp $< 2> $@.tmp; then \
+		echo "program: $(ART)/program.amp ($$(wc -c < $(ART)/program.amp) bytes)" >> $@.tmp; \
+	else \
+		rm -f $(ART)/program.amp; \
+		echo "program: not written (a limit is exceeded; see above)" >> $@.tmp; \
+	fi; mv $@.tmp $@
+
+$(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture
+	$(BIN)/amp-capture -o $@ $<
+
+$(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
+	@{ jq -r -f $(JQ)/summary-head.jq $<; \
+	  echo; { printf 'phase\tlabels\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\n'; \
+	  jq -r -f $(JQ)/phase-table.jq $<; } | column -t -s '	'; \
+	  echo; echo "top movement classes by receiver payload"; \
+	  { printf 'phase\top.operand\ttensor\tmovement\tsends\treceiver_bytes\treplication\n'; \
+	  jq -r --argjson n 10 -f $(JQ)/top-classes.jq $<; } | column -t -s '	'; \
+	  echo; sed 's/^amp-emit: //' $(ART)/emit.txt; } > $@.tmp && mv $@.tmp $@
+
+capture: all $(ART)/summary.txt
+	@cat $(ART)/summary.txt

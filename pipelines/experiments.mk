@@ -1,0 +1,49 @@
+# Controlled experiments on siglip-mlp (included by the top-level Makefile).
+#
+#   make experiment-weights   amp-group --weights direct against forwarding
+#   make experiment-compose   amp-compose --no-compose against composition
+#
+# Each builds both variants under artifacts/experiments/ and prints, per
+# phase, transfers, max row bytes and modelled cycles side by side.
+
+EXP := artifacts/experiments
+EXP_MODEL := share/models/siglip-mlp.yaml
+
+.PHONY: experiment-weights experiment-compose
+
+# side_by_side A.json B.json NAME_A NAME_B
+side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \
+	'def row(p): if p then [(p.labels | join("+")), p.transfers, p.max_row_bytes, p.cycles] else ["-", "-", "-", "-"] end; \
+	 ["phase", "$(3) labels", "transfers", "max_row", "cycles", "$(4) labels", "transfers", "max_row", "cycles"], \
+	 (range([($$a[0].phases | length), ($$b[0].phases | length)] | max) as $$i | \
+	  [$$i] + row($$a[0].phases[$$i]) + row($$b[0].phases[$$i])), \
+	 ["total", "", $$a[0].summary.transfers, $$a[0].summary.max_row_bytes, $$a[0].summary.exchange_cycles, \
+	  "", $$b[0].summary.transfers, $$b[0].summary.max_row_bytes, $$b[0].summary.exchange_cycles] | @tsv' | column -t -s '	'
+
+$(EXP):
+	mkdir -p $@
+
+$(EXP)/plan.yaml: $(EXP_MODEL) $(BIN)/amp-plan | $(EXP)
+	$(BIN)/amp-plan -o $@ $<
+
+$(EXP)/%.composed.yaml: $(EXP)/plan.yaml $(BIN)/amp-compose
+	$(BIN)/amp-compose $(if $(findstring nocompose,$*),--no-compose) -o $@ $<
+
+$(EXP)/%.exchange.yaml.zst: $(EXP)/%.composed.yaml $(BIN)/amp-expand $(BIN)/amp-exchange
+	$(BIN)/amp-expand -z $< | $(BIN)/amp-exchange -z -o $@
+
+$(EXP)/%.capture.json: $(EXP)/%.exchange.yaml.zst $(BIN)/amp-group $(BIN)/amp-capture
+	$(BIN)/amp-group $(if $(findstring direct,$*),--weights direct) -z -o $(EXP)/$*.grouped.yaml.zst $<
+	$(BIN)/amp-capture -o $@ $(EXP)/$*.grouped.yaml.zst
+
+# Both weight variants start from the same composed plan.
+$(EXP)/direct.composed.yaml $(EXP)/forward.composed.yaml: $(EXP)/compose.composed.yaml
+	cp $< $@
+
+experiment-weights: all $(EXP)/direct.capture.json $(EXP)/forward.capture.json
+	@echo "parameter delivery on $(EXP_MODEL): --weights direct vs forward"
+	@$(call side_by_side,$(EXP)/direct.capture.json,$(EXP)/forward.capture.json,direct,forward)
+
+experiment-compose: all $(EXP)/nocompose.capture.json $(EXP)/compose.capture.json
+	@echo "composition on $(EXP_MODEL): --no-compose vs compose"
+	@$(call side_by_side,$(EXP)/nocompose.capture.json,$(EXP)/compose.capture.json,no-compose,compose)
