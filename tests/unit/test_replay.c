@@ -1,0 +1,131 @@
+/* The replay and the footprint on small phases computed by hand
+ * (formats/capture.md): 4 bytes a cycle, send control 2, receive control 3. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+#include "table.h"
+#include "t.h"
+#include "testlib.h"
+
+static Plan phase_of(const Xfer *x, int n)
+{
+	Plan pl;
+	memset(&pl, 0, sizeof pl);
+	pl.machine = test_machine(16);
+	pl.ns = 1;
+	pl.nph = 1;
+	pl.ph = calloc(1, sizeof *pl.ph);
+	pl.x = calloc((size_t)n, sizeof *pl.x);
+	memcpy(pl.x, x, (size_t)n * sizeof *x);
+	pl.nx = n;
+	return pl;
+}
+
+static Xfer send(int64_t src, int64_t sa, int64_t dst, int64_t da, int64_t nrecv, int64_t len)
+{
+	Xfer x;
+	memset(&x, 0, sizeof x);
+	x.kind = X_SEND;
+	x.len = len;
+	x.src_tile = src, x.src_addr = sa;
+	x.dst_tile = dst, x.dst_addr = da;
+	x.nrecv = nrecv;
+	x.recv_step = nrecv > 1 ? 1 : 0;
+	return x;
+}
+
+static void done(Plan *pl)
+{
+	free(pl->ph);
+	free(pl->x);
+}
+
+typedef struct {
+	int64_t bytes[16];
+	int n[16];
+} Rows;
+
+static int note(void *ctx, int64_t t, const Instr *ins, int n)
+{
+	Rows *r = ctx;
+	r->bytes[t] = row_bytes(ins, n);
+	r->n[t] = n;
+	return 0;
+}
+
+int main(void)
+{
+	Plan pl;
+	Rows r;
+
+	t_case("a single 400-byte send takes the receiver's control then 100 cycles");
+	Xfer one = send(0, 0, 1, 0, 1, 400);
+	pl = phase_of(&one, 1);
+	CHECK(phase_cycles(&pl, 0) == 103, "got %lld", (long long)phase_cycles(&pl, 0));
+	memset(&r, 0, sizeof r);
+	phase_rows(&pl, 0, note, &r);
+	/* sender: 8 + 12 (over 256 B) = 20 -> 24; receiver: 8 + 12 (new address) -> 24 */
+	CHECK(r.bytes[0] == 24 && r.bytes[1] == 24 && r.n[0] == 1 && r.n[1] == 1,
+	      "rows %lld/%lld", (long long)r.bytes[0], (long long)r.bytes[1]);
+	done(&pl);
+
+	t_case("a multicast to three tiles costs the same cycles and its sender one send");
+	Xfer mc = send(0, 0, 1, 0, 3, 400);
+	pl = phase_of(&mc, 1);
+	CHECK(phase_cycles(&pl, 0) == 103, "got %lld", (long long)phase_cycles(&pl, 0));
+	memset(&r, 0, sizeof r);
+	phase_rows(&pl, 0, note, &r);
+	CHECK(r.n[0] == 1 && r.n[1] == 1 && r.n[2] == 1 && r.n[3] == 1 && r.bytes[0] == 24,
+	      "sender %d instructions", r.n[0]);
+	done(&pl);
+
+	t_case("a forward starts after the receive it depends on");
+	Xfer chain[2] = { send(0, 0, 1, 64, 1, 400), send(1, 64, 2, 128, 1, 400) };
+	pl = phase_of(chain, 2);
+	CHECK(phase_cycles(&pl, 0) == 203, "got %lld", (long long)phase_cycles(&pl, 0));
+	done(&pl);
+
+	t_case("a send that reads other bytes does not wait for an unrelated receive");
+	Xfer indep[2] = { send(0, 0, 1, 64, 1, 400), send(1, 4096, 2, 128, 1, 400) };
+	pl = phase_of(indep, 2);
+	/* tile 1: recv control 3, send control 2 -> issue 5; tile 2 recv 3: start 5, end 105 */
+	CHECK(phase_cycles(&pl, 0) == 105, "got %lld", (long long)phase_cycles(&pl, 0));
+	done(&pl);
+
+	t_case("many tiny fragments are bound by the receiver's controls");
+	Xfer tiny = send(0, 0, 1, 0, 1, 4);
+	tiny.nloop = 1;
+	tiny.loop[0] = (XLoop){ 100, 0, 4, 0, 4 };
+	pl = phase_of(&tiny, 1);
+	/* fragment i starts at 3(i+1) (receiver issue), lasts 1: the last ends at 301 */
+	CHECK(phase_cycles(&pl, 0) == 301, "got %lld", (long long)phase_cycles(&pl, 0));
+	memset(&r, 0, sizeof r);
+	phase_rows(&pl, 0, note, &r);
+	/* receiver: 8 + 12 (first, new address) + 99 * 8 (each continues) = 812 -> 816 */
+	CHECK(r.bytes[1] == 816 && r.n[1] == 100, "receiver row %lld", (long long)r.bytes[1]);
+	/* sender: 8 + 100 * 8 = 808 */
+	CHECK(r.bytes[0] == 808, "sender row %lld", (long long)r.bytes[0]);
+	done(&pl);
+
+	t_case("a receive that does not continue the previous one costs 4 bytes more");
+	Xfer gap = send(0, 0, 1, 0, 1, 4);
+	gap.nloop = 1;
+	gap.loop[0] = (XLoop){ 3, 0, 4, 0, 8 };     /* receiver addresses 0, 8, 16 */
+	pl = phase_of(&gap, 1);
+	memset(&r, 0, sizeof r);
+	phase_rows(&pl, 0, note, &r);
+	CHECK(r.bytes[1] == 8 + 3 * 12 + 4, "receiver row %lld", (long long)r.bytes[1]);
+	done(&pl);
+
+	t_case("a loopback multicast puts the send before the sender's own receive");
+	Xfer loop = send(0, 0, 0, 256, 2, 64);
+	pl = phase_of(&loop, 1);
+	memset(&r, 0, sizeof r);
+	phase_rows(&pl, 0, note, &r);
+	CHECK(r.n[0] == 2 && r.n[1] == 1, "tile 0 has %d instructions", r.n[0]);
+	/* tile 0: issue 2 + 3 = 5, tile 1: 3; start 5, 16 cycles: 21 */
+	CHECK(phase_cycles(&pl, 0) == 21, "got %lld", (long long)phase_cycles(&pl, 0));
+	done(&pl);
+	return t_summary();
+}
