@@ -132,21 +132,34 @@ static int by_tile(const void *a, const void *b)
 int group_check_order(const Plan *pl, Err *e)
 {
 	int rc = 0;
-	for (int p = 0; p < pl->nph && !rc; p++) {
-		Acc w = { NULL, 0, 0, 0, 1, pl->machine.tiles, 0 };
-		Acc r = { NULL, 0, 0, 0, 0, pl->machine.tiles, 0 };
-		for (int i = 0; i < pl->nx; i++) {
-			const Xfer *x = &pl->x[i];
-			if (x->step < pl->ph[p].first || x->step > pl->ph[p].last)
+	/* Within a step only a read of the step's own destination (a forward)
+	 * can depend on a write of the same step: check the steps that have
+	 * such a read, and only those reads. */
+	for (int st = 0; st < pl->ns && !rc; st++) {
+		if (pl->s[st].kind != STEP_COPY)
+			continue;
+		const Placement *D = &pl->p[pl->s[st].dst];
+		int64_t dlo = D->addr, dhi = D->addr + place_max_bytes(D);
+		int any = 0;
+		for (int i = 0; i < pl->nx && !any; i++) {
+			int64_t lo, hi;
+			if (pl->x[i].step != st || pl->x[i].kind != X_SEND)
 				continue;
-			w.step = r.step = x->step;
-			xfer_each(x, pl->machine.tiles, note, &w);
-			xfer_each(x, pl->machine.tiles, note, &r);
+			xfer_span(&pl->x[i], 0, &lo, &hi);
+			any = lo < dhi && dlo < hi;
 		}
+		if (!any)
+			continue;
+		Acc w = { NULL, 0, 0, 0, 1, pl->machine.tiles, st };
+		Acc r = { NULL, 0, 0, 0, 0, pl->machine.tiles, st };
+		for (int i = 0; i < pl->nx; i++)
+			if (pl->x[i].step == st) {
+				xfer_each(&pl->x[i], pl->machine.tiles, note, &w);
+				xfer_each(&pl->x[i], pl->machine.tiles, note, &r);
+			}
 		qsort(w.a, (size_t)w.n, sizeof *w.a, by_tile);
 		for (int64_t i = 0; i < r.n && !rc; i++) {
 			const Access *q = &r.a[i];
-			/* writes on q's tile, sorted by lo: scan those that may overlap */
 			int64_t lo = 0, hi = w.n;
 			while (lo < hi) {
 				int64_t mid = (lo + hi) / 2;
@@ -156,11 +169,16 @@ int group_check_order(const Plan *pl, Err *e)
 					hi = mid;
 			}
 			for (int64_t k = lo; k < w.n && w.a[k].tile == q->tile && w.a[k].lo < q->hi; k++)
-				if (w.a[k].hi > q->lo && w.a[k].seq > q->seq && w.a[k].step == q->step)
+				if (w.a[k].hi > q->lo && w.a[k].seq > q->seq) {
+					int p = 0;
+					while (p + 1 < pl->nph && pl->ph[p].last < st)
+						p++;
 					rc = errf(e, "phase %d (%s), tile %lld: bytes %lld..%lld are read before "
 						  "the transfer that writes them in this phase (a forward before "
-						  "its receive)", p, pl->ph[p].label, (long long)q->tile,
-						  (long long)q->lo, (long long)q->hi);
+						  "its receive)", p, pl->nph ? pl->ph[p].label : "-",
+						  (long long)q->tile, (long long)q->lo, (long long)q->hi);
+					break;
+				}
 		}
 		free(w.a);
 		free(r.a);
