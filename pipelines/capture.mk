@@ -1,28 +1,32 @@
 # The capture flow (included by the top-level Makefile).
 #
-#   make capture MODEL=share/models/X.yaml [EMIT_FLAGS=--table-budget N]
+#   make capture MODEL=share/models/X.yaml [LIMITS='--table-budget N --fragment-limit N']
 #       writes artifacts/X/: every stage file, program.amp (when it fits the
 #       limits), emit.txt (amp-emit's report or its failure), capture.json
-#       and summary.txt. Each file is remade only when its inputs or its
-#       tool changed.
+#       and summary.txt. LIMITS override the machine's policy for amp-emit
+#       and amp-capture alike. Each file is remade only when its inputs, its
+#       tool or its flags changed.
 
-EMIT_FLAGS ?=
+LIMITS ?=
 JQ := share/jq
 
 .PHONY: capture
 
+$(ART)/limits.flags: FORCE | $(ART)
+	@echo '$(LIMITS)' | cmp -s - $@ || echo '$(LIMITS)' > $@
+
 # The program is written only when every tile fits its limits; emit.txt
 # always says which, so the flow goes on to the capture either way.
-$(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit
-	@if $(BIN)/amp-emit --report $(EMIT_FLAGS) -o $(ART)/program.amp $< 2> $@.tmp; then \
+$(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
+	@if $(BIN)/amp-emit --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
 		echo "program: $(ART)/program.amp ($$(wc -c < $(ART)/program.amp) bytes)" >> $@.tmp; \
 	else \
 		rm -f $(ART)/program.amp; \
 		echo "program: not written (a limit is exceeded; see above)" >> $@.tmp; \
 	fi; mv $@.tmp $@
 
-$(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture
-	$(BIN)/amp-capture -o $@ $<
+$(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.flags
+	$(BIN)/amp-capture $(LIMITS) -o $@ $<
 
 $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	@{ jq -r -f $(JQ)/summary-head.jq $<; \

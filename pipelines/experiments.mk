@@ -11,6 +11,9 @@ EXP_MODEL := share/models/siglip-mlp.yaml
 
 .PHONY: experiment-weights experiment-compose
 
+# Keep the intermediate stage files of the pattern rules, for diffing.
+.SECONDARY:
+
 # side_by_side A.json B.json NAME_A NAME_B
 side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \
 	'def row(p): if p then [(p.labels | join("+")), p.transfers, p.max_row_bytes, p.cycles] else ["-", "-", "-", "-"] end; \
@@ -23,14 +26,14 @@ side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \
 $(EXP):
 	mkdir -p $@
 
-$(EXP)/plan.yaml: $(EXP_MODEL) $(BIN)/amp-plan | $(EXP)
-	$(BIN)/amp-plan -o $@ $<
+$(EXP)/plan.yaml: $(EXP_MODEL) $(MACHINE) $(BIN)/amp-plan | $(EXP)
+	$(BIN)/amp-plan --machine $(MACHINE) -o $@ $<
 
 $(EXP)/%.composed.yaml: $(EXP)/plan.yaml $(BIN)/amp-compose
 	$(BIN)/amp-compose $(if $(findstring nocompose,$*),--no-compose) -o $@ $<
 
 $(EXP)/%.exchange.yaml.zst: $(EXP)/%.composed.yaml $(BIN)/amp-expand $(BIN)/amp-exchange
-	$(BIN)/amp-expand -z $< | $(BIN)/amp-exchange -z -o $@
+	set -o pipefail; $(BIN)/amp-expand -z $< | $(BIN)/amp-exchange -z -o $@
 
 $(EXP)/%.capture.json: $(EXP)/%.exchange.yaml.zst $(BIN)/amp-group $(BIN)/amp-capture
 	$(BIN)/amp-group $(if $(findstring direct,$*),--weights direct) -z -o $(EXP)/$*.grouped.yaml.zst $<

@@ -14,12 +14,17 @@ PLAN_FLAGS ?=
 NAME    := $(basename $(notdir $(MODEL)))
 ART     := artifacts/$(NAME)
 
-.PHONY: plan demo regen
+.PHONY: plan demo regen FORCE
+
+# A file per flag variable, rewritten only when the flags change, so that
+# changing flags remakes what they affect and nothing else.
+$(ART)/plan.flags: FORCE | $(ART)
+	@echo '$(PLAN_FLAGS)' | cmp -s - $@ || echo '$(PLAN_FLAGS)' > $@
 
 $(ART):
 	mkdir -p $@
 
-$(ART)/plan.yaml $(ART)/plan.txt &: $(MODEL) $(MACHINE) $(BIN)/amp-plan | $(ART)
+$(ART)/plan.yaml $(ART)/plan.txt &: $(MODEL) $(MACHINE) $(BIN)/amp-plan $(ART)/plan.flags | $(ART)
 	$(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --explain -o $(ART)/plan.yaml $(MODEL) > $(ART)/plan.txt
 
 $(ART)/composed.yaml: $(ART)/plan.yaml $(BIN)/amp-compose
@@ -51,5 +56,6 @@ regen: all
 		$(BIN)/amp-expand -o $$g/expanded.yaml $$g/composed.yaml && \
 		$(BIN)/amp-exchange -o $$g/exchange.yaml $$g/expanded.yaml && \
 		$(BIN)/amp-group -o $$g/grouped.yaml $$g/exchange.yaml && \
-		echo "regen: $$g/{plan,composed,expanded,exchange,grouped}.yaml"; \
+		$(BIN)/amp-capture -o $$g/capture.json $$g/grouped.yaml && \
+		echo "regen: $$g/{plan,composed,expanded,exchange,grouped}.yaml, $$g/capture.json"; \
 	done

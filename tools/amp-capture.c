@@ -2,6 +2,7 @@
 #include <getopt.h>
 
 #include "capture.h"
+#include "num.h"
 #include "plan.h"
 #include "program.h"
 #include "tool.h"
@@ -16,6 +17,9 @@ static void help(void)
 	       "phase_traffic, one record per movement class. Query it with jq\n"
 	       "(share/jq/).\n"
 	       "\n"
+	       "      --table-budget BYTES   report against this table budget instead of\n"
+	       "                             the machine's (as amp-emit --table-budget)\n"
+	       "      --fragment-limit N     the same for the fragment limit\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress        compress the output with zstd\n"
 	       "      --help            print this help and exit\n"
@@ -28,6 +32,8 @@ static void help(void)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "table-budget", required_argument, NULL, 'B' },
+		{ "fragment-limit", required_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
@@ -36,6 +42,7 @@ int main(int argc, char **argv)
 	};
 	const char *out_path = NULL, *in_path;
 	int compress = 0, c;
+	int64_t budget = -1, limit = -1;
 	Plan pl;
 	Err e;
 
@@ -43,6 +50,15 @@ int main(int argc, char **argv)
 	tool_init("amp-capture");
 	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
 		switch (c) {
+		case 'B':
+		case 'F': {
+			int64_t v;
+			if (parse_i64(optarg, &v) || v < 0)
+				usage_error("--%s takes a non-negative integer, not '%s'",
+					    c == 'B' ? "table-budget" : "fragment-limit", optarg);
+			*(c == 'B' ? &budget : &limit) = v;
+			break;
+		}
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;
@@ -53,6 +69,10 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, optind, "grouped stage or program");
 	if (program_or_stage(&pl, in_path, &e))
 		fail(&e);
+	if (budget >= 0)
+		pl.machine.table_budget_bytes = budget;
+	if (limit >= 0)
+		pl.machine.fragment_limit = limit;
 	Output *o = output_open(out_path, compress, &e);
 	if (!o)
 		fail(&e);

@@ -1,0 +1,622 @@
+#!/usr/bin/env bats
+# amp-capture: grouped stage or program -> capture JSON (formats/capture.md).
+# The command-line contract, the document's shape, its golden file, the
+# invariants the format states (checked with jq on siglip-mlp), agreement
+# with amp-emit's listing, the replay's documented examples, the shipped
+# queries (share/jq/) and malformed input (tests/bad/capture-*).
+
+load common
+bats_require_minimum_version 1.5.0
+
+# grouped MODEL OUT: MODEL planned, composed, expanded, exchanged, grouped.
+grouped() {
+	amp-plan "$1" -o "$2.plan" &&
+		amp-compose "$2.plan" -o "$2.composed" &&
+		amp-expand "$2.composed" -o "$2.expanded" &&
+		amp-exchange "$2.expanded" -o "$2.exchange" &&
+		amp-group "$2.exchange" -o "$2" || return 1
+	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
+	[ -s "$2" ]
+}
+
+# listing_phases LISTING: per phase of an amp-emit --list text, "phase
+# sends send_bytes recv_bytes max_row_bytes max_instructions".
+listing_phases() {
+	awk '
+	/^phase / { p = $2; n[p] = s[p] = r[p] = mr[p] = mf[p] = 0; order[++np] = p; next }
+	/^tile / { p = $4; if ($6 > mr[p]) mr[p] = $6; if ($8 > mf[p]) mf[p] = $8; next }
+	$1 == "send" { n[p]++; s[p] += $2; next }
+	$1 == "recv" { r[p] += $2 }
+	END { for (i = 1; i <= np; i++) { p = order[i]; print p, n[p], s[p], r[p], mr[p], mf[p] } }' "$1"
+}
+
+# The stages are made once per file: tiny-mlp with its program, siglip-mlp
+# with its capture and the per-phase figures of its listing, and the small
+# compose-native-fp8 stage the replay cases are written into.
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	export TINY=$BATS_FILE_TMPDIR/tiny.yaml TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp
+	export TINY_CAPTURE=$BATS_FILE_TMPDIR/tiny.json SIGLIP=$BATS_FILE_TMPDIR/siglip.yaml
+	export SIGLIP_CAPTURE=$BATS_FILE_TMPDIR/siglip.json SIGLIP_PHASES=$BATS_FILE_TMPDIR/siglip-phases.txt
+	export NATIVE=$BATS_FILE_TMPDIR/native.yaml
+	grouped "$MODELS/tiny-mlp.yaml" "$TINY"
+	grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
+	grouped "$ROOT/tests/models/compose-native-fp8.yaml" "$NATIVE"
+	amp-emit "$TINY" -o "$TINY_PROG"
+	amp-capture "$TINY" -o "$TINY_CAPTURE"
+	amp-capture "$SIGLIP" -o "$SIGLIP_CAPTURE"
+	amp-emit --list "$SIGLIP" > siglip.list
+	listing_phases siglip.list > "$SIGLIP_PHASES"
+	rm -f siglip.list
+}
+
+# jq_empty FILTER FILE: the filter (which lists violations) gives [].
+jq_empty() {
+	run jq -c "$1" "$2"
+	assert_success
+	assert_output '[]'
+}
+
+# ---- A. command-line contract ----
+
+@test "capture --help prints usage, the options and exit statuses to stdout and exits 0" {
+	run --separate-stderr amp-capture --help
+	assert_success
+	assert_line --index 0 --regexp '^Usage: amp-capture '
+	for opt in --output --compress --help --version; do
+		assert_output --partial -- "$opt"
+	done
+	assert_output --regexp 'Exit status: 0 success, 1 bad input[^,]*, 2 usage error'
+	assert_equal "$stderr" ""
+}
+
+@test "capture --version prints the tool name and version" {
+	run --separate-stderr amp-capture --version
+	assert_success
+	assert_output --regexp '^amp-capture \(amp\) [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_equal "$stderr" ""
+}
+
+@test "capture rejects an unknown option with usage status 2 and writes nothing" {
+	mkdir out
+	for opt in --bogus --table-budget; do
+		run --separate-stderr amp-capture "$opt" 5 "$TINY" -o out/c.json
+		assert_failure 2
+		assert_equal "$output" ""
+		assert_regex "$stderr" "^amp-capture: .*'$opt'"
+		assert_regex "$stderr" "Try 'amp-capture --help'"
+	done
+	run --separate-stderr amp-capture -q "$TINY"
+	assert_failure 2
+	assert_regex "$stderr" "^amp-capture: .*'-q'"
+	run ls -A out
+	assert_output ""
+}
+
+@test "capture rejects two input arguments with usage status 2" {
+	mkdir out
+	run --separate-stderr amp-capture "$TINY" "$TINY_PROG" -o out/c.json
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "tiny\.amp"
+	assert_regex "$stderr" "Try 'amp-capture --help'"
+	run ls -A out
+	assert_output ""
+}
+
+@test "capture rejects -o without a file with usage status 2" {
+	run --separate-stderr amp-capture -o
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "Try 'amp-capture --help'"
+}
+
+@test "capture reports a missing input file with status 1 naming it" {
+	run --separate-stderr amp-capture nosuch.yaml
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-capture: cannot open 'nosuch.yaml': No such file or directory"
+}
+
+@test "capture reads the same input from a path, from '-' and from stdin" {
+	# --help: "standard input when absent or '-'"
+	for f in "$TINY" "$TINY_PROG"; do
+		run --separate-stderr amp-capture - < "$f"
+		assert_success
+		assert_equal "$stderr" ""
+		printf '%s\n' "$output" > dash.json
+		run cmp "$TINY_CAPTURE" dash.json
+		assert_success
+		run amp-capture -o stdin.json < "$f"
+		assert_success
+		run cmp "$TINY_CAPTURE" stdin.json
+		assert_success
+	done
+}
+
+@test "capture writes to stdout what -o writes" {
+	amp-capture "$TINY" > stdout.json
+	run cmp "$TINY_CAPTURE" stdout.json
+	assert_success
+}
+
+@test "capture recognises zstd input by its magic, not its name, for a stage and a program" {
+	run zstd -q "$TINY" -o packed.yaml
+	assert_success
+	run zstd -q "$TINY_PROG" -o packed.amp
+	assert_success
+	run amp-emit -z "$TINY" -o emitted-z.amp
+	assert_success
+	for f in packed.yaml packed.amp emitted-z.amp; do
+		run od -An -tx1 -N4 "$f"
+		assert_output ' 28 b5 2f fd'
+		run amp-capture "$f" -o from-zstd.json
+		assert_success
+		run cmp "$TINY_CAPTURE" from-zstd.json
+		assert_success
+	done
+}
+
+@test "capture -z writes zstd that decompresses to the plain capture" {
+	run amp-capture -z "$TINY" -o packed.json
+	assert_success
+	run od -An -tx1 -N4 packed.json
+	assert_output ' 28 b5 2f fd'
+	run zstd -q -d packed.json -o unpacked.json
+	assert_success
+	run cmp "$TINY_CAPTURE" unpacked.json
+	assert_success
+}
+
+@test "capture -o leaves only the target after success and prints nothing" {
+	mkdir out
+	run --separate-stderr amp-capture "$TINY" -o out/c.json
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	run ls -A out
+	assert_output 'c.json'
+}
+
+@test "capture -o on failure leaves no target, no temporary, and an existing target unchanged" {
+	mkdir out
+	run amp-capture "$BAD/capture-version.yaml" -o out/c.json
+	assert_failure 1
+	run amp-capture "$BAD/program-truncated.amp" -o out/c.json
+	assert_failure 1
+	run ls -A out
+	assert_output ""
+	echo 'previous contents' > out/c.json
+	run amp-capture "$BAD/capture-kind.yaml" -o out/c.json
+	assert_failure 1
+	run cat out/c.json
+	assert_output 'previous contents'
+	run ls -A out
+	assert_output 'c.json'
+}
+
+@test "capture -o into a missing directory fails with status 1 naming the target" {
+	run --separate-stderr amp-capture "$TINY" -o nodir/c.json
+	assert_failure 1
+	assert_regex "$stderr" "^amp-capture: cannot create 'nodir/c\.json"
+	assert [ ! -e nodir ]
+}
+
+@test "capture gives identical bytes for the same input twice" {
+	run amp-capture "$TINY" -o again.json
+	assert_success
+	run cmp "$TINY_CAPTURE" again.json
+	assert_success
+	run amp-capture "$SIGLIP" -o again.json
+	assert_success
+	run cmp "$SIGLIP_CAPTURE" again.json
+	assert_success
+	run amp-capture "$TINY_PROG" -o one.json
+	assert_success
+	run amp-capture "$TINY_PROG" -o two.json
+	assert_success
+	run cmp one.json two.json
+	assert_success
+}
+
+# ---- B. the document ----
+
+@test "capture writes valid JSON with exactly the top-level keys of formats/capture.md" {
+	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
+		run jq -e . "$f"
+		assert_success
+		run jq -c 'keys_unsorted' "$f"
+		assert_output '["format","version","model","machine","summary","phases","phase_traffic"]'
+		run jq -c '[.format, .version]' "$f"
+		assert_output '["amp-capture",1]'
+	done
+	run jq -r .model "$TINY_CAPTURE"
+	assert_output tiny-mlp
+	run jq -r .model "$SIGLIP_CAPTURE"
+	assert_output siglip-mlp
+}
+
+@test "capture's every figure is a non-negative integer" {
+	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
+		jq_empty '[paths(type == "number") as $p | getpath($p) as $v
+			| select($v != ($v | floor) or $v < 0) | $p]' "$f"
+		run jq '[paths(type == "number")] | length' "$f"
+		assert [ "$output" -ge 100 ]
+	done
+}
+
+@test "capture's machine is the stage's machine, with the limits the program was checked against" {
+	# the stage header's flow mapping, key: value pairs
+	header() { sed -n '3s/^machine: {//p' "$1" | tr ',' '\n' | sed -n 's/^ *\([a-z_]*\): \([0-9a-z]*\)$/\1 \2/p'; }
+	header "$SIGLIP" > header.txt
+	run jq -r '.machine | to_entries[] | "\(.key) \(.value)"' "$SIGLIP_CAPTURE"
+	assert_success
+	assert_equal "${#lines[@]}" 9
+	for line in "${lines[@]}"; do
+		run grep -c -x -- "$line" header.txt
+		assert_output 1
+	done
+	run jq -c '.machine | keys_unsorted' "$SIGLIP_CAPTURE"
+	assert_output '["name","tiles","exchange_bytes_per_cycle","sync_cycles","send_control_cycles","receive_control_cycles","max_transfer_bytes","table_budget_bytes","fragment_limit"]'
+	run amp-emit --table-budget 50000 --fragment-limit 2000 "$TINY" -o limited.amp
+	assert_success
+	run amp-capture limited.amp
+	assert_success
+	run jq -c '.machine | [.table_budget_bytes, .fragment_limit]' <<< "$output"
+	assert_output '[50000,2000]'
+}
+
+@test "capture's summary has exactly the fields of formats/capture.md" {
+	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
+		run jq -c '.summary | keys_unsorted' "$f"
+		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_fragments","exchange_cycles","sync_cycles"]'
+	done
+}
+
+@test "capture lists every phase of the stage with its labels, steps and figures" {
+	for f in "$TINY" "$SIGLIP"; do
+		c=$TINY_CAPTURE
+		[ "$f" = "$SIGLIP" ] && c=$SIGLIP_CAPTURE
+		jq_empty '[.phases[] | select(keys_unsorted != ["id","labels","steps","transfers","bytes","max_row_bytes","max_fragments","cycles"])]' "$c"
+		sed -n 's/^- {phase: \([0-9]*\), steps: \[\([0-9]*\), \([0-9]*\)\], label: \([^}]*\)}$/\1 \2 \3 \4/p' "$f" > stage-phases.txt
+		run wc -l < stage-phases.txt
+		assert [ "$output" -ge 3 ]
+		jq -r '.phases[] | "\(.id) \(.steps[0]) \(.steps[1]) \(.labels | join("+"))"' "$c" > capture-phases.txt
+		run diff stage-phases.txt capture-phases.txt
+		assert_success
+		run jq '.summary.phases == (.phases | length)' "$c"
+		assert_output true
+	done
+}
+
+@test "capture has one movement class per copy step with sends, in its phase, in step order" {
+	for f in "$TINY" "$SIGLIP"; do
+		c=$TINY_CAPTURE
+		[ "$f" = "$SIGLIP" ] && c=$SIGLIP_CAPTURE
+		run jq -c '(.phase_traffic | keys) == [.phases[].id | tostring]' "$c"
+		assert_output true
+		# the steps with send records, and what each copy step serves
+		sed -n 's/^- {step: \([0-9]*\), kind: send,.*/\1/p' "$f" | sort -nu > send-steps.txt
+		sed -n 's/^- {step: \([0-9]*\), copy: \([a-z]*\), op: \([^,]*\), operand: \([^,]*\), map: [^,]*, src: \([^,]*\), dst: \([^}]*\)}$/\1 \2 \3 \4 \5 \6/p' "$f" > copies.txt
+		run wc -l < send-steps.txt
+		assert [ "$output" -ge 5 ]
+		awk 'FILENAME == ARGV[1] { s[$1] = 1; next } ($1 in s)' send-steps.txt copies.txt > expect.txt
+		run wc -l < expect.txt
+		assert_equal "$output" "$(wc -l < send-steps.txt)"
+		jq -r '.phase_traffic | to_entries[] | .value[] | "\(.step) \(.movement) \(.op) \(.operand) \(.src) \(.dst)"' "$c" > classes.txt
+		run diff expect.txt classes.txt
+		assert_success
+		# each class's step lies in its phase
+		jq_empty '. as $c | [.phase_traffic | to_entries[] | .key as $k | .value[]
+			| select(.step < $c.phases[$k | tonumber].steps[0] or .step > $c.phases[$k | tonumber].steps[1])]' "$c"
+	done
+}
+
+@test "capture's every movement class has the fields of formats/capture.md with known operands and movements" {
+	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
+		run jq '[.phase_traffic[][]] | length' "$f"
+		assert [ "$output" -ge 9 ]
+		jq_empty '[.phase_traffic[][] | select(has("op", "operand", "tensor", "movement", "src_format",
+			"src_layout", "dst_format", "dst_layout", "src_shard", "dst_view", "sends", "send_bytes",
+			"source_payload_bytes", "receiver_payload_bytes", "replication", "source_tiles",
+			"receiver_tiles") | not)]' "$f"
+		jq_empty '[.phase_traffic[][] | select(
+			([.operand] | inside(["a", "b", "bias", "partial", "out", "x", "scale"]) | not)
+			or ([.movement] | inside(["parameter", "activation", "reduction", "output", "copy"]) | not)
+			or ([.src_format, .dst_format] | inside(["fp8", "fp16", "fp32"]) | not)
+			or ([.src_layout, .dst_layout] | inside(["row-major", "amp-left", "transposed-right", "amp-output"]) | not)
+			or (.src_shard | type != "array" or length == 0) or (.dst_view | type != "array" or length == 0)
+			or (.send_bytes | type != "object" or length == 0)
+			or ([.op, .tensor, .src, .dst] | map(type == "string" and length > 0) | all | not))]' "$f"
+	done
+	# siglip-mlp has every movement but copy
+	run jq -c '[.phase_traffic[][].movement] | unique' "$SIGLIP_CAPTURE"
+	assert_output '["activation","output","parameter","reduction"]'
+}
+
+# ---- C. program and stage, golden ----
+
+@test "capture of a program equals the capture of the grouped stage it came from" {
+	run amp-capture "$TINY_PROG" -o from-program.json
+	assert_success
+	run cmp "$TINY_CAPTURE" from-program.json
+	assert_success
+	run amp-emit --table-budget 200000 "$SIGLIP" -o siglip.amp
+	assert_success
+	run amp-capture siglip.amp -o siglip-program.json
+	assert_success
+	# the program carries the budget it was checked against; nothing else differs
+	run jq -c '.machine.table_budget_bytes' siglip-program.json
+	assert_output 200000
+	run diff <(jq -S 'del(.machine.table_budget_bytes)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine.table_budget_bytes)' siglip-program.json)
+	assert_success
+}
+
+@test "capture of tiny-mlp's golden grouped stage matches its golden capture" {
+	run amp-capture "$GOLDEN/tiny-mlp/grouped.yaml" -o capture.json
+	assert_success
+	run diff -u "$GOLDEN/tiny-mlp/capture.json" capture.json
+	assert_success
+	run cmp "$GOLDEN/tiny-mlp/grouped.yaml" "$TINY"
+	assert_success
+}
+
+# ---- D. invariants (formats/capture.md), on siglip-mlp ----
+
+@test "capture: receiver payload counts every recipient, once per source byte when nothing is replicated" {
+	run jq '[.phase_traffic[][]] | length' "$SIGLIP_CAPTURE"
+	assert [ "$output" -ge 9 ]
+	jq_empty '[.phase_traffic[][] | select(
+		.receiver_payload_bytes < .source_payload_bytes
+		or .receiver_payload_bytes > .source_payload_bytes * .replication
+		or (.replication == 1 and .receiver_payload_bytes != .source_payload_bytes)
+		or (.replication > 1 and .receiver_payload_bytes == .source_payload_bytes)
+		or .replication < 1 or .replication > .receiver_tiles)]' "$SIGLIP_CAPTURE"
+	# some classes multicast, some do not
+	run jq '[.phase_traffic[][] | select(.replication > 1)] | length' "$SIGLIP_CAPTURE"
+	assert [ "$output" -ge 2 ]
+	run jq '[.phase_traffic[][] | select(.replication == 1)] | length' "$SIGLIP_CAPTURE"
+	assert [ "$output" -ge 2 ]
+}
+
+@test "capture: a phase's receiver payload is the bytes its rows receive, and its classes the rows' sends" {
+	# the per-phase sums over classes against amp-emit --list of the stage
+	jq -r '. as $c | .phases[] | .id as $i | [$i, .transfers, .bytes,
+		([$c.phase_traffic[$i | tostring][].receiver_payload_bytes] | add),
+		.max_row_bytes, .max_fragments] | map(tostring) | join(" ")' "$SIGLIP_CAPTURE" > capture.txt
+	run wc -l < "$SIGLIP_PHASES"
+	assert [ "$output" -ge 3 ]
+	run diff "$SIGLIP_PHASES" capture.txt
+	assert_success
+}
+
+@test "capture: every send's size is in send_bytes, whose counts sum to sends and sizes to source payload" {
+	jq_empty '[.phase_traffic[][] | select(
+		(.send_bytes | keys | map(test("^[1-9][0-9]*$")) | all | not)
+		or (.send_bytes | map(select(. < 1)) | length > 0)
+		or ([.send_bytes[]] | add) != .sends
+		or ([.send_bytes | to_entries[] | (.key | tonumber) * .value] | add) != .source_payload_bytes
+		or .source_tiles < 1 or .source_tiles > .sends or .receiver_tiles < 1)]' "$SIGLIP_CAPTURE"
+	# and no size is missing: the sizes of a phase's classes are its rows' SEND sizes
+	run amp-emit --list "$TINY"
+	assert_success
+	printf '%s\n' "$output" | awk '/^tile /{ p = $4 } $1 == "send" { print p, $2 }' | sort | uniq -c |
+		awk '{ print $2, $3, $1 }' > listed.txt
+	jq -r '.phase_traffic | to_entries[] | .key as $p | [.value[].send_bytes | to_entries[]]
+		| group_by(.key)[] | "\($p) \(.[0].key) \(map(.value) | add)"' "$TINY_CAPTURE" | sort > sizes.txt
+	run wc -l < listed.txt
+	assert [ "$output" -ge 7 ]
+	run diff listed.txt sizes.txt
+	assert_success
+}
+
+@test "capture: the classes add up to their phase's transfers and bytes" {
+	for f in "$SIGLIP_CAPTURE" "$TINY_CAPTURE"; do
+		jq_empty '. as $c | [.phases[] | . as $p | $c.phase_traffic[$p.id | tostring] as $cl
+			| select(($cl | length) == 0 or ([$cl[].sends] | add) != $p.transfers
+				or ([$cl[].source_payload_bytes] | add) != $p.bytes) | $p.id]' "$f"
+	done
+}
+
+@test "capture: the summary adds up the phases" {
+	for f in "$SIGLIP_CAPTURE" "$TINY_CAPTURE"; do
+		run jq -c '.summary as $s | [
+			$s.phases == (.phases | length),
+			$s.transfers == ([.phases[].transfers] | add),
+			$s.bytes == ([.phases[].bytes] | add),
+			$s.exchange_cycles == ([.phases[].cycles] | add),
+			$s.sync_cycles == (.phases | length) * .machine.sync_cycles,
+			$s.max_row_bytes == ([.phases[].max_row_bytes] | max),
+			$s.max_fragments >= ([.phases[].max_fragments] | max),
+			$s.max_table_bytes >= $s.max_row_bytes,
+			$s.transfers > 0, $s.exchange_cycles > 0] | all' "$f"
+		assert_output true
+	done
+}
+
+@test "capture's max_table_bytes and max_fragments are the largest tile's, rows shared, from amp-emit --list" {
+	run amp-emit --list "$TINY"
+	assert_success
+	printf '%s\n' "$output" > tiny.list
+	run awk '
+	function flush() {
+		if (t == "") return
+		if (!((t, body) in seen)) { seen[t, body] = 1; tab[t] += b }
+		fr[t] += n
+	}
+	/^tile / { flush(); t = $2; b = $6; n = $8; body = ""; next }
+	/^  / { body = body $0 "\n" }
+	END { flush(); for (x in tab) { if (tab[x] > mt) mt = tab[x]; if (fr[x] > mf) mf = fr[x] } print mt, mf }' tiny.list
+	assert_success
+	assert_output "$(jq -r '"\(.summary.max_table_bytes) \(.summary.max_fragments)"' "$TINY_CAPTURE")"
+}
+
+# ---- E. the replay (formats/capture.md's examples) ----
+
+# replay RECORD...: the cycles and transfers of NATIVE's phase for its copy
+# step 4 with that step's transfers replaced by RECORDs.
+replay() {
+	sed '/^- {step: 4, kind: /d' "$NATIVE" > r.yaml
+	printf '%s\n' "$@" >> r.yaml
+	amp-capture r.yaml -o r.json || return 1
+	jq -r '.phases[] | select(.steps == [4, 4]) | "\(.cycles) \(.transfers)"' r.json
+}
+
+@test "capture's replay: one 400-byte send and its multicast take 103 cycles" {
+	run grep -c '^- {step: 4, copy: ' "$NATIVE"
+	assert_output 1
+	run grep -c '^- {phase: [0-9]*, steps: \[4, 4\], ' "$NATIVE"
+	assert_output 1
+	run replay '- {step: 4, kind: send, len: 400, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: []}'
+	assert_success
+	assert_output '103 1'
+	run replay '- {step: 4, kind: send, len: 400, src: [0, 5664], dst: [1, 672], recv: [3, 1], loops: []}'
+	assert_output '103 1'
+	# a partial last word costs a whole cycle
+	run replay '- {step: 4, kind: send, len: 401, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: []}'
+	assert_output '104 1'
+	run jq '.phases | length' r.json
+	assert [ "$output" -ge 2 ]
+}
+
+@test "capture's replay: a forward starts after the receive it depends on, other sends do not wait" {
+	deliver='- {step: 4, kind: send, len: 400, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: []}'
+	run replay "$deliver" '- {step: 4, kind: send, len: 400, src: [1, 672], dst: [2, 672], recv: [1, 0], loops: []}'
+	assert_output '203 2'
+	# overlapping the received bytes by one byte, at either end
+	run replay "$deliver" '- {step: 4, kind: send, len: 400, src: [1, 273], dst: [2, 672], recv: [1, 0], loops: []}'
+	assert_output '203 2'
+	run replay "$deliver" '- {step: 4, kind: send, len: 200, src: [1, 1071], dst: [2, 672], recv: [1, 0], loops: []}'
+	assert_output '153 2'
+	# bytes next to the received ones: only the shared issue pipeline (3 + 2)
+	run replay "$deliver" '- {step: 4, kind: send, len: 400, src: [1, 1072], dst: [2, 672], recv: [1, 0], loops: []}'
+	assert_output '105 2'
+	run replay "$deliver" '- {step: 4, kind: send, len: 400, src: [1, 272], dst: [2, 672], recv: [1, 0], loops: []}'
+	assert_output '105 2'
+}
+
+@test "capture's replay: one port per tile, and receive controls bind 100 small sends" {
+	# two sends from one tile share its send port
+	run replay '- {step: 4, kind: send, len: 400, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: []}' \
+		'- {step: 4, kind: send, len: 400, src: [0, 6064], dst: [2, 672], recv: [1, 0], loops: []}'
+	assert_output '203 2'
+	# two senders to two receivers run side by side
+	run replay '- {step: 4, kind: send, len: 400, src: [0, 5664], dst: [2, 672], recv: [1, 0], loops: []}' \
+		'- {step: 4, kind: send, len: 400, src: [1, 5664], dst: [3, 672], recv: [1, 0], loops: []}'
+	assert_output '103 2'
+	run replay '- {step: 4, kind: send, len: 4, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: [[100, 0, 4, 0, 4]]}'
+	assert_output '301 100'
+	# the summary adds the phases' cycles
+	run jq '.summary.exchange_cycles == ([.phases[].cycles] | add)' r.json
+	assert_output true
+}
+
+# ---- F. the shipped queries (share/jq/) ----
+
+@test "traffic-details.jq prints one line per movement class with its phase and figures" {
+	run jq -r -f "$ROOT/share/jq/traffic-details.jq" "$SIGLIP_CAPTURE"
+	assert_success
+	assert_equal "${#lines[@]}" "$(jq '[.phase_traffic[][]] | length' "$SIGLIP_CAPTURE")"
+	IFS=$'\t' read -r -a f <<< "${lines[0]}"
+	assert_equal "${#f[@]}" 12
+	run jq -r '.phase_traffic["0"][0] | [0, .op, .operand, .tensor, .movement,
+		"\(.src_format)/\(.src_layout) -> \(.dst_format)/\(.dst_layout)", .sends,
+		.source_payload_bytes, .receiver_payload_bytes, .replication, .source_tiles,
+		.receiver_tiles] | @tsv' "$SIGLIP_CAPTURE"
+	assert_equal "$(IFS=$'\t'; echo "${f[*]}")" "$output"
+}
+
+@test "top-classes.jq prints the n classes with the largest receiver payload, largest first" {
+	run jq -r --argjson n 3 -f "$ROOT/share/jq/top-classes.jq" "$SIGLIP_CAPTURE"
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	printf '%s\n' "${lines[@]}" | cut -f6 > got.txt
+	jq -r '[.phase_traffic[][].receiver_payload_bytes] | sort | reverse | .[:3][]' "$SIGLIP_CAPTURE" > want.txt
+	run diff want.txt got.txt
+	assert_success
+	run sort -c -n -r got.txt
+	assert_success
+	IFS=$'\t' read -r -a f <<< "${lines[0]}"
+	assert_equal "${#f[@]}" 7
+	assert_regex "${f[1]}" '^[a-z_]+\.(a|b|bias|partial|out|x|scale)$'
+	# n defaults to 10
+	run jq -r -f "$ROOT/share/jq/top-classes.jq" "$SIGLIP_CAPTURE"
+	n=$(jq '[.phase_traffic[][]] | length' "$SIGLIP_CAPTURE")
+	assert_equal "${#lines[@]}" "$((n < 10 ? n : 10))"
+}
+
+@test "phase-table.jq prints one line per phase with its labels and figures" {
+	run jq -r -f "$ROOT/share/jq/phase-table.jq" "$SIGLIP_CAPTURE"
+	assert_success
+	assert_equal "${#lines[@]}" "$(jq '.phases | length' "$SIGLIP_CAPTURE")"
+	for i in "${!lines[@]}"; do
+		IFS=$'\t' read -r -a f <<< "${lines[$i]}"
+		assert_equal "${#f[@]}" 7
+		assert_equal "${f[0]}" "$i"
+		assert_equal "${f[1]} ${f[2]} ${f[6]}" "$(jq -r ".phases[$i] | \"\(.labels | join(\"+\")) \(.transfers) \(.cycles)\"" "$SIGLIP_CAPTURE")"
+	done
+}
+
+@test "summary-head.jq prints the model, machine and totals in four lines" {
+	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$SIGLIP_CAPTURE"
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	assert_line --index 0 'model siglip-mlp on amp1472 (1472 tiles)'
+	s=$(jq -r '.summary | "phases \(.phases), transfers \(.transfers), bytes \(.bytes)"' "$SIGLIP_CAPTURE")
+	assert_line --index 1 "$s"
+	assert_line --index 2 --regexp '^max row bytes [0-9]+; max table bytes [0-9]+ \(budget 81920\); max fragments [0-9]+ \(limit 16384\)$'
+	assert_line --index 3 "$(jq -r '.summary | "modelled exchange cycles \(.exchange_cycles), sync cycles \(.sync_cycles)"' "$SIGLIP_CAPTURE")"
+}
+
+# ---- G. malformed input ----
+
+@test "capture rejects a plan, a composed, an expanded and an exchange stage naming file:line:col" {
+	run amp-plan "$MODELS/tiny-mlp.yaml" -o p.yaml
+	assert_success
+	run amp-compose p.yaml -o c.yaml
+	assert_success
+	run amp-expand c.yaml -o e.yaml
+	assert_success
+	run amp-exchange e.yaml -o x.yaml
+	assert_success
+	mkdir out
+	for f in p:amp-plan c:amp-plan e:amp-expand x:amp-exchange; do
+		run --separate-stderr amp-capture "${f%%:*}.yaml" -o out/c.json
+		assert_failure 1
+		assert_equal "$output" ""
+		assert_equal "$stderr" "amp-capture: ${f%%:*}.yaml:1:9: expected format 'amp-group', found '${f#*:}'"
+	done
+	run ls -A out
+	assert_output ""
+}
+
+# rejects FILE EXPECTED: amp-capture fails with status 1, nothing on stdout,
+# one message containing EXPECTED.
+rejects() {
+	run --separate-stderr amp-capture "$1"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^amp-capture: '
+	[[ "$stderr" == *"$2"* ]] || fail "expected '$2' in: $stderr"
+}
+
+@test "capture rejects a stage of another format" {
+	rejects "$BAD/capture-wrong-format.yaml" "capture-wrong-format.yaml:2:9: expected format 'amp-group', found 'amp-exchange'"
+}
+
+@test "capture rejects a grouped stage of an unsupported version" {
+	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 2"
+}
+
+@test "capture rejects a transfer of an unknown kind" {
+	rejects "$BAD/capture-kind.yaml" "capture-kind.yaml:39:19: unknown kind 'forward'"
+}
+
+@test "capture rejects a truncated zstd stream" {
+	run zstd -q --check "$TINY" -o t.zst
+	assert_success
+	size=$(stat -c %s t.zst)
+	head -c $((size / 2)) t.zst > cut.yaml
+	rejects cut.yaml "'cut.yaml': truncated zstd stream"
+}

@@ -1,0 +1,647 @@
+#!/usr/bin/env bats
+# amp-emit: grouped stage -> program (formats/program.md). The command-line
+# contract, the program's layout and its listing round trip, the per-tile
+# limits (DOMAIN §2: table budget, fragment limit, SRAM) and malformed
+# programs (tests/bad/program-*), which amp-capture must reject too.
+
+load common
+bats_require_minimum_version 1.5.0
+
+# grouped MODEL OUT [MACHINE]: MODEL planned (for MACHINE), composed,
+# expanded, exchanged and grouped.
+grouped() {
+	local machine=${3:-$MACHINES/amp1472.yaml}
+	amp-plan --machine "$machine" "$1" -o "$2.plan" &&
+		amp-compose "$2.plan" -o "$2.composed" &&
+		amp-expand "$2.composed" -o "$2.expanded" &&
+		amp-exchange "$2.expanded" -o "$2.exchange" &&
+		amp-group "$2.exchange" -o "$2" || return 1
+	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
+	[ -s "$2" ]
+}
+
+# The stages are made once per file: tiny-mlp, and siglip-mlp with its
+# program (siglip-mlp needs more than the default table budget).
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	export TINY=$BATS_FILE_TMPDIR/tiny.yaml SIGLIP=$BATS_FILE_TMPDIR/siglip.yaml
+	export TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp SIGLIP_PROG=$BATS_FILE_TMPDIR/siglip.amp
+	export TINY_LIST=$BATS_FILE_TMPDIR/tiny.list TINY_CAPTURE=$BATS_FILE_TMPDIR/tiny.json
+	grouped "$MODELS/tiny-mlp.yaml" "$TINY"
+	grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
+	amp-emit "$TINY" -o "$TINY_PROG"
+	amp-emit --table-budget 200000 "$SIGLIP" -o "$SIGLIP_PROG"
+	amp-emit --list "$TINY" > "$TINY_LIST"
+	amp-capture "$TINY" -o "$TINY_CAPTURE"
+}
+
+# field FILE OFFSET BYTES: the little-endian unsigned integer at OFFSET.
+field() {
+	local v
+	v=$(od -An -tu"$3" -j"$2" -N"$3" "$1") || return 1
+	echo $((v))
+}
+
+# sections PROGRAM: "id encoding offset size" per section-table entry.
+sections() {
+	local n i
+	n=$(field "$1" 12 4)
+	for ((i = 0; i < n; i++)); do
+		echo "$(field "$1" $((16 + 24 * i)) 4) $(field "$1" $((20 + 24 * i)) 4)" \
+			"$(field "$1" $((24 + 24 * i)) 8) $(field "$1" $((32 + 24 * i)) 8)"
+	done
+}
+
+# section PROGRAM ID OUT: section ID's stored bytes into OUT.
+section() {
+	local id enc off size
+	while read -r id enc off size; do
+		if [ "$id" = "$2" ]; then
+			tail -c +$((off + 1)) "$1" | head -c "$size" > "$3"
+			return 0
+		fi
+	done < <(sections "$1")
+	return 1
+}
+
+# rows LISTING: "tile phase bytes instructions" per row of an --list text.
+rows() {
+	awk '/^tile / { print $2, $4, $6, $8 }' "$1"
+}
+
+# totals LISTING: "tile table_bytes fragments" per tile: a row identical
+# (addresses included) to one the tile already holds costs nothing; every
+# row's instructions count as fragments.
+totals() {
+	awk '
+	function flush() {
+		if (t == "") return
+		if (!((t, body) in seen)) { seen[t, body] = 1; tab[t] += b }
+		fr[t] += n
+	}
+	/^tile / { flush(); t = $2; b = $6; n = $8; body = ""; next }
+	/^  / { body = body $0 "\n" }
+	END { flush(); for (x in tab) print x, tab[x], fr[x] }' "$1" | sort -n
+}
+
+# footprint LISTING: every row whose bytes differ from DOMAIN §2's model:
+# 8 per row, 8 per SEND (+4 over 256 B), 8 per RECV (+4 when its address
+# does not continue the previous RECV), rounded up to 8.
+footprint() {
+	awk '
+	function check() { if (hdr != "" && int((b + 7) / 8) * 8 != want) print hdr ": footprint " int((b + 7) / 8) * 8 }
+	/^tile / { check(); hdr = $0; want = $6; b = 8; prev = -1; next }
+	$1 == "send" { b += $2 > 256 ? 12 : 8; next }
+	$1 == "recv" { b += $7 == prev ? 8 : 12; prev = $7 + $2; next }
+	END { check() }' "$1"
+}
+
+# masked LISTING: how many distinct rows remain once SEND addresses, RECV
+# sending tiles and RECV addresses are masked (a RECV keeps only whether it
+# continues the previous one).
+masked() {
+	awk '
+	function flush() { if (started && !(body in seen)) { seen[body] = 1; n++ } }
+	/^tile / { flush(); started = 1; body = ""; prev = -1; next }
+	$1 == "send" { body = body "s" $2 ";"; next }
+	$1 == "recv" { body = body "r" $2 ($7 == prev ? "" : "@") ";"; prev = $7 + $2 }
+	END { flush(); print n + 0 }' "$1"
+}
+
+# rejects_program FILE EXPECTED: amp-emit --list and amp-capture both fail
+# with status 1, print nothing on stdout and one message naming FILE and
+# containing EXPECTED; amp-capture -o writes nothing.
+rejects_program() {
+	local name=${1##*/}
+	run --separate-stderr amp-emit --list "$1"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^amp-emit: '
+	[[ "$stderr" == *"$name"* ]] || fail "amp-emit --list: expected '$name' in: $stderr"
+	[[ "$stderr" == *"$2"* ]] || fail "amp-emit --list: expected '$2' in: $stderr"
+	run --separate-stderr amp-capture "$1"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^amp-capture: '
+	[[ "$stderr" == *"$name"* ]] || fail "amp-capture: expected '$name' in: $stderr"
+	[[ "$stderr" == *"$2"* ]] || fail "amp-capture: expected '$2' in: $stderr"
+	mkdir -p out
+	run amp-capture "$1" -o out/c.json
+	assert_failure 1
+	run ls -A out
+	assert_output ""
+}
+
+# ---- A. command-line contract ----
+
+@test "emit --help prints usage, the options and exit statuses to stdout and exits 0" {
+	run --separate-stderr amp-emit --help
+	assert_success
+	assert_line --index 0 --regexp '^Usage: amp-emit '
+	for opt in --table-budget --fragment-limit --report --list --output --compress --version; do
+		assert_output --partial -- "$opt"
+	done
+	assert_output --regexp 'Exit status: 0 success, 1 bad input[^,]*, 2 usage error'
+	assert_equal "$stderr" ""
+}
+
+@test "emit --version prints the tool name and version" {
+	run --separate-stderr amp-emit --version
+	assert_success
+	assert_output --regexp '^amp-emit \(amp\) [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_equal "$stderr" ""
+}
+
+@test "emit rejects an unknown option with usage status 2 and writes nothing" {
+	mkdir out
+	run --separate-stderr amp-emit --bogus "$TINY" -o out/p.amp
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-emit: .*'--bogus'"
+	assert_regex "$stderr" "Try 'amp-emit --help'"
+	run ls -A out
+	assert_output ""
+}
+
+@test "emit rejects two input arguments with usage status 2" {
+	mkdir out
+	run --separate-stderr amp-emit "$TINY" "$SIGLIP" -o out/p.amp
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "siglip\.yaml"
+	assert_regex "$stderr" "Try 'amp-emit --help'"
+	run --separate-stderr amp-emit --list "$TINY" "$TINY_PROG"
+	assert_failure 2
+	assert_equal "$output" ""
+	run ls -A out
+	assert_output ""
+}
+
+@test "emit rejects a --table-budget or --fragment-limit that is not a non-negative integer with status 2" {
+	mkdir out
+	for opt in --table-budget --fragment-limit; do
+		for v in 12x -1 '' 1.5 99999999999999999999999; do
+			run --separate-stderr amp-emit "$opt" "$v" "$TINY" -o out/p.amp
+			assert_failure 2
+			assert_equal "$output" ""
+			assert_regex "$stderr" "^amp-emit: .*$opt.*'$v'"
+			assert_regex "$stderr" "Try 'amp-emit --help'"
+		done
+		run --separate-stderr amp-emit "$TINY" "$opt"
+		assert_failure 2
+		assert_regex "$stderr" "^amp-emit: .*$opt"
+	done
+	run ls -A out
+	assert_output ""
+}
+
+@test "emit rejects -o without a file with usage status 2" {
+	run --separate-stderr amp-emit -o
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "Try 'amp-emit --help'"
+}
+
+@test "emit reports a missing input file with status 1 naming it" {
+	run --separate-stderr amp-emit nosuch.yaml
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-emit: cannot open 'nosuch.yaml': No such file or directory"
+	run --separate-stderr amp-emit --list nosuch.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-emit: cannot open 'nosuch.amp': No such file or directory"
+}
+
+@test "emit writes the same program from a path, from '-', from stdin and to stdout" {
+	run amp-emit "$TINY" -o path.amp
+	assert_success
+	run amp-emit - -o dash.amp < "$TINY"
+	assert_success
+	run amp-emit -o none.amp < "$TINY"
+	assert_success
+	amp-emit "$TINY" > stdout.amp
+	assert [ -s path.amp ]
+	for f in dash none stdout; do
+		run cmp path.amp "$f.amp"
+		assert_success
+	done
+}
+
+@test "emit recognises a zstd grouped stage by its magic, not its name" {
+	run zstd -q "$TINY" -o packed.yaml
+	assert_success
+	run od -An -tx1 -N4 packed.yaml
+	assert_output ' 28 b5 2f fd'
+	run amp-emit packed.yaml -o from-zstd.amp
+	assert_success
+	run amp-emit -o from-stdin.amp < packed.yaml
+	assert_success
+	run cmp "$TINY_PROG" from-zstd.amp
+	assert_success
+	run cmp "$TINY_PROG" from-stdin.amp
+	assert_success
+}
+
+@test "emit -z writes zstd that decompresses to the plain program" {
+	run amp-emit -z "$TINY" -o packed.amp
+	assert_success
+	run od -An -tx1 -N4 packed.amp
+	assert_output ' 28 b5 2f fd'
+	run zstd -q -d packed.amp -o unpacked.amp
+	assert_success
+	run cmp "$TINY_PROG" unpacked.amp
+	assert_success
+}
+
+@test "emit -o leaves only the target after success and prints nothing" {
+	mkdir out
+	run --separate-stderr amp-emit "$TINY" -o out/p.amp
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	run ls -A out
+	assert_output 'p.amp'
+}
+
+@test "emit -o over a limit leaves no target, no temporary, and an existing target unchanged" {
+	mkdir out
+	run amp-emit --table-budget 0 "$TINY" -o out/p.amp
+	assert_failure 1
+	run amp-emit "$BAD/group-version.yaml" -o out/p.amp
+	assert_failure 1
+	run ls -A out
+	assert_output ""
+	echo 'previous contents' > out/p.amp
+	run amp-emit --fragment-limit 0 "$TINY" -o out/p.amp
+	assert_failure 1
+	run amp-emit "$SIGLIP" -o out/p.amp
+	assert_failure 1
+	run cat out/p.amp
+	assert_output 'previous contents'
+	run ls -A out
+	assert_output 'p.amp'
+}
+
+@test "emit -o into a missing directory fails with status 1 naming the target" {
+	run --separate-stderr amp-emit "$TINY" -o nodir/p.amp
+	assert_failure 1
+	assert_regex "$stderr" "^amp-emit: cannot create 'nodir/p\.amp"
+	assert [ ! -e nodir ]
+}
+
+@test "emit gives identical bytes for the same input twice" {
+	for flags in '' '-z' '--table-budget 200000'; do
+		# shellcheck disable=SC2086
+		run amp-emit $flags "$TINY" -o one.amp
+		assert_success
+		# shellcheck disable=SC2086
+		run amp-emit $flags "$TINY" -o two.amp
+		assert_success
+		run cmp one.amp two.amp
+		assert_success
+	done
+	run amp-emit --table-budget 200000 "$SIGLIP" -o again.amp
+	assert_success
+	run cmp "$SIGLIP_PROG" again.amp
+	assert_success
+}
+
+# ---- B. the program ----
+
+@test "emit writes a program that starts with the AMPPROG magic" {
+	run head -c 7 "$TINY_PROG"
+	assert_output 'AMPPROG'
+	run od -An -tx1 -N8 "$TINY_PROG"
+	assert_output ' 41 4d 50 50 52 4f 47 00'
+	run head -c 7 "$SIGLIP_PROG"
+	assert_output 'AMPPROG'
+}
+
+@test "emit writes version 1 with STAGE raw, ROWS and TABLE zstd, back to back to the end of the file" {
+	run field "$TINY_PROG" 8 4
+	assert_output 1
+	run field "$TINY_PROG" 12 4
+	assert_output 3
+	run sections "$TINY_PROG"
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	read -r id enc off size <<< "${lines[0]}"
+	assert_equal "$id $enc $off" "1 0 $((16 + 3 * 24))"
+	end=$((off + size))
+	read -r id enc off size <<< "${lines[1]}"
+	assert_equal "$id $enc $off" "2 1 $end"
+	end=$((off + size))
+	read -r id enc off size <<< "${lines[2]}"
+	assert_equal "$id $enc $off" "3 1 $end"
+	assert_equal "$((off + size))" "$(stat -c %s "$TINY_PROG")"
+	section "$TINY_PROG" 2 rows.zst
+	section "$TINY_PROG" 3 table.zst
+	run od -An -tx1 -N4 rows.zst
+	assert_output ' 28 b5 2f fd'
+	run zstd -q -t rows.zst table.zst
+	assert_success
+}
+
+@test "emit's STAGE section is the grouped stage, its machine carrying the limits checked" {
+	section "$TINY_PROG" 1 stage.yaml
+	run cmp "$TINY" stage.yaml
+	assert_success
+	section "$SIGLIP_PROG" 1 siglip-stage.yaml
+	run sed -n 3p siglip-stage.yaml
+	assert_output --partial 'table_budget_bytes: 200000,'
+	run amp-emit --fragment-limit 5000 "$TINY" -o limited.amp
+	assert_success
+	section limited.amp 1 limited.yaml
+	run sed -n 3p limited.yaml
+	assert_output --partial 'fragment_limit: 5000,'
+	# the rest of the stage is the grouped stage as it was
+	run diff <(sed 3d "$SIGLIP") <(sed 3d siglip-stage.yaml)
+	assert_success
+}
+
+@test "emit stores each masked row once and one TABLE entry per (tile, phase) row" {
+	section "$TINY_PROG" 2 rows.zst
+	section "$TINY_PROG" 3 table.zst
+	zstd -q -d rows.zst -o rows.bin
+	zstd -q -d table.zst -o table.bin
+	nrows=$(field rows.bin 0 4)
+	nent=$(field table.bin 0 4)
+	run grep -c '^tile ' "$TINY_LIST"
+	assert_equal "$nent" "$output"
+	run masked "$TINY_LIST"
+	assert_equal "$nrows" "$output"
+	assert [ "$nrows" -lt "$nent" ]
+}
+
+@test "emit's rows have exactly DOMAIN §2's footprint" {
+	run rows "$TINY_LIST"
+	assert [ "${#lines[@]}" -ge 100 ]
+	run footprint "$TINY_LIST"
+	assert_success
+	assert_output ""
+	# the rows use both SEND sizes and both RECV forms
+	run grep -c '^  send \(25[7-9]\|2[6-9][0-9]\|[3-9][0-9][0-9]\|[0-9]\{4,\}\) ' "$TINY_LIST"
+	assert [ "$output" -ge 1 ]
+}
+
+# ---- C. the listing round trip ----
+
+@test "emit --list of tiny-mlp's program equals --list of its grouped stage" {
+	run amp-emit --list "$TINY_PROG"
+	assert_success
+	printf '%s\n' "$output" > from-program.txt
+	run cmp "$TINY_LIST" from-program.txt
+	assert_success
+	run sed -n 1p "$TINY_LIST"
+	assert_output --regexp '^amp-program 1 model tiny-mlp machine amp1472 tiles 1472 phases [0-9]+$'
+	run grep -c '^  recv ' "$TINY_LIST"
+	assert [ "$output" -ge 1000 ]
+}
+
+@test "emit --list of siglip-mlp's program equals --list of its grouped stage" {
+	amp-emit --list "$SIGLIP_PROG" > from-program.txt
+	amp-emit --list "$SIGLIP" > from-stage.txt
+	run sed -n 1p from-stage.txt
+	assert_output --regexp '^amp-program 1 model siglip-mlp machine amp1472 tiles 1472 phases [0-9]+$'
+	assert [ "$(stat -c %s from-stage.txt)" -gt 1000000 ]
+	run cmp from-stage.txt from-program.txt
+	assert_success
+}
+
+@test "emit --list reads a zstd program and a zstd grouped stage" {
+	run zstd -q "$TINY_PROG" -o packed.amp
+	assert_success
+	run amp-emit -z "$TINY" -o emitted-z.amp
+	assert_success
+	run zstd -q "$TINY" -o packed.yaml
+	assert_success
+	for f in packed.amp emitted-z.amp packed.yaml; do
+		amp-emit --list "$f" > list.txt
+		run cmp "$TINY_LIST" list.txt
+		assert_success
+	done
+}
+
+@test "emit --list reads a program and a grouped stage from '-' and from stdin" {
+	for f in "$TINY_PROG" "$TINY"; do
+		run --separate-stderr amp-emit --list - < "$f"
+		assert_success
+		assert_equal "$stderr" ""
+		printf '%s\n' "$output" > dash.txt
+		run cmp "$TINY_LIST" dash.txt
+		assert_success
+		run --separate-stderr amp-emit --list < "$f"
+		assert_success
+		printf '%s\n' "$output" > stdin.txt
+		run cmp "$TINY_LIST" stdin.txt
+		assert_success
+	done
+}
+
+# ---- D. limits ----
+
+@test "emit fails over the table budget naming the tile, its phase, the bytes and the limit" {
+	max=$(jq .summary.max_table_bytes "$TINY_CAPTURE")
+	assert [ "$max" -gt 1000 ]
+	mkdir out
+	run --separate-stderr amp-emit --table-budget $((max - 1)) "$TINY" -o out/p.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+: .*\b$max bytes\b.*\bphase [0-9]+, [^)]+\).*\b$((max - 1)) bytes.*--table-budget"
+	run ls -A out
+	assert_output ""
+	# the tile named has the largest tables, and the phase named holds its largest row
+	[[ "$stderr" =~ tile\ ([0-9]+):.*phase\ ([0-9]+),\ ([^\)]+)\) ]]
+	tile=${BASH_REMATCH[1]} phase=${BASH_REMATCH[2]} label=${BASH_REMATCH[3]}
+	totals "$TINY_LIST" > totals.txt
+	run awk -v t="$tile" '$1 == t { print $2 }' totals.txt
+	assert_output "$max"
+	run awk -v m="$max" '$2 > m' totals.txt
+	assert_output ""
+	rows "$TINY_LIST" > rows.txt
+	run awk -v t="$tile" -v p="$phase" '$1 == t { if ($3 > best) best = $3; if ($2 == p) mine = $3 }
+		END { print (mine == best && best > 0) ? "largest" : "phase " p " row " mine " of " best }' rows.txt
+	assert_output largest
+	run grep -c "^phase $phase steps [0-9.]* $label\$" "$TINY_LIST"
+	assert_output 1
+	# exactly the largest tables fit
+	run --separate-stderr amp-emit --table-budget "$max" "$TINY" -o out/p.amp
+	assert_success
+	assert_equal "$stderr" ""
+	run cmp "$TINY_PROG" out/p.amp
+	assert_failure
+	run amp-emit --list out/p.amp
+	assert_success
+}
+
+@test "emit fails over the fragment limit naming the tile, its phase, the count and the limit" {
+	max=$(jq .summary.max_fragments "$TINY_CAPTURE")
+	assert [ "$max" -gt 100 ]
+	mkdir out
+	run --separate-stderr amp-emit --fragment-limit $((max - 1)) "$TINY" -o out/p.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+: $max send and receive fragments .*\bphase [0-9]+, [^)]+\).*\b$((max - 1))\b.*--fragment-limit"
+	run ls -A out
+	assert_output ""
+	[[ "$stderr" =~ tile\ ([0-9]+):.*phase\ ([0-9]+),\ ([^\)]+)\) ]]
+	tile=${BASH_REMATCH[1]} phase=${BASH_REMATCH[2]} label=${BASH_REMATCH[3]}
+	totals "$TINY_LIST" > totals.txt
+	run awk -v t="$tile" '$1 == t { print $3 }' totals.txt
+	assert_output "$max"
+	run awk -v m="$max" '$3 > m' totals.txt
+	assert_output ""
+	rows "$TINY_LIST" > rows.txt
+	run awk -v t="$tile" -v p="$phase" '$1 == t { if ($4 > best) best = $4; if ($2 == p) mine = $4 }
+		END { print (mine == best && best > 0) ? "most" : "phase " p " has " mine " of " best }' rows.txt
+	assert_output most
+	run grep -c "^phase $phase steps [0-9.]* $label\$" "$TINY_LIST"
+	assert_output 1
+	run --separate-stderr amp-emit --fragment-limit "$max" "$TINY" -o out/p.amp
+	assert_success
+	assert_equal "$stderr" ""
+}
+
+@test "emit applies the machine's table budget by default: siglip-mlp does not fit it" {
+	budget=$(sed -n 's/^table_budget_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
+	assert_equal "$budget" 81920
+	mkdir out
+	run --separate-stderr amp-emit "$SIGLIP" -o out/p.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+: exchange tables need [0-9]+ bytes .*phase [0-9]+, .*over the table budget of $budget bytes"
+	run ls -A out
+	assert_output ""
+}
+
+# sram_case: a machine (m.yaml) and tiny-mlp's grouped stage for it (g.yaml)
+# whose tensors fit sram_bytes - reserved_bytes (amp-plan succeeds) but not
+# with the exchange tables; sets AVAIL. amp-plan adapts its plan to the
+# room, so a few sizes are tried; the first that qualifies is used.
+sram_case() {
+	local sram a
+	sram=$(sed -n 's/^sram_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
+	for a in 25000 24000 26000 23000 22000 21000 20000; do
+		sed "s/^reserved_bytes: *[0-9]*/reserved_bytes: $((sram - a))/" "$MACHINES/amp1472.yaml" > m.yaml
+		grouped "$MODELS/tiny-mlp.yaml" g.yaml m.yaml 2> /dev/null || continue
+		if ! amp-emit g.yaml > /dev/null 2> sram.err && grep -q 'sram_bytes - reserved_bytes' sram.err; then
+			AVAIL=$a
+			return 0
+		fi
+	done
+	return 1
+}
+
+@test "emit fails when a tile's tensors and tables overflow sram_bytes - reserved_bytes, though planning fits" {
+	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
+	mkdir out
+	run --separate-stderr amp-emit g.yaml -o out/p.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+: .*\b$AVAIL\b.*\(sram_bytes - reserved_bytes\)"
+	run ls -A out
+	assert_output ""
+	# the figures: tensors + tables = need > available, and the tables are
+	# the tile's own
+	[[ "$stderr" =~ tile\ ([0-9]+):\ ([0-9]+)\ bytes\ of\ tensors.*\ ([0-9]+)\ bytes\ of\ exchange\ tables\ need\ ([0-9]+)\ bytes ]] ||
+		fail "cannot read the figures in: $stderr"
+	tile=${BASH_REMATCH[1]} tensors=${BASH_REMATCH[2]} tables=${BASH_REMATCH[3]} need=${BASH_REMATCH[4]}
+	assert_equal "$need" "$((tensors + tables))"
+	assert [ "$tensors" -le "$AVAIL" ]
+	assert [ "$need" -gt "$AVAIL" ]
+	amp-emit --list g.yaml > g.list
+	run awk -v t="$tile" '$1 == t { print $2 }' <(totals g.list)
+	assert_output "$tables"
+	# with the default reservation the same machine's plan fits
+	run amp-emit "$TINY" -o out/p.amp
+	assert_success
+}
+
+@test "emit's SRAM failure names the tile's phase, as the other limits do" {
+	# DOMAIN §2 and formats/program.md: a placement over SRAM names the
+	# tile, the phase, the bytes and the limit
+	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
+	run --separate-stderr amp-emit g.yaml
+	assert_failure 1
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+: .*\bphase [0-9]+\b.*\(sram_bytes - reserved_bytes\)"
+}
+
+@test "emit --report prints the largest SRAM use on stderr and changes nothing else" {
+	run --separate-stderr amp-emit --report "$TINY" -o report.amp
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	sram=$(sed -n 's/^sram_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
+	reserved=$(sed -n 's/^reserved_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
+	assert_regex "$stderr" "^amp-emit: largest SRAM use: tile [0-9]+, [0-9]+ bytes \(tensors [0-9]+ \+ tables [0-9]+\) of $((sram - reserved)) available"
+	[[ "$stderr" =~ tile\ ([0-9]+),\ ([0-9]+)\ bytes\ \(tensors\ ([0-9]+)\ \+\ tables\ ([0-9]+)\) ]]
+	tile=${BASH_REMATCH[1]} use=${BASH_REMATCH[2]} tensors=${BASH_REMATCH[3]} tables=${BASH_REMATCH[4]}
+	assert_equal "$use" "$((tensors + tables))"
+	assert [ "$tensors" -gt 0 ]
+	run awk -v t="$tile" '$1 == t { print $2 }' <(totals "$TINY_LIST")
+	assert_output "$tables"
+	max=$(jq .summary.max_table_bytes "$TINY_CAPTURE")
+	assert_regex "$stderr" "largest tables $max bytes"
+	run cmp "$TINY_PROG" report.amp
+	assert_success
+	# to stdout, the report stays on stderr
+	amp-emit --report "$TINY" > stdout.amp 2> report.txt
+	run cmp "$TINY_PROG" stdout.amp
+	assert_success
+	run cat report.txt
+	assert_output "$stderr"
+	# without --report, nothing on stderr
+	run --separate-stderr amp-emit "$TINY" -o quiet.amp
+	assert_equal "$stderr" ""
+}
+
+# ---- E. malformed programs ----
+
+@test "a program with another magic number is rejected" {
+	run head -c 7 "$BAD/program-bad-magic.amp"
+	assert_output 'AMPPROX'
+	rejects_program "$BAD/program-bad-magic.amp" ""
+}
+
+@test "a program of an unsupported version is rejected" {
+	rejects_program "$BAD/program-version.amp" "unsupported program version 2"
+}
+
+@test "a program cut inside its header is rejected" {
+	run stat -c %s "$BAD/program-short.amp"
+	assert_output 12
+	rejects_program "$BAD/program-short.amp" ""
+}
+
+@test "a program cut in the middle is rejected" {
+	rejects_program "$BAD/program-truncated.amp" "past the end of the file"
+}
+
+@test "a program whose section table lacks a section is rejected" {
+	rejects_program "$BAD/program-missing-section.amp" "missing section TABLE"
+}
+
+@test "a program whose ROWS zstd frame is corrupt is rejected" {
+	rejects_program "$BAD/program-corrupt-zstd.amp" "corrupt"
+}
+
+@test "a program cut anywhere is rejected, never crashes" {
+	size=$(stat -c %s "$TINY_PROG")
+	for n in 8 16 40 88 100 $((size / 3)) $((size - 1)); do
+		head -c "$n" "$TINY_PROG" > cut.amp
+		run --separate-stderr amp-emit --list cut.amp
+		assert_failure 1
+		assert_equal "$output" ""
+		assert_regex "$stderr" "^amp-emit: .*cut\.amp"
+		run --separate-stderr amp-capture cut.amp
+		assert_failure 1
+		assert_equal "$output" ""
+		assert_regex "$stderr" "^amp-capture: .*cut\.amp"
+	done
+}

@@ -1,0 +1,324 @@
+#!/usr/bin/env bats
+# The make flows (pipelines/*.mk): `make capture` writes every stage file
+# under artifacts/NAME/ and remakes only what a change makes stale; the
+# experiments print their side-by-side tables.
+#
+# The flows run on copies of tiny-mlp (tests/models/flow-*.yaml) so they
+# write artifacts/flow-tiny/ and artifacts/flow-budget/ only; both are
+# removed before and after every test. make runs with BIN pointing at a
+# private copy of the binaries under test (mtimes kept), so touching a
+# tool to make its stage stale does not make anyone else's artifacts stale.
+# The experiments' outputs (artifacts/experiments/) are removed at the end
+# only when this file created them.
+
+load common
+bats_require_minimum_version 1.5.0
+
+TINY=tests/models/flow-tiny.yaml
+BUDGET=tests/models/flow-budget.yaml
+EXP=$ROOT/artifacts/experiments
+
+# The files of a capture, in flow order, and the tool each stage runs.
+STAGE_FILES=(plan.yaml plan.txt composed.yaml expanded.yaml.zst
+	exchange.yaml.zst grouped.yaml.zst)
+OUTPUT_FILES=(emit.txt program.amp capture.json summary.txt)
+TOOLS=(amp-plan amp-compose amp-expand amp-exchange amp-group amp-capture)
+
+setup_file() {
+	# The experiments write artifacts/experiments/; remove it afterwards
+	# only when this suite created it.
+	if [ -e "$EXP" ]; then
+		export FLOWS_EXP_EXISTED=1
+	else
+		export FLOWS_EXP_EXISTED=0
+	fi
+}
+
+teardown_file() {
+	if [ "$FLOWS_EXP_EXISTED" = 0 ]; then
+		rm -rf "$EXP"
+	fi
+}
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	rm -rf "$ROOT/artifacts/flow-tiny" "$ROOT/artifacts/flow-budget"
+	mkdir bin
+	cp -p "$AMP_BIN"/amp-* bin/
+	BIN=$BATS_TEST_TMPDIR/bin
+	# Under `make check SAN=1` the binaries come from build/san/bin: let
+	# make compare them with the sanitizer build, not rebuild them.
+	SAN_ARG=()
+	if [ "$AMP_BIN" -ef "$ROOT/build/san/bin" ]; then
+		SAN_ARG=(SAN=1)
+	fi
+}
+
+teardown() {
+	rm -rf "$ROOT/artifacts/flow-tiny" "$ROOT/artifacts/flow-budget"
+}
+
+# flow TARGET [VAR=VALUE...]: run make TARGET in the repo with the private BIN.
+flow() {
+	run make -C "$ROOT" --no-print-directory "$@" "${SAN_ARG[@]}" BIN="$BIN"
+}
+
+# mtime FILE: modification time in nanoseconds (0 when FILE is missing).
+mtime() {
+	local t
+	t=$(stat -c %.9Y "$1" 2>/dev/null) || t=$(date -r "$1" +%s.%N 2>/dev/null) || t=0.0
+	t=${t/./}
+	echo $((10#$t))
+}
+
+# snapshot DIR: remember the mtime of every capture file in DIR in BEFORE.
+snapshot() {
+	declare -gA BEFORE=()
+	local f
+	for f in "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"; do
+		BEFORE[$f]=$(mtime "$1/$f")
+	done
+}
+
+# kept DIR FILE...: each FILE in DIR still has its snapshot mtime.
+kept() {
+	local dir=$1 f
+	shift
+	for f in "$@"; do
+		assert [ -e "$dir/$f" ]
+		assert_equal "$f $(mtime "$dir/$f")" "$f ${BEFORE[$f]}"
+	done
+}
+
+# rewritten DIR FILE...: each FILE in DIR is newer than its snapshot.
+rewritten() {
+	local dir=$1 f now
+	shift
+	for f in "$@"; do
+		assert [ -e "$dir/$f" ]
+		now=$(mtime "$dir/$f")
+		if [ "$now" -le "${BEFORE[$f]}" ]; then
+			fail "$f was not rewritten (mtime ${BEFORE[$f]} before, $now after)"
+		fi
+	done
+}
+
+# ran TOOL...: make printed a command line running each TOOL.
+ran() {
+	local t
+	for t in "$@"; do
+		assert_line --regexp "^[^ ]*bin/$t "
+	done
+}
+
+# not_ran TOOL...: make printed no command line running any TOOL.
+not_ran() {
+	local t
+	for t in "$@"; do
+		refute_line --regexp "^[^ ]*bin/$t "
+	done
+}
+
+# touch_and_capture FILE: capture flow-tiny afresh, touch FILE (relative to
+# the repo, or absolute) and capture again; $output is the second run's.
+touch_and_capture() {
+	flow capture MODEL=$TINY
+	assert_success
+	snapshot "$ROOT/artifacts/flow-tiny"
+	# Timestamps can be coarse (a few ms): make FILE clearly newer.
+	sleep 0.05
+	case $1 in
+	/*) touch "$1" ;;
+	*) touch "$ROOT/$1" ;;
+	esac
+	flow capture MODEL=$TINY
+	assert_success
+}
+
+# table TITLE: the side-by-side table printed after the line TITLE in
+# $output, one row per element of ROWS (header first, total last).
+table() {
+	local line in=0
+	ROWS=()
+	while IFS= read -r line; do
+		if [ "$in" = 0 ]; then
+			[ "$line" = "$1" ] && in=1
+			continue
+		fi
+		ROWS+=("$line")
+		[[ $line == total* ]] && break
+	done <<<"$output"
+	assert [ "${#ROWS[@]}" -ge 3 ]
+}
+
+# check_table A B: ROWS is a side-by-side table of variants A and B: the
+# header names both variants' columns, every phase row has both variants'
+# four values, and the total row sums the transfers and cycles of the phase
+# rows and takes the largest max_row, for each variant.
+check_table() {
+	local a=$1 b=$2 row i n=${#ROWS[@]}
+	assert_regex "${ROWS[0]}" "^phase +$a labels +transfers +max_row +cycles +$b labels +transfers +max_row +cycles$"
+	local -a f sum=(0 0 0 0 0 0)
+	for ((i = 1; i < n - 1; i++)); do
+		read -ra f <<<"${ROWS[i]}"
+		assert_equal "${#f[@]} fields in: ${ROWS[i]}" "9 fields in: ${ROWS[i]}"
+		assert_regex "${ROWS[i]}" "^$((i - 1)) +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+ +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+$"
+		sum[0]=$((sum[0] + f[2])); [ "${f[3]}" -gt "${sum[1]}" ] && sum[1]=${f[3]}; sum[2]=$((sum[2] + f[4]))
+		sum[3]=$((sum[3] + f[6])); [ "${f[7]}" -gt "${sum[4]}" ] && sum[4]=${f[7]}; sum[5]=$((sum[5] + f[8]))
+	done
+	assert [ "$n" -ge 3 ]
+	assert_regex "${ROWS[n - 1]}" '^total +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$'
+	read -ra f <<<"${ROWS[n - 1]}"
+	assert_equal "total ${f[*]:1}" "total ${sum[*]}"
+}
+
+@test "make capture writes every stage file, the program, emit.txt, capture.json and summary.txt under artifacts/flow-tiny" {
+	flow capture MODEL=$TINY
+	assert_success
+	local a=$ROOT/artifacts/flow-tiny f
+	for f in "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"; do
+		assert [ -s "$a/$f" ]
+	done
+	for f in expanded exchange grouped; do
+		run zstd -tq "$a/$f.yaml.zst"
+		assert_success
+	done
+	run jq -e '.phases | length > 0' "$a/capture.json"
+	assert_success
+	run cat "$a/emit.txt"
+	assert_line "program: artifacts/flow-tiny/program.amp ($(wc -c <"$a/program.amp") bytes)"
+
+	# summary.txt: the head, one phase-table row per phase, the top classes
+	# and the emit report.
+	local phases
+	phases=$(jq '.phases | length' "$a/capture.json")
+	run cat "$a/summary.txt"
+	assert_line --index 0 --regexp '^model tiny-mlp on amp1472 \([0-9]+ tiles\)$'
+	assert_line --regexp "^phases $phases, transfers [0-9]+, bytes [0-9]+$"
+	assert_line --regexp '^phase +labels +transfers +bytes +max_row +max_frag +cycles$'
+	for ((f = 0; f < phases; f++)); do
+		assert_line --regexp "^$f +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
+	done
+	assert_line 'top movement classes by receiver payload'
+	assert_line --regexp '^phase +op\.operand +tensor +movement +sends +receiver_bytes +replication$'
+	assert_line --regexp '^[0-9]+ +[a-z_]+\.[a-z_]+ +[^ ]+ +(activation|parameter|output|reduction) +[0-9]+ +[0-9]+ +[0-9]+$'
+	assert_line --regexp '^program: artifacts/flow-tiny/program\.amp \([0-9]+ bytes\)$'
+
+	# make capture prints the summary.
+	flow capture MODEL=$TINY
+	assert_success
+	assert_output "$(cat "$a/summary.txt")"
+}
+
+@test "a second make capture with nothing changed runs no tool and rewrites no file" {
+	flow capture MODEL=$TINY
+	assert_success
+	snapshot "$ROOT/artifacts/flow-tiny"
+	sleep 0.05
+	flow capture MODEL=$TINY
+	assert_success
+	refute_output --partial 'bin/amp-'
+	refute_output --partial 'mkdir'
+	assert_line 'top movement classes by receiver payload'
+	kept "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"
+}
+
+@test "touching the model file reruns every stage of make capture" {
+	touch_and_capture "$TINY"
+	ran "${TOOLS[@]}"
+	rewritten "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"
+}
+
+@test "touching amp-expand reruns expand and every stage after it but not plan or compose" {
+	touch_and_capture "$BIN/amp-expand"
+	ran amp-expand amp-exchange amp-group amp-capture
+	not_ran amp-plan amp-compose
+	kept "$ROOT/artifacts/flow-tiny" plan.yaml plan.txt composed.yaml
+	rewritten "$ROOT/artifacts/flow-tiny" expanded.yaml.zst exchange.yaml.zst \
+		grouped.yaml.zst "${OUTPUT_FILES[@]}"
+}
+
+@test "touching amp-group reruns only group, emit, capture and the summary" {
+	touch_and_capture "$BIN/amp-group"
+	ran amp-group amp-capture
+	not_ran amp-plan amp-compose amp-expand amp-exchange
+	kept "$ROOT/artifacts/flow-tiny" plan.yaml plan.txt composed.yaml \
+		expanded.yaml.zst exchange.yaml.zst
+	rewritten "$ROOT/artifacts/flow-tiny" grouped.yaml.zst "${OUTPUT_FILES[@]}"
+}
+
+@test "touching amp-emit reruns only the emit step and the summary" {
+	touch_and_capture "$BIN/amp-emit"
+	not_ran "${TOOLS[@]}"
+	kept "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" capture.json
+	rewritten "$ROOT/artifacts/flow-tiny" emit.txt program.amp summary.txt
+}
+
+@test "touching amp-capture reruns only the capture and the summary" {
+	touch_and_capture "$BIN/amp-capture"
+	ran amp-capture
+	not_ran amp-plan amp-compose amp-expand amp-exchange amp-group
+	kept "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" emit.txt program.amp
+	rewritten "$ROOT/artifacts/flow-tiny" capture.json summary.txt
+}
+
+@test "make capture over the table budget writes capture.json and summary.txt but no program, naming the tile and the budget" {
+	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
+	assert_success
+	local a=$ROOT/artifacts/flow-budget f
+	for f in "${STAGE_FILES[@]}" emit.txt capture.json summary.txt; do
+		assert [ -s "$a/$f" ]
+	done
+	assert [ ! -e "$a/program.amp" ]
+	assert [ ! -e "$a/emit.txt.tmp" ]
+	for f in emit.txt summary.txt; do
+		run cat "$a/$f"
+		assert_line --regexp '(^|: )tile [0-9]+: exchange tables need [0-9]+ bytes .*over the table budget of 8 bytes \(--table-budget\)$'
+		assert_line 'program: not written (a limit is exceeded; see above)'
+		refute_line --regexp '^program: artifacts/'
+	done
+}
+
+@test "an over-budget emit removes the program a previous capture wrote" {
+	flow capture MODEL=$BUDGET
+	assert_success
+	assert [ -s "$ROOT/artifacts/flow-budget/program.amp" ]
+	sleep 0.05
+	touch "$BIN/amp-emit"
+	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
+	assert_success
+	assert [ ! -e "$ROOT/artifacts/flow-budget/program.amp" ]
+	run cat "$ROOT/artifacts/flow-budget/summary.txt"
+	assert_line 'program: not written (a limit is exceeded; see above)'
+}
+
+@test "make experiment-weights prints direct and forward side by side with a total row" {
+	flow experiment-weights
+	assert_success
+	table "parameter delivery on share/models/siglip-mlp.yaml: --weights direct vs forward"
+	check_table direct forward
+}
+
+@test "make experiment-compose prints no-compose and compose side by side with a total row" {
+	flow experiment-compose
+	assert_success
+	table "composition on share/models/siglip-mlp.yaml: --no-compose vs compose"
+	check_table no-compose compose
+}
+
+@test "changing LIMITS remakes the program and the capture, and nothing before them" {
+	flow capture MODEL=$BUDGET
+	assert_success
+	before=$(stat -c %.9Y "$ROOT/artifacts/flow-budget/grouped.yaml.zst")
+	sleep 0.05
+	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
+	assert_success
+	refute_output --partial 'bin/amp-group'
+	assert_output --partial 'amp-capture --table-budget 8'
+	run stat -c %.9Y "$ROOT/artifacts/flow-budget/grouped.yaml.zst"
+	assert_output "$before"
+	run grep -c 'budget 8)' "$ROOT/artifacts/flow-budget/summary.txt"
+	assert_output 1
+	run test -e "$ROOT/artifacts/flow-budget/program.amp"
+	assert_failure
+}
