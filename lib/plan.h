@@ -127,10 +127,10 @@ int plan_writer(const Plan *p, int placement);
 /* Per-tile memory: live placement bytes at each step, aliases counted once.
  * Placements of inputs and parameters that no step writes are live for the
  * whole program, outputs to its end, everything else from the step that
- * writes it to the last step that reads it. tile_peak[tiles] and
- * step_peak[steps] receive the peaks (either may be NULL). Returns the
- * largest; *worst is its tile, *at its step. */
-int64_t plan_memory(const Plan *p, int64_t *tile_peak, int64_t *step_peak,
+ * writes it to the last step that reads it. tile_peak[tiles] (and the
+ * step of each, tile_step[tiles]) and step_peak[steps] receive the peaks
+ * (any may be NULL). Returns the largest; *worst is its tile, *at its step. */
+int64_t plan_memory(const Plan *p, int64_t *tile_peak, int *tile_step, int64_t *step_peak,
 		    int64_t *worst, int *at);
 
 /* Live range of every placement, in steps (first written .. last read; the

@@ -151,7 +151,8 @@ static int fill(void *ctx, const Placement *p, const int64_t *idx, const int64_t
 	return 0;
 }
 
-int64_t plan_memory(const Plan *pl, int64_t *peak, int64_t *step_peak, int64_t *worst, int *at)
+int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step_peak,
+		    int64_t *worst, int *at)
 {
 	int64_t T = pl->machine.tiles, best = 0;
 	int np = pl->np, ns = pl->ns;
@@ -195,8 +196,11 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int64_t *step_peak, int64_t *
 		for (int64_t t = 0; t < T; t++) {
 			if (step_peak && s < ns && cur[t] > step_peak[s])
 				step_peak[s] = cur[t];
-			if (peak && cur[t] > peak[t])
+			if (peak && cur[t] > peak[t]) {
 				peak[t] = cur[t];
+				if (peak_step)
+					peak_step[t] = s < ns ? s : ns - 1;
+			}
 			if (cur[t] > best) {
 				best = cur[t];
 				if (worst)

@@ -530,7 +530,7 @@ static int check_memory(Builder *b, Err *e)
 	int64_t worst, avail = machine_avail(b->mc);
 	int at;
 	int64_t *step_peak = xcalloc((size_t)pl->ns + 1, sizeof *step_peak);
-	int64_t peak = plan_memory(pl, NULL, step_peak, &worst, &at);
+	int64_t peak = plan_memory(pl, NULL, NULL, step_peak, &worst, &at);
 
 	for (int g = 0; g < pl->ng; g++)
 		for (int s = 0; s < pl->ns; s++)

@@ -378,20 +378,36 @@ static int bad(Err *e, const char *name, const char *what)
 	return errf(e, "'%s': %s", name, what);
 }
 
+static int read_mem(const char *name, const char *data, size_t len, Program *p, Plan *pl, Err *e);
+
 int program_read(const char *path, Program *p, Plan *pl, Err *e)
 {
 	char *data;
 	size_t len;
-	const char *name = path && strcmp(path, "-") ? path : "<stdin>";
-	const uint8_t *d;
-	int rc = -1;
+	int rc;
 
 	memset(p, 0, sizeof *p);
 	if (input_slurp(path, &data, &len, e))
 		return -1;
-	d = (const uint8_t *)data;
-	if (len < 16 || memcmp(d, PROGRAM_MAGIC, 8)) {
+	rc = read_mem(path && strcmp(path, "-") ? path : "<stdin>", data, len, p, pl, e);
+	free(data);
+	return rc;
+}
+
+/* A program in memory (data stays the caller's). */
+static int read_mem(const char *name, const char *data, size_t len, Program *p, Plan *pl, Err *e)
+{
+	const uint8_t *d = (const uint8_t *)data;
+	uint8_t *plain[4] = { NULL, NULL, NULL, NULL };
+	int rc = -1;
+
+	memset(p, 0, sizeof *p);
+	if (len < 8 || memcmp(d, PROGRAM_MAGIC, 8)) {
 		bad(e, name, "not an amp program (no AMPPROG magic number)");
+		goto out;
+	}
+	if (len < 16) {
+		bad(e, name, "truncated program header");
 		goto out;
 	}
 	if (get(d + 8, 4) != PROGRAM_VERSION) {
@@ -400,7 +416,6 @@ int program_read(const char *path, Program *p, Plan *pl, Err *e)
 		goto out;
 	}
 	uint64_t nsec = get(d + 12, 4), off[4] = { 0 }, size[4] = { 0 }, enc[4] = { 0 };
-	uint8_t *plain[4] = { NULL, NULL, NULL, NULL };
 	if (nsec > 64 || 16 + nsec * 24 > len) {
 		bad(e, name, "truncated section table");
 		goto out;
@@ -517,7 +532,6 @@ int program_read(const char *path, Program *p, Plan *pl, Err *e)
 	}
 	rc = 0;
 out:
-	free(data);
 	for (int id = 0; id < 4; id++)
 		free(plain[id]);
 	if (rc)
@@ -525,27 +539,31 @@ out:
 	return rc;
 }
 
-int program_or_stage(Plan *pl, const char *path, Err *e)
+int program_or_stage(Plan *pl, Program *prog, int *is_prog, const char *path, Err *e)
 {
-	Input *in = input_open(path, e);
-	char head[8] = { 0 };
-	ssize_t n;
-	if (!in)
+	char *data;
+	size_t len;
+	const char *name = path && strcmp(path, "-") ? path : "<stdin>";
+	int rc;
+
+	if (input_slurp(path, &data, &len, e))
 		return -1;
-	n = input_read(in, head, sizeof head, e);
-	input_close(in);
-	if (n < 0)
-		return -1;
-	if (n == 8 && !memcmp(head, PROGRAM_MAGIC, 8)) {
-		Program p;
-		if (program_read(path, &p, pl, e))
-			return -1;
-		program_free(&p);
-		return 0;
+	if (len >= 8 && !memcmp(data, PROGRAM_MAGIC, 8)) {
+		Program own;
+		Program *p = prog ? prog : &own;
+		rc = read_mem(name, data, len, p, pl, e);
+		if (!rc && !prog)
+			program_free(&own);
+		if (is_prog)
+			*is_prog = 1;
+	} else {
+		Input *in = input_open_mem(name, data, len, e);
+		rc = in ? plan_read_input(pl, in, STAGE_GROUP, e) : -1;
+		if (is_prog)
+			*is_prog = 0;
 	}
-	if (path == NULL || !strcmp(path, "-"))
-		return errf(e, "'<stdin>': give the grouped stage or program as a file (it is read twice)");
-	return plan_read_stage(pl, path, STAGE_GROUP, e);
+	free(data);
+	return rc;
 }
 
 int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)

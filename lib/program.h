@@ -43,8 +43,10 @@ int program_write(const Program *prog, Output *out, Err *e);
 /* Reads a program (zstd or not); pl receives its stage (may be NULL). */
 int program_read(const char *path, Program *prog, Plan *pl, Err *e);
 void program_free(Program *prog);
-/* Reads a grouped stage or a program, told apart by the magic number. */
-int program_or_stage(Plan *pl, const char *path, Err *e);
+/* Reads a grouped stage or a program (zstd or not, a path or standard
+ * input read once), told apart by the magic number. With prog, a program
+ * is kept there and *is_prog says which it was. */
+int program_or_stage(Plan *pl, Program *prog, int *is_prog, const char *path, Err *e);
 /* Decodes entry i into instructions (caller frees *ins). */
 int program_row(const Program *prog, int i, Instr **ins, int *n, Err *e);
 

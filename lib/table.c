@@ -89,15 +89,22 @@ int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 
 /* ---- totals with sharing ---- */
 
-static uint64_t row_hash(const Instr *ins, int n)
+/* Two independent 64-bit hashes of a row: rows a tile already holds are
+ * recognised by both (a false match needs a 128-bit collision). */
+typedef struct {
+	uint64_t a, b;
+} Hash2;
+
+static Hash2 row_hash(const Instr *ins, int n)
 {
-	uint64_t h = 1469598103934665603u;
+	Hash2 h = { 1469598103934665603u, 0x9E3779B97F4A7C15u ^ (uint64_t)n };
 	for (int i = 0; i < n; i++) {
 		uint64_t v[4] = { ins[i].kind, (uint64_t)ins[i].len, (uint64_t)ins[i].addr, (uint64_t)ins[i].peer };
 		for (int k = 0; k < 4; k++) {
-			h ^= v[k];
-			h *= 1099511628211u;
-			h ^= h >> 29;
+			h.a = (h.a ^ v[k]) * 1099511628211u;
+			h.a ^= h.a >> 29;
+			h.b += v[k] * 0xBF58476D1CE4E5B9u + 0x94D049BB133111EBu;
+			h.b = (h.b ^ (h.b >> 31)) * 0xD6E8FEB86659FD93u;
 		}
 	}
 	return h;
@@ -107,7 +114,7 @@ typedef struct {
 	const Plan *pl;
 	int64_t *table, *frags, *max_row;
 	int phase;
-	uint64_t **seen;        /* per tile: hashes of rows it holds */
+	Hash2 **seen;           /* per tile: hashes of rows it holds */
 	int *nseen;
 } Tot;
 
@@ -115,13 +122,13 @@ static int total_row(void *ctx, int64_t t, const Instr *ins, int n)
 {
 	Tot *c = ctx;
 	int64_t b = row_bytes(ins, n);
-	uint64_t h = row_hash(ins, n);
+	Hash2 h = row_hash(ins, n);
 	if (c->max_row && b > c->max_row[c->phase])
 		c->max_row[c->phase] = b;
 	if (c->frags)
 		c->frags[t] += n;
 	for (int i = 0; i < c->nseen[t]; i++)
-		if (c->seen[t][i] == h)
+		if (c->seen[t][i].a == h.a && c->seen[t][i].b == h.b)
 			return 0;               /* the tile holds this row already */
 	c->seen[t] = xrealloc(c->seen[t], (size_t)(c->nseen[t] + 1) * sizeof **c->seen);
 	c->seen[t][c->nseen[t]++] = h;

@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 		}
 	}
 	in_path = one_input(argc, argv, optind, "grouped stage or program");
-	if (program_or_stage(&pl, in_path, &e))
+	if (program_or_stage(&pl, NULL, NULL, in_path, &e))
 		fail(&e);
 	if (budget >= 0)
 		pl.machine.table_budget_bytes = budget;

@@ -49,12 +49,13 @@ static void check_limits(const Plan *pl, int report)
 {
 	int64_t T = pl->machine.tiles, avail = machine_avail(&pl->machine);
 	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
+	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
 	Err e;
 
 	capture_metrics(pl, ph, &sum);
 	table_totals(pl, table, frags, NULL);
-	plan_memory(pl, peak, NULL, NULL, NULL);
+	plan_memory(pl, peak, peak_step, NULL, NULL, NULL);
 	int64_t worst = 0;
 	for (int64_t t = 1; t < T; t++)
 		if (peak[t] + table[t] > peak[worst] + table[worst])
@@ -81,15 +82,21 @@ static void check_limits(const Plan *pl, int report)
 		fail(&e);
 	}
 	if (peak[worst] + table[worst] > avail) {
-		errf(&e, "tile %lld: %lld bytes of tensors at their peak and %lld bytes of exchange tables "
-		     "need %lld bytes, over the %lld available for planned data (sram_bytes - reserved_bytes)",
-		     (long long)worst, (long long)peak[worst], (long long)table[worst],
-		     (long long)(peak[worst] + table[worst]), (long long)avail);
+		/* the phase at or after the step where the tile's tensors peak */
+		int s = peak_step[worst], p = 0;
+		while (p + 1 < pl->nph && pl->ph[p].last < s)
+			p++;
+		errf(&e, "tile %lld, phase %d (%s): %lld bytes of tensors at their peak (step %d, op %s) and "
+		     "%lld bytes of exchange tables need %lld bytes, over the %lld available for planned "
+		     "data (sram_bytes - reserved_bytes)", (long long)worst, p,
+		     pl->nph ? pl->ph[p].label : "-", (long long)peak[worst], s, pl->ns ? pl->s[s].op : "-",
+		     (long long)table[worst], (long long)(peak[worst] + table[worst]), (long long)avail);
 		fail(&e);
 	}
 	free(table);
 	free(frags);
 	free(peak);
+	free(peak_step);
 	free(ph);
 }
 
@@ -131,21 +138,13 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, optind, list ? "program or grouped stage" : "grouped stage");
 
 	if (list) {
-		Input *in = input_open(in_path, &e);
-		char head[8] = { 0 };
-		ssize_t n = in ? input_read(in, head, sizeof head, &e) : -1;
-		if (in)
-			input_close(in);
-		if (n < 0)
+		int is_prog;
+		if (program_or_stage(&pl, &prog, &is_prog, in_path, &e))
 			fail(&e);
-		if (n == 8 && !memcmp(head, PROGRAM_MAGIC, 8)) {
-			if (program_read(in_path, &prog, &pl, &e) || program_list(&prog, &pl, stdout, &e))
-				fail(&e);
+		if (is_prog ? program_list(&prog, &pl, stdout, &e) : stage_list(&pl, stdout, &e))
+			fail(&e);
+		if (is_prog)
 			program_free(&prog);
-		} else {
-			if (plan_read_stage(&pl, in_path, STAGE_GROUP, &e) || stage_list(&pl, stdout, &e))
-				fail(&e);
-		}
 		plan_free(&pl);
 		return fflush(stdout) ? EXIT_BAD : EXIT_OK;
 	}

@@ -80,7 +80,7 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 	}
 	int64_t worst;
 	int at;
-	int64_t peak = plan_memory(pl, NULL, NULL, &worst, &at);
+	int64_t peak = plan_memory(pl, NULL, NULL, NULL, &worst, &at);
 	printf("\nper-tile memory peak: %lld bytes on tile %lld at step %d (op %s); %lld available\n",
 	       (long long)peak, (long long)worst, at, pl->ns ? pl->s[at].op : "-",
 	       (long long)machine_avail(&pl->machine));

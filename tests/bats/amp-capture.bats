@@ -79,8 +79,8 @@ jq_empty() {
 
 @test "capture rejects an unknown option with usage status 2 and writes nothing" {
 	mkdir out
-	for opt in --bogus --table-budget; do
-		run --separate-stderr amp-capture "$opt" 5 "$TINY" -o out/c.json
+	for opt in --bogus --list; do
+		run --separate-stderr amp-capture "$opt" "$TINY" -o out/c.json
 		assert_failure 2
 		assert_equal "$output" ""
 		assert_regex "$stderr" "^amp-capture: .*'$opt'"
@@ -350,6 +350,34 @@ jq_empty() {
 	assert_output 200000
 	run diff <(jq -S 'del(.machine.table_budget_bytes)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine.table_budget_bytes)' siglip-program.json)
 	assert_success
+	assert_output ""
+}
+
+@test "capture --table-budget and --fragment-limit report against those limits, as amp-emit's program does" {
+	run amp-emit --table-budget 200000 --fragment-limit 20000 "$SIGLIP" -o siglip.amp
+	assert_success
+	run amp-capture siglip.amp -o from-program.json
+	assert_success
+	run amp-capture --table-budget 200000 --fragment-limit 20000 "$SIGLIP" -o from-stage.json
+	assert_success
+	run cmp from-program.json from-stage.json
+	assert_success
+	run jq -c '.machine | [.table_budget_bytes, .fragment_limit]' from-stage.json
+	assert_output '[200000,20000]'
+	# only the machine's limits change
+	run diff <(jq -S 'del(.machine)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine)' from-stage.json)
+	assert_success
+	mkdir out
+	for opt in --table-budget --fragment-limit; do
+		for v in 12x -1 ''; do
+			run --separate-stderr amp-capture "$opt" "$v" "$TINY" -o out/c.json
+			assert_failure 2
+			assert_equal "$output" ""
+			assert_regex "$stderr" "^amp-capture: .*$opt.*'$v'"
+		done
+	done
+	run ls -A out
+	assert_output ""
 }
 
 @test "capture of tiny-mlp's golden grouped stage matches its golden capture" {
@@ -530,15 +558,15 @@ replay() {
 	run jq -r --argjson n 3 -f "$ROOT/share/jq/top-classes.jq" "$SIGLIP_CAPTURE"
 	assert_success
 	assert_equal "${#lines[@]}" 3
+	IFS=$'\t' read -r -a f <<< "${lines[0]}"
+	assert_equal "${#f[@]}" 7
+	assert_regex "${f[1]}" '^[a-z_]+\.(a|b|bias|partial|out|x|scale)$'
 	printf '%s\n' "${lines[@]}" | cut -f6 > got.txt
 	jq -r '[.phase_traffic[][].receiver_payload_bytes] | sort | reverse | .[:3][]' "$SIGLIP_CAPTURE" > want.txt
 	run diff want.txt got.txt
 	assert_success
 	run sort -c -n -r got.txt
 	assert_success
-	IFS=$'\t' read -r -a f <<< "${lines[0]}"
-	assert_equal "${#f[@]}" 7
-	assert_regex "${f[1]}" '^[a-z_]+\.(a|b|bias|partial|out|x|scale)$'
 	# n defaults to 10
 	run jq -r -f "$ROOT/share/jq/top-classes.jq" "$SIGLIP_CAPTURE"
 	n=$(jq '[.phase_traffic[][]] | length' "$SIGLIP_CAPTURE")

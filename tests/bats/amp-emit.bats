@@ -451,12 +451,16 @@ rejects_program() {
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "$stderr" "^amp-emit: tile [0-9]+: .*\b$max bytes\b.*\bphase [0-9]+, [^)]+\).*\b$((max - 1)) bytes.*--table-budget"
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b"
+	assert_regex "$stderr" "\bphase [0-9]+\b"
+	assert_regex "$stderr" "\b$max bytes\b"
+	assert_regex "$stderr" "\b$((max - 1)) bytes\b.*--table-budget"
 	run ls -A out
 	assert_output ""
 	# the tile named has the largest tables, and the phase named holds its largest row
-	[[ "$stderr" =~ tile\ ([0-9]+):.*phase\ ([0-9]+),\ ([^\)]+)\) ]]
-	tile=${BASH_REMATCH[1]} phase=${BASH_REMATCH[2]} label=${BASH_REMATCH[3]}
+	[[ "$stderr" =~ tile\ ([0-9]+)[,:].*phase\ ([0-9]+)(,\ |\ \()([^\)]+)\) ]] ||
+		fail "cannot read the tile and phase in: $stderr"
+	tile=${BASH_REMATCH[1]} phase=${BASH_REMATCH[2]} label=${BASH_REMATCH[4]}
 	totals "$TINY_LIST" > totals.txt
 	run awk -v t="$tile" '$1 == t { print $2 }' totals.txt
 	assert_output "$max"
@@ -486,11 +490,15 @@ rejects_program() {
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "$stderr" "^amp-emit: tile [0-9]+: $max send and receive fragments .*\bphase [0-9]+, [^)]+\).*\b$((max - 1))\b.*--fragment-limit"
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b"
+	assert_regex "$stderr" "\bphase [0-9]+\b"
+	assert_regex "$stderr" "\b$max send and receive fragments\b"
+	assert_regex "$stderr" "\b$((max - 1))\b.*--fragment-limit"
 	run ls -A out
 	assert_output ""
-	[[ "$stderr" =~ tile\ ([0-9]+):.*phase\ ([0-9]+),\ ([^\)]+)\) ]]
-	tile=${BASH_REMATCH[1]} phase=${BASH_REMATCH[2]} label=${BASH_REMATCH[3]}
+	[[ "$stderr" =~ tile\ ([0-9]+)[,:].*phase\ ([0-9]+)(,\ |\ \()([^\)]+)\) ]] ||
+		fail "cannot read the tile and phase in: $stderr"
+	tile=${BASH_REMATCH[1]} phase=${BASH_REMATCH[2]} label=${BASH_REMATCH[4]}
 	totals "$TINY_LIST" > totals.txt
 	run awk -v t="$tile" '$1 == t { print $3 }' totals.txt
 	assert_output "$max"
@@ -514,7 +522,8 @@ rejects_program() {
 	run --separate-stderr amp-emit "$SIGLIP" -o out/p.amp
 	assert_failure 1
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^amp-emit: tile [0-9]+: exchange tables need [0-9]+ bytes .*phase [0-9]+, .*over the table budget of $budget bytes"
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b.*\bphase [0-9]+\b"
+	assert_regex "$stderr" "exchange tables need [0-9]+ bytes.*over the table budget of $budget bytes"
 	run ls -A out
 	assert_output ""
 }
@@ -544,12 +553,12 @@ sram_case() {
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "$stderr" "^amp-emit: tile [0-9]+: .*\b$AVAIL\b.*\(sram_bytes - reserved_bytes\)"
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b.*\b$AVAIL\b.*\(sram_bytes - reserved_bytes\)"
 	run ls -A out
 	assert_output ""
 	# the figures: tensors + tables = need > available, and the tables are
 	# the tile's own
-	[[ "$stderr" =~ tile\ ([0-9]+):\ ([0-9]+)\ bytes\ of\ tensors.*\ ([0-9]+)\ bytes\ of\ exchange\ tables\ need\ ([0-9]+)\ bytes ]] ||
+	[[ "$stderr" =~ tile\ ([0-9]+)[,:].*\ ([0-9]+)\ bytes\ of\ tensors.*\ ([0-9]+)\ bytes\ of\ exchange\ tables\ need\ ([0-9]+)\ bytes ]] ||
 		fail "cannot read the figures in: $stderr"
 	tile=${BASH_REMATCH[1]} tensors=${BASH_REMATCH[2]} tables=${BASH_REMATCH[3]} need=${BASH_REMATCH[4]}
 	assert_equal "$need" "$((tensors + tables))"
@@ -569,7 +578,11 @@ sram_case() {
 	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
 	run --separate-stderr amp-emit g.yaml
 	assert_failure 1
-	assert_regex "$stderr" "^amp-emit: tile [0-9]+: .*\bphase [0-9]+\b.*\(sram_bytes - reserved_bytes\)"
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b.*\bphase [0-9]+\b.*\(sram_bytes - reserved_bytes\)"
+	[[ "$stderr" =~ phase\ ([0-9]+)(,\ |\ \()([^\)]+)\) ]] || fail "cannot read the phase in: $stderr"
+	amp-emit --list g.yaml > g.list
+	run grep -c "^phase ${BASH_REMATCH[1]} steps [0-9.]* ${BASH_REMATCH[3]}\$" g.list
+	assert_output 1
 }
 
 @test "emit --report prints the largest SRAM use on stderr and changes nothing else" {
@@ -633,7 +646,7 @@ sram_case() {
 
 @test "a program cut anywhere is rejected, never crashes" {
 	size=$(stat -c %s "$TINY_PROG")
-	for n in 8 16 40 88 100 $((size / 3)) $((size - 1)); do
+	for n in 8 12 15 16 40 88 100 $((size / 3)) $((size - 1)); do
 		head -c "$n" "$TINY_PROG" > cut.amp
 		run --separate-stderr amp-emit --list cut.amp
 		assert_failure 1
