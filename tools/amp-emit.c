@@ -45,13 +45,13 @@ static int64_t number(const char *opt, const char *s)
 }
 
 /* The limits, each naming the worst tile and its phase. */
-static void check_limits(const Plan *pl, int report)
+static int check_limits(const Plan *pl, int report, Err *e)
 {
 	int64_t T = pl->machine.tiles, avail = machine_avail(&pl->machine);
 	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
 	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
-	Err e;
+	int rc = 0;
 
 	capture_metrics(pl, ph, &sum);
 	table_totals(pl, table, frags, NULL);
@@ -69,35 +69,31 @@ static void check_limits(const Plan *pl, int report)
 			(long long)sum.worst_fragment_tile);
 	if (sum.max_table_bytes > pl->machine.table_budget_bytes) {
 		int p = sum.worst_table_phase;
-		errf(&e, "tile %lld: exchange tables need %lld bytes (its largest row is in phase %d, %s), "
+		rc = errf(e, "tile %lld: exchange tables need %lld bytes (its largest row is in phase %d, %s), "
 		     "over the table budget of %lld bytes (--table-budget)", (long long)sum.worst_table_tile,
 		     (long long)sum.max_table_bytes, p, pl->ph[p].label, (long long)pl->machine.table_budget_bytes);
-		fail(&e);
-	}
-	if (sum.max_fragments > pl->machine.fragment_limit) {
+	} else if (sum.max_fragments > pl->machine.fragment_limit) {
 		int p = sum.worst_fragment_phase;
-		errf(&e, "tile %lld: %lld send and receive fragments (most in phase %d, %s), over the "
+		rc = errf(e, "tile %lld: %lld send and receive fragments (most in phase %d, %s), over the "
 		     "fragment limit of %lld (--fragment-limit)", (long long)sum.worst_fragment_tile,
 		     (long long)sum.max_fragments, p, pl->ph[p].label, (long long)pl->machine.fragment_limit);
-		fail(&e);
-	}
-	if (peak[worst] + table[worst] > avail) {
+	} else if (peak[worst] + table[worst] > avail) {
 		/* the phase at or after the step where the tile's tensors peak */
 		int s = peak_step[worst], p = 0;
 		while (p + 1 < pl->nph && pl->ph[p].last < s)
 			p++;
-		errf(&e, "tile %lld, phase %d (%s): %lld bytes of tensors at their peak (step %d, op %s) and "
+		rc = errf(e, "tile %lld, phase %d (%s): %lld bytes of tensors at their peak (step %d, op %s) and "
 		     "%lld bytes of exchange tables need %lld bytes, over the %lld available for planned "
 		     "data (sram_bytes - reserved_bytes)", (long long)worst, p,
 		     pl->nph ? pl->ph[p].label : "-", (long long)peak[worst], s, pl->ns ? pl->s[s].op : "-",
 		     (long long)table[worst], (long long)(peak[worst] + table[worst]), (long long)avail);
-		fail(&e);
 	}
 	free(table);
 	free(frags);
 	free(peak);
 	free(peak_step);
 	free(ph);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -155,7 +151,8 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
-	check_limits(&pl, report);
+	if (check_limits(&pl, report, &e))
+		fail(&e);
 	if (program_build(&pl, &prog, &e))
 		fail(&e);
 	Output *o = output_open(out_path, compress, &e);
