@@ -221,6 +221,7 @@ static int64_t base_load(Builder *b, int op)
 
 static int cast_tensor(Builder *b, const char *op, int src, Format to, int scale)
 {
+	scales_find(b->o->scales, b->pl->t[src].name, &scale);
 	Plan *pl = b->pl;
 	char name[200];
 	int t, out, existed, in;
@@ -412,8 +413,11 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 		char name[200];
 		snprintf(name, sizeof name, "%s.%s", pl->t[a].name, fmt_name(gs.fmt));
 		int t8 = find_tensor(pl, name);
-		if (t8 < 0)
-			t8 = add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, 0);
+		if (t8 < 0) {
+			int sc = 0;
+			scales_find(b->o->scales, pl->t[a].name, &sc);
+			t8 = add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, sc);
+		}
 		PLACE(GP_A_OP, t8, "a");
 		if (!existed)
 			add_compute(pl, op->name, C_CAST, &idx[GP_A_MOVED], 1, idx[GP_A_OP], 0);
@@ -567,7 +571,10 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		const MTensor *t = &m->t[i];
 		PRole r = t->role == T_INPUT ? R_INPUT : t->role == T_PARAM ? R_PARAM :
 			  t->output ? R_OUTPUT : R_ACT;
-		add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, t->scale);
+		int sc = t->scale;
+		if (t->dtype == FMT_FP8)
+			scales_find(o->scales, t->name, &sc);
+		add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
 	}
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_PARAM)

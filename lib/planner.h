@@ -15,10 +15,12 @@
 #include "gemm.h"
 #include "model.h"
 #include "plan.h"
+#include "scales.h"
 
 typedef struct {
 	Objective objective;
 	int explain;            /* candidates to keep per GEMM for explain */
+	const Scales *scales;   /* fp8 scale exponents by tensor name, or NULL */
 } PlanOpts;
 
 typedef struct {

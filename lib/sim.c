@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int64_t elem_of(const Placement *p, const int64_t *idx, int64_t r, int64_t c);
+
 void sim_init(Sim *s, const Machine *m, int counting)
 {
 	memset(s, 0, sizeof *s);
@@ -10,6 +12,7 @@ void sim_init(Sim *s, const Machine *m, int counting)
 	s->sram = m->sram_bytes;
 	s->counting = counting;
 	s->mem = xcalloc((size_t)s->tiles, sizeof *s->mem);
+	s->elem = NULL;
 	if (counting)
 		s->count = xcalloc((size_t)s->tiles, sizeof *s->count);
 }
@@ -106,6 +109,21 @@ typedef struct {
 } Walk;
 
 /* Element index of shard-local (r, c) in the whole tensor. */
+static void expect(const Sim *s, int tensor, int64_t e, int esz, uint8_t *out)
+{
+	if (s->elem) {
+		s->elem(s->elem_ctx, tensor, e, out);
+		return;
+	}
+	for (int k = 0; k < esz; k++)
+		out[k] = ref_byte(tensor, e, k);
+}
+
+int64_t shard_elem(const Placement *p, const int64_t *idx, int64_t r, int64_t c)
+{
+	return elem_of(p, idx, r, c);
+}
+
 static int64_t elem_of(const Placement *p, const int64_t *idx, int64_t r, int64_t c)
 {
 	int last = p->rank - 1;
@@ -132,8 +150,7 @@ static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 	for (int64_t r = 0; r < l.rows; r++)
 		for (int64_t c = 0; c < l.cols; c++) {
 			int64_t e = elem_of(p, idx, r, c), off = layout_offset(&l, r, c) * esz;
-			for (int k = 0; k < esz; k++)
-				m[off + k] = ref_byte(p->tensor, e, k);
+			expect(w->s, p->tensor, e, esz, m + off);
 		}
 	return 0;
 }
@@ -186,13 +203,14 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 		for (int64_t r = 0; r < l.rows; r++)
 			for (int64_t cc = 0; cc < l.cols; cc++) {
 				int64_t e = elem_of(p, idx, r, cc), off = layout_offset(&l, r, cc) * esz;
+				uint8_t want[8];
+				expect(w->s, p->tensor, e, esz, want);
 				for (int k = 0; k < esz; k++)
-					if (m[off + k] != ref_byte(p->tensor, e, k))
+					if (m[off + k] != want[k])
 						return errf(w->e, "tile %lld, step %d: tensor '%s' (placement "
 							    "'%s', an alias of its source) offset %lld: expected "
 							    "0x%02x, found 0x%02x", (long long)t, w->step, tn,
-							    p->name, (long long)(p->addr + off),
-							    ref_byte(p->tensor, e, k), m[off + k]);
+							    p->name, (long long)(p->addr + off), want[k], m[off + k]);
 			}
 		return 0;
 	}
@@ -201,8 +219,10 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	for (int64_t r = 0; r < l.rows; r++)
 		for (int64_t cc = 0; cc < l.cols; cc++) {
 			int64_t e = elem_of(p, idx, r, cc), off = layout_offset(&l, r, cc) * esz;
+			uint8_t wants[8];
+			expect(w->s, p->tensor, e, esz, wants);
 			for (int k = 0; k < esz; k++) {
-				uint8_t want = ref_byte(p->tensor, e, k), got = m[off + k];
+				uint8_t want = wants[k], got = m[off + k];
 				int n = c[off + k];
 				seen[off + k] = 1;
 				if (got != want || (!alias && n != 1) || (alias && n != 0)) {
@@ -265,6 +285,55 @@ static int check_range(Sim *s, const Plan *pl, int first, int last, Err *e)
 		return errf(e, "steps %d..%d: %lld bytes written outside every destination",
 			    first, last, (long long)(s->writes - in_dst));
 	return 0;
+}
+
+typedef struct {
+	Sim *s;
+	const Plan *pl;
+	int phase;
+	Err *e;
+} Plain;
+
+static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	Plain *w = ctx;
+	Layout l = place_layout(p, idx);
+	int esz = fmt_bytes(p->fmt), pad = p->layout != LAYOUT_ROW_MAJOR;
+	int64_t bytes = layout_bytes(&l);
+	const uint8_t *m = sim_tile(w->s, t) + p->addr;
+	uint8_t *seen = pad ? xcalloc((size_t)bytes, 1) : NULL;
+	(void)rep;
+	for (int64_t r = 0; r < l.rows; r++)
+		for (int64_t c = 0; c < l.cols; c++) {
+			int64_t e = elem_of(p, idx, r, c), off = layout_offset(&l, r, c) * esz;
+			uint8_t want[8];
+			expect(w->s, p->tensor, e, esz, want);
+			if (seen)
+				memset(seen + off, 1, (size_t)esz);
+			for (int k = 0; k < esz; k++)
+				if (m[off + k] != want[k]) {
+					free(seen);
+					return errf(w->e, "tile %lld, phase %d: tensor '%s' (placement '%s') at "
+						    "offset %lld (element %lld, byte %d): expected 0x%02x, found 0x%02x",
+						    (long long)t, w->phase, w->pl->t[p->tensor].name, p->name,
+						    (long long)(p->addr + off), (long long)e, k, want[k], m[off + k]);
+				}
+		}
+	for (int64_t off = 0; seen && off < bytes; off++)
+		if (!seen[off] && m[off]) {
+			free(seen);
+			return errf(w->e, "tile %lld, phase %d: tensor '%s' (placement '%s') padding at offset "
+				    "%lld: expected 0x00, found 0x%02x", (long long)t, w->phase,
+				    w->pl->t[p->tensor].name, p->name, (long long)(p->addr + off), m[off]);
+		}
+	free(seen);
+	return 0;
+}
+
+int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
+{
+	Plain w = { s, pl, phase, e };
+	return place_each(&pl->p[i], s->tiles, plain_shard, &w) ? -1 : 0;
 }
 
 int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e)

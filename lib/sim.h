@@ -16,12 +16,17 @@
 
 #include "plan.h"
 
+/* The bytes element e of tensor t should have (fmt_bytes of its format). */
+typedef void (*ElemFn)(void *ctx, int tensor, int64_t elem, uint8_t *out);
+
 typedef struct {
 	int64_t tiles, sram;
 	uint8_t **mem;
 	uint8_t **count;        /* per byte write counts, when counting */
 	int counting;
 	int64_t writes;         /* bytes written, when counting */
+	ElemFn elem;            /* expected data: ref_byte unless set */
+	void *elem_ctx;
 } Sim;
 
 void sim_init(Sim *s, const Machine *m, int counting);
@@ -43,9 +48,15 @@ static inline uint8_t ref_byte(int tensor, int64_t elem, int k)
 	return (uint8_t)(h % 255 + 1);
 }
 
-/* Writes the reference bytes of pl->p[i]'s tensor into every shard and
- * replica (padding zero). */
+/* Writes the expected bytes (s->elem) of pl->p[i]'s tensor into every
+ * shard and replica (padding zero). */
 void sim_fill(Sim *s, const Plan *pl, int placement);
+/* Element index, in the whole tensor, of shard-local (r, c). */
+int64_t shard_elem(const Placement *p, const int64_t *idx, int64_t r, int64_t c);
+/* Checks the valid bytes of every shard and replica of placement i against
+ * s->elem, and that panel-layout padding is zero (no write counts): the
+ * first difference names tile, phase, offset, tensor, expected and found. */
+int sim_check_placement(Sim *s, const Plan *pl, int placement, int phase, Err *e);
 /* Checks every (non-aliased) destination shard of copy step `step`: each
  * valid byte holds the reference and was written exactly once; padding of
  * amp-left and transposed-right shards is zero and written once; nothing

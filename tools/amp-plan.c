@@ -19,6 +19,8 @@ static void help(void)
 	       "                        estimated exchange rows, then estimated cycles) or\n"
 	       "                        'capacity+tables' (tensor memory plus estimated\n"
 	       "                        exchange table bytes first)\n"
+	       "      --scales FILE     fp8 scale exponents by tensor name (formats/scales.md;\n"
+	       "                        amp-run --calibrate writes one)\n"
 	       "      --explain[=N]     print each GEMM's N best candidates (default 5) and\n"
 	       "                        the chosen plans to standard output; the plan is\n"
 	       "                        then written only with -o\n"
@@ -92,14 +94,16 @@ int main(int argc, char **argv)
 		{ "machine", required_argument, NULL, 'm' },
 		{ "objective", required_argument, NULL, 'O' },
 		{ "explain", optional_argument, NULL, 'E' },
+		{ "scales", required_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL;
-	PlanOpts po = { OBJ_CAPACITY, 0 };
+	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
+	Scales scales = { NULL, NULL, 0 };
+	PlanOpts po = { OBJ_CAPACITY, 0, NULL };
 	int compress = 0, c;
 	int64_t n;
 	Machine mc;
@@ -130,6 +134,7 @@ int main(int argc, char **argv)
 				po.explain = (int)n;
 			}
 			break;
+		case 'S': scales_path = optarg; break;
 		case 'h': help(); break;
 		case 'V': version(); break;
 		default: bad_option(c, argv, optind, optopt);
@@ -138,8 +143,9 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, optind, "model file");
 
 	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
-	    model_load(&m, in_path, &e))
+	    (scales_path && scales_load(&scales, scales_path, &e)) || model_load(&m, in_path, &e))
 		fail(&e);
+	po.scales = &scales;
 	Explain *ex = xcalloc((size_t)m.nops + 1, sizeof *ex);
 	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
 		fail(&e);
@@ -151,5 +157,6 @@ int main(int argc, char **argv)
 	free(ex);
 	plan_free(&pl);
 	model_free(&m);
+	scales_free(&scales);
 	return EXIT_OK;
 }

@@ -101,7 +101,7 @@ static void random_cases(int n)
 		Model md;
 		Plan pl;
 		Err e;
-		PlanOpts po = { OBJ_CAPACITY, 0 };
+		PlanOpts po = { OBJ_CAPACITY, 0, NULL };
 		int compose = next() % 2;
 
 		random_model(path, tiles, desc, sizeof desc);
