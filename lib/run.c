@@ -1,0 +1,612 @@
+#include "run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "npy.h"
+#include "num.h"
+#include "sim.h"
+#include "table.h"
+
+int64_t tensor_count(const PTensor *t)
+{
+	int64_t n = 1;
+	for (int a = 0; a < t->rank; a++)
+		n *= t->shape[a];
+	return n;
+}
+
+float quantize(float x, Format f, int scale)
+{
+	switch (f) {
+	case FMT_FP16: return f16_to_f32(f32_to_f16(x));
+	case FMT_FP8: return f8s_to_f32(f32_to_f8s(x, scale), scale);
+	default: return x;
+	}
+}
+
+static void encode(float x, Format f, int scale, uint8_t *out)
+{
+	switch (f) {
+	case FMT_FP16: {
+		uint16_t h = f32_to_f16(x);
+		out[0] = (uint8_t)h, out[1] = (uint8_t)(h >> 8);
+		break;
+	}
+	case FMT_FP8:
+		out[0] = f32_to_f8s(x, scale);
+		break;
+	default:
+		memcpy(out, &x, 4);
+		break;
+	}
+}
+
+static float decode(const uint8_t *b, Format f, int scale)
+{
+	switch (f) {
+	case FMT_FP16: return f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+	case FMT_FP8: return f8s_to_f32(b[0], scale);
+	default: {
+		float x;
+		memcpy(&x, b, 4);
+		return x;
+	}
+	}
+}
+
+/* ---- data ---- */
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30, x *= 0xBF58476D1CE4E5B9u;
+	x ^= x >> 27, x *= 0x94D049BB133111EBu;
+	return x ^ (x >> 31);
+}
+
+/* Standard normal values from a seed and a name (Box-Muller). */
+static void normals(float *v, int64_t n, uint64_t seed, const char *name, double mean, double sd)
+{
+	uint64_t s = seed * 0x9E3779B97F4A7C15u;
+	for (const char *c = name; *c; c++)
+		s = mix(s ^ (uint8_t)*c);
+	for (int64_t i = 0; i < n; i += 2) {
+		double u1 = ((mix(s + 2 * (uint64_t)i) >> 11) + 1.0) / 9007199254740993.0;
+		double u2 = (mix(s + 2 * (uint64_t)i + 1) >> 11) / 9007199254740992.0;
+		double r = sqrt(-2 * log(u1)), th = 6.283185307179586 * u2;
+		v[i] = (float)(mean + sd * r * cos(th));
+		if (i + 1 < n)
+			v[i + 1] = (float)(mean + sd * r * sin(th));
+	}
+}
+
+/* How a parameter is used decides its realistic scale. */
+static void generate(const Plan *pl, int t, uint64_t seed, float *v)
+{
+	const PTensor *x = &pl->t[t];
+	int64_t n = tensor_count(x);
+	if (x->role == R_INPUT) {
+		normals(v, n, seed, x->name, 0, 1);
+		return;
+	}
+	for (int g = 0; g < pl->ng; g++) {
+		if (pl->g[g].b == t) {
+			normals(v, n, seed, x->name, 0, 1 / sqrt((double)pl->g[g].k));
+			return;
+		}
+		if (pl->g[g].bias == t) {
+			normals(v, n, seed, x->name, 0, 0.02);
+			return;
+		}
+	}
+	for (int s = 0; s < pl->ns; s++)
+		if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_LAYERNORM) {
+			if (pl->p[pl->s[s].in[1]].tensor == t) {
+				normals(v, n, seed, x->name, 1, 0.1);
+				return;
+			}
+		}
+	normals(v, n, seed, x->name, 0, 0.02);
+}
+
+int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
+{
+	for (int t = 0; t < pl->nt; t++) {
+		const PTensor *x = &pl->t[t];
+		val[t] = NULL;
+		if (x->role != R_INPUT && x->role != R_PARAM)
+			continue;
+		int64_t n = tensor_count(x);
+		val[t] = xmalloc((size_t)n * sizeof **val);
+		char path[4096];
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s.npy", o->data_dir ? o->data_dir : "", x->name);
+		if (o->data_dir && stat(path, &st) == 0) {
+			Npy a;
+			float *f;
+			if (npy_read(path, &a, e))
+				return -1;
+			int same = a.rank == x->rank;
+			for (int k = 0; same && k < a.rank; k++)
+				same = a.shape[k] == x->shape[k];
+			if (!same) {
+				npy_free(&a);
+				return errf(e, "'%s': shape does not match tensor '%s' of the model", path, x->name);
+			}
+			if (npy_floats(&a, &f, e)) {
+				npy_free(&a);
+				return errf(e, "'%s': %s (tensor '%s' needs floats)", path, e->msg, x->name);
+			}
+			memcpy(val[t], f, (size_t)n * sizeof *f);
+			free(f);
+			npy_free(&a);
+		} else {
+			generate(pl, t, o->seed, val[t]);
+		}
+		if (o->quantized)
+			for (int64_t i = 0; i < n; i++)
+				val[t][i] = quantize(val[t][i], x->fmt, x->scale);
+	}
+	return 0;
+}
+
+/* ---- the machine ---- */
+
+typedef struct {
+	const Plan *pl;
+	float *const *val;
+} Values;
+
+static void elem_bytes(void *ctx, int t, int64_t e, uint8_t *out)
+{
+	const Values *v = ctx;
+	const PTensor *x = &v->pl->t[t];
+	encode(v->val[t][e], x->fmt, x->scale, out);
+}
+
+/* Shard index on each tile of a placement (-1: none), replicas included. */
+typedef struct {
+	int64_t *shard;
+} TileShards;
+
+static int note_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	TileShards *ts = ctx;
+	int64_t lin = 0;
+	(void)rep;
+	for (int a = 0; a < p->rank; a++)
+		lin = lin * p->split[a] + idx[a];
+	ts->shard[t] = lin;
+	return 0;
+}
+
+static void shard_idx(const Placement *p, int64_t lin, int64_t *idx)
+{
+	for (int a = p->rank - 1; a >= 0; a--) {
+		idx[a] = lin % p->split[a];
+		lin /= p->split[a];
+	}
+}
+
+typedef struct {
+	Sim s;
+	const Plan *pl;
+	float **val;
+	TileShards *ts;         /* per placement, built on first use */
+	Err *e;
+} Machine_;
+
+static const int64_t *shards_of(Machine_ *m, int p)
+{
+	if (!m->ts[p].shard) {
+		m->ts[p].shard = xmalloc((size_t)m->pl->machine.tiles * sizeof *m->ts[p].shard);
+		for (int64_t t = 0; t < m->pl->machine.tiles; t++)
+			m->ts[p].shard[t] = -1;
+		place_each(&m->pl->p[p], m->pl->machine.tiles, note_shard, &m->ts[p]);
+	}
+	return m->ts[p].shard;
+}
+
+/* A shard as a float matrix (rows x cols), and back with zero padding. */
+static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
+{
+	const Placement *pp = &m->pl->p[p];
+	int64_t idx[MAX_RANK];
+	shard_idx(pp, shards_of(m, p)[t], idx);
+	*l = place_layout(pp, idx);
+	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
+	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
+	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
+	for (int64_t r = 0; r < l->rows; r++)
+		for (int64_t c = 0; c < l->cols; c++)
+			v[r * l->cols + c] = decode(mem + layout_offset(l, r, c) * esz, pp->fmt, sc);
+	return v;
+}
+
+static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
+{
+	const Placement *pp = &m->pl->p[p];
+	int64_t idx[MAX_RANK];
+	shard_idx(pp, shards_of(m, p)[t], idx);
+	Layout l = place_layout(pp, idx);
+	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
+	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
+	memset(mem, 0, (size_t)layout_bytes(&l));
+	for (int64_t r = 0; r < l.rows; r++)
+		for (int64_t c = 0; c < l.cols; c++)
+			encode(v[r * l.cols + c], pp->fmt, sc, mem + layout_offset(&l, r, c) * esz);
+}
+
+static float gelu(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/* Runs compute step i on every tile of its output. */
+static int compute(Machine_ *m, int i)
+{
+	const Step *st = &m->pl->s[i];
+	const Placement *out = &m->pl->p[st->out];
+	int64_t T = m->pl->machine.tiles;
+	const int64_t *os = shards_of(m, st->out);
+
+	for (int64_t t = 0; t < T; t++) {
+		if (os[t] < 0)
+			continue;
+		int64_t idx[MAX_RANK];
+		shard_idx(out, os[t], idx);
+		Layout lo = place_layout(out, idx);
+		int64_t R = lo.rows, C = lo.cols;
+		float *res = xcalloc((size_t)(R * C), sizeof *res);
+		Layout la, lb, lc;
+		for (int k = 0; k < st->nin; k++)
+			if (shards_of(m, st->in[k])[t] < 0) {
+				free(res);
+				return errf(m->e, "step %d (%s): tile %lld holds no shard of '%s'", i, st->op,
+					    (long long)t, m->pl->p[st->in[k]].name);
+			}
+		float *a = read_shard(m, st->in[0], t, &la);
+		switch (st->compute) {
+		case C_CAST:
+		case C_PACK:
+			memcpy(res, a, (size_t)(R * C) * sizeof *res);
+			break;
+		case C_GELU:
+			for (int64_t q = 0; q < R * C; q++)
+				res[q] = gelu(a[q]);
+			break;
+		case C_ADD: {
+			float *b = read_shard(m, st->in[1], t, &lb);
+			for (int64_t q = 0; q < R * C; q++)
+				res[q] = a[q] + b[q];
+			free(b);
+			break;
+		}
+		case C_LAYERNORM: {
+			float *g = read_shard(m, st->in[1], t, &lb), *b = read_shard(m, st->in[2], t, &lc);
+			for (int64_t r = 0; r < R; r++) {
+				const float *x = a + r * C;
+				float mean = 0, var = 0;
+				for (int64_t c = 0; c < C; c++)
+					mean += x[c];
+				mean /= (float)C;
+				for (int64_t c = 0; c < C; c++)
+					var += (x[c] - mean) * (x[c] - mean);
+				var /= (float)C;
+				float inv = 1.0f / sqrtf(var + (float)st->eps);
+				for (int64_t c = 0; c < C; c++)
+					res[r * C + c] = (x[c] - mean) * inv * g[c] + b[c];
+			}
+			free(g);
+			free(b);
+			break;
+		}
+		case C_MATMUL: {
+			float *b = read_shard(m, st->in[1], t, &lb), *bias = NULL;
+			int64_t K = la.cols;
+			if (st->nin > 2)
+				bias = read_shard(m, st->in[2], t, &lc);
+			for (int64_t r = 0; r < R; r++) {
+				float *acc = res + r * C;
+				for (int64_t k = 0; k < K; k++) {   /* K order; n contiguous */
+					float x = a[r * K + k];
+					const float *brow = b + k * C;
+					for (int64_t n = 0; n < C; n++)
+						acc[n] += x * brow[n];
+				}
+				if (bias)
+					for (int64_t n = 0; n < C; n++)
+						acc[n] += bias[n];
+			}
+			free(b);
+			free(bias);
+			break;
+		}
+		case C_REDUCE: {
+			int64_t parts = la.rows / R;
+			float *bias = st->nin > 1 ? read_shard(m, st->in[1], t, &lb) : NULL;
+			for (int64_t r = 0; r < R; r++)
+				for (int64_t n = 0; n < C; n++) {
+					float s = 0;
+					for (int64_t k = 0; k < parts; k++)
+						s += a[(k * R + r) * C + n];
+					res[r * C + n] = s + (bias ? bias[n] : 0);
+				}
+			free(bias);
+			break;
+		}
+		default:
+			break;
+		}
+		free(a);
+		write_shard(m, st->out, t, res);   /* rounds into the output's format */
+		free(res);
+	}
+	/* The tensor's values, from the first replica of every shard. */
+	const PTensor *x = &m->pl->t[out->tensor];
+	int64_t n = tensor_count(x), z[MAX_REP] = { 0 };
+	if (!m->val[out->tensor])
+		m->val[out->tensor] = xcalloc((size_t)n, sizeof **m->val);
+	for (int64_t lin = 0; lin < place_shards(out); lin++) {
+		int64_t idx[MAX_RANK];
+		shard_idx(out, lin, idx);
+		int64_t t = place_tile(out, idx, z, T);
+		Layout l;
+		float *v = read_shard(m, st->out, t, &l);
+		for (int64_t r = 0; r < l.rows; r++)
+			for (int64_t c = 0; c < l.cols; c++)
+				m->val[out->tensor][shard_elem(out, idx, r, c)] = v[r * l.cols + c];
+		free(v);
+	}
+	return 0;
+}
+
+/* ---- exchange from the program's rows ---- */
+
+typedef struct {
+	Machine_ *m;
+	Instr **row;
+	int *n, *cur;
+	int phase;
+	int failed;
+} Exchange;
+
+static Instr *next_instr(Exchange *x, int64_t t)
+{
+	if (!x->row[t] || x->cur[t] >= x->n[t])
+		return NULL;
+	return &x->row[t][x->cur[t]++];
+}
+
+static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Exchange *x = ctx;
+	Machine_ *m = x->m;
+	int64_t T = m->pl->machine.tiles;
+	(void)mb, (void)sa, (void)da;
+	Instr *s = next_instr(x, st);
+	if (!s || s->kind != I_SEND || s->len != xf->len)
+		return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the send of "
+			    "%lld bytes the schedule needs (step %d)", (long long)st, x->phase,
+			    (long long)xf->len, xf->step);
+	uint8_t *buf = xmalloc((size_t)xf->len);
+	memcpy(buf, sim_tile(&m->s, st) + s->addr, (size_t)xf->len);
+	for (int64_t j = 0; j < xf->nrecv; j++) {
+		int64_t t = tile_mod(dt + j * xf->recv_step, T);
+		Instr *r = next_instr(x, t);
+		if (!r || r->kind != I_RECV || r->len != xf->len || r->peer != st) {
+			free(buf);
+			return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the "
+				    "receive of %lld bytes from tile %lld the schedule needs (step %d)",
+				    (long long)t, x->phase, (long long)xf->len, (long long)st, xf->step);
+		}
+		memcpy(sim_tile(&m->s, t) + r->addr, buf, (size_t)xf->len);
+	}
+	free(buf);
+	return 0;
+}
+
+/* Fills copy destinations with 0xA5 but where they alias their source. */
+static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	Machine_ *m = ctx;
+	Layout l = place_layout(p, idx);
+	(void)rep;
+	memset(sim_tile(&m->s, t) + p->addr, 0xA5, (size_t)layout_bytes(&l));
+	return 0;
+}
+
+static int copy_src_alias(Machine_ *m, int step)
+{
+	const Step *st = &m->pl->s[step];
+	return m->pl->p[st->src].addr == m->pl->p[st->dst].addr;
+}
+
+static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
+{
+	const Plan *pl = m->pl;
+	int64_t T = pl->machine.tiles;
+	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
+		       xcalloc((size_t)T, sizeof *x.cur), ph, 0 };
+	int rc = 0;
+
+	for (int i = 0; ph >= 0 && i < prog->nent && !rc; i++)
+		if (prog->ent[i].phase == ph)
+			rc = program_row(prog, i, &x.row[prog->ent[i].tile], &x.n[prog->ent[i].tile], m->e);
+	for (int s = first; s <= last && !rc; s++)
+		if (pl->s[s].kind == STEP_COPY && !copy_src_alias(m, s))
+			place_each(&pl->p[pl->s[s].dst], T, poison, m);
+	for (int i = 0; i < pl->nx && !rc; i++) {
+		const Xfer *xf = &pl->x[i];
+		if (xf->step < first || xf->step > last)
+			continue;
+		if (xf->kind == X_SEND) {
+			if (ph < 0)
+				rc = errf(m->e, "step %d: a send outside every phase", xf->step);
+			else
+				rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
+		} else {
+			rc = sim_xfer(&m->s, xf, m->e);
+		}
+	}
+	for (int64_t t = 0; t < T && !rc; t++)
+		if (x.row[t] && x.cur[t] != x.n[t])
+			rc = errf(m->e, "tile %lld, phase %d: %d instructions of its table were not used by "
+				  "the schedule", (long long)t, ph, x.n[t] - x.cur[t]);
+	for (int s = first; s <= last && !rc; s++)
+		if (pl->s[s].kind == STEP_COPY)
+			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
+	for (int64_t t = 0; t < T; t++)
+		free(x.row[t]);
+	free(x.row);
+	free(x.n);
+	free(x.cur);
+	return rc;
+}
+
+int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
+{
+	Machine_ m;
+	Values vs = { pl, val };
+	int rc = 0, ph = 0;
+
+	memset(&m, 0, sizeof m);
+	m.pl = pl;
+	m.val = val;
+	m.e = e;
+	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
+	sim_init(&m.s, &pl->machine, 0);
+	m.s.elem = elem_bytes;
+	m.s.elem_ctx = &vs;
+	for (int p = 0; p < pl->np; p++)
+		if (plan_writer(pl, p) < 0)
+			sim_fill(&m.s, pl, p);
+	for (int i = 0; i < pl->ns && !rc;) {
+		while (ph < pl->nph && pl->ph[ph].last < i)
+			ph++;
+		if (pl->s[i].kind == STEP_COMPUTE) {
+			rc = compute(&m, i);
+			i++;
+		} else if (ph < pl->nph && pl->ph[ph].first <= i) {
+			rc = run_phase(&m, prog, ph, pl->ph[ph].first, pl->ph[ph].last);
+			i = pl->ph[ph].last + 1;
+		} else {
+			rc = run_phase(&m, prog, -1, i, i);     /* on-tile copies only */
+			i++;
+		}
+	}
+	for (int p = 0; p < pl->np; p++)
+		free(m.ts[p].shard);
+	free(m.ts);
+	sim_free(&m.s);
+	return rc;
+}
+
+/* ---- the FP32 reference ---- */
+
+static int is_gemm_op(const Plan *pl, const char *op)
+{
+	for (int g = 0; g < pl->ng; g++)
+		if (strcmp(pl->g[g].op, op) == 0)
+			return g;
+	return -1;
+}
+
+int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
+{
+	(void)e;
+	for (int t = 0; t < pl->nt; t++)
+		ref[t] = NULL;
+	for (int t = 0; t < pl->nt; t++)
+		if (val[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
+			int64_t n = tensor_count(&pl->t[t]);
+			ref[t] = xmalloc((size_t)n * sizeof **ref);
+			memcpy(ref[t], val[t], (size_t)n * sizeof **ref);
+		}
+	char *done = xcalloc((size_t)pl->ng + 1, 1);
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind != STEP_COMPUTE)
+			continue;
+		int g = is_gemm_op(pl, st->op);
+		if (g >= 0) {
+			if (done[g])
+				continue;
+			done[g] = 1;
+			const Gemm *G = &pl->g[g];
+			int64_t M = G->m, K = G->k, N = G->n;
+			float *c = xcalloc((size_t)(M * N), sizeof *c);
+			const float *A = ref[G->a], *B = ref[G->b];
+			for (int64_t r = 0; r < M; r++) {
+				for (int64_t k = 0; k < K; k++) {
+					float x = A[r * K + k];
+					for (int64_t n = 0; n < N; n++)
+						c[r * N + n] += x * B[k * N + n];
+				}
+				if (G->bias >= 0)
+					for (int64_t n = 0; n < N; n++)
+						c[r * N + n] += ref[G->bias][n];
+			}
+			ref[G->out] = c;
+			continue;
+		}
+		int out = pl->p[st->out].tensor, in = pl->p[st->in[0]].tensor;
+		int64_t n = tensor_count(&pl->t[out]), C = pl->t[out].shape[pl->t[out].rank - 1];
+		float *y = xmalloc((size_t)n * sizeof *y);
+		const float *x = ref[in];
+		switch (st->compute) {
+		case C_GELU:
+			for (int64_t i = 0; i < n; i++)
+				y[i] = gelu(x[i]);
+			break;
+		case C_ADD: {
+			const float *b = ref[pl->p[st->in[1]].tensor];
+			for (int64_t i = 0; i < n; i++)
+				y[i] = x[i] + b[i];
+			break;
+		}
+		case C_LAYERNORM: {
+			const float *g = ref[pl->p[st->in[1]].tensor], *b = ref[pl->p[st->in[2]].tensor];
+			for (int64_t r = 0; r < n / C; r++) {
+				const float *xr = x + r * C;
+				double mean = 0, var = 0;
+				for (int64_t c = 0; c < C; c++)
+					mean += xr[c];
+				mean /= (double)C;
+				for (int64_t c = 0; c < C; c++)
+					var += (xr[c] - mean) * (xr[c] - mean);
+				var /= (double)C;
+				double inv = 1 / sqrt(var + st->eps);
+				for (int64_t c = 0; c < C; c++)
+					y[r * C + c] = (float)((xr[c] - mean) * inv * g[c] + b[c]);
+			}
+			break;
+		}
+		default:        /* a cast op: activations stay fp32 */
+			memcpy(y, x, (size_t)n * sizeof *y);
+			break;
+		}
+		free(ref[out]);
+		ref[out] = y;
+	}
+	free(done);
+	return 0;
+}
+
+void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs)
+{
+	double ab = 0, aa = 0, bb = 0, m = 0;
+	for (int64_t i = 0; i < n; i++) {
+		ab += (double)a[i] * b[i];
+		aa += (double)a[i] * a[i];
+		bb += (double)b[i] * b[i];
+		double d = fabs((double)a[i] - b[i]);
+		if (d > m || isnan(d))
+			m = isnan(d) ? INFINITY : d;
+	}
+	*cosine = aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : (aa == bb ? 1 : 0);
+	*max_abs = m;
+}

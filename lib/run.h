@@ -1,0 +1,56 @@
+/* run: executing a program on the machine model (DOMAIN §3, §8; amp-run).
+ *
+ * Values. Every tensor has its logical values as floats: machine-exact
+ * (what its format holds: fp16 rounded to nearest even, fp8 F143 with the
+ * tensor's power-of-two scale). Inputs and parameters come from .npy files
+ * or are generated from a seed; every other tensor's values are read back
+ * from the tiles after the compute step that writes it.
+ *
+ * Execution. Each tile has its own SRAM. Initial placements are written
+ * with their tensor's bytes (padding zero). Steps run in order. A phase
+ * runs its transfers in record order and takes every SEND and RECV from
+ * the program's decoded rows: the row's next instruction must be the
+ * fragment's, and its addresses are used, so the encoded tables are what
+ * moves the bytes (multicast, loopback and forwarding as encoded). Before a
+ * phase every copy destination (but aliases of their source) is filled
+ * with 0xA5, so a missing byte shows; after it, every destination is
+ * checked byte for byte against its tensor's values in its layout, padding
+ * zero (lib/sim.h), naming tile, phase, offset, tensor, expected, found.
+ *
+ * Numbers (this machine's definition). matmul: each tile sums a*b over its
+ * K range in fp32, in K order, adds the bias (when K is not split) and
+ * rounds once to fp16; reduce: the K partials (fp16) summed in fp32 in K
+ * order, plus the bias, rounded once to fp16; gelu (tanh form), add and
+ * layernorm (fp32 mean and variance, two passes) compute in fp32 and round
+ * to nearest even into their output's format; cast re-encodes (fp8 with
+ * the target's scale, saturating); pack copies values into amp-left with
+ * zero padding.
+ */
+#ifndef AMP_RUN_H
+#define AMP_RUN_H
+
+#include <stdint.h>
+
+#include "plan.h"
+#include "program.h"
+
+typedef struct {
+	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
+	uint64_t seed;
+	int quantized;          /* store values in their formats (0: raw fp32, for calibration) */
+} RunOpts;
+
+/* val[t] for every input and parameter of pl (others NULL). */
+int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e);
+/* Executes prog on the machine model; fills val for every other tensor. */
+int run_program(const Program *prog, const Plan *pl, float **val, Err *e);
+/* The FP32 reference from the ops alone (no placement, no cast inside a
+ * matmul, every activation fp32), on the same input and parameter values:
+ * ref[t] for every activation and output. */
+int run_reference(const Plan *pl, float *const *val, float **ref, Err *e);
+/* Minimum-cosine inputs: cosine similarity and largest absolute error. */
+void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs);
+int64_t tensor_count(const PTensor *t);
+float quantize(float x, Format f, int scale);
+
+#endif

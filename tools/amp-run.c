@@ -1,0 +1,225 @@
+/* amp-run: execute a program on the machine model and check it. */
+#include <getopt.h>
+#include <math.h>
+#include <string.h>
+
+#include "npy.h"
+#include "num.h"
+#include "planner.h"
+#include "program.h"
+#include "run.h"
+#include "scales.h"
+#include "tool.h"
+
+static void help(void)
+{
+	printf("Usage: amp-run [OPTION]... PROGRAM\n"
+	       "       amp-run --calibrate MODEL -o SCALES [OPTION]...\n"
+	       "Execute a program written by amp-emit on the machine model: every tile's\n"
+	       "SRAM, the encoded exchange tables in their order, and the compute steps\n"
+	       "with DOMAIN §3's numbers. Two checks: after every exchange phase each\n"
+	       "destination holds exactly its tensor's bytes (padding zero), else the\n"
+	       "first wrong byte is named (tile, phase, offset, tensor, expected, found);\n"
+	       "and each output against an FP32 reference computed from the model's ops\n"
+	       "alone: minimum cosine similarity and maximum absolute error.\n"
+	       "\n"
+	       "      --data DIR        read inputs and parameters from DIR/<tensor>.npy;\n"
+	       "                        missing ones are generated from the seed\n"
+	       "      --seed N          seed for generated data (default 1)\n"
+	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
+	       "                        reference as DIR/<tensor>.ref.npy\n"
+	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
+	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
+	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
+	       "  -m, --machine FILE    machine for --calibrate's plan (default amp1472)\n"
+	       "  -o, --output FILE     the scales file for --calibrate\n"
+	       "      --help            print this help and exit\n"
+	       "      --version         print the version and exit\n"
+	       "\n"
+	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte or an output\n"
+	       "below --min-cosine, 2 usage error.\n");
+	exit(EXIT_OK);
+}
+
+static void free_vals(float **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int save(const char *dir, const char *name, const char *suffix, const PTensor *t,
+		const float *v, Err *e)
+{
+	char path[4096];
+	Npy a;
+	memset(&a, 0, sizeof a);
+	snprintf(path, sizeof path, "%s/%s%s.npy", dir, name, suffix);
+	a.type = NPY_F32;
+	a.rank = t->rank;
+	memcpy(a.shape, t->shape, (size_t)t->rank * sizeof *t->shape);
+	a.data = (void *)v;
+	a.bytes = (size_t)tensor_count(t) * sizeof *v;
+	return npy_write(path, &a, e);
+}
+
+/* Scales from the FP32 reference: parameters from their own values,
+ * activations cast to fp8 from the reference's. */
+static void calibrate(const char *model_path, const char *machine_path, const char *out,
+		      const RunOpts *ro)
+{
+	Machine mc;
+	Model md;
+	Plan pl;
+	Err e;
+	Scales sc = { NULL, NULL, 0 };
+	PlanOpts po = { OBJ_CAPACITY, 0, NULL };
+	RunOpts raw = *ro;
+
+	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
+	    model_load(&md, model_path, &e) || plan_build(&pl, &md, &mc, &po, NULL, &e))
+		fail(&e);
+	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
+	raw.quantized = 0;
+	if (run_data(&pl, &raw, val, &e))
+		fail(&e);
+	for (int t = 0; t < pl.nt; t++) {
+		const PTensor *x = &pl.t[t];
+		if (!val[t] || x->fmt != FMT_FP8)
+			continue;
+		double amax = 0;
+		for (int64_t i = 0; i < tensor_count(x); i++)
+			amax = fmax(amax, fabs(val[t][i]));
+		scales_add(&sc, x->name, scale_for_amax(amax));
+		pl.t[t].scale = sc.scale[sc.n - 1];
+		for (int64_t i = 0; i < tensor_count(x); i++)
+			val[t][i] = quantize(val[t][i], x->fmt, x->scale);
+	}
+	for (int t = 0; t < pl.nt; t++)         /* inputs at their own format */
+		if (val[t] && pl.t[t].fmt != FMT_FP8)
+			for (int64_t i = 0; i < tensor_count(&pl.t[t]); i++)
+				val[t][i] = quantize(val[t][i], pl.t[t].fmt, pl.t[t].scale);
+	if (run_reference(&pl, val, ref, &e))
+		fail(&e);
+	/* an fp8 activation is named <source>.fp8 (or is a cast op's output) */
+	for (int t = 0; t < pl.nt; t++) {
+		const PTensor *x = &pl.t[t];
+		if (x->fmt != FMT_FP8 || x->role == R_PARAM || x->role == R_INPUT)
+			continue;
+		char src[256];
+		snprintf(src, sizeof src, "%s", x->name);
+		size_t n = strlen(src);
+		if (n > 4 && strcmp(src + n - 4, ".fp8") == 0)
+			src[n - 4] = 0;
+		int s = -1;
+		for (int k = 0; k < pl.nt; k++)
+			if (strcmp(pl.t[k].name, src) == 0)
+				s = k;
+		if (s < 0 || !ref[s])
+			continue;
+		double amax = 0;
+		for (int64_t i = 0; i < tensor_count(&pl.t[s]); i++)
+			amax = fmax(amax, fabs(ref[s][i]));
+		scales_add(&sc, src, scale_for_amax(amax));
+	}
+	if (scales_write(&sc, out, &e))
+		fail(&e);
+	free_vals(val, pl.nt);
+	free_vals(ref, pl.nt);
+	scales_free(&sc);
+	plan_free(&pl);
+	model_free(&md);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'D' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "save", required_argument, NULL, 'A' },
+		{ "min-cosine", required_argument, NULL, 'C' },
+		{ "calibrate", required_argument, NULL, 'K' },
+		{ "machine", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	RunOpts ro = { NULL, 1, 1 };
+	const char *save_dir = NULL, *calib = NULL, *out = NULL, *machine = NULL, *in_path;
+	double min_cos = 0.99;
+	int64_t n;
+	int c;
+	Err e;
+
+	opterr = 0;
+	tool_init("amp-run");
+	while ((c = getopt_long(argc, argv, ":m:o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': ro.data_dir = optarg; break;
+		case 'S':
+			if (parse_i64(optarg, &n) || n < 0)
+				usage_error("--seed takes a non-negative integer, not '%s'", optarg);
+			ro.seed = (uint64_t)n;
+			break;
+		case 'A': save_dir = optarg; break;
+		case 'C':
+			if (parse_f64(optarg, &min_cos) || min_cos < -1 || min_cos > 1)
+				usage_error("--min-cosine takes a number from -1 to 1, not '%s'", optarg);
+			break;
+		case 'K': calib = optarg; break;
+		case 'm': machine = optarg; break;
+		case 'o': out = optarg; break;
+		case 'h': help(); break;
+		case 'V': version(); break;
+		default: bad_option(c, argv, optind, optopt);
+		}
+	}
+	if (calib) {
+		if (!out)
+			usage_error("--calibrate needs -o SCALES");
+		if (optind < argc)
+			usage_error("--calibrate takes no program, found '%s'", argv[optind]);
+		calibrate(calib, machine, out, &ro);
+		return EXIT_OK;
+	}
+	in_path = one_input(argc, argv, optind, "program");
+
+	Program prog;
+	Plan pl;
+	int is_prog;
+	if (program_or_stage(&pl, &prog, &is_prog, in_path, &e))
+		fail(&e);
+	if (!is_prog) {
+		errf(&e, "'%s': not a program (amp-emit writes one from a grouped stage)",
+		     in_path ? in_path : "<stdin>");
+		fail(&e);
+	}
+	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
+	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e) ||
+	    run_reference(&pl, val, ref, &e))
+		fail(&e);
+	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
+	int low = 0;
+	for (int t = 0; t < pl.nt; t++) {
+		if (pl.t[t].role != R_OUTPUT)
+			continue;
+		double cosv, mabs;
+		run_compare(val[t], ref[t], tensor_count(&pl.t[t]), &cosv, &mabs);
+		printf("output %s: cosine %.6f, max abs error %.6g (against FP32)\n", pl.t[t].name, cosv, mabs);
+		if (!(cosv >= min_cos))
+			low = 1;
+		if (save_dir && (save(save_dir, pl.t[t].name, "", &pl.t[t], val[t], &e) ||
+				 save(save_dir, pl.t[t].name, ".ref", &pl.t[t], ref[t], &e)))
+			fail(&e);
+	}
+	if (low) {
+		fprintf(stderr, "amp-run: an output's cosine is below %g (--min-cosine)\n", min_cos);
+		return EXIT_BAD;
+	}
+	free_vals(val, pl.nt);
+	free_vals(ref, pl.nt);
+	program_free(&prog);
+	plan_free(&pl);
+	return EXIT_OK;
+}
