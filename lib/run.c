@@ -436,29 +436,36 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	for (int i = 0; ph >= 0 && i < prog->nent && !rc; i++)
 		if (prog->ent[i].phase == ph)
 			rc = program_row(prog, i, &x.row[prog->ent[i].tile], &x.n[prog->ent[i].tile], m->e);
-	for (int s = first; s <= last && !rc; s++)
-		if (pl->s[s].kind == STEP_COPY && !copy_src_alias(m, s))
-			place_each(&pl->p[pl->s[s].dst], T, poison, m);
-	for (int i = 0; i < pl->nx && !rc; i++) {
-		const Xfer *xf = &pl->x[i];
-		if (xf->step < first || xf->step > last)
+	/* Step by step (records follow step order): a destination is poisoned
+	 * just before its step moves anything, since a placement that dies
+	 * earlier in the phase may share its address, and checked when its
+	 * step ends, since one that dies later in the phase may be reused. */
+	int i = 0;
+	for (int s = first; s <= last && !rc; s++) {
+		if (pl->s[s].kind != STEP_COPY)
 			continue;
-		if (xf->kind == X_SEND) {
-			if (ph < 0)
-				rc = errf(m->e, "step %d: a send outside every phase", xf->step);
-			else
-				rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
-		} else {
-			rc = sim_xfer(&m->s, xf, m->e);
+		if (!copy_src_alias(m, s))
+			place_each(&pl->p[pl->s[s].dst], T, poison, m);
+		while (i < pl->nx && pl->x[i].step < s)
+			i++;
+		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {
+			const Xfer *xf = &pl->x[i];
+			if (xf->kind == X_SEND) {
+				if (ph < 0)
+					rc = errf(m->e, "step %d: a send outside every phase", xf->step);
+				else
+					rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
+			} else {
+				rc = sim_xfer(&m->s, xf, m->e);
+			}
 		}
+		if (!rc)
+			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
 	}
 	for (int64_t t = 0; t < T && !rc; t++)
 		if (x.row[t] && x.cur[t] != x.n[t])
 			rc = errf(m->e, "tile %lld, phase %d: %d instructions of its table were not used by "
 				  "the schedule", (long long)t, ph, x.n[t] - x.cur[t]);
-	for (int s = first; s <= last && !rc; s++)
-		if (pl->s[s].kind == STEP_COPY)
-			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
 	for (int64_t t = 0; t < T; t++)
 		free(x.row[t]);
 	free(x.row);
