@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +46,23 @@ static void encode(float x, Format f, int scale, uint8_t *out)
 	}
 }
 
+/* fp8 codes decoded once; a scale is a multiplication by a power of two,
+ * exact, as f8s_to_f32's ldexpf is. */
+static float f8_table[256];
+
+static float f8_decode(uint8_t b, int scale)
+{
+	if (!f8_table[1])
+		for (int i = 0; i < 256; i++)
+			f8_table[i] = f8_to_f32((uint8_t)i);
+	return scale ? ldexpf(f8_table[b], scale) : f8_table[b];
+}
+
 static float decode(const uint8_t *b, Format f, int scale)
 {
 	switch (f) {
 	case FMT_FP16: return f16_to_f32((uint16_t)(b[0] | b[1] << 8));
-	case FMT_FP8: return f8s_to_f32(b[0], scale);
+	case FMT_FP8: return f8_decode(b[0], scale);
 	default: {
 		float x;
 		memcpy(&x, b, 4);
@@ -240,20 +253,39 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 			encode(v[r * l.cols + c], pp->fmt, sc, mem + layout_offset(&l, r, c) * esz);
 }
 
+/* acc[n] += x * b[n]: the inner loop of every GEMM here, vectorized (no
+ * contraction to FMA: -ffp-contract=off keeps one rounding per step, the
+ * machine's definition). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void axpy(float *restrict acc, const float *restrict b, float x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		acc[i] += x * b[i];
+}
+
 static float gelu(float x)
 {
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-/* Runs compute step i on every tile of its output. */
-static int compute(Machine_ *m, int i)
+typedef struct {
+	Machine_ *m;
+	int step, part, parts;
+} Work;
+
+/* Compute step w->step on the tiles t of its output with t % parts == part. */
+static void *compute_tiles(void *arg)
 {
-	const Step *st = &m->pl->s[i];
+	Work *w = arg;
+	Machine_ *m = w->m;
+	const Step *st = &m->pl->s[w->step];
 	const Placement *out = &m->pl->p[st->out];
 	int64_t T = m->pl->machine.tiles;
-	const int64_t *os = shards_of(m, st->out);
+	const int64_t *os = m->ts[st->out].shard;
 
-	for (int64_t t = 0; t < T; t++) {
+	for (int64_t t = w->part; t < T; t += w->parts) {
 		if (os[t] < 0)
 			continue;
 		int64_t idx[MAX_RANK];
@@ -262,12 +294,6 @@ static int compute(Machine_ *m, int i)
 		int64_t R = lo.rows, C = lo.cols;
 		float *res = xcalloc((size_t)(R * C), sizeof *res);
 		Layout la, lb, lc;
-		for (int k = 0; k < st->nin; k++)
-			if (shards_of(m, st->in[k])[t] < 0) {
-				free(res);
-				return errf(m->e, "step %d (%s): tile %lld holds no shard of '%s'", i, st->op,
-					    (long long)t, m->pl->p[st->in[k]].name);
-			}
 		float *a = read_shard(m, st->in[0], t, &la);
 		switch (st->compute) {
 		case C_CAST:
@@ -311,12 +337,8 @@ static int compute(Machine_ *m, int i)
 				bias = read_shard(m, st->in[2], t, &lc);
 			for (int64_t r = 0; r < R; r++) {
 				float *acc = res + r * C;
-				for (int64_t k = 0; k < K; k++) {   /* K order; n contiguous */
-					float x = a[r * K + k];
-					const float *brow = b + k * C;
-					for (int64_t n = 0; n < C; n++)
-						acc[n] += x * brow[n];
-				}
+				for (int64_t k = 0; k < K; k++)     /* K order; n contiguous */
+					axpy(acc, b + k * C, a[r * K + k], C);
 				if (bias)
 					for (int64_t n = 0; n < C; n++)
 						acc[n] += bias[n];
@@ -344,6 +366,34 @@ static int compute(Machine_ *m, int i)
 		free(a);
 		write_shard(m, st->out, t, res);   /* rounds into the output's format */
 		free(res);
+	}
+	return NULL;
+}
+
+/* Runs compute step i on every tile of its output, on two threads. */
+static int compute(Machine_ *m, int i)
+{
+	const Step *st = &m->pl->s[i];
+	const Placement *out = &m->pl->p[st->out];
+	int64_t T = m->pl->machine.tiles;
+	const int64_t *os = shards_of(m, st->out);
+
+	for (int64_t t = 0; t < T; t++)         /* every input on every tile, before threads */
+		for (int k = 0; os[t] >= 0 && k < st->nin; k++)
+			if (shards_of(m, st->in[k])[t] < 0)
+				return errf(m->e, "step %d (%s): tile %lld holds no shard of '%s'", i, st->op,
+					    (long long)t, m->pl->p[st->in[k]].name);
+	for (int64_t t = 0; t < T; t++)
+		if (os[t] >= 0)
+			sim_tile(&m->s, t);
+	Work w[2] = { { m, i, 0, 2 }, { m, i, 1, 2 } };
+	pthread_t th;
+	if (pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
+		compute_tiles(&w[0]);
+		pthread_join(th, NULL);
+	} else {
+		w[0].parts = 1;
+		compute_tiles(&w[0]);
 	}
 	/* The tensor's values, from the first replica of every shard. */
 	const PTensor *x = &m->pl->t[out->tensor];
@@ -522,6 +572,40 @@ static int is_gemm_op(const Plan *pl, const char *op)
 	return -1;
 }
 
+/* C[M x N] += A[M x K] B[K x N] (+ bias), rows split over two threads. */
+typedef struct {
+	const float *A, *B, *bias;
+	float *C;
+	int64_t r0, r1, K, N;
+} Gemm_;
+
+static void *gemm_rows(void *arg)
+{
+	Gemm_ *g = arg;
+	for (int64_t r = g->r0; r < g->r1; r++) {
+		for (int64_t k = 0; k < g->K; k++)
+			axpy(g->C + r * g->N, g->B + k * g->N, g->A[r * g->K + k], g->N);
+		if (g->bias)
+			for (int64_t n = 0; n < g->N; n++)
+				g->C[r * g->N + n] += g->bias[n];
+	}
+	return NULL;
+}
+
+static void gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
+		  int64_t N)
+{
+	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N }, { A, B, bias, C, M / 2, M, K, N } };
+	pthread_t th;
+	if (M >= 64 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
+		gemm_rows(&g[0]);
+		pthread_join(th, NULL);
+	} else {
+		g[0].r1 = M;
+		gemm_rows(&g[0]);
+	}
+}
+
 int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
 {
 	(void)e;
@@ -546,17 +630,7 @@ int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
 			const Gemm *G = &pl->g[g];
 			int64_t M = G->m, K = G->k, N = G->n;
 			float *c = xcalloc((size_t)(M * N), sizeof *c);
-			const float *A = ref[G->a], *B = ref[G->b];
-			for (int64_t r = 0; r < M; r++) {
-				for (int64_t k = 0; k < K; k++) {
-					float x = A[r * K + k];
-					for (int64_t n = 0; n < N; n++)
-						c[r * N + n] += x * B[k * N + n];
-				}
-				if (G->bias >= 0)
-					for (int64_t n = 0; n < N; n++)
-						c[r * N + n] += ref[G->bias][n];
-			}
+			gemm2(ref[G->a], ref[G->b], G->bias >= 0 ? ref[G->bias] : NULL, c, M, K, N);
 			ref[G->out] = c;
 			continue;
 		}
