@@ -67,7 +67,7 @@ $(OBJ)/lib $(OBJ)/tests $(BIN):
 # check: unit tests then Bats suites; tests/run.sh prints "N passed, N failed".
 check: deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
-	@AMP_BIN=$(CURDIR)/$(BIN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
+	@AMP_BIN=$(CURDIR)/$(BIN) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done

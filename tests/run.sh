@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 : "${AMP_BIN:?AMP_BIN must name the directory of the amp-* binaries}"
 export AMP_BIN FUZZ="${FUZZ:-}"
-pass=0 fail=0
+pass=0 fail=0 skipped=0
 
 for t in ${UNIT_BINS:-}; do
 	out=$("$t" 2>&1); rc=$?
@@ -30,16 +30,21 @@ done
 
 if ls tests/bats/*.bats >/dev/null 2>&1; then
 	tap=$(bats --tap tests/bats 2>&1)
-	bp=$(printf '%s\n' "$tap" | grep -c '^ok ')
+	bs=$(printf '%s\n' "$tap" | grep -c '^ok .* # skip')
+	bp=$(( $(printf '%s\n' "$tap" | grep -c '^ok ') - bs ))
 	bf=$(printf '%s\n' "$tap" | grep -c '^not ok ')
 	printf '%s\n' "$tap" | awk '/^not ok /{show=1} /^ok /{show=0} show'
-	echo "bats: $bp passed, $bf failed"
-	pass=$((pass + bp)); fail=$((fail + bf))
+	echo "bats: $bp passed, $bf failed, $bs skipped"
+	pass=$((pass + bp)); fail=$((fail + bf)); skipped=$((skipped + bs))
 	if ! printf '%s\n' "$tap" | grep -q '^1\.\.'; then
 		echo "FAIL bats: no test plan (did bats run?)"
 		fail=$((fail + 1))
 	fi
 fi
 
-echo "$pass passed, $fail failed"
+if [ "$skipped" -gt 0 ]; then
+	echo "$pass passed, $fail failed, $skipped skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
 [ "$fail" -eq 0 ]

@@ -293,6 +293,7 @@ check_table() {
 }
 
 @test "make experiment-weights prints direct and forward side by side with a total row" {
+	siglip_ok
 	flow experiment-weights
 	assert_success
 	table "parameter delivery on share/models/siglip-mlp.yaml: --weights direct vs forward"
@@ -300,6 +301,7 @@ check_table() {
 }
 
 @test "make experiment-compose prints no-compose and compose side by side with a total row" {
+	siglip_ok
 	flow experiment-compose
 	assert_success
 	table "composition on share/models/siglip-mlp.yaml: --no-compose vs compose"
