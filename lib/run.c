@@ -691,3 +691,63 @@ void run_compare(const float *a, const float *b, int64_t n, double *cosine, doub
 	*cosine = aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : (aa == bb ? 1 : 0);
 	*max_abs = m;
 }
+
+/* ---- calibration ---- */
+
+static double amax_of(const float *v, int64_t n)
+{
+	double m = 0;
+	for (int64_t i = 0; i < n; i++)
+		m = fmax(m, fabs(v[i]));
+	return m;
+}
+
+int run_calibrate(Plan *pl, const RunOpts *ro, Scales *sc, Err *e)
+{
+	RunOpts raw = *ro;
+	float **val = xcalloc((size_t)pl->nt, sizeof *val), **ref = xcalloc((size_t)pl->nt, sizeof *ref);
+	int rc = -1;
+
+	raw.quantized = 0;
+	if (run_data(pl, &raw, val, e))
+		goto out;
+	/* fp8 parameters and inputs: from their own values, then quantized */
+	for (int t = 0; t < pl->nt; t++) {
+		PTensor *x = &pl->t[t];
+		if (!val[t])
+			continue;
+		if (x->fmt == FMT_FP8) {
+			x->scale = scale_for_amax(amax_of(val[t], tensor_count(x)));
+			scales_add(sc, x->name, x->scale);
+		}
+		for (int64_t i = 0; i < tensor_count(x); i++)
+			val[t][i] = quantize(val[t][i], x->fmt, x->scale);
+	}
+	if (run_reference(pl, val, ref, e))
+		goto out;
+	/* activations cast to fp8: <source>.fp8 takes its source's amax */
+	for (int t = 0; t < pl->nt; t++) {
+		const PTensor *x = &pl->t[t];
+		if (x->fmt != FMT_FP8 || x->role == R_PARAM || x->role == R_INPUT)
+			continue;
+		char src[256];
+		snprintf(src, sizeof src, "%s", x->name);
+		size_t n = strlen(src);
+		if (n > 4 && strcmp(src + n - 4, ".fp8") == 0)
+			src[n - 4] = 0;
+		for (int k = 0; k < pl->nt; k++)
+			if (strcmp(pl->t[k].name, src) == 0 && ref[k]) {
+				scales_add(sc, src, scale_for_amax(amax_of(ref[k], tensor_count(&pl->t[k]))));
+				break;
+			}
+	}
+	rc = 0;
+out:
+	for (int t = 0; t < pl->nt; t++) {
+		free(val[t]);
+		free(ref[t]);
+	}
+	free(val);
+	free(ref);
+	return rc;
+}

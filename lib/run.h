@@ -33,6 +33,7 @@
 
 #include "plan.h"
 #include "program.h"
+#include "scales.h"
 
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
@@ -50,6 +51,11 @@ int run_program(const Program *prog, const Plan *pl, float **val, Err *e);
 int run_reference(const Plan *pl, float *const *val, float **ref, Err *e);
 /* Minimum-cosine inputs: cosine similarity and largest absolute error. */
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs);
+/* Scales from the FP32 reference's amax (lib/scales.h): fp8 parameters
+ * and inputs from their own values, each activation cast to fp8 (the
+ * tensor `<source>.fp8`) from its source's reference values. pl is a plan
+ * of the model; its fp8 tensors' scales are set on the way. */
+int run_calibrate(Plan *pl, const RunOpts *o, Scales *sc, Err *e);
 int64_t tensor_count(const PTensor *t);
 float quantize(float x, Format f, int scale);
 

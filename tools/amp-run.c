@@ -63,8 +63,6 @@ static int save(const char *dir, const char *name, const char *suffix, const PTe
 	return npy_write(path, &a, e);
 }
 
-/* Scales from the FP32 reference: parameters from their own values,
- * activations cast to fp8 from the reference's. */
 static void calibrate(const char *model_path, const char *machine_path, const char *out,
 		      const RunOpts *ro)
 {
@@ -74,58 +72,11 @@ static void calibrate(const char *model_path, const char *machine_path, const ch
 	Err e;
 	Scales sc = { NULL, NULL, 0 };
 	PlanOpts po = { OBJ_CAPACITY, 0, NULL };
-	RunOpts raw = *ro;
 
 	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
-	    model_load(&md, model_path, &e) || plan_build(&pl, &md, &mc, &po, NULL, &e))
+	    model_load(&md, model_path, &e) || plan_build(&pl, &md, &mc, &po, NULL, &e) ||
+	    run_calibrate(&pl, ro, &sc, &e) || scales_write(&sc, out, &e))
 		fail(&e);
-	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
-	raw.quantized = 0;
-	if (run_data(&pl, &raw, val, &e))
-		fail(&e);
-	for (int t = 0; t < pl.nt; t++) {
-		const PTensor *x = &pl.t[t];
-		if (!val[t] || x->fmt != FMT_FP8)
-			continue;
-		double amax = 0;
-		for (int64_t i = 0; i < tensor_count(x); i++)
-			amax = fmax(amax, fabs(val[t][i]));
-		scales_add(&sc, x->name, scale_for_amax(amax));
-		pl.t[t].scale = sc.scale[sc.n - 1];
-		for (int64_t i = 0; i < tensor_count(x); i++)
-			val[t][i] = quantize(val[t][i], x->fmt, x->scale);
-	}
-	for (int t = 0; t < pl.nt; t++)         /* inputs at their own format */
-		if (val[t] && pl.t[t].fmt != FMT_FP8)
-			for (int64_t i = 0; i < tensor_count(&pl.t[t]); i++)
-				val[t][i] = quantize(val[t][i], pl.t[t].fmt, pl.t[t].scale);
-	if (run_reference(&pl, val, ref, &e))
-		fail(&e);
-	/* an fp8 activation is named <source>.fp8 (or is a cast op's output) */
-	for (int t = 0; t < pl.nt; t++) {
-		const PTensor *x = &pl.t[t];
-		if (x->fmt != FMT_FP8 || x->role == R_PARAM || x->role == R_INPUT)
-			continue;
-		char src[256];
-		snprintf(src, sizeof src, "%s", x->name);
-		size_t n = strlen(src);
-		if (n > 4 && strcmp(src + n - 4, ".fp8") == 0)
-			src[n - 4] = 0;
-		int s = -1;
-		for (int k = 0; k < pl.nt; k++)
-			if (strcmp(pl.t[k].name, src) == 0)
-				s = k;
-		if (s < 0 || !ref[s])
-			continue;
-		double amax = 0;
-		for (int64_t i = 0; i < tensor_count(&pl.t[s]); i++)
-			amax = fmax(amax, fabs(ref[s][i]));
-		scales_add(&sc, src, scale_for_amax(amax));
-	}
-	if (scales_write(&sc, out, &e))
-		fail(&e);
-	free_vals(val, pl.nt);
-	free_vals(ref, pl.nt);
 	scales_free(&sc);
 	plan_free(&pl);
 	model_free(&md);
