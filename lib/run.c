@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "npy.h"
 #include "num.h"
@@ -69,6 +70,22 @@ static float decode(const uint8_t *b, Format f, int scale)
 		return x;
 	}
 	}
+}
+
+/* Time and work spent in matrix products (machine and reference). */
+static double gemm_flops, gemm_secs;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void run_gemm_stats(double *flops, double *secs)
+{
+	*flops = gemm_flops;
+	*secs = gemm_secs;
 }
 
 /* ---- data ---- */
@@ -388,12 +405,21 @@ static int compute(Machine_ *m, int i)
 			sim_tile(&m->s, t);
 	Work w[2] = { { m, i, 0, 2 }, { m, i, 1, 2 } };
 	pthread_t th;
+	double t0 = now();
 	if (pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
 		compute_tiles(&w[0]);
 		pthread_join(th, NULL);
 	} else {
 		w[0].parts = 1;
 		compute_tiles(&w[0]);
+	}
+	if (st->compute == C_MATMUL) {
+		const Placement *A = &m->pl->p[st->in[0]], *B = &m->pl->p[st->in[1]];
+		double mm = 1;
+		for (int a = 0; a + 1 < A->rank; a++)
+			mm *= (double)A->shape[a];
+		gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
+		gemm_secs += now() - t0;
 	}
 	/* The tensor's values, from the first replica of every shard. */
 	const PTensor *x = &m->pl->t[out->tensor];
@@ -597,6 +623,8 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 {
 	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N }, { A, B, bias, C, M / 2, M, K, N } };
 	pthread_t th;
+	double t0 = now();
+	gemm_flops += 2.0 * (double)M * (double)K * (double)N;
 	if (M >= 64 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
 		gemm_rows(&g[0]);
 		pthread_join(th, NULL);
@@ -604,6 +632,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 		g[0].r1 = M;
 		gemm_rows(&g[0]);
 	}
+	gemm_secs += now() - t0;
 }
 
 int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)

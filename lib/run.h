@@ -57,6 +57,10 @@ void run_compare(const float *a, const float *b, int64_t n, double *cosine, doub
  * of the model; its fp8 tensors' scales are set on the way. */
 int run_calibrate(Plan *pl, const RunOpts *o, Scales *sc, Err *e);
 int64_t tensor_count(const PTensor *t);
+/* Floating-point operations done in matrix products so far (machine and
+ * reference; the machine's include reading and writing shards), and the
+ * seconds they took. */
+void run_gemm_stats(double *flops, double *secs);
 float quantize(float x, Format f, int scale);
 
 #endif

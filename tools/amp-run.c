@@ -29,6 +29,7 @@ static void help(void)
 	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
 	       "                        reference as DIR/<tensor>.ref.npy\n"
 	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
+	       "      --timing          print the matrix products' GFLOP and GFLOP/s on stderr\n"
 	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
 	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
 	       "  -m, --machine FILE    machine for --calibrate's plan (default amp1472)\n"
@@ -89,6 +90,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "save", required_argument, NULL, 'A' },
 		{ "min-cosine", required_argument, NULL, 'C' },
+		{ "timing", no_argument, NULL, 'T' },
 		{ "calibrate", required_argument, NULL, 'K' },
 		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
@@ -99,6 +101,7 @@ int main(int argc, char **argv)
 	RunOpts ro = { NULL, 1, 1 };
 	const char *save_dir = NULL, *calib = NULL, *out = NULL, *machine = NULL, *in_path;
 	double min_cos = 0.99;
+	int timing = 0;
 	int64_t n;
 	int c;
 	Err e;
@@ -119,6 +122,7 @@ int main(int argc, char **argv)
 				usage_error("--min-cosine takes a number from -1 to 1, not '%s'", optarg);
 			break;
 		case 'K': calib = optarg; break;
+		case 'T': timing = 1; break;
 		case 'm': machine = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
@@ -163,6 +167,12 @@ int main(int argc, char **argv)
 		if (save_dir && (save(save_dir, pl.t[t].name, "", &pl.t[t], val[t], &e) ||
 				 save(save_dir, pl.t[t].name, ".ref", &pl.t[t], ref[t], &e)))
 			fail(&e);
+	}
+	if (timing) {
+		double fl, sec;
+		run_gemm_stats(&fl, &sec);
+		fprintf(stderr, "amp-run: matrix products: %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
+			fl / 1e9, sec, sec > 0 ? fl / 1e9 / sec : 0);
 	}
 	if (low) {
 		fprintf(stderr, "amp-run: an output's cosine is below %g (--min-cosine)\n", min_cos);

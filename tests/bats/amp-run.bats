@@ -1,0 +1,541 @@
+#!/usr/bin/env bats
+# amp-run: program -> execution on the machine model, the byte-exact
+# movement check after every phase and the FP32 comparison of each output
+# (DOMAIN §8). The command-line contract, calibration, tiny-mlp and
+# siglip-mlp passing both checks, faults injected into a grouped stage,
+# --data and --save, and malformed inputs (tests/bad/run-*, program-*).
+
+load common
+bats_require_minimum_version 1.5.0
+
+# pipeline MODEL OUT [SCALES]: MODEL planned (with SCALES), composed,
+# expanded, exchanged and grouped into OUT.
+pipeline() {
+	local scales=()
+	[ -z "${3:-}" ] || scales=(--scales "$3")
+	amp-plan "${scales[@]}" "$1" -o "$2.plan" &&
+		amp-compose "$2.plan" -o "$2.composed" &&
+		amp-expand "$2.composed" -o "$2.expanded" &&
+		amp-exchange "$2.expanded" -o "$2.exchange" &&
+		amp-group "$2.exchange" -o "$2" || return 1
+	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
+	[ -s "$2" ]
+}
+
+# Made once per file: tiny-mlp's calibrated scales, grouped stage (default
+# weight forwarding) and program; siglip-mlp's calibrated program (its
+# pipeline and run take ~15 s, so not under the sanitizers).
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	export TINY_SCALES=$BATS_FILE_TMPDIR/tiny-scales.yaml TINY=$BATS_FILE_TMPDIR/tiny.yaml
+	export TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp SIGLIP_PROG=$BATS_FILE_TMPDIR/siglip.amp
+	amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o "$TINY_SCALES"
+	pipeline "$MODELS/tiny-mlp.yaml" "$TINY" "$TINY_SCALES"
+	amp-emit "$TINY" -o "$TINY_PROG"
+	if [ -z "${AMP_SAN:-}" ]; then
+		amp-run --calibrate "$MODELS/siglip-mlp.yaml" -o siglip-scales.yaml
+		pipeline "$MODELS/siglip-mlp.yaml" siglip.yaml siglip-scales.yaml
+		amp-emit --table-budget 200000 siglip.yaml -o "$SIGLIP_PROG"
+	fi
+}
+
+# cosine OUTPUT TENSOR / max_abs OUTPUT TENSOR: the figures amp-run printed
+# for TENSOR.
+cosine() {
+	[[ "$1" =~ output\ $2:\ cosine\ ([-0-9.]+), ]] || return 1
+	echo "${BASH_REMATCH[1]}"
+}
+max_abs() {
+	[[ "$1" =~ output\ $2:\ cosine\ [-0-9.]+,\ max\ abs\ error\ ([-0-9.e+]+)\  ]] || return 1
+	echo "${BASH_REMATCH[1]}"
+}
+
+# at_least X Y: X >= Y as numbers.
+at_least() {
+	awk -v x="$1" -v y="$2" 'BEGIN { exit !(x + 0 >= y + 0) }' ||
+		fail "expected $1 >= $2"
+}
+
+# passes PROGRAM [OPTION...]: amp-run exits 0, reports the movement
+# byte-exact and output z's cosine at least 0.99; leaves $output.
+passes() {
+	local prog=$1 c
+	shift
+	run --separate-stderr amp-run "$@" "$prog"
+	assert_success
+	assert_equal "$stderr" ""
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+	assert_line --regexp '^output z: cosine [0-9.]+, max abs error [0-9.e+-]+ \(against FP32\)$'
+	c=$(cosine "$output" z) || fail "no cosine for z in: $output"
+	at_least "$c" 0.99
+}
+
+# npy DESCR SHAPE DATA_BYTES FILE: a version 1.0 .npy of DATA_BYTES zero
+# bytes, its preamble padded to a multiple of 64 as np.save does.
+npy() {
+	local h="{'descr': '$1', 'fortran_order': False, 'shape': $2, }" len
+	len=$(( (10 + ${#h} + 1 + 63) / 64 * 64 - 10 ))
+	while [ ${#h} -lt $((len - 1)) ]; do h="$h "; done
+	{
+		printf '\223NUMPY\001\000'
+		printf "\\$(printf %03o $((len & 255)))\\$(printf %03o $((len >> 8)))"
+		printf '%s\n' "$h"
+		head -c "$3" /dev/zero
+	} > "$4"
+}
+
+# step_of STAGE OP OPERAND: the copy step moving OP's OPERAND.
+step_of() {
+	sed -n "s/^- {step: \([0-9]*\), copy: [a-z]*, op: $2, operand: $3, .*/\1/p" "$1"
+}
+
+# phase_of STAGE STEP: the phase holding STEP.
+phase_of() {
+	awk -v s="$2" '/^- \{phase: / {
+		t = $0; gsub(/[][{},:]/, " ", t); split(t, f, " ")
+		if (f[5] <= s + 0 && s + 0 <= f[6]) print f[3] }' "$1"
+}
+
+# dst_tensor STAGE STEP: the tensor copy step STEP writes.
+dst_tensor() {
+	sed -n "s/^- {step: $2, copy: .*, dst: \([^@]*\)@.*/\1/p" "$1"
+}
+
+# edited ORIGINAL EDITED: the edit changed the stage (so the test tests it).
+edited() {
+	run cmp -s "$1" "$2"
+	assert_failure 1
+	run grep -c '^- {step: [0-9]*, kind: ' "$2"
+	assert [ "$output" -ge 10 ]
+}
+
+# refuses STAGE: amp-emit still emits the edited STAGE, and amp-run exits 1
+# on the program with one message naming a tile and a phase, and no result.
+refuses() {
+	run amp-emit "$1" -o faulty.amp
+	assert_success
+	run --separate-stderr amp-run faulty.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^amp-run: tile [0-9]+, phase [0-9]+: '
+}
+
+# names_byte PHASE TENSOR FOUND: the message names PHASE, TENSOR and the
+# wrong byte, expected and found (FOUND: a regex for the found byte).
+names_byte() {
+	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase $1: "
+	[[ "$stderr" == *"tensor '$2'"* ]] || fail "expected tensor '$2' in: $stderr"
+	assert_regex "$stderr" "offset [0-9]+: expected 0x[0-9a-f]{2}, found $3\$"
+}
+
+# ---- A. command-line contract ----
+
+@test "run --help prints usage, the options and exit statuses to stdout and exits 0" {
+	run --separate-stderr amp-run --help
+	assert_success
+	assert_line --index 0 --regexp '^Usage: amp-run .*PROGRAM'
+	for opt in --data --seed --save --min-cosine --calibrate --machine --output --help --version; do
+		assert_output --partial -- "$opt"
+	done
+	assert_output --regexp 'Exit status: 0 [^,]*, 1 bad input[^,]*, a wrong byte or an output'
+	assert_output --partial '2 usage error'
+	assert_equal "$stderr" ""
+}
+
+@test "run --version prints the tool name and version" {
+	run --separate-stderr amp-run --version
+	assert_success
+	assert_output --regexp '^amp-run \(amp\) [0-9]+\.[0-9]+\.[0-9]+$'
+	assert_equal "$stderr" ""
+}
+
+@test "run rejects an unknown option with usage status 2" {
+	run --separate-stderr amp-run --bogus "$TINY_PROG"
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: .*'--bogus'"
+	assert_regex "$stderr" "Try 'amp-run --help'"
+}
+
+@test "run rejects two programs with usage status 2" {
+	run --separate-stderr amp-run "$TINY_PROG" "$TINY_PROG"
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "Try 'amp-run --help'"
+}
+
+@test "run reads the program from stdin or '-' when no file is named" {
+	passes - < "$TINY_PROG"
+	local dash=$output
+	run --separate-stderr amp-run < "$TINY_PROG"
+	assert_success
+	assert_equal "$output" "$dash"
+	passes "$TINY_PROG"
+	assert_equal "$output" "$dash"
+}
+
+@test "run refuses a grouped stage instead of a program with status 1 naming it" {
+	run --separate-stderr amp-run "$TINY"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: '.*tiny\.yaml': not a program"
+	run --separate-stderr amp-run < "$TINY"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: '<stdin>': not a program"
+}
+
+@test "run reports a missing program file with status 1 naming it" {
+	run --separate-stderr amp-run nosuch.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-run: cannot open 'nosuch.amp': No such file or directory"
+}
+
+@test "run --calibrate without -o is a usage error" {
+	mkdir work && cd work
+	run --separate-stderr amp-run --calibrate "$MODELS/tiny-mlp.yaml"
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" '^amp-run: .*-o'
+	assert_regex "$stderr" "Try 'amp-run --help'"
+	run ls -A
+	assert_output ""
+}
+
+@test "run --calibrate with a program too is a usage error" {
+	run --separate-stderr amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o s.yaml "$TINY_PROG"
+	assert_failure 2
+	assert_regex "$stderr" "^amp-run: .*tiny\.amp"
+	assert_regex "$stderr" "Try 'amp-run --help'"
+	assert [ ! -e s.yaml ]
+}
+
+@test "run rejects a --seed that is not a non-negative integer with usage status 2" {
+	for v in -1 x 1x 1.5 99999999999999999999999 ''; do
+		run --separate-stderr amp-run --seed "$v" "$TINY_PROG"
+		assert_failure 2
+		assert_equal "$output" ""
+		assert_regex "$stderr" "^amp-run: --seed .*'$v'"
+		assert_regex "$stderr" "Try 'amp-run --help'"
+	done
+	run --separate-stderr amp-run "$TINY_PROG" --seed
+	assert_failure 2
+	assert_regex "$stderr" "^amp-run: .*--seed"
+}
+
+@test "run rejects a --min-cosine outside -1..1 or not a number with usage status 2" {
+	for v in 2 -1.5 x 0.5x nan ''; do
+		run --separate-stderr amp-run --min-cosine "$v" "$TINY_PROG"
+		assert_failure 2
+		assert_equal "$output" ""
+		assert_regex "$stderr" "^amp-run: --min-cosine .*'$v'"
+		assert_regex "$stderr" "Try 'amp-run --help'"
+	done
+}
+
+@test "run exits 1 when an output's cosine is below --min-cosine, still reporting it" {
+	run --separate-stderr amp-run --min-cosine 1 "$TINY_PROG"
+	assert_failure 1
+	assert_line --index 0 --regexp '^movement: byte-exact'
+	assert_line --regexp '^output z: cosine '
+	c=$(cosine "$output" z)
+	run awk -v c="$c" 'BEGIN { exit !(c < 1) }'
+	assert_success
+	assert_regex "$stderr" '^amp-run: .*cosine is below 1 \(--min-cosine\)$'
+	passes "$TINY_PROG" --min-cosine -1
+	# just below the printed (rounded) cosine
+	passes "$TINY_PROG" --min-cosine "$(awk -v c="$c" 'BEGIN { printf "%.6f", c - 0.000001 }')"
+}
+
+# ---- B. calibration and the two checks ----
+
+@test "run --calibrate writes a scale for every fp8 tensor of tiny-mlp" {
+	run --separate-stderr amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o scales.yaml
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	run cat scales.yaml
+	assert_line --index 0 'amp-scales: 1'
+	assert_line --index 1 'scales:'
+	for t in w_up w_down xn g; do
+		assert_line --regexp "^  $t: -?[0-9]+$"
+	done
+	# deterministic
+	run amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o again.yaml
+	assert_success
+	run cmp scales.yaml again.yaml
+	assert_success
+}
+
+@test "run --calibrate on a missing model fails with status 1 and writes nothing" {
+	mkdir work && cd work
+	run --separate-stderr amp-run --calibrate nosuch.yaml -o s.yaml
+	assert_failure 1
+	assert_equal "$stderr" "amp-run: cannot open 'nosuch.yaml': No such file or directory"
+	run ls -A
+	assert_output ""
+}
+
+@test "run passes tiny-mlp calibrated, planned with --scales and emitted: byte-exact and cosine at least 0.99" {
+	run amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o scales.yaml
+	assert_success
+	run pipeline "$MODELS/tiny-mlp.yaml" g.yaml scales.yaml
+	assert_success
+	# every calibrated scale reached the stage's fp8 tensors
+	run sed -n 's/^  \([a-z_]*\): \(-\{0,1\}[0-9]*\)$/\1 \2/p' scales.yaml
+	assert [ "${#lines[@]}" -ge 4 ]
+	for l in "${lines[@]}"; do
+		grep -q "^- {name: ${l% *}\(\.fp8\)\{0,1\}, .* dtype: fp8, scale: ${l#* }}$" g.yaml ||
+			fail "scale '$l' is not in the stage"
+	done
+	run amp-emit g.yaml -o p.amp
+	assert_success
+	passes p.amp
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp "^movement: byte-exact after every phase \\($(grep -c '^- {phase: ' g.yaml) phases\\)$"
+}
+
+@test "run gives identical results for the same seed, explicit or default" {
+	passes "$TINY_PROG"
+	local one=$output
+	passes "$TINY_PROG" --seed 1
+	assert_equal "$output" "$one"
+	mkdir a b
+	passes "$TINY_PROG" --save a
+	passes "$TINY_PROG" --save b
+	run cmp a/z.npy b/z.npy
+	assert_success
+	run cmp a/z.ref.npy b/z.ref.npy
+	assert_success
+}
+
+@test "run with another --seed generates other data and still passes" {
+	passes "$TINY_PROG" --seed 1
+	local m1 m2
+	m1=$(max_abs "$output" z) || fail "no max abs error in: $output"
+	passes "$TINY_PROG" --seed 2
+	m2=$(max_abs "$output" z) || fail "no max abs error in: $output"
+	[ "$m1" != "$m2" ] || fail "seeds 1 and 2 both give max abs error $m1"
+}
+
+@test "run passes siglip-mlp with calibrated scales: byte-exact and cosine at least 0.99" {
+	siglip_ok
+	assert [ -s "$SIGLIP_PROG" ]
+	passes "$SIGLIP_PROG"
+	assert_equal "${#lines[@]}" 2
+}
+
+# ---- C. faults injected into tiny-mlp's grouped stage ----
+
+@test "run names tile and phase when a receive address is shifted by 32" {
+	s=$(step_of "$TINY" mlp_up a)
+	assert [ -n "$s" ]
+	awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " {
+		match($0, /dst: \[[0-9]+, [0-9]+\]/)
+		split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
+		$0 = substr($0, 1, RSTART - 1) "dst: [" f[2] ", " f[3] + 32 "]" substr($0, RSTART + RLENGTH)
+		done = 1
+	} 1' "$TINY" > shifted.yaml
+	edited "$TINY" shifted.yaml
+	refuses shifted.yaml
+	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" '0x[0-9a-f]{2}'
+}
+
+@test "run names tile and phase when a send is dropped" {
+	s=$(step_of "$TINY" mlp_down a)
+	assert [ -n "$s" ]
+	awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " { done = 1; next } 1' "$TINY" > dropped.yaml
+	edited "$TINY" dropped.yaml
+	refuses dropped.yaml
+	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" 0xa5
+}
+
+@test "run names tile and phase when a receiver is removed from a multicast" {
+	awk '!done && / kind: send, / && match($0, /recv: \[[0-9]+,/) {
+		n = substr($0, RSTART + 7, RLENGTH - 8) + 0
+		if (n > 1) {
+			$0 = substr($0, 1, RSTART - 1) "recv: [" n - 1 "," substr($0, RSTART + RLENGTH)
+			done = 1
+			s = $0; sub(/^- \{step: /, "", s); sub(/,.*/, "", s); print s > "step.txt"
+		}
+	} 1' "$TINY" > fewer.yaml
+	edited "$TINY" fewer.yaml
+	s=$(cat step.txt)
+	refuses fewer.yaml
+	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" 0xa5
+}
+
+@test "run names tile and phase when a forward is moved before the delivery it reads" {
+	# a delivery (one receiver) followed by the forward that reads its
+	# destination, swapped
+	awk '
+	function at(s, k) {
+		if (!match(s, k ": \\[-?[0-9]+, -?[0-9]+\\]")) return ""
+		return substr(s, RSTART, RLENGTH)
+	}
+	{ line[NR] = $0 }
+	END {
+		for (i = 1; i < NR; i++) {
+			a = line[i]; b = line[i + 1]; da = at(a, "dst"); sb = at(b, "src")
+			sub(/^dst/, "", da); sub(/^src/, "", sb)
+			if (a ~ / kind: send, .* recv: \[1, 0\]/ && b ~ / kind: send, / && da == sb) {
+				line[i] = b; line[i + 1] = a
+				s = a; sub(/^- \{step: /, "", s); sub(/,.*/, "", s); print s > "step.txt"
+				break
+			}
+		}
+		for (i = 1; i <= NR; i++) print line[i]
+	}' "$TINY" > reordered.yaml
+	edited "$TINY" reordered.yaml
+	s=$(cat step.txt)
+	refuses reordered.yaml
+	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase $(phase_of "$TINY" "$s"): "
+}
+
+@test "run names tile and phase when padding is left unwritten" {
+	awk '!done && / kind: zero, / {
+		done = 1
+		s = $0; sub(/^- \{step: /, "", s); sub(/,.*/, "", s); print s > "step.txt"
+		next
+	} 1' "$TINY" > unpadded.yaml
+	edited "$TINY" unpadded.yaml
+	s=$(cat step.txt)
+	refuses unpadded.yaml
+	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" 0xa5
+	assert_regex "$stderr" 'expected 0x00, found 0xa5$'
+}
+
+# ---- D. data ----
+
+@test "run --save writes each output and its FP32 reference as .npy" {
+	mkdir out
+	passes "$TINY_PROG" --save out
+	run ls -A out
+	assert_output "z.npy
+z.ref.npy"
+	for f in z.npy z.ref.npy; do
+		run od -An -c -N6 "out/$f"
+		assert_output --regexp '^ +223 +N +U +M +P +Y$'
+		run grep -c "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 37, 80), }" "out/$f"
+		assert_output 1
+		run stat -c %s "out/$f"
+		assert_output $((128 + 2 * 37 * 80 * 4))
+	done
+	# the machine's fp8 result is not the FP32 reference
+	run cmp -s out/z.npy out/z.ref.npy
+	assert_failure 1
+}
+
+@test "run --save into a missing directory fails with status 1 naming the file" {
+	run --separate-stderr amp-run --save nodir "$TINY_PROG"
+	assert_failure 1
+	assert_regex "$stderr" "^amp-run: cannot create 'nodir/z\.npy'"
+	assert [ ! -e nodir ]
+}
+
+@test "run --data reads an input from DIR/<tensor>.npy instead of generating it" {
+	passes "$TINY_PROG"
+	local generated
+	generated=$(cosine "$output" z)
+	mkdir saved data
+	passes "$TINY_PROG" --save saved
+	cp saved/z.npy data/x.npy
+	passes "$TINY_PROG" --data data
+	[ "$(cosine "$output" z)" != "$generated" ] || fail "--data data/x.npy gives the generated x's cosine $generated"
+	# all-zero x, built by hand
+	mkdir zero
+	npy '<f4' '(2, 37, 80)' $((2 * 37 * 80 * 4)) zero/x.npy
+	passes "$TINY_PROG" --data zero
+	[ "$(cosine "$output" z)" != "$generated" ] || fail "--data zero/x.npy gives the generated x's cosine $generated"
+}
+
+@test "run --data rejects an .npy with a bad header naming the file" {
+	mkdir data
+	cp "$BAD/run-bad-header.npy" data/x.npy
+	run --separate-stderr amp-run --data data "$TINY_PROG"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: 'data/x\.npy': .*header"
+}
+
+@test "run --data rejects an .npy of the wrong shape naming the file and the tensor" {
+	mkdir data
+	npy '<f4' '(2, 37, 81)' $((2 * 37 * 81 * 4)) data/x.npy
+	run --separate-stderr amp-run --data data "$TINY_PROG"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: 'data/x\.npy': .*shape"
+	assert_regex "$stderr" "tensor 'x'"
+}
+
+@test "run --data rejects an .npy of bytes, not floats, naming the file once and its dtype" {
+	mkdir data
+	npy '|u1' '(2, 37, 80)' $((2 * 37 * 80)) data/x.npy
+	run --separate-stderr amp-run --data data "$TINY_PROG"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: 'data/x\.npy': "
+	assert_regex "$stderr" "tensor 'x'"
+	# the reader's reason survives: it names the dtype it found
+	assert_regex "$stderr" "'\\|u1'"
+	[[ "${stderr#*data/x.npy}" != *data/x.npy* ]] || fail "file named twice: $stderr"
+}
+
+@test "run --data rejects an .npy whose data is short naming the file" {
+	mkdir data
+	npy '<f4' '(2, 37, 80)' $((2 * 37 * 80 * 4 - 4)) data/x.npy
+	run --separate-stderr amp-run --data data "$TINY_PROG"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: 'data/x\.npy': "
+}
+
+# ---- E. malformed programs ----
+
+# field FILE OFFSET BYTES: the little-endian unsigned integer at OFFSET.
+field() {
+	local v
+	v=$(od -An -tu"$3" -j"$2" -N"$3" "$1") || return 1
+	echo $((v))
+}
+
+@test "run rejects a program whose TABLE section is missing, naming the file" {
+	cp "$TINY_PROG" p.amp
+	n=$(field p.amp 12 4)
+	assert [ "$n" -ge 3 ]
+	for ((i = 0; i < n; i++)); do
+		[ "$(field p.amp $((16 + 24 * i)) 4)" != 3 ] || break
+	done
+	assert [ "$i" -lt "$n" ]
+	printf '\0\0\0\0' | dd of=p.amp bs=1 seek=$((16 + 24 * i)) conv=notrunc status=none
+	run cmp -s "$TINY_PROG" p.amp
+	assert_failure 1
+	run --separate-stderr amp-run p.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-run: 'p.amp': missing section TABLE"
+}
+
+@test "run rejects a program cut after its section table, naming the file" {
+	n=$(field "$TINY_PROG" 12 4)
+	head -c $((16 + 24 * n)) "$TINY_PROG" > cut.amp
+	run --separate-stderr amp-run cut.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: 'cut\.amp': "
+}
+
+@test "run rejects every malformed program in tests/bad with status 1 naming the file" {
+	local n=0
+	for f in "$BAD"/program-*.amp; do
+		run --separate-stderr amp-run "$f"
+		assert_failure 1
+		assert_equal "$output" ""
+		assert_equal "${#stderr_lines[@]}" 1
+		[[ "$stderr" == "amp-run: "*"$(basename "$f")"* ]] || fail "expected $(basename "$f") in: $stderr"
+		n=$((n + 1))
+	done
+	assert [ "$n" -ge 5 ]
+}
