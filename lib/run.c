@@ -144,6 +144,9 @@ static void generate(const Plan *pl, int t, uint64_t seed, float *v)
 
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
+	struct stat dir;
+	if (o->data_dir && (stat(o->data_dir, &dir) != 0 || !S_ISDIR(dir.st_mode)))
+		return errf(e, "cannot read data directory '%s'", o->data_dir);
 	for (int t = 0; t < pl->nt; t++) {
 		const PTensor *x = &pl->t[t];
 		val[t] = NULL;
@@ -167,8 +170,10 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 				return errf(e, "'%s': shape does not match tensor '%s' of the model", path, x->name);
 			}
 			if (npy_floats(&a, &f, e)) {
+				char why[sizeof e->msg];
+				memcpy(why, e->msg, sizeof why);
 				npy_free(&a);
-				return errf(e, "'%s': %s (tensor '%s' needs floats)", path, e->msg, x->name);
+				return errf(e, "'%s': %s (tensor '%s' needs floats)", path, why, x->name);
 			}
 			memcpy(val[t], f, (size_t)n * sizeof *f);
 			free(f);

@@ -174,13 +174,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "amp-run: matrix products: %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
 			fl / 1e9, sec, sec > 0 ? fl / 1e9 / sec : 0);
 	}
-	if (low) {
-		fprintf(stderr, "amp-run: an output's cosine is below %g (--min-cosine)\n", min_cos);
-		return EXIT_BAD;
-	}
 	free_vals(val, pl.nt);
 	free_vals(ref, pl.nt);
 	program_free(&prog);
 	plan_free(&pl);
+	if (low) {
+		fprintf(stderr, "amp-run: an output's cosine is below %g (--min-cosine)\n", min_cos);
+		return EXIT_BAD;
+	}
 	return EXIT_OK;
 }
