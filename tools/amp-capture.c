@@ -50,15 +50,8 @@ int main(int argc, char **argv)
 	tool_init("amp-capture");
 	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
 		switch (c) {
-		case 'B':
-		case 'F': {
-			int64_t v;
-			if (parse_i64(optarg, &v) || v < 0)
-				usage_error("--%s takes a non-negative integer, not '%s'",
-					    c == 'B' ? "table-budget" : "fragment-limit", optarg);
-			*(c == 'B' ? &budget : &limit) = v;
-			break;
-		}
+		case 'B': budget = count_arg("--table-budget", optarg); break;
+		case 'F': limit = count_arg("--fragment-limit", optarg); break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;

@@ -36,14 +36,6 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
-static int64_t number(const char *opt, const char *s)
-{
-	int64_t v;
-	if (parse_i64(s, &v) || v < 0)
-		usage_error("%s takes a non-negative integer, not '%s'", opt, s);
-	return v;
-}
-
 /* The limits, each naming the worst tile and its phase. */
 static int check_limits(const Plan *pl, int report, Err *e)
 {
@@ -120,8 +112,8 @@ int main(int argc, char **argv)
 	tool_init("amp-emit");
 	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
 		switch (c) {
-		case 'B': budget = number("--table-budget", optarg); break;
-		case 'F': limit = number("--fragment-limit", optarg); break;
+		case 'B': budget = count_arg("--table-budget", optarg); break;
+		case 'F': limit = count_arg("--fragment-limit", optarg); break;
 		case 'R': report = 1; break;
 		case 'L': list = 1; break;
 		case 'o': out_path = optarg; break;

@@ -9,6 +9,7 @@
 
 #include "diag.h"
 #include "io.h"
+#include "num.h"
 #include "plan.h"
 
 #define AMP_VERSION "0.1.0"
@@ -67,6 +68,15 @@ static inline const char *default_machine(void)
 	const char *share = getenv("AMP_SHARE");
 	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share && *share ? share : AMP_SHARE_DIR);
 	return buf;
+}
+
+/* A non-negative integer option value, or a usage error naming opt. */
+static inline int64_t count_arg(const char *opt, const char *s)
+{
+	int64_t v;
+	if (parse_i64(s, &v) || v < 0)
+		usage_error("%s takes a non-negative integer, not '%s'", opt, s);
+	return v;
 }
 
 /* The input path after the options: at most one, NULL for stdin. */
