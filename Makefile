@@ -72,7 +72,7 @@ check: deps
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
-include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk
+include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk
 
 clean:
 	rm -rf build bin

@@ -40,6 +40,10 @@ demo: deps
 	@echo
 	@cat artifacts/siglip-mlp/summary.txt
 	@echo
+	@echo "validation on the machine model (calibrated fp8 scales; table budget raised to 200000 bytes,"
+	@echo "since this capacity-baseline plan needs more than the default 81920):"
+	@set -o pipefail; $(MAKE) --no-print-directory validate MODEL=share/models/siglip-mlp.yaml LIMITS='--table-budget 200000' | tail -2
+	@echo
 	@for f in plan.yaml composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst capture.json; do \
 		printf '%-40s %8d bytes %6d records\n' "artifacts/siglip-mlp/$$f" \
 			"$$(wc -c < artifacts/siglip-mlp/$$f)" "$$(zstd -dcf artifacts/siglip-mlp/$$f | grep -c '^- \|^      {')"; \

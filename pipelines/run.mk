@@ -1,0 +1,29 @@
+# Validation on the machine model (included by the top-level Makefile).
+#
+#   make validate MODEL=share/models/X.yaml [LIMITS=--table-budget N]
+#       calibrates fp8 scales (artifacts/X/run/scales.yaml), plans with them,
+#       lowers, emits the program (LIMITS as for amp-emit) and runs it with
+#       amp-run: byte-exact movement after every phase, and the outputs'
+#       cosine against the FP32 reference (artifacts/X/run/run.txt).
+
+RUN := $(ART)/run
+
+.PHONY: validate
+
+$(RUN):
+	mkdir -p $@
+
+$(RUN)/scales.yaml: $(MODEL) $(MACHINE) $(BIN)/amp-run | $(RUN)
+	$(BIN)/amp-run --calibrate $(MODEL) --machine $(MACHINE) -o $@
+
+$(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags \
+		$(BIN)/amp-plan $(BIN)/amp-compose $(BIN)/amp-expand $(BIN)/amp-exchange $(BIN)/amp-group $(BIN)/amp-emit
+	set -o pipefail; $(BIN)/amp-plan --machine $(MACHINE) --scales $< $(MODEL) | $(BIN)/amp-compose | \
+		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group -z -o $(RUN)/grouped.yaml.zst
+	$(BIN)/amp-emit $(LIMITS) -o $@ $(RUN)/grouped.yaml.zst
+
+$(RUN)/run.txt: $(RUN)/program.amp $(BIN)/amp-run
+	$(BIN)/amp-run $< > $@.tmp && mv $@.tmp $@
+
+validate: all $(RUN)/run.txt
+	@cat $(RUN)/run.txt
