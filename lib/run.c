@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "npy.h"
 #include "num.h"
 #include "sim.h"
@@ -490,20 +491,22 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 	return 0;
 }
 
-/* Fills copy destinations with 0xA5 but where they alias their source. */
+/* Fills a copy's destination shards with 0xA5, but those that alias the
+ * source's shard on their tile (the same buffer). */
+typedef struct {
+	Machine_ *m;
+	int src, dst;
+} Poison;
+
 static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
 {
-	Machine_ *m = ctx;
+	Poison *q = ctx;
 	Layout l = place_layout(p, idx);
 	(void)rep;
-	memset(sim_tile(&m->s, t) + p->addr, 0xA5, (size_t)layout_bytes(&l));
+	if (q->m->pl->p[q->src].addr == p->addr && place_aliases(q->m->pl, q->src, q->dst, idx, t))
+		return 0;
+	memset(sim_tile(&q->m->s, t) + p->addr, 0xA5, (size_t)layout_bytes(&l));
 	return 0;
-}
-
-static int copy_src_alias(Machine_ *m, int step)
-{
-	const Step *st = &m->pl->s[step];
-	return m->pl->p[st->src].addr == m->pl->p[st->dst].addr;
 }
 
 static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
@@ -525,8 +528,8 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	for (int s = first; s <= last && !rc; s++) {
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
-		if (!copy_src_alias(m, s))
-			place_each(&pl->p[pl->s[s].dst], T, poison, m);
+		Poison q = { m, pl->s[s].src, pl->s[s].dst };
+		place_each(&pl->p[pl->s[s].dst], T, poison, &q);
 		while (i < pl->nx && pl->x[i].step < s)
 			i++;
 		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {
