@@ -6,18 +6,9 @@
 # queries (share/jq/) and malformed input (tests/bad/capture-*).
 
 load common
+load stages
 bats_require_minimum_version 1.5.0
 
-# grouped MODEL OUT: MODEL planned, composed, expanded, exchanged, grouped.
-grouped() {
-	amp-plan "$1" -o "$2.plan" &&
-		amp-compose "$2.plan" -o "$2.composed" &&
-		amp-expand "$2.composed" -o "$2.expanded" &&
-		amp-exchange "$2.expanded" -o "$2.exchange" &&
-		amp-group "$2.exchange" -o "$2" || return 1
-	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
-	[ -s "$2" ]
-}
 
 # listing_phases LISTING: per phase of an amp-emit --list text, "phase
 # sends send_bytes recv_bytes max_row_bytes max_instructions".

@@ -5,20 +5,9 @@
 # programs (tests/bad/program-*), which amp-capture must reject too.
 
 load common
+load stages
 bats_require_minimum_version 1.5.0
 
-# grouped MODEL OUT [MACHINE]: MODEL planned (for MACHINE), composed,
-# expanded, exchanged and grouped.
-grouped() {
-	local machine=${3:-$MACHINES/amp1472.yaml}
-	amp-plan --machine "$machine" "$1" -o "$2.plan" &&
-		amp-compose "$2.plan" -o "$2.composed" &&
-		amp-expand "$2.composed" -o "$2.expanded" &&
-		amp-exchange "$2.expanded" -o "$2.exchange" &&
-		amp-group "$2.exchange" -o "$2" || return 1
-	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
-	[ -s "$2" ]
-}
 
 # The stages are made once per file: tiny-mlp, and siglip-mlp with its
 # program (siglip-mlp needs more than the default table budget).

@@ -4,6 +4,7 @@
 # plans (tests/bad/expand-*).
 
 load common
+load stages
 bats_require_minimum_version 1.5.0
 
 # composed MODEL OUT: the composed plan of MODEL.
@@ -23,41 +24,6 @@ expanded() {
 	assert [ -s "$2" ]
 }
 
-# members STAGE: one line per member of every transfer family (xfer.h):
-# "step kind len src_tile src_addr dst_tile dst_addr nrecv recv_step",
-# tiles reduced modulo the stage's machine tiles.
-members() {
-	awk '
-	/^machine: / { s = $0; sub(/.* tiles: /, "", s); sub(/,.*/, "", s); tiles = s + 0 }
-	/^- \{step: [0-9]+, kind: / {
-		s = $0; gsub(/[][{},:]/, " ", s); n = split(s, f, " ")
-		st = sa = 0; nr = 1; rs = 0; nl = 0
-		for (i = 2; i <= n; i++) {
-			if (f[i] == "step") step = f[++i]
-			else if (f[i] == "kind") kind = f[++i]
-			else if (f[i] == "len") len = f[++i]
-			else if (f[i] == "src") { st = f[++i]; sa = f[++i] }
-			else if (f[i] == "dst") { dt = f[++i]; da = f[++i] }
-			else if (f[i] == "recv") { nr = f[++i]; rs = f[++i] }
-			else if (f[i] == "loops")
-				for (i++; i + 4 <= n; i += 5) {
-					c[nl] = f[i]; lst[nl] = f[i+1]; lsa[nl] = f[i+2]
-					ldt[nl] = f[i+3]; lda[nl] = f[i+4]; nl++
-				}
-		}
-		total = 1
-		for (k = 0; k < nl; k++) total *= c[k]
-		for (m = 0; m < total; m++) {
-			r = m; mst = st; msa = sa; mdt = dt; mda = da
-			for (k = 0; k < nl; k++) {
-				ix = r % c[k]; r = int(r / c[k])
-				mst += ix * lst[k]; msa += ix * lsa[k]; mdt += ix * ldt[k]; mda += ix * lda[k]
-			}
-			mst = (mst % tiles + tiles) % tiles; mdt = (mdt % tiles + tiles) % tiles
-			print step, kind, len, mst, msa, mdt, mda, nr, rs
-		}
-	}' "$1"
-}
 
 # rejects FILE EXPECTED: amp-expand fails with status 1 and one message
 # that starts with the tool name and contains EXPECTED; with -o it writes
