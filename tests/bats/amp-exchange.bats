@@ -151,54 +151,13 @@ rejects() {
 @test "exchange reads the same stage from a path, from '-' and from stdin" {
 	expanded "$MODELS/tiny-mlp.yaml" e.yaml
 	exchanged e.yaml path.yaml
-	run amp-exchange - -o dash.yaml < e.yaml
-	assert_success
-	run amp-exchange -o none.yaml < e.yaml
-	assert_success
-	run --separate-stderr amp-exchange e.yaml
-	assert_success
-	assert_equal "$stderr" ""
-	printf '%s\n' "$output" > stdout.yaml
-	run cmp path.yaml dash.yaml
-	assert_success
-	run cmp path.yaml none.yaml
-	assert_success
-	run cmp path.yaml stdout.yaml
-	assert_success
+	reads_path_dash_stdin amp-exchange e.yaml path.yaml
 }
 
 @test "exchange recognises zstd input by its magic, not its name" {
 	expanded "$MODELS/tiny-mlp.yaml" e.yaml
 	exchanged e.yaml expect.yaml
-	run zstd -q e.yaml -o e.yaml.zst
-	assert_success
-	run zstd -q e.yaml -o packed.yaml
-	assert_success
-	run od -An -tx1 -N4 packed.yaml
-	assert_output ' 28 b5 2f fd'
-	run amp-exchange e.yaml.zst -o from-zst.yaml
-	assert_success
-	run amp-exchange packed.yaml -o from-yaml-name.yaml
-	assert_success
-	run amp-exchange -o from-stdin.yaml < packed.yaml
-	assert_success
-	run cmp expect.yaml from-zst.yaml
-	assert_success
-	run cmp expect.yaml from-yaml-name.yaml
-	assert_success
-	run cmp expect.yaml from-stdin.yaml
-	assert_success
-	# amp-expand -z output goes straight in
-	run amp-plan "$MODELS/tiny-mlp.yaml" -o p.yaml
-	assert_success
-	run amp-compose p.yaml -o c.yaml
-	assert_success
-	run amp-expand -z c.yaml -o e.zst
-	assert_success
-	run amp-exchange e.zst -o from-expand-z.yaml
-	assert_success
-	run cmp expect.yaml from-expand-z.yaml
-	assert_success
+	reads_zstd_by_magic amp-exchange e.yaml expect.yaml
 }
 
 @test "exchange -z writes zstd that decompresses to the plain output" {

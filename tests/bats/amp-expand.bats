@@ -106,44 +106,14 @@ rejects() {
 	composed "$MODELS/tiny-mlp.yaml" c.yaml
 	run amp-expand c.yaml -o path.yaml
 	assert_success
-	run amp-expand - -o dash.yaml < c.yaml
-	assert_success
-	run amp-expand -o none.yaml < c.yaml
-	assert_success
-	run --separate-stderr amp-expand c.yaml
-	assert_success
-	assert_equal "$stderr" ""
-	printf '%s\n' "$output" > stdout.yaml
 	assert [ -s path.yaml ]
-	run cmp path.yaml dash.yaml
-	assert_success
-	run cmp path.yaml none.yaml
-	assert_success
-	run cmp path.yaml stdout.yaml
-	assert_success
+	reads_path_dash_stdin amp-expand c.yaml path.yaml
 }
 
 @test "expand recognises zstd input by its magic, not its name" {
 	composed "$MODELS/tiny-mlp.yaml" c.yaml
 	expanded c.yaml expect.yaml
-	run zstd -q c.yaml -o c.yaml.zst
-	assert_success
-	run zstd -q c.yaml -o packed.yaml
-	assert_success
-	run od -An -tx1 -N4 packed.yaml
-	assert_output ' 28 b5 2f fd'
-	run amp-expand c.yaml.zst -o from-zst.yaml
-	assert_success
-	run amp-expand packed.yaml -o from-yaml-name.yaml
-	assert_success
-	run amp-expand -o from-stdin.yaml < packed.yaml
-	assert_success
-	run cmp expect.yaml from-zst.yaml
-	assert_success
-	run cmp expect.yaml from-yaml-name.yaml
-	assert_success
-	run cmp expect.yaml from-stdin.yaml
-	assert_success
+	reads_zstd_by_magic amp-expand c.yaml expect.yaml
 }
 
 @test "expand -z writes zstd that decompresses to the plain output" {

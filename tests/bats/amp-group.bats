@@ -151,43 +151,13 @@ rejects() {
 @test "group reads the same stage from a path, from '-' and from stdin" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml path.yaml
-	run amp-group - -o dash.yaml < x.yaml
-	assert_success
-	run amp-group -o none.yaml < x.yaml
-	assert_success
-	run --separate-stderr amp-group x.yaml
-	assert_success
-	assert_equal "$stderr" ""
-	printf '%s\n' "$output" > stdout.yaml
-	run cmp path.yaml dash.yaml
-	assert_success
-	run cmp path.yaml none.yaml
-	assert_success
-	run cmp path.yaml stdout.yaml
-	assert_success
+	reads_path_dash_stdin amp-group x.yaml path.yaml
 }
 
 @test "group recognises zstd input by its magic, not its name" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml expect.yaml
-	run zstd -q x.yaml -o x.yaml.zst
-	assert_success
-	run zstd -q x.yaml -o packed.yaml
-	assert_success
-	run od -An -tx1 -N4 packed.yaml
-	assert_output ' 28 b5 2f fd'
-	run amp-group x.yaml.zst -o from-zst.yaml
-	assert_success
-	run amp-group packed.yaml -o from-yaml-name.yaml
-	assert_success
-	run amp-group -o from-stdin.yaml < packed.yaml
-	assert_success
-	run cmp expect.yaml from-zst.yaml
-	assert_success
-	run cmp expect.yaml from-yaml-name.yaml
-	assert_success
-	run cmp expect.yaml from-stdin.yaml
-	assert_success
+	reads_zstd_by_magic amp-group x.yaml expect.yaml
 }
 
 @test "group -z writes zstd that decompresses to the plain output" {

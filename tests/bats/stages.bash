@@ -48,3 +48,47 @@ grouped() {
 	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
 	[ -s "$2" ]
 }
+
+# reads_path_dash_stdin TOOL IN EXPECT: TOOL gives EXPECT's bytes whether
+# IN is a path, '-' or standard input, and says nothing on stderr.
+reads_path_dash_stdin() {
+	local tool=$1 in=$2 expect=$3
+	run "$tool" - -o dash.yaml < "$in"
+	assert_success
+	run "$tool" -o none.yaml < "$in"
+	assert_success
+	run --separate-stderr "$tool" "$in"
+	assert_success
+	assert_equal "$stderr" ""
+	printf '%s\n' "$output" > stdout.yaml
+	run cmp "$expect" dash.yaml
+	assert_success
+	run cmp "$expect" none.yaml
+	assert_success
+	run cmp "$expect" stdout.yaml
+	assert_success
+}
+
+# reads_zstd_by_magic TOOL IN EXPECT: TOOL reads IN compressed with zstd,
+# named .zst, named like plain YAML, and on standard input, giving EXPECT.
+reads_zstd_by_magic() {
+	local tool=$1 in=$2 expect=$3
+	run zstd -q "$in" -o in.yaml.zst
+	assert_success
+	run zstd -q "$in" -o packed.yaml
+	assert_success
+	run od -An -tx1 -N4 packed.yaml
+	assert_output ' 28 b5 2f fd'
+	run "$tool" in.yaml.zst -o from-zst.yaml
+	assert_success
+	run "$tool" packed.yaml -o from-yaml-name.yaml
+	assert_success
+	run "$tool" -o from-stdin.yaml < packed.yaml
+	assert_success
+	run cmp "$expect" from-zst.yaml
+	assert_success
+	run cmp "$expect" from-yaml-name.yaml
+	assert_success
+	run cmp "$expect" from-stdin.yaml
+	assert_success
+}
