@@ -53,24 +53,13 @@ static int shard_on(const Plan *pl, const Placement *p, int64_t tile, int64_t *i
 	return f.found;
 }
 
-static int same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib)
-{
-	if (a->layout != b->layout || a->fmt != b->fmt || a->rank != b->rank)
-		return 0;
-	for (int k = 0; k < a->rank; k++)
-		if (ia[k] * a->block[k] != ib[k] * b->block[k] ||
-		    place_extent(a, k, ia[k]) != place_extent(b, k, ib[k]))
-			return 0;
-	return 1;
-}
-
 int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile)
 {
 	const Placement *s = &pl->p[src], *d = &pl->p[dst];
 	int64_t idx[MAX_RANK];
 	if (s->addr != d->addr || !shard_on(pl, s, tile, idx))
 		return 0;
-	return same_region(s, idx, d, dst_idx);
+	return place_same_region(s, idx, d, dst_idx);
 }
 
 /* Every tile both hold: the same region there. */
@@ -82,7 +71,7 @@ static int can_alias(const Plan *pl, int q, int i, const TileList *ti)
 		return 0;
 	for (int64_t k = 0; k < ti->n; k++)
 		if (shard_on(pl, a, ti->tiles[k], ia)) {
-			if (!shard_on(pl, b, ti->tiles[k], ib) || !same_region(a, ia, b, ib))
+			if (!shard_on(pl, b, ti->tiles[k], ib) || !place_same_region(a, ia, b, ib))
 				return 0;
 		}
 	return 1;
@@ -137,6 +126,8 @@ int plan_alloc(Plan *pl, Err *e)
 		int i = order[oi], q = alias[i];
 		Placement *p = &pl->p[i];
 		int64_t size = cdiv(place_max_bytes(p), ALLOC_ALIGN) * ALLOC_ALIGN, blame = -1, addr;
+		if (plan_stacked(pl, i))        /* every instance, place_instance apart */
+			size = place_instance(p) * pl->t[p->tensor].count;
 
 		tl.n = 0;
 		place_each(p, T, collect, &tl);

@@ -24,6 +24,8 @@ static int joinable(const Plan *pl, int i)
 
 	if (a->kind != STEP_COPY || b->kind != STEP_COPY || a->dst != b->src)
 		return 0;
+	if (plan_repeat_of(pl, i) != plan_repeat_of(pl, i + 1))
+		return 0;                       /* never across a repeat boundary */
 	if (a->map == MAP_RELAYOUT || a->move == MOVE_REDUCTION || b->move == MOVE_REDUCTION)
 		return 0;
 	S = &pl->p[a->dst];
@@ -77,6 +79,10 @@ int plan_compose(Plan *pl)
 		free(a->op);
 		memmove(a, a + 1, (size_t)(pl->ns - i - 1) * sizeof *a);
 		pl->ns--;
+		for (int r = 0; r < pl->nr; r++) {
+			renum(&pl->r[r].first, i);
+			renum(&pl->r[r].last, i - 1);
+		}
 		drop_placement(pl, stage);
 		joined++;
 	}

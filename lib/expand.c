@@ -127,8 +127,8 @@ int64_t shard_runs(const Placement *S, const int64_t *sidx, const Placement *D,
 	Runs rs = { *runs, 0, cap, runs };
 
 	for (int a = 0; a < rank; a++) {
-		los[a] = sidx[a] * S->block[a];
-		lod[a] = didx[a] * D->block[a];
+		los[a] = S->off[a] + sidx[a] * S->block[a];
+		lod[a] = D->off[a] + didx[a] * D->block[a];
 		end[a] = hi[a];
 	}
 	for (int a = L, iS = 1, iD = 1; a >= 0; a--) {
@@ -223,18 +223,9 @@ static void push(XList *l, const Xfer *x)
 static void shard_region(const Placement *p, const int64_t *idx, int64_t *lo, int64_t *hi)
 {
 	for (int a = 0; a < p->rank; a++) {
-		lo[a] = idx[a] * p->block[a];
+		lo[a] = p->off[a] + idx[a] * p->block[a];
 		hi[a] = lo[a] + place_extent(p, a, idx[a]);
 	}
-}
-
-static int same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib)
-{
-	for (int k = 0; k < a->rank; k++)
-		if (ia[k] * a->block[k] != ib[k] * b->block[k] ||
-		    place_extent(a, k, ia[k]) != place_extent(b, k, ib[k]))
-			return 0;
-	return 1;
 }
 
 /* Zero padding of a destination shard on one tile (amp-left and
@@ -311,8 +302,11 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 		int64_t t0 = place_tile(D, didx, rep0, T);
 		int from = l->n;
 		for (int a = 0; a < S->rank; a++) {
-			slo[a] = dlo[a] / S->block[a];
-			shi[a] = (dhi[a] - 1) / S->block[a] + 1;
+			if (dlo[a] < S->off[a] || dhi[a] > S->off[a] + S->shape[a])
+				return errf(e, "step %d: '%s' holds data outside the window of its source '%s'",
+					    step, D->name, S->name);
+			slo[a] = (dlo[a] - S->off[a]) / S->block[a];
+			shi[a] = (dhi[a] - S->off[a] - 1) / S->block[a] + 1;
 			sidx[a] = slo[a];
 		}
 		/* This destination moves whole panels when it and every source
@@ -347,7 +341,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			int64_t first = 0, count = nrep, skip = -1;
 			for (int64_t r = 0; r < nrep; r++)
 				if (tile_mod(t0 + r * rstride, T) == ts && S->addr == D->addr &&
-				    S->layout == D->layout && same_region(S, sidx, D, didx))
+				    place_same_region(S, sidx, D, didx))
 					skip = r;
 			int64_t nr = shard_runs(S, sidx, D, didx, lo, hi, whole, runs, cap);
 			for (int part = 0; part < 2; part++) {

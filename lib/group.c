@@ -64,6 +64,7 @@ int plan_group(Plan *pl, int weights_direct, Err *e)
 			int compute = 0;
 			for (int s = p->last + 1; s < pl->ph[i].first; s++)
 				compute |= pl->s[s].kind == STEP_COMPUTE;
+			compute |= plan_repeat_of(pl, p->first) != plan_repeat_of(pl, pl->ph[i].first);
 			if (!compute) {
 				size_t len = strlen(p->label) + strlen(pl->ph[i].label) + 2;
 				char *l = xmalloc(len);

@@ -6,7 +6,8 @@
 
 #include "yio.h"
 
-static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast" };
+static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
+					  "patchify", "broadcast", "attention" };
 
 const char *op_name(OpKind k) { return op_names[k]; }
 
@@ -61,6 +62,8 @@ static MTensor *new_tensor(Model *m, const char *f, const Val *key, Err *e)
 	MTensor *t = &m->t[m->nt++];
 	memset(t, 0, sizeof *t);
 	t->name = xstrdup(key->s);
+	t->count = 1;
+	t->rep = -1;
 	t->line = key->line;
 	t->col = key->col;
 	return t;
@@ -90,9 +93,10 @@ static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Er
 		    map_need(f, v, "dtype", &x, e) || dtype(f, x, &t->dtype, e))
 			return -1;
 		t->role = role;
-		if (role == T_INPUT && t->rank != 3)
+		if (role == T_INPUT && t->rank != 3 && t->rank != 4)
 			return val_err(f, map_get(v, "shape"), e,
-				       "input '%s' must be [batch, tokens, features]", t->name);
+				       "input '%s' must be [batch, tokens, features] or an image "
+				       "[batch, channels, height, width]", t->name);
 		if (role == T_PARAM && (t->rank < 1 || t->rank > 2))
 			return val_err(f, map_get(v, "shape"), e,
 				       "parameter '%s' must have rank 1 or 2", t->name);
@@ -109,18 +113,31 @@ static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Er
 	return 0;
 }
 
-/* The tensor an op operand names; it must be defined already. */
-static int operand(Model *m, const char *f, const Val *op, const char *key, int *idx, Err *e)
+/* The tensor a name refers to from inside repeat rep (-1: outside any):
+ * defined already, and not local to another repeat's body. */
+static int visible(Model *m, const char *f, const Val *v, int rep, int *idx, Err *e)
 {
-	const Val *v;
 	const char *s;
 
-	if (map_need(f, op, key, &v, e) || val_str(f, v, &s, e))
+	if (val_str(f, v, &s, e))
 		return -1;
 	*idx = model_find(m, s);
 	if (*idx < 0)
 		return val_err(f, v, e, "undefined tensor '%s'", s);
+	if (m->t[*idx].rep >= 0 && m->t[*idx].rep != rep)
+		return val_err(f, v, e, "tensor '%s' is local to the body of repeat '%s'", s,
+			       m->rep[m->t[*idx].rep].name);
 	return 0;
+}
+
+/* The tensor an op operand names; it must be defined already. */
+static int operand(Model *m, const char *f, const Val *op, const char *key, int rep, int *idx, Err *e)
+{
+	const Val *v;
+
+	if (map_need(f, op, key, &v, e))
+		return -1;
+	return visible(m, f, v, rep, idx, e);
 }
 
 static int same_shape(const MTensor *a, const MTensor *b)
@@ -149,7 +166,12 @@ static int vector(const char *f, const Val *at, const MOp *o, const MTensor *t, 
 	return 0;
 }
 
-static int one_op(Model *m, const char *f, const Val *v, Err *e)
+static int positive(const char *f, const Val *v, const char *key, int64_t *out, Err *e)
+{
+	return get_int(f, v, key, 1, INT64_C(1) << 30, out, e);
+}
+
+static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
 	static const char *keys[OP_COUNT][9] = {
 		[OP_MATMUL] = { "op", "name", "a", "b", "bias", "out", NULL },
@@ -157,6 +179,9 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
 		[OP_LAYERNORM] = { "op", "name", "x", "scale", "bias", "eps", "out", NULL },
 		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
+		[OP_PATCHIFY] = { "op", "name", "x", "patch", "out", NULL },
+		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
+		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "out", NULL },
 	};
 	const char *kind, *name;
 	const Val *kv, *outv;
@@ -165,6 +190,7 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 
 	memset(&o, 0, sizeof o);
 	o.in[0] = o.in[1] = o.in[2] = -1;
+	o.rep = rep;
 	o.line = v->line;
 	o.col = v->col;
 	if (v->kind != VAL_MAP)
@@ -175,7 +201,8 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 		if (strcmp(kind, op_names[k]) == 0)
 			break;
 	if (k == OP_COUNT)
-		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm or cast)", kind);
+		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
+			       "patchify, broadcast or attention)", kind);
 	o.kind = (OpKind)k;
 	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e))
 		return -1;
@@ -183,28 +210,41 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 		return val_err(f, map_get(v, "name"), e, "op '%s' is defined twice", name);
 	o.name = (char *)name;
 
+	const char *first = "x";        /* the key of in[0] */
 	switch (o.kind) {
 	case OP_MATMUL:
-		if (operand(m, f, v, "a", &o.in[0], e) || operand(m, f, v, "b", &o.in[1], e))
+		first = "a";
+		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
 			return -1;
-		if (map_get(v, "bias") && operand(m, f, v, "bias", &o.in[2], e))
+		if (map_get(v, "bias") && operand(m, f, v, "bias", rep, &o.in[2], e))
 			return -1;
 		o.nin = 3;
 		break;
 	case OP_GELU:
 	case OP_CAST:
-		if (operand(m, f, v, "x", &o.in[0], e))
+		if (operand(m, f, v, "x", rep, &o.in[0], e))
+			return -1;
+		o.nin = 1;
+		break;
+	case OP_PATCHIFY:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "patch", &o.patch, e))
+			return -1;
+		o.nin = 1;
+		break;
+	case OP_BROADCAST:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "batch", &o.batch, e))
 			return -1;
 		o.nin = 1;
 		break;
 	case OP_ADD:
-		if (operand(m, f, v, "a", &o.in[0], e) || operand(m, f, v, "b", &o.in[1], e))
+		first = "a";
+		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
 			return -1;
 		o.nin = 2;
 		break;
 	case OP_LAYERNORM:
-		if (operand(m, f, v, "x", &o.in[0], e) || operand(m, f, v, "scale", &o.in[1], e) ||
-		    operand(m, f, v, "bias", &o.in[2], e))
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "scale", rep, &o.in[1], e) ||
+		    operand(m, f, v, "bias", rep, &o.in[2], e))
 			return -1;
 		o.nin = 3;
 		o.eps = 1e-6;
@@ -212,6 +252,24 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 			return -1;
 		if (!(o.eps > 0) || !isfinite(o.eps))
 			return val_err(f, kv, e, "layernorm eps must be positive");
+		break;
+	case OP_ATTENTION:
+		if (map_get(v, "qkv")) {
+			first = "qkv";
+			if (map_get(v, "q") || map_get(v, "kv"))
+				return val_err(f, map_get(v, "qkv"), e,
+					       "attention '%s': give either qkv or q and kv", name);
+			if (operand(m, f, v, "qkv", rep, &o.in[0], e))
+				return -1;
+			o.in[1] = o.in[0];
+		} else {
+			first = "q";
+			if (operand(m, f, v, "q", rep, &o.in[0], e) || operand(m, f, v, "kv", rep, &o.in[1], e))
+				return -1;
+		}
+		if (positive(f, v, "heads", &o.heads, e))
+			return -1;
+		o.nin = 2;
 		break;
 	default:
 		break;
@@ -225,8 +283,32 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 	out.rank = 3;
 	memcpy(out.shape, a->shape, sizeof out.shape);
 	out.dtype = a->dtype;
-	if (activation(f, map_get(v, o.kind == OP_MATMUL || o.kind == OP_ADD ? "a" : "x"), &o, a, e))
+	out.count = 1;
+	out.rep = rep;
+	if (o.kind == OP_PATCHIFY) {
+		int64_t p = o.patch;
+		if (a->role != T_INPUT || a->rank != 4)
+			return val_err(f, map_get(v, "x"), e,
+				       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
+				       o.name, a->name);
+		if (a->shape[2] % p || a->shape[3] % p)
+			return val_err(f, map_get(v, "patch"), e,
+				       "patchify '%s': patch %lld does not divide the image %lld x %lld",
+				       o.name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
+		out.shape[0] = a->shape[0];
+		out.shape[1] = (a->shape[2] / p) * (a->shape[3] / p);
+		out.shape[2] = a->shape[1] * p * p;
+		out.shape[3] = 0;
+	} else if (o.kind == OP_BROADCAST) {
+		if (a->role != T_PARAM || a->rank != 2)
+			return val_err(f, map_get(v, "x"), e,
+				       "broadcast '%s': '%s' must be a [tokens, features] parameter", o.name, a->name);
+		out.shape[0] = o.batch;
+		out.shape[1] = a->shape[0];
+		out.shape[2] = a->shape[1];
+	} else if (activation(f, map_get(v, first), &o, a, e)) {
 		return -1;
+	}
 	if (o.kind == OP_MATMUL) {
 		const MTensor *b = &m->t[o.in[1]];
 		if (b->role != T_PARAM || b->rank != 2)
@@ -248,11 +330,20 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 		out.dtype = FMT_FP16;
 	} else if (o.kind == OP_ADD) {
 		const MTensor *b = &m->t[o.in[1]];
-		if (activation(f, map_get(v, "b"), &o, b, e))
-			return -1;
-		if (!same_shape(a, b) || a->dtype != b->dtype)
-			return val_err(f, map_get(v, "b"), e,
-				       "add '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
+		if (b->role == T_PARAM) {       /* a table added to every batch entry */
+			if (b->rank != 2 || b->shape[0] != a->shape[1] || b->shape[1] != a->shape[2] ||
+			    b->dtype != a->dtype)
+				return val_err(f, map_get(v, "b"), e,
+					       "add '%s': parameter '%s' must be [%lld, %lld] %s, like a row of '%s'",
+					       o.name, b->name, (long long)a->shape[1], (long long)a->shape[2],
+					       fmt_name(a->dtype), a->name);
+		} else {
+			if (activation(f, map_get(v, "b"), &o, b, e))
+				return -1;
+			if (!same_shape(a, b) || a->dtype != b->dtype)
+				return val_err(f, map_get(v, "b"), e,
+					       "add '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
+		}
 	} else if (o.kind == OP_LAYERNORM) {
 		if (vector(f, map_get(v, "scale"), &o, &m->t[o.in[1]], a->shape[2], e) ||
 		    vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], a->shape[2], e))
@@ -262,6 +353,27 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 			return -1;
 		if (!map_get(v, "to"))
 			return val_err(f, v, e, "missing key 'to'");
+	} else if (o.kind == OP_ATTENTION) {
+		const MTensor *kvt = &m->t[o.in[1]];
+		const Val *at = map_get(v, first);
+		int fused = o.in[0] == o.in[1];
+		int64_t c = fused ? a->shape[2] / 3 : a->shape[2];
+		if (!fused && activation(f, map_get(v, "kv"), &o, kvt, e))
+			return -1;
+		if (fused && a->shape[2] % 3)
+			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not 3 x width",
+				       o.name, a->name, (long long)a->shape[2]);
+		if (!fused && (kvt->shape[2] != 2 * c || kvt->shape[0] != a->shape[0]))
+			return val_err(f, map_get(v, "kv"), e,
+				       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v)",
+				       o.name, kvt->name, (long long)a->shape[0], (long long)(2 * c));
+		if (c % o.heads)
+			return val_err(f, map_get(v, "heads"), e,
+				       "attention '%s': %lld heads do not divide width %lld", o.name,
+				       (long long)o.heads, (long long)c);
+		if (a->dtype != FMT_FP16 || kvt->dtype != FMT_FP16)
+			return val_err(f, at, e, "attention '%s': q, k and v must be fp16", o.name);
+		out.shape[2] = c;
 	}
 
 	if (map_need(f, v, "out", &outv, e))
@@ -280,6 +392,73 @@ static int one_op(Model *m, const char *f, const Val *v, Err *e)
 	o.name = xstrdup(name);
 	m->ops = xrealloc(m->ops, (size_t)(m->nops + 1) * sizeof *m->ops);
 	m->ops[m->nops++] = o;
+	return 0;
+}
+
+/* A repeat: its per-iteration parameters, then its body ops. */
+static int repeat(Model *m, const char *f, const Val *v, Err *e)
+{
+	static const char *keys[] = { "repeat", "count", "in", "carry", "params", "ops", NULL };
+	const Val *x, *ops, *cv;
+	const char *name;
+	MRepeat r;
+	int ri = m->nrep;
+
+	memset(&r, 0, sizeof r);
+	r.line = v->line;
+	r.col = v->col;
+	if (map_keys(f, v, keys, e) || get_str(f, v, "repeat", &name, e) ||
+	    get_int(f, v, "count", 1, 1 << 20, &r.count, e) || map_need(f, v, "in", &x, e) ||
+	    visible(m, f, x, -1, &r.in, e))
+		return -1;
+	for (int i = 0; i < m->nrep; i++)
+		if (strcmp(m->rep[i].name, name) == 0)
+			return val_err(f, map_get(v, "repeat"), e, "repeat '%s' is defined twice", name);
+	if (m->t[r.in].role == T_PARAM || m->t[r.in].rank != 3)
+		return val_err(f, x, e, "repeat '%s': in '%s' must be an activation [batch, tokens, features]",
+			       name, m->t[r.in].name);
+	r.name = xstrdup(name);
+	m->rep = xrealloc(m->rep, (size_t)(m->nrep + 1) * sizeof *m->rep);
+	m->rep[m->nrep++] = r;
+
+	if (map_need(f, v, "carry", &cv, e))
+		return -1;
+	if (cv->kind != VAL_SCALAR)
+		return val_err(f, cv, e, "expected a tensor name");
+	MTensor *c = new_tensor(m, f, cv, e);
+	if (!c)
+		return -1;
+	const MTensor *in = &m->t[m->rep[ri].in];
+	c->role = T_ACT;
+	c->rank = in->rank;
+	memcpy(c->shape, in->shape, sizeof c->shape);
+	c->dtype = in->dtype;
+	m->rep[ri].carry = m->nt - 1;
+
+	if ((x = map_get(v, "params"))) {
+		int from = m->nt;
+		if (declared(m, f, x, T_PARAM, e))
+			return -1;
+		for (int i = from; i < m->nt; i++)
+			m->t[i].count = r.count, m->t[i].rep = ri;
+	}
+	if (map_need(f, v, "ops", &ops, e))
+		return -1;
+	if (ops->kind != VAL_SEQ || ops->n == 0)
+		return val_err(f, ops, e, "repeat '%s': expected a non-empty list of ops", name);
+	m->rep[ri].first = m->nops;
+	for (int i = 0; i < ops->n; i++) {
+		if (ops->items[i].kind == VAL_MAP && map_get(&ops->items[i], "repeat"))
+			return val_err(f, &ops->items[i], e, "repeat '%s': repeats do not nest", name);
+		if (one_op(m, f, &ops->items[i], ri, e))
+			return -1;
+	}
+	m->rep[ri].last = m->nops - 1;
+	const MTensor *y = &m->t[m->ops[m->nops - 1].out], *ct = &m->t[m->rep[ri].carry];
+	if (!same_shape(y, ct) || y->dtype != ct->dtype)
+		return val_err(f, &ops->items[ops->n - 1], e,
+			       "repeat '%s': the last op's result '%s' must have the shape and dtype of carry '%s'",
+			       name, y->name, ct->name);
 	return 0;
 }
 
@@ -351,9 +530,9 @@ int model_load(Model *m, const char *path, Err *e)
 	}
 	if (map_keys(f, root, keys, e) || get_int(f, root, "amp-model", 0, INT64_MAX, &version, e))
 		goto out;
-	if (version != MODEL_VERSION) {
+	if (version < 1 || version > MODEL_VERSION) {
 		val_err(f, map_get(root, "amp-model"), e,
-			"unsupported model file version %lld (this amp reads %d)",
+			"unsupported model file version %lld (this amp reads 1 to %d)",
 			(long long)version, MODEL_VERSION);
 		goto out;
 	}
@@ -376,9 +555,15 @@ int model_load(Model *m, const char *path, Err *e)
 		val_err(f, v, e, "expected a list of ops");
 		goto out;
 	}
-	for (int i = 0; i < v->n; i++)
-		if (one_op(m, f, &v->items[i], e))
+	for (int i = 0; i < v->n; i++) {
+		const Val *it = &v->items[i];
+		if (it->kind == VAL_MAP && map_get(it, "repeat") && version < 2) {
+			val_err(f, it, e, "repeat needs amp-model: 2");
 			goto out;
+		}
+		if (it->kind == VAL_MAP && map_get(it, "repeat") ? repeat(m, f, it, e) : one_op(m, f, it, -1, e))
+			goto out;
+	}
 	if (map_need(f, root, "outputs", &v, e))
 		goto out;
 	if (v->kind != VAL_SEQ || v->n == 0) {
@@ -390,10 +575,8 @@ int model_load(Model *m, const char *path, Err *e)
 		int t;
 		if (val_str(f, &v->items[i], &s, e))
 			goto out;
-		if ((t = model_find(m, s)) < 0) {
-			val_err(f, &v->items[i], e, "undefined tensor '%s'", s);
+		if (visible(m, f, &v->items[i], -1, &t, e))
 			goto out;
-		}
 		if (m->t[t].role != T_ACT) {
 			val_err(f, &v->items[i], e, "output '%s' must be computed by an op", s);
 			goto out;
@@ -419,6 +602,9 @@ void model_free(Model *m)
 		free(m->t[i].name);
 	for (int i = 0; i < m->nops; i++)
 		free(m->ops[i].name);
+	for (int i = 0; i < m->nrep; i++)
+		free(m->rep[i].name);
+	free(m->rep);
 	free(m->t);
 	free(m->ops);
 	free(m->name);

@@ -15,7 +15,7 @@
 #include "diag.h"
 #include "layout.h"
 
-#define MODEL_VERSION 1
+#define MODEL_VERSION 2       /* reads 1 (no repeat, no whole-model ops) and 2 */
 #define MAX_RANK 4
 
 typedef enum { T_INPUT, T_PARAM, T_ACT } TensorRole;
@@ -29,10 +29,13 @@ typedef struct {
 	int has_scale;
 	int scale;          /* fp8 power-of-two scale exponent */
 	int output;         /* named in outputs: */
+	int64_t count;      /* a repeat's per-iteration parameter: instances stacked on a leading axis (1 otherwise) */
+	int rep;            /* the repeat whose body defines it (params and op results), or -1 */
 	long line, col;
 } MTensor;
 
-typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_COUNT } OpKind;
+typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
+	       OP_ATTENTION, OP_COUNT } OpKind;
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT } Staging;
@@ -45,6 +48,10 @@ typedef struct {
 	int out;
 	double eps;         /* layernorm */
 	Format to;          /* cast */
+	int64_t patch;      /* patchify: patch edge */
+	int64_t batch;      /* broadcast: batch size */
+	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
+	int rep;            /* the repeat whose body holds it, or -1 */
 	/* pins */
 	int pinned;
 	int64_t grid[3];    /* rows, k, cols; 0 = not pinned */
@@ -53,6 +60,17 @@ typedef struct {
 	long line, col, pin_line, pin_col;
 } MOp;
 
+/* A loop over identical layers: ops first..last run count times. The
+ * carried activation `carry` enters as a copy of `in`; the body's last op
+ * result becomes `carry` for the next iteration, and after the loop. */
+typedef struct {
+	char *name;
+	int64_t count;
+	int first, last;    /* op indices */
+	int in, carry;      /* tensor indices */
+	long line, col;
+} MRepeat;
+
 typedef struct {
 	char *file;
 	char *name;
@@ -60,6 +78,8 @@ typedef struct {
 	int nt;
 	MOp *ops;
 	int nops;
+	MRepeat *rep;
+	int nrep;
 	long params_line, params_col;   /* the params: mapping, for capacity errors */
 } Model;
 

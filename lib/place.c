@@ -152,6 +152,15 @@ int place_check(const Placement *p, int64_t tiles, Err *e)
 	for (int k = 0; k < p->nrep; k++)
 		if (p->rep[k] < 1)
 			return errf(e, "placement '%s': replication count must be positive", p->name);
+	if (place_windowed(p)) {
+		if (p->layout != LAYOUT_ROW_MAJOR)
+			return errf(e, "placement '%s': only a row-major placement may be a window", p->name);
+		for (int a = 0; a < p->rank; a++)
+			if (p->off[a] < 0 || p->off[a] + p->shape[a] > p->whole[a])
+				return errf(e, "placement '%s': window %lld..%lld on axis %d is outside the "
+					    "tensor's %lld", p->name, (long long)p->off[a],
+					    (long long)(p->off[a] + p->shape[a]), a, (long long)p->whole[a]);
+	}
 	if (place_shards(p) * place_replicas(p) > tiles)
 		return errf(e, "placement '%s': %lld shards and replicas do not fit on %lld tiles",
 			    p->name, (long long)(place_shards(p) * place_replicas(p)), (long long)tiles);
@@ -163,10 +172,29 @@ int place_check(const Placement *p, int64_t tiles, Err *e)
 	return 0;
 }
 
+int place_same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib)
+{
+	if (a->layout != b->layout || a->fmt != b->fmt || a->rank != b->rank)
+		return 0;
+	for (int k = 0; k < a->rank; k++)
+		if (a->off[k] + ia[k] * a->block[k] != b->off[k] + ib[k] * b->block[k] ||
+		    place_extent(a, k, ia[k]) != place_extent(b, k, ib[k]))
+			return 0;
+	return 1;
+}
+
+int place_windowed(const Placement *p)
+{
+	for (int a = 0; a < p->rank; a++)
+		if (p->off[a] || (p->whole[a] && p->whole[a] != p->shape[a]))
+			return 1;
+	return 0;
+}
+
 int place_same(const Placement *a, const Placement *b)
 {
 	for (int i = 0; i < a->rank && a->rank == b->rank; i++)
-		if (a->shape[i] != b->shape[i])
+		if (a->shape[i] != b->shape[i] || a->off[i] != b->off[i] || a->whole[i] != b->whole[i])
 			return 0;
 	if (a->tensor != b->tensor || a->layout != b->layout || a->fmt != b->fmt ||
 	    a->rank != b->rank || a->base != b->base || a->nrep != b->nrep)

@@ -33,7 +33,9 @@ typedef struct {
 	LayoutKind layout;
 	Format fmt;
 	int rank;
-	int64_t shape[MAX_RANK];        /* the tensor's shape (copied) */
+	int64_t shape[MAX_RANK];        /* the window's extent: the tensor's shape unless windowed */
+	int64_t off[MAX_RANK];          /* the window's offset in the tensor (0: whole tensor) */
+	int64_t whole[MAX_RANK];        /* the tensor's shape when windowed (0: same as shape) */
 	int64_t split[MAX_RANK];
 	int64_t block[MAX_RANK];
 	int64_t base;
@@ -65,6 +67,11 @@ int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx);
 /* Structural checks: parts cover the shape, none empty, tiles distinct and
  * the count within the machine. Messages start with the placement name. */
 int place_check(const Placement *p, int64_t tiles, Err *e);
+/* Do shard ia of a and shard ib of b cover the same region of the tensor,
+ * in the same layout and format? */
+int place_same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib);
+/* Is p a window of its tensor (some offset, or an extent short of it)? */
+int place_windowed(const Placement *p);
 /* Same geometry (everything but the name). */
 int place_same(const Placement *a, const Placement *b);
 /* Whole panels: every part boundary on a panel boundary of the layout. */

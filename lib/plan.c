@@ -10,9 +10,9 @@ static const char *map_names[MAP_COUNT] = { "identity", "native-panel", "relayou
 static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduction",
 					       "output", "copy" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
-					      "add", "layernorm" };
+					      "add", "layernorm", "attention", "broadcast", "carry" };
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
-					        "scale" };
+					        "scale", "q", "k", "v" };
 
 static const char *stage_names[STAGE_COUNT] = { "amp-plan", "amp-expand", "amp-exchange",
 						  "amp-group" };
@@ -44,6 +44,12 @@ void plan_free(Plan *p)
 		free(p->s[i].op);
 	for (int i = 0; i < p->nph; i++)
 		free(p->ph[i].label);
+	for (int i = 0; i < p->nh; i++)
+		free(p->h[i].op);
+	for (int i = 0; i < p->nr; i++)
+		free(p->r[i].name);
+	free(p->h);
+	free(p->r);
 	free(p->x);
 	free(p->ph);
 	free(p->t);
@@ -63,6 +69,30 @@ Mapping copy_mapping(const Placement *src, const Placement *dst)
 	return MAP_IDENTITY;
 }
 
+int plan_repeat_of(const Plan *p, int step)
+{
+	for (int i = 0; i < p->nr; i++)
+		if (step >= p->r[i].first && step <= p->r[i].last)
+			return i;
+	return -1;
+}
+
+int64_t plan_step_count(const Plan *p, int step)
+{
+	int r = plan_repeat_of(p, step);
+	return r < 0 ? 1 : p->r[r].count;
+}
+
+int plan_stacked(const Plan *p, int i)
+{
+	return p->t[p->p[i].tensor].count > 1 && plan_writer(p, i) < 0;
+}
+
+int64_t place_instance(const Placement *p)
+{
+	return cdiv(place_max_bytes(p), 32) * 32;
+}
+
 /* ---- writing ---- */
 
 static void write_placement(YWriter *w, const Plan *pl, const Placement *p)
@@ -77,6 +107,10 @@ static void write_placement(YWriter *w, const Plan *pl, const Placement *p)
 	yw_kints(w, "stride", p->rank, p->stride);
 	yw_kints(w, "rep", p->nrep, p->rep);
 	yw_kints(w, "rstride", p->nrep, p->rstride);
+	if (place_windowed(p)) {
+		yw_kints(w, "offset", p->rank, p->off);
+		yw_kints(w, "extent", p->rank, p->shape);
+	}
 	if (pl->stage >= STAGE_EXPAND)
 		yw_kint(w, "addr", p->addr);
 	yw_end_map(w);
@@ -115,6 +149,11 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_str(w, "eps");
 			yw_f64(w, s->eps);
 		}
+		if (s->compute == C_ATTENTION) {
+			yw_kint(w, "heads", s->heads);
+			yw_str(w, "scale");
+			yw_f64(w, s->scale);
+		}
 	}
 	yw_end_map(w);
 }
@@ -138,6 +177,22 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 		yw_kstr(&w, "dtype", fmt_name(t->fmt));
 		if (t->fmt == FMT_FP8)
 			yw_kint(&w, "scale", t->scale);
+		if (t->count > 1)
+			yw_kint(&w, "count", t->count);
+		yw_end_map(&w);
+	}
+	yw_end_seq(&w);
+
+	yw_str(&w, "host");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->nh; i++) {
+		const Host *h = &pl->h[i];
+		yw_map(&w, 1);
+		yw_kstr(&w, "op", h->op);
+		yw_kstr(&w, "host", "patchify");
+		yw_kstr(&w, "x", pl->t[h->in].name);
+		yw_kint(&w, "patch", h->patch);
+		yw_kstr(&w, "out", pl->t[h->out].name);
 		yw_end_map(&w);
 	}
 	yw_end_seq(&w);
@@ -180,6 +235,18 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 	yw_seq(&w, 0);
 	for (int i = 0; i < pl->ns; i++)
 		write_step(&w, pl, i);
+	yw_end_seq(&w);
+
+	yw_str(&w, "repeats");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->nr; i++) {
+		int64_t r[2] = { pl->r[i].first, pl->r[i].last };
+		yw_map(&w, 1);
+		yw_kstr(&w, "repeat", pl->r[i].name);
+		yw_kints(&w, "steps", 2, r);
+		yw_kint(&w, "count", pl->r[i].count);
+		yw_end_map(&w);
+	}
 	yw_end_seq(&w);
 
 	if (pl->stage >= STAGE_EXCHANGE) {
@@ -265,7 +332,7 @@ static int unique(const char *f, const Val *r, const char *name, int exists, Err
 
 static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 {
-	static const char *keys[] = { "name", "role", "shape", "dtype", "scale", NULL };
+	static const char *keys[] = { "name", "role", "shape", "dtype", "scale", "count", NULL };
 	PTensor t;
 	const char *name;
 	int role, fmt;
@@ -285,6 +352,13 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 		return val_err(f, sv, e, "a tensor needs at least one axis");
 	if (map_get(r, "scale") && (fmt != FMT_FP8 || val_int(f, map_get(r, "scale"), -126, 126, &scale, e)))
 		return fmt != FMT_FP8 ? val_err(f, map_get(r, "scale"), e, "only fp8 tensors carry a scale") : -1;
+	t.count = 1;
+	if (map_get(r, "count")) {
+		if (get_int(f, r, "count", 2, 1 << 20, &t.count, e))
+			return -1;
+		if (role != R_PARAM)
+			return val_err(f, map_get(r, "count"), e, "only parameters are stacked");
+	}
 	t.name = xstrdup(name);
 	t.role = (PRole)role;
 	t.fmt = (Format)fmt;
@@ -354,7 +428,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "name", "tensor", "layout", "split", "block", "base",
-				      "stride", "rep", "rstride", "addr", NULL };
+				      "stride", "rep", "rstride", "offset", "extent", "addr", NULL };
 	static const char *const lays[] = { "row-major", "amp-left", "transposed-right", "amp-output" };
 	Placement p;
 	const char *name;
@@ -374,6 +448,16 @@ static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 	p.fmt = t->fmt;
 	p.layout = (LayoutKind)lay;
 	memcpy(p.shape, t->shape, sizeof p.shape);
+	if (map_get(r, "offset") || map_get(r, "extent")) {
+		const Val *ov, *ev;
+		int no, ne;
+		memcpy(p.whole, t->shape, sizeof p.whole);
+		if (map_need(f, r, "offset", &ov, e) || val_ints(f, ov, MAX_RANK, 0, big, p.off, &no, e) ||
+		    map_need(f, r, "extent", &ev, e) || val_ints(f, ev, MAX_RANK, 1, big, p.shape, &ne, e))
+			return -1;
+		if (no != p.rank || ne != p.rank)
+			return val_err(f, ov, e, "offset and extent need one entry per axis of '%s'", t->name);
+	}
 	static const char *axes[] = { "split", "block", "stride" };
 	int64_t *dst[] = { p.split, p.block, p.stride };
 	for (int i = 0; i < 3; i++) {
@@ -411,7 +495,7 @@ static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
-	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", NULL };
+	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "scale", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -460,6 +544,15 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 			return -1;
 		if (s.compute != C_LAYERNORM && map_get(r, "eps"))
 			return val_err(f, map_get(r, "eps"), e, "only layernorm takes eps");
+		if (s.compute == C_ATTENTION &&
+		    (get_int(f, r, "heads", 1, 1 << 20, &s.heads, e) ||
+		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e)))
+			return -1;
+		if (s.compute != C_ATTENTION && (map_get(r, "scale") || map_get(r, "heads")))
+			return val_err(f, map_get(r, map_get(r, "scale") ? "scale" : "heads"), e,
+				       "only attention takes heads and scale");
+		if (s.compute == C_ATTENTION && s.nin != 3)
+			return val_err(f, r, e, "attention reads q, k and v");
 	} else {
 		return val_err(f, r, e, "a step needs 'copy' or 'compute'");
 	}
@@ -501,6 +594,56 @@ static int read_phase(Plan *pl, const char *f, const Val *r, Err *e)
 	pl->ph[pl->nph].last = (int)st[1];
 	pl->ph[pl->nph].label = xstrdup(label);
 	pl->nph++;
+	return 0;
+}
+
+static int read_host(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "op", "host", "x", "patch", "out", NULL };
+	static const char *const kinds[] = { "patchify" };
+	Host h;
+	const char *op;
+	int k;
+
+	memset(&h, 0, sizeof h);
+	if (map_keys(f, r, keys, e) || get_str(f, r, "op", &op, e) ||
+	    ref_enum(f, r, "host", kinds, 1, &k, e) || ref_tensor(pl, f, r, "x", &h.in, e) ||
+	    get_int(f, r, "patch", 1, 1 << 20, &h.patch, e) || ref_tensor(pl, f, r, "out", &h.out, e))
+		return -1;
+	const PTensor *x = &pl->t[h.in], *y = &pl->t[h.out];
+	int64_t p = h.patch;
+	if (x->rank != 4 || y->rank != 3 || x->shape[2] % p || x->shape[3] % p ||
+	    y->shape[0] != x->shape[0] || y->shape[1] != (x->shape[2] / p) * (x->shape[3] / p) ||
+	    y->shape[2] != x->shape[1] * p * p || x->fmt != y->fmt)
+		return val_err(f, r, e, "patchify '%s': '%s' is not '%s' cut into %lld x %lld patches",
+			       op, y->name, x->name, (long long)p, (long long)p);
+	h.op = xstrdup(op);
+	pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+	pl->h[pl->nh++] = h;
+	return 0;
+}
+
+static int read_repeat(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "repeat", "steps", "count", NULL };
+	Repeat x;
+	const char *name;
+	int64_t st[2];
+	int n;
+	const Val *v;
+
+	memset(&x, 0, sizeof x);
+	if (map_keys(f, r, keys, e) || get_str(f, r, "repeat", &name, e) ||
+	    map_need(f, r, "steps", &v, e) || val_ints(f, v, 2, 0, pl->ns - 1, st, &n, e) ||
+	    get_int(f, r, "count", 1, 1 << 20, &x.count, e))
+		return -1;
+	if (n != 2 || st[0] > st[1] || (pl->nr && st[0] <= pl->r[pl->nr - 1].last))
+		return val_err(f, v, e, "steps must be [first, last], after the previous repeat");
+	x.first = (int)st[0];
+	x.last = (int)st[1];
+	x.name = xstrdup(name);
+	pl->r = xrealloc(pl->r, (size_t)(pl->nr + 1) * sizeof *pl->r);
+	pl->r[pl->nr++] = x;
 	return 0;
 }
 
@@ -559,8 +702,10 @@ int plan_read_input(Plan *pl, Input *in, StageKind kind, Err *e)
 static int read_from(Plan *pl, YReader *rr, StageKind kind, Err *e)
 {
 	static const struct { const char *key; ReadFn fn; StageKind from; } sections[] = {
-		{ "tensors", read_tensor, STAGE_PLAN }, { "gemms", read_gemm, STAGE_PLAN },
+		{ "tensors", read_tensor, STAGE_PLAN }, { "host", read_host, STAGE_PLAN },
+		{ "gemms", read_gemm, STAGE_PLAN },
 		{ "placements", read_placement, STAGE_PLAN }, { "steps", read_step, STAGE_PLAN },
+		{ "repeats", read_repeat, STAGE_PLAN },
 		{ "phases", read_phase, STAGE_EXCHANGE }, { "transfers", read_xfer, STAGE_EXPAND },
 	};
 	YReader *r = rr;

@@ -22,7 +22,7 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 1
+#define PLAN_VERSION 2
 
 /* The stage files that carry a plan: each adds to the one before it.
  * amp-expand: placement addresses and transfers; amp-exchange: phases
@@ -46,6 +46,7 @@ typedef struct {
 	int64_t shape[MAX_RANK];
 	Format fmt;
 	int scale;
+	int64_t count;              /* instances (a repeat's stacked parameter), 1 otherwise */
 } PTensor;
 
 /* The one GEMM-plan record. */
@@ -67,9 +68,9 @@ typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping
 typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_COUNT } Movement;
 typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
-	       C_COUNT } ComputeKind;
+	       C_ATTENTION, C_BROADCAST, C_CARRY, C_COUNT } ComputeKind;
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
-	       OPD_COUNT } Operand;
+	       OPD_Q, OPD_K, OPD_V, OPD_COUNT } Operand;
 
 typedef struct {
 	StepKind kind;
@@ -84,7 +85,27 @@ typedef struct {
 	int in[3], nin;             /* placement indices */
 	int out;
 	double eps;                 /* layernorm */
+	double scale;               /* attention: the score scale, 1/sqrt(head_dim) */
+	int64_t heads;              /* attention: heads of the op (a tile computes one) */
 } Step;
+
+/* An op that runs on the host before the program: patchify turns image
+ * [B, C, H, W] into patches [B, (H/p)(W/p), C*p*p] (formats/plan.md). */
+typedef struct {
+	char *op;
+	int in, out;                /* tensor indices */
+	int64_t patch;
+} Host;
+
+/* A loop: steps first..last run count times. Placements of stacked
+ * tensors (count > 1) that no step writes hold every instance
+ * (place_instance); the body's copies from them read instance i in
+ * iteration i. */
+typedef struct {
+	char *name;
+	int first, last;
+	int64_t count;
+} Repeat;
 
 typedef struct {
 	Machine machine;
@@ -102,7 +123,20 @@ typedef struct {
 	int nx;
 	Phase *ph;                  /* phases (exchange and grouped stages) */
 	int nph;
+	Host *h;
+	int nh;
+	Repeat *r;
+	int nr;
 } Plan;
+
+/* The repeat holding step s, or -1. */
+int plan_repeat_of(const Plan *p, int step);
+/* How many times step s runs (its repeat's count, or 1). */
+int64_t plan_step_count(const Plan *p, int step);
+/* Does placement i hold every instance of a stacked tensor? Then instance
+ * k sits at addr + k * place_instance(). */
+int plan_stacked(const Plan *p, int i);
+int64_t place_instance(const Placement *p);
 
 const char *role_name(PRole r);
 const char *mapping_name(Mapping m);

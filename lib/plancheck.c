@@ -88,11 +88,28 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 				     pl->p[reads[k]].name);
 				goto out;
 			}
-		if (ready[w]) {
+		int r = plan_repeat_of(pl, i);
+		int back = s->kind == STEP_COMPUTE && s->compute == C_CARRY && r >= 0 && pl->r[r].last == i &&
+			   plan_writer(pl, w) < pl->r[r].first;
+		if (ready[w] && !back) {
 			errf(e, "%s: step %d writes '%s' a second time", file, i, pl->p[w].name);
 			goto out;
 		}
 		ready[w] = 1;
+	}
+	for (int i = 0; i < pl->nph; i++) {
+		int r = plan_repeat_of(pl, pl->ph[i].first);
+		if (r != plan_repeat_of(pl, pl->ph[i].last)) {
+			errf(e, "%s: phase %d crosses the boundary of a repeat", file, i);
+			goto out;
+		}
+	}
+	for (int i = 0; i < pl->nr; i++) {
+		const Step *s = &pl->s[pl->r[i].last];
+		if (s->kind != STEP_COMPUTE || s->compute != C_CARRY) {
+			errf(e, "%s: repeat '%s' must end with a carry step", file, pl->r[i].name);
+			goto out;
+		}
 	}
 	for (int i = 0; i < pl->ng; i++) {
 		const Gemm *g = &pl->g[i];
@@ -131,22 +148,31 @@ void plan_lifetimes(const Plan *pl, int *first, int *last, int *alias)
 				last[st->in[k]] = last[st->in[k]] > s ? last[st->in[k]] : s;
 		}
 	}
+	/* A repeat's body runs again after its last step: what is live when
+	 * it starts (the carried activation, values read in every iteration)
+	 * stays live through the whole body. */
+	for (int r = 0; r < pl->nr; r++)
+		for (int i = 0; i < pl->np; i++)
+			if (first[i] < pl->r[r].first && last[i] >= pl->r[r].first && last[i] < pl->r[r].last)
+				last[i] = pl->r[r].last;
 }
 
 typedef struct {
 	int64_t *bytes;         /* [tiles] */
 	int64_t *region;        /* [tiles * 2 * MAX_RANK] lo, hi of the shard there */
 	int64_t tiles;
+	int64_t instances;      /* a stacked placement holds every instance */
 } TileMap;
 
 static int fill(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
 {
 	TileMap *m = ctx;
 	(void)rep;
-	m->bytes[t] = place_shard_bytes(p, idx);
+	m->bytes[t] = place_shard_bytes(p, idx) * m->instances;
 	for (int a = 0; a < p->rank; a++) {
-		m->region[t * 2 * MAX_RANK + 2 * a] = idx[a] * p->block[a];
-		m->region[t * 2 * MAX_RANK + 2 * a + 1] = idx[a] * p->block[a] + place_extent(p, a, idx[a]);
+		int64_t lo = p->off[a] + idx[a] * p->block[a];
+		m->region[t * 2 * MAX_RANK + 2 * a] = lo;
+		m->region[t * 2 * MAX_RANK + 2 * a + 1] = lo + place_extent(p, a, idx[a]);
 	}
 	return 0;
 }
@@ -171,6 +197,7 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 	for (int i = 0; i < np; i++) {
 		m[i].bytes = xcalloc((size_t)T, sizeof *m[i].bytes);
 		m[i].region = xcalloc((size_t)T * 2 * MAX_RANK, sizeof *m[i].region);
+		m[i].instances = plan_stacked(pl, i) ? pl->t[pl->p[i].tensor].count : 1;
 		place_each(&pl->p[i], T, fill, &m[i]);
 	}
 	for (int s = 0; s <= ns; s++) {

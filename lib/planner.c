@@ -1,5 +1,6 @@
 #include "planner.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ typedef struct {
 	int64_t *base;          /* per tile: bytes of homes */
 	int64_t next_tile;      /* rotating pointer for homes */
 	int *last_use;          /* model tensor -> last op reading it */
+	int body;               /* first step of the repeat being built */
 } Builder;
 
 /* ---- records ---- */
@@ -28,6 +30,7 @@ static int add_tensor(Plan *pl, const char *name, PRole role, int rank, const in
 	memcpy(t.shape, shape, (size_t)rank * sizeof *shape);
 	t.fmt = fmt;
 	t.scale = scale;
+	t.count = 1;
 	pl->t = xrealloc(pl->t, (size_t)(pl->nt + 1) * sizeof *pl->t);
 	pl->t[pl->nt] = t;
 	return pl->nt++;
@@ -51,7 +54,10 @@ static int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *
 	p->tensor = tensor;
 	p->fmt = t->fmt;
 	p->rank = t->rank;
-	memcpy(p->shape, t->shape, sizeof p->shape);
+	if (place_windowed(p))          /* the caller set the window: off, shape and whole */
+		memcpy(p->whole, t->shape, sizeof p->whole);
+	else
+		memcpy(p->shape, t->shape, sizeof p->shape), memset(p->whole, 0, sizeof p->whole);
 	*existed = 0;
 	for (int i = 0; i < pl->np; i++)
 		if (place_same(&pl->p[i], p)) {
@@ -89,7 +95,7 @@ static void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src
 	pl->s[pl->ns++] = s;
 }
 
-static void add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
+static int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
 			int out, double eps)
 {
 	Step s;
@@ -103,6 +109,7 @@ static void add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, 
 	s.eps = eps;
 	pl->s = xrealloc(pl->s, (size_t)(pl->ns + 1) * sizeof *pl->s);
 	pl->s[pl->ns++] = s;
+	return pl->ns - 1;
 }
 
 /* ---- canonical ownership and homes ---- */
@@ -182,9 +189,11 @@ static int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const in
 	return 0;
 }
 
+/* A stacked parameter's home holds every instance. */
 static void add_home_bytes(Builder *b, const Placement *p)
 {
-	place_each(p, b->mc->tiles, add_bytes, b->base);
+	for (int64_t k = 0; k < b->pl->t[p->tensor].count; k++)
+		place_each(p, b->mc->tiles, add_bytes, b->base);
 }
 
 static int consumed_as_b(const Model *m, int t)
@@ -483,6 +492,26 @@ static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int ow
 	return rep;
 }
 
+/* A [tokens, features] parameter cut by the owners' token rows: owner i
+ * holds the rows of its tokens (a position table, a probe token). */
+static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
+{
+	Plan *pl = b->pl;
+	const Placement *o = &pl->p[owners_of];
+	Placement p;
+	int existed, d;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = o->split[1], p.block[0] = o->block[1], p.stride[0] = o->stride[1];
+	p.split[1] = 1, p.block[1] = pl->t[tensor].shape[1];
+	p.base = o->base;
+	d = add_place(pl, &p, tensor, "owners.rows", &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], d);
+	return d;
+}
+
 static void rowlocal(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
@@ -494,8 +523,11 @@ static void rowlocal(Builder *b, const MOp *op)
 	Placement p;
 
 	in[nin++] = canonical(b, find_tensor(pl, m->t[op->in[0]].name));
-	if (op->kind == OP_ADD)
-		in[nin++] = canonical(b, find_tensor(pl, m->t[op->in[1]].name));
+	if (op->kind == OP_ADD) {
+		int bt = find_tensor(pl, m->t[op->in[1]].name);
+		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
+						      : canonical(b, bt);
+	}
 	if (op->kind == OP_LAYERNORM)
 		for (int k = 1; k < 3; k++)
 			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
@@ -506,13 +538,110 @@ static void rowlocal(Builder *b, const MOp *op)
 	add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
 }
 
+/* A [tokens, features] parameter made an activation: every batch entry a
+ * copy, on the owners of the result's token rows. */
+static void broadcast(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	int out = find_tensor(pl, b->m->t[op->out].name), x = find_tensor(pl, b->m->t[op->in[0]].name);
+	Placement cp;
+	int existed;
+
+	canonical_of(&pl->t[out], b->mc->tiles, &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	int in = rows_on_owners(b, op->name, OPD_X, x, b->canon[out]);
+	add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
+}
+
+/* Attention over (batch, query block, head) tiles: tile (b, qb, h) holds
+ * the query rows of its block and the keys and values of head h of batch
+ * b, which reach the query blocks of a head by one multicast. It computes
+ * its rows' scores, softmax with fp32 statistics, and the head's output
+ * columns, which return to the owners (formats/plan.md). */
+static int attention(Builder *b, const MOp *op, Err *e)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = find_tensor(pl, m->t[op->in[0]].name), kv = find_tensor(pl, m->t[op->in[1]].name);
+	int out = find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
+	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
+	int64_t B = qt->shape[0], Tq = qt->shape[1], Tk = kt->shape[1], C = pl->t[out].shape[2];
+	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
+
+	if (B * H > T)
+		return err_at(e, m->file, op->line, op->col,
+			      "attention '%s': %lld batch entries x %lld heads need more tiles than the "
+			      "machine's %lld", op->name, (long long)B, (long long)H, (long long)T);
+	int64_t QB = largest_uniform(Tq, T / (B * H)), tq = cdiv(Tq, QB);
+	int64_t coff[3] = { 0, fused ? C : 0, fused ? 2 * C : C };
+	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
+	int tensor[3] = { q, kv, kv }, idx[3];
+	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
+	static const char *what[3] = { "q", "k", "v" };
+	char where[160];
+
+	for (int k = 0; k < 3; k++) {
+		const PTensor *t = &pl->t[tensor[k]];
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.off[2] = coff[k];
+		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = C;
+		memcpy(p.whole, t->shape, sizeof p.whole);
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = QB * H;
+		p.split[2] = H, p.block[2] = D, p.stride[2] = 1;
+		if (k == 0) {
+			p.split[1] = QB, p.block[1] = tq, p.stride[1] = H;
+		} else {
+			p.split[1] = 1, p.block[1] = Tk;
+			if (QB > 1)
+				p.nrep = 1, p.rep[0] = QB, p.rstride[0] = H;
+		}
+		if (coff[k] == 0 && C == t->shape[2])
+			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
+		snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
+		idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
+	}
+	Placement o;
+	memset(&o, 0, sizeof o);
+	o.layout = LAYOUT_ROW_MAJOR;
+	o.split[0] = B, o.block[0] = 1, o.stride[0] = QB * H;
+	o.split[1] = QB, o.block[1] = tq, o.stride[1] = H;
+	o.split[2] = H, o.block[2] = D, o.stride[2] = 1;
+	snprintf(where, sizeof where, "%s.out", op->name);
+	int op_out = add_place(pl, &o, out, where, &existed);
+	int st = add_compute(pl, op->name, C_ATTENTION, idx, 3, op_out, 0);
+	pl->s[st].scale = 1.0 / sqrt((double)D);
+	pl->s[st].heads = H;
+	Placement cp;
+	canonical_of(&pl->t[out], T, &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+	return 0;
+}
+
+/* The carried activation of a repeat: a local copy on its owners. */
+static void carry(Builder *b, const char *op, int from, int to)
+{
+	Plan *pl = b->pl;
+	int in = canonical(b, from), existed;
+	if (b->canon[to] < 0) {
+		Placement p = pl->p[in];
+		p.name = NULL;
+		b->canon[to] = add_place(pl, &p, to, "canon", &existed);
+	}
+	add_compute(pl, op, C_CARRY, &in, 1, b->canon[to], 0);
+}
+
 /* ---- the whole model ---- */
 
 static int check_params(Builder *b, Err *e)
 {
 	int64_t T = b->mc->tiles, avail = machine_avail(b->mc), total = 0, worst = 0;
 	for (int i = 0; i < b->pl->np; i++)
-		total += place_total_bytes(&b->pl->p[i]);
+		total += place_total_bytes(&b->pl->p[i]) * b->pl->t[b->pl->p[i].tensor].count;
 	if (total > T * avail)
 		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
 			      "model '%s': parameters need %lld bytes; %lld tiles hold at most %lld "
@@ -551,7 +680,7 @@ static int check_memory(Builder *b, Err *e)
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
-	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL };
+	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1 };
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);
@@ -574,7 +703,11 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		int sc = t->scale;
 		if (t->dtype == FMT_FP8)
 			scales_find(o->scales, t->name, &sc);
-		add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
+		for (int k = 0; k < m->nops; k++)       /* made on the host: an input of the program */
+			if (m->ops[k].kind == OP_PATCHIFY && m->ops[k].out == i)
+				r = R_INPUT;
+		int pt = add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
+		pl->t[pt].count = t->count;
 	}
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_PARAM)
@@ -582,18 +715,45 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	if (check_params(&b, e))
 		goto out;
 	for (int i = 0; i < m->nt; i++)
-		if (m->t[i].role == T_INPUT) {
-			if (m->t[i].shape[1] < 1)
-				continue;
+		if (m->t[i].role == T_INPUT && m->t[i].rank == 3)
 			canonical(&b, i);
-		}
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
-		if (op->kind == OP_MATMUL) {
+		int r = op->rep, first = -1;
+		if (r >= 0 && m->rep[r].first == i) {
+			carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
+			first = pl->ns;
+		}
+		switch (op->kind) {
+		case OP_MATMUL:
 			if (matmul(&b, op, ex ? &ex[i] : NULL, e))
 				goto out;
-		} else {
+			break;
+		case OP_ATTENTION:
+			if (attention(&b, op, e))
+				goto out;
+			break;
+		case OP_BROADCAST:
+			broadcast(&b, op);
+			break;
+		case OP_PATCHIFY: {
+			Host h = { xstrdup(op->name), op->in[0], op->out, op->patch };
+			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+			pl->h[pl->nh++] = h;
+			canonical(&b, op->out);
+			break;
+		}
+		default:
 			rowlocal(&b, op);
+			break;
+		}
+		if (first >= 0)
+			b.body = first;
+		if (r >= 0 && m->rep[r].last == i) {
+			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
+			Repeat x = { xstrdup(m->rep[r].name), b.body, pl->ns - 1, m->rep[r].count };
+			pl->r = xrealloc(pl->r, (size_t)(pl->nr + 1) * sizeof *pl->r);
+			pl->r[pl->nr++] = x;
 		}
 	}
 	if (plan_check(pl, m->file, e) || check_memory(&b, e))

@@ -6,7 +6,8 @@
 #include <zstd.h>
 
 enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, NSEC = 3 };
-enum { OP_ROW = 0x52, OP_SEND = 1, OP_SEND_LONG = 2, OP_RECV = 3, OP_RECV_AT = 4 };
+enum { OP_ROW = 0x52, OP_SEND = 1, OP_SEND_LONG = 2, OP_RECV = 3, OP_RECV_AT = 4,
+       OP_SEND_MOVING = 5, OP_SEND_MOVING_LONG = 6 };
 
 /* ---- a growable byte buffer, little-endian ---- */
 
@@ -53,13 +54,20 @@ static void encode(const Instr *ins, int n, Buf *row, Buf pat[3])
 	for (int i = 0; i < n; i++) {
 		const Instr *x = &ins[i];
 		if (x->kind == I_SEND) {
+			int mv = x->iters > 1;
+			unsigned it = mv ? (unsigned)x->iters : 0;
 			if (x->len <= 256) {
-				u8(row, OP_SEND), u8(row, (unsigned)(x->len - 1)), u8(row, 0), u8(row, 0), u32(row, 0);
+				u8(row, mv ? OP_SEND_MOVING : OP_SEND), u8(row, (unsigned)(x->len - 1));
+				u8(row, it & 0xff), u8(row, it >> 8), u32(row, 0);
 			} else {
-				u8(row, OP_SEND_LONG), u8(row, 0), u8(row, 0), u8(row, 0), u32(row, 0);
+				u8(row, mv ? OP_SEND_MOVING_LONG : OP_SEND_LONG), u8(row, 0);
+				u8(row, it & 0xff), u8(row, it >> 8), u32(row, 0);
 				u32(row, (uint64_t)x->len);
 			}
-			u32(&pat[0], (uint64_t)x->addr);
+			for (int64_t k = 1; k < x->iters; k++)
+				u32(row, 0);            /* the slots of the other iterations' addresses */
+			for (int64_t k = 0; k < (mv ? x->iters : 1); k++)
+				u32(&pat[0], (uint64_t)(x->addr + k * x->istride));
 		} else {
 			int at = x->addr != prev_end;
 			u8(row, at ? OP_RECV_AT : OP_RECV), u24(row, 0), u32(row, (uint64_t)x->len);
@@ -580,7 +588,7 @@ int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
 		goto bad;
 	b += 8;
 	for (int k = 0; k < n; k++) {
-		Instr x = { 0, 0, 0, -1, -1 };
+		Instr x = { 0, 0, 0, -1, -1, 0, 0 };
 		int size = 8, addr = 0;
 		if (end - b < 8)
 			goto bad;
@@ -593,6 +601,17 @@ int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
 			if (end - b < 12)
 				goto bad;
 			x.len = (int64_t)get(b + 8, 4);
+			break;
+		case OP_SEND_MOVING:
+		case OP_SEND_MOVING_LONG:
+			x.kind = I_SEND, addr = 1;
+			x.iters = (int64_t)(b[2] | b[3] << 8);
+			if (x.iters < 2)
+				goto bad;
+			size = (b[0] == OP_SEND_MOVING ? 8 : 12) + (int)MOVING_BYTES(x.iters);
+			if (end - b < size)
+				goto bad;
+			x.len = b[0] == OP_SEND_MOVING ? b[1] + 1 : (int64_t)get(b + 8, 4);
 			break;
 		case OP_RECV:
 		case OP_RECV_AT:
@@ -615,6 +634,14 @@ int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
 			if (used[k] == en->npatch[k])
 				goto bad;
 			x.addr = stream[k][used[k]++];
+			if (x.iters > 1) {      /* one address per iteration, a constant stride apart */
+				if (en->npatch[0] - used[0] < x.iters - 1)
+					goto bad;
+				x.istride = (int64_t)stream[0][used[0]] - x.addr;
+				for (int64_t j = 1; j < x.iters; j++)
+					if ((int64_t)stream[0][used[0]++] != x.addr + j * x.istride)
+						goto bad;
+			}
 		}
 		if (x.kind == I_RECV) {
 			if (x.addr < 0)

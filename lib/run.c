@@ -22,6 +22,11 @@ int64_t tensor_count(const PTensor *t)
 	return n;
 }
 
+int64_t tensor_values(const PTensor *t)
+{
+	return tensor_count(t) * t->count;
+}
+
 float quantize(float x, Format f, int scale)
 {
 	switch (f) {
@@ -118,7 +123,7 @@ static void normals(float *v, int64_t n, uint64_t seed, const char *name, double
 static void generate(const Plan *pl, int t, uint64_t seed, float *v)
 {
 	const PTensor *x = &pl->t[t];
-	int64_t n = tensor_count(x);
+	int64_t n = tensor_values(x);
 	if (x->role == R_INPUT) {
 		normals(v, n, seed, x->name, 0, 1);
 		return;
@@ -143,6 +148,22 @@ static void generate(const Plan *pl, int t, uint64_t seed, float *v)
 	normals(v, n, seed, x->name, 0, 0.02);
 }
 
+/* Image [B, C, H, W] to patches [B, (H/p)(W/p), C*p*p]: patch (i, j) in
+ * row-major order, its features ordered channel, row, column (a
+ * convolution weight's order). Values move unchanged. */
+static void patchify(const PTensor *img, const float *x, int64_t p, float *y)
+{
+	int64_t B = img->shape[0], C = img->shape[1], H = img->shape[2], W = img->shape[3];
+	int64_t gw = W / p, n = 0;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t pi = 0; pi < H / p; pi++)
+			for (int64_t pj = 0; pj < gw; pj++)
+				for (int64_t c = 0; c < C; c++)
+					for (int64_t r = 0; r < p; r++)
+						for (int64_t q = 0; q < p; q++)
+							y[n++] = x[((b * C + c) * H + pi * p + r) * W + pj * p + q];
+}
+
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
 	struct stat dir;
@@ -153,7 +174,12 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		val[t] = NULL;
 		if (x->role != R_INPUT && x->role != R_PARAM)
 			continue;
-		int64_t n = tensor_count(x);
+		int host = 0;
+		for (int h = 0; h < pl->nh; h++)
+			host |= pl->h[h].out == t;
+		if (host)
+			continue;               /* made from its host op's input below */
+		int64_t n = tensor_values(x);
 		val[t] = xmalloc((size_t)n * sizeof **val);
 		char path[4096];
 		struct stat st;
@@ -163,12 +189,14 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			float *f;
 			if (npy_read(path, &a, e))
 				return -1;
-			int same = a.rank == x->rank;
-			for (int k = 0; same && k < a.rank; k++)
-				same = a.shape[k] == x->shape[k];
+			int st = x->count > 1;      /* stacked: [count, shape...] */
+			int same = a.rank == x->rank + st && (!st || a.shape[0] == x->count);
+			for (int k = 0; same && k < x->rank; k++)
+				same = a.shape[k + st] == x->shape[k];
 			if (!same) {
 				npy_free(&a);
-				return errf(e, "'%s': shape does not match tensor '%s' of the model", path, x->name);
+				return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path,
+					    x->name, st ? " (a stacked parameter: [count, ...])" : "");
 			}
 			if (npy_floats(&a, &f, e)) {
 				char why[sizeof e->msg];
@@ -186,6 +214,9 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			for (int64_t i = 0; i < n; i++)
 				val[t][i] = quantize(val[t][i], x->fmt, x->scale);
 	}
+	for (int h = 0; h < pl->nh; h++)
+		patchify(&pl->t[pl->h[h].in], val[pl->h[h].in], pl->h[h].patch,
+			 val[pl->h[h].out] = xmalloc((size_t)tensor_count(&pl->t[pl->h[h].out]) * sizeof **val));
 	return 0;
 }
 
@@ -293,6 +324,38 @@ static float gelu(float x)
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
+/* One head's attention for R query rows over N keys (D wide): scores
+ * summed in fp32 in D order and scaled; softmax with fp32 statistics (row
+ * maximum, exponentials, their sum in key order); the output summed in
+ * fp32 in key order and divided by the sum. The caller rounds o once into
+ * its format. */
+static void attend(const float *q, const float *k, const float *v, float *o, int64_t R, int64_t N,
+		   int64_t D, float scale)
+{
+	float *p = xmalloc((size_t)N * sizeof *p);
+	for (int64_t i = 0; i < R; i++) {
+		float mx = -INFINITY, sum = 0;
+		for (int64_t j = 0; j < N; j++) {
+			float acc = 0;
+			for (int64_t d = 0; d < D; d++)
+				acc += q[i * D + d] * k[j * D + d];
+			p[j] = acc * scale;
+			mx = p[j] > mx ? p[j] : mx;
+		}
+		for (int64_t j = 0; j < N; j++) {
+			p[j] = expf(p[j] - mx);
+			sum += p[j];
+		}
+		float *out = o + i * D;
+		memset(out, 0, (size_t)D * sizeof *out);
+		for (int64_t j = 0; j < N; j++)
+			axpy(out, v + j * D, p[j], D);
+		for (int64_t d = 0; d < D; d++)
+			out[d] /= sum;
+	}
+	free(p);
+}
+
 typedef struct {
 	Machine_ *m;
 	int step, part, parts;
@@ -321,16 +384,29 @@ static void *compute_tiles(void *arg)
 		switch (st->compute) {
 		case C_CAST:
 		case C_PACK:
+		case C_CARRY:
 			memcpy(res, a, (size_t)(R * C) * sizeof *res);
 			break;
+		case C_BROADCAST:               /* the parameter's rows, for every batch entry */
+			for (int64_t r = 0; r < R; r++)
+				memcpy(res + r * C, a + (r % la.rows) * C, (size_t)C * sizeof *res);
+			break;
+		case C_ATTENTION: {
+			Layout lk, lv;
+			float *k = read_shard(m, st->in[1], t, &lk), *v = read_shard(m, st->in[2], t, &lv);
+			attend(a, k, v, res, R, lk.rows, C, (float)st->scale);
+			free(k);
+			free(v);
+			break;
+		}
 		case C_GELU:
 			for (int64_t q = 0; q < R * C; q++)
 				res[q] = gelu(a[q]);
 			break;
 		case C_ADD: {
-			float *b = read_shard(m, st->in[1], t, &lb);
+			float *b = read_shard(m, st->in[1], t, &lb);   /* fewer rows: a table per batch entry */
 			for (int64_t q = 0; q < R * C; q++)
-				res[q] = a[q] + b[q];
+				res[q] = a[q] + b[(q / C) % lb.rows * C + q % C];
 			free(b);
 			break;
 		}
@@ -475,7 +551,13 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 			    "%lld bytes the schedule needs (step %d)", (long long)st, x->phase,
 			    (long long)xf->len, xf->step);
 	uint8_t *buf = xmalloc((size_t)xf->len);
-	memcpy(buf, sim_tile(&m->s, st) + s->addr, (size_t)xf->len);
+	int64_t sa0 = s->addr + m->s.iter * s->istride;       /* a moving source: this iteration's */
+	if (sa0 < 0 || sa0 + xf->len > m->s.sram) {
+		free(buf);
+		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
+			    x->phase, (long long)sa0);
+	}
+	memcpy(buf, sim_tile(&m->s, st) + sa0, (size_t)xf->len);
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
 		Instr *r = next_instr(x, t);
@@ -540,7 +622,11 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				else
 					rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
 			} else {
-				rc = sim_xfer(&m->s, xf, m->e);
+				Xfer lx = *xf;          /* a local copy from a stacked home: this iteration's instance */
+				int src = pl->s[s].src;
+				if (lx.kind == X_LOCAL && plan_stacked(pl, src))
+					lx.src_addr += m->s.iter * place_instance(&pl->p[src]);
+				rc = sim_xfer(&m->s, &lx, m->e);
 			}
 		}
 		if (!rc)
@@ -575,7 +661,21 @@ int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
 	for (int p = 0; p < pl->np; p++)
 		if (plan_writer(pl, p) < 0)
 			sim_fill(&m.s, pl, p);
-	for (int i = 0; i < pl->ns && !rc;) {
+	int rep = -1;
+	for (int i = 0; !rc;) {
+		if (rep >= 0 && i > pl->r[rep].last) {
+			if (++m.s.iter < pl->r[rep].count) {
+				i = pl->r[rep].first;   /* the next iteration runs the same body */
+				ph = 0;
+				continue;
+			}
+			m.s.iter = 0;
+			rep = -1;
+		}
+		if (i >= pl->ns)
+			break;
+		if (rep < 0 && (rep = plan_repeat_of(pl, i)) >= 0)
+			m.s.iter = 0;           /* entering a repeat */
 		while (ph < pl->nph && pl->ph[ph].last < i)
 			ph++;
 		if (pl->s[i].kind == STEP_COMPUTE) {
@@ -588,6 +688,11 @@ int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
 			rc = run_phase(&m, prog, -1, i, i);     /* on-tile copies only */
 			i++;
 		}
+	}
+	if (rc && rep >= 0) {
+		char why[sizeof e->msg];
+		memcpy(why, e->msg, sizeof why);
+		errf(e, "iteration %lld of repeat '%s': %s", (long long)m.s.iter, pl->r[rep].name, why);
 	}
 	for (int p = 0; p < pl->np; p++)
 		free(m.ts[p].shard);
@@ -643,75 +748,161 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 	gemm_secs += now() - t0;
 }
 
-int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
+/* A tensor's values in the current iteration: a stacked one's instance. */
+static float *inst(const Plan *pl, float *const *v, int t, int64_t iter)
+{
+	return pl->t[t].count > 1 ? v[t] + iter * tensor_count(&pl->t[t]) : v[t];
+}
+
+static void track(double *amax, int t, const float *y, int64_t n)
+{
+	for (int64_t i = 0; amax && i < n; i++)
+		if (fabs((double)y[i]) > amax[t])
+			amax[t] = fabs((double)y[i]);
+}
+
+/* One op-level step of the reference (GEMMs at their first step). */
+static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, double *amax, int64_t iter)
+{
+	const Step *st = &pl->s[s];
+	if (gemm_at[s] >= 0) {
+		const Gemm *G = &pl->g[gemm_at[s]];
+		int64_t M = G->m, K = G->k, N = G->n;
+		float *c = xcalloc((size_t)(M * N), sizeof *c);
+		gemm2(ref[G->a], inst(pl, ref, G->b, iter), G->bias >= 0 ? inst(pl, ref, G->bias, iter) : NULL,
+		      c, M, K, N);
+		free(ref[G->out]);
+		ref[G->out] = c;
+		track(amax, G->out, c, M * N);
+		return;
+	}
+	int out = pl->p[st->out].tensor, in = pl->p[st->in[0]].tensor;
+	int64_t n = tensor_count(&pl->t[out]), C = pl->t[out].shape[pl->t[out].rank - 1];
+	float *y = xmalloc((size_t)n * sizeof *y);
+	const float *x = inst(pl, ref, in, iter);
+	switch (st->compute) {
+	case C_GELU:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = gelu(x[i]);
+		break;
+	case C_ADD: {           /* b may be a [tokens, features] table for every batch entry */
+		int bt = pl->p[st->in[1]].tensor;
+		const float *b = inst(pl, ref, bt, iter);
+		int64_t nb = tensor_count(&pl->t[bt]);
+		for (int64_t i = 0; i < n; i++)
+			y[i] = x[i] + b[i % nb];
+		break;
+	}
+	case C_BROADCAST: {
+		int64_t nx = tensor_count(&pl->t[in]);
+		for (int64_t i = 0; i < n; i++)
+			y[i] = x[i % nx];
+		break;
+	}
+	case C_LAYERNORM: {
+		const float *g = inst(pl, ref, pl->p[st->in[1]].tensor, iter);
+		const float *b = inst(pl, ref, pl->p[st->in[2]].tensor, iter);
+		for (int64_t r = 0; r < n / C; r++) {
+			const float *xr = x + r * C;
+			double mean = 0, var = 0;
+			for (int64_t c = 0; c < C; c++)
+				mean += xr[c];
+			mean /= (double)C;
+			for (int64_t c = 0; c < C; c++)
+				var += (xr[c] - mean) * (xr[c] - mean);
+			var /= (double)C;
+			double inv = 1 / sqrt(var + st->eps);
+			for (int64_t c = 0; c < C; c++)
+				y[r * C + c] = (float)((xr[c] - mean) * inv * g[c] + b[c]);
+		}
+		break;
+	}
+	case C_ATTENTION: {     /* per batch entry and head, in double */
+		int kvt = pl->p[st->in[1]].tensor;
+		const PTensor *Q = &pl->t[in], *KV = &pl->t[kvt];
+		const float *kv = ref[kvt];
+		int64_t B = Q->shape[0], Tq = Q->shape[1], Tk = KV->shape[1], H = st->heads, D = C / H;
+		int64_t qw = Q->shape[2], kw = KV->shape[2], ko = in == kvt ? C : 0, vo = ko + C;
+		double *p = xmalloc((size_t)Tk * sizeof *p);
+		for (int64_t bb = 0; bb < B; bb++)
+			for (int64_t h = 0; h < H; h++)
+				for (int64_t i = 0; i < Tq; i++) {
+					const float *q = x + (bb * Tq + i) * qw + h * D;
+					double mx = -INFINITY, sum = 0;
+					for (int64_t j = 0; j < Tk; j++) {
+						const float *k = kv + (bb * Tk + j) * kw + ko + h * D;
+						double acc = 0;
+						for (int64_t d = 0; d < D; d++)
+							acc += (double)q[d] * k[d];
+						p[j] = acc * st->scale;
+						mx = p[j] > mx ? p[j] : mx;
+					}
+					for (int64_t j = 0; j < Tk; j++)
+						sum += p[j] = exp(p[j] - mx);
+					for (int64_t d = 0; d < D; d++) {
+						double acc = 0;
+						for (int64_t j = 0; j < Tk; j++)
+							acc += p[j] * kv[(bb * Tk + j) * kw + vo + h * D + d];
+						y[(bb * Tq + i) * C + h * D + d] = (float)(acc / sum);
+					}
+				}
+		free(p);
+		break;
+	}
+	default:        /* a cast op or a carry: activations stay fp32 */
+		memcpy(y, x, (size_t)n * sizeof *y);
+		break;
+	}
+	free(ref[out]);
+	ref[out] = y;
+	track(amax, out, y, n);
+}
+
+int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *amax, Err *e)
 {
 	(void)e;
 	for (int t = 0; t < pl->nt; t++)
 		ref[t] = NULL;
 	for (int t = 0; t < pl->nt; t++)
 		if (val[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
-			int64_t n = tensor_count(&pl->t[t]);
+			int64_t n = tensor_values(&pl->t[t]);
 			ref[t] = xmalloc((size_t)n * sizeof **ref);
 			memcpy(ref[t], val[t], (size_t)n * sizeof **ref);
 		}
-	char *done = xcalloc((size_t)pl->ng + 1, 1);
+	/* Op-level steps: every compute but those inside a matmul (casts,
+	 * packs, partial products, reductions), which stand for the GEMM
+	 * record at the op's first compute step. */
+	int *gemm_at = xmalloc((size_t)pl->ns * sizeof *gemm_at);
+	char *skip = xcalloc((size_t)pl->ns + 1, 1), *seen = xcalloc((size_t)pl->ng + 1, 1);
 	for (int s = 0; s < pl->ns; s++) {
-		const Step *st = &pl->s[s];
-		if (st->kind != STEP_COMPUTE)
-			continue;
-		int g = is_gemm_op(pl, st->op);
-		if (g >= 0) {
-			if (done[g])
-				continue;
-			done[g] = 1;
-			const Gemm *G = &pl->g[g];
-			int64_t M = G->m, K = G->k, N = G->n;
-			float *c = xcalloc((size_t)(M * N), sizeof *c);
-			gemm2(ref[G->a], ref[G->b], G->bias >= 0 ? ref[G->bias] : NULL, c, M, K, N);
-			ref[G->out] = c;
-			continue;
-		}
-		int out = pl->p[st->out].tensor, in = pl->p[st->in[0]].tensor;
-		int64_t n = tensor_count(&pl->t[out]), C = pl->t[out].shape[pl->t[out].rank - 1];
-		float *y = xmalloc((size_t)n * sizeof *y);
-		const float *x = ref[in];
-		switch (st->compute) {
-		case C_GELU:
-			for (int64_t i = 0; i < n; i++)
-				y[i] = gelu(x[i]);
-			break;
-		case C_ADD: {
-			const float *b = ref[pl->p[st->in[1]].tensor];
-			for (int64_t i = 0; i < n; i++)
-				y[i] = x[i] + b[i];
-			break;
-		}
-		case C_LAYERNORM: {
-			const float *g = ref[pl->p[st->in[1]].tensor], *b = ref[pl->p[st->in[2]].tensor];
-			for (int64_t r = 0; r < n / C; r++) {
-				const float *xr = x + r * C;
-				double mean = 0, var = 0;
-				for (int64_t c = 0; c < C; c++)
-					mean += xr[c];
-				mean /= (double)C;
-				for (int64_t c = 0; c < C; c++)
-					var += (xr[c] - mean) * (xr[c] - mean);
-				var /= (double)C;
-				double inv = 1 / sqrt(var + st->eps);
-				for (int64_t c = 0; c < C; c++)
-					y[r * C + c] = (float)((xr[c] - mean) * inv * g[c] + b[c]);
-			}
-			break;
-		}
-		default:        /* a cast op: activations stay fp32 */
-			memcpy(y, x, (size_t)n * sizeof *y);
-			break;
-		}
-		free(ref[out]);
-		ref[out] = y;
+		int g = pl->s[s].kind == STEP_COMPUTE ? is_gemm_op(pl, pl->s[s].op) : -1;
+		gemm_at[s] = -1;
+		skip[s] = pl->s[s].kind != STEP_COMPUTE || (g >= 0 && seen[g]);
+		if (g >= 0 && !seen[g])
+			gemm_at[s] = g, seen[g] = 1;
 	}
-	free(done);
+	for (int s = 0; s < pl->ns; s++) {
+		int r = plan_repeat_of(pl, s);
+		if (r >= 0 && s == pl->r[r].first) {
+			for (int64_t it = 0; it < pl->r[r].count; it++)
+				for (int b = pl->r[r].first; b <= pl->r[r].last; b++)
+					if (!skip[b])
+						ref_step(pl, b, gemm_at, ref, amax, it);
+			s = pl->r[r].last;
+			continue;
+		}
+		if (!skip[s])
+			ref_step(pl, s, gemm_at, ref, amax, 0);
+	}
+	free(gemm_at);
+	free(skip);
+	free(seen);
 	return 0;
+}
+
+int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
+{
+	return run_reference_amax(pl, val, ref, NULL, e);
 }
 
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs)
@@ -743,6 +934,7 @@ int run_calibrate(Plan *pl, const RunOpts *ro, Scales *sc, Err *e)
 {
 	RunOpts raw = *ro;
 	float **val = xcalloc((size_t)pl->nt, sizeof *val), **ref = xcalloc((size_t)pl->nt, sizeof *ref);
+	double *amax = xcalloc((size_t)pl->nt, sizeof *amax);
 	int rc = -1;
 
 	raw.quantized = 0;
@@ -754,13 +946,13 @@ int run_calibrate(Plan *pl, const RunOpts *ro, Scales *sc, Err *e)
 		if (!val[t])
 			continue;
 		if (x->fmt == FMT_FP8) {
-			x->scale = scale_for_amax(amax_of(val[t], tensor_count(x)));
+			x->scale = scale_for_amax(amax_of(val[t], tensor_values(x)));
 			scales_add(sc, x->name, x->scale);
 		}
-		for (int64_t i = 0; i < tensor_count(x); i++)
+		for (int64_t i = 0; i < tensor_values(x); i++)
 			val[t][i] = quantize(val[t][i], x->fmt, x->scale);
 	}
-	if (run_reference(pl, val, ref, e))
+	if (run_reference_amax(pl, val, ref, amax, e))    /* amax over every iteration */
 		goto out;
 	/* activations cast to fp8: <source>.fp8 takes its source's amax */
 	for (int t = 0; t < pl->nt; t++) {
@@ -774,7 +966,7 @@ int run_calibrate(Plan *pl, const RunOpts *ro, Scales *sc, Err *e)
 			src[n - 4] = 0;
 		for (int k = 0; k < pl->nt; k++)
 			if (strcmp(pl->t[k].name, src) == 0 && ref[k]) {
-				scales_add(sc, src, scale_for_amax(amax_of(ref[k], tensor_count(&pl->t[k]))));
+				scales_add(sc, src, scale_for_amax(amax[k]));
 				break;
 			}
 	}
@@ -786,5 +978,6 @@ out:
 	}
 	free(val);
 	free(ref);
+	free(amax);
 	return rc;
 }

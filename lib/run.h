@@ -49,6 +49,9 @@ int run_program(const Program *prog, const Plan *pl, float **val, Err *e);
  * matmul, every activation fp32), on the same input and parameter values:
  * ref[t] for every activation and output. */
 int run_reference(const Plan *pl, float *const *val, float **ref, Err *e);
+/* The same, and the largest magnitude each activation takes in any
+ * iteration (amax[nt], zeroed by the caller). */
+int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *amax, Err *e);
 /* Minimum-cosine inputs: cosine similarity and largest absolute error. */
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs);
 /* Scales from the FP32 reference's amax (lib/scales.h): fp8 parameters
@@ -57,6 +60,8 @@ void run_compare(const float *a, const float *b, int64_t n, double *cosine, doub
  * of the model; its fp8 tensors' scales are set on the way. */
 int run_calibrate(Plan *pl, const RunOpts *o, Scales *sc, Err *e);
 int64_t tensor_count(const PTensor *t);
+/* Values of all instances of a tensor (count x tensor_count). */
+int64_t tensor_values(const PTensor *t);
 /* Floating-point operations done in matrix products so far (machine and
  * reference; the machine's include reading and writing shards), and the
  * seconds they took. */

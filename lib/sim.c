@@ -106,11 +106,19 @@ typedef struct {
 	Err *e;
 	int failed;
 	int src;                /* the copy's source, for aliases */
+	int64_t aoff;           /* fill: the instance's offset from the address */
 } Walk;
 
 /* Element index of shard-local (r, c) in the whole tensor. */
 static void expect(const Sim *s, int tensor, int64_t e, int esz, uint8_t *out)
 {
+	const PTensor *t = s->plan ? &s->plan->t[tensor] : NULL;
+	if (t && t->count > 1) {
+		int64_t n = 1;
+		for (int a = 0; a < t->rank; a++)
+			n *= t->shape[a];
+		e += s->iter * n;
+	}
 	if (s->elem) {
 		s->elem(s->elem_ctx, tensor, e, out);
 		return;
@@ -130,12 +138,12 @@ static int64_t elem_of(const Placement *p, const int64_t *idx, int64_t r, int64_
 	int64_t e = 0, rem = r, coord[MAX_RANK];
 	for (int a = last - 1; a >= 0; a--) {
 		int64_t ext = place_extent(p, a, idx[a]);
-		coord[a] = idx[a] * p->block[a] + rem % ext;
+		coord[a] = p->off[a] + idx[a] * p->block[a] + rem % ext;
 		rem /= ext;
 	}
-	coord[last] = idx[last] * p->block[last] + c;
+	coord[last] = p->off[last] + idx[last] * p->block[last] + c;
 	for (int a = 0; a <= last; a++)
-		e = e * p->shape[a] + coord[a];
+		e = e * (p->whole[a] ? p->whole[a] : p->shape[a]) + coord[a];
 	return e;
 }
 
@@ -144,7 +152,7 @@ static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 	Walk *w = ctx;
 	Layout l = place_layout(p, idx);
 	int esz = fmt_bytes(p->fmt);
-	uint8_t *m = sim_tile(w->s, t) + p->addr;
+	uint8_t *m = sim_tile(w->s, t) + p->addr + w->aoff;
 	(void)rep;
 	memset(m, 0, (size_t)layout_bytes(&l));
 	for (int64_t r = 0; r < l.rows; r++)
@@ -157,8 +165,18 @@ static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 
 void sim_fill(Sim *s, const Plan *pl, int i)
 {
-	Walk w = { s, pl, i, -1, NULL, 0, -1 };
-	place_each(&pl->p[i], s->tiles, fill_shard, &w);
+	Walk w = { s, pl, i, -1, NULL, 0, -1, 0 };
+	int64_t iter = s->iter, n = plan_stacked(pl, i) ? pl->t[pl->p[i].tensor].count : 0;
+	s->plan = pl;
+	if (!n) {
+		place_each(&pl->p[i], s->tiles, fill_shard, &w);
+		return;
+	}
+	for (s->iter = 0; s->iter < n; s->iter++) {
+		w.aoff = s->iter * place_instance(&pl->p[i]);
+		place_each(&pl->p[i], s->tiles, fill_shard, &w);
+	}
+	s->iter = iter;
 }
 
 /* Is dst shard idx on tile t the copy source's own buffer? */
@@ -176,11 +194,7 @@ static int is_alias(const Walk *w, const Placement *p, const int64_t *idx, int64
 		}
 		if (place_tile(S, sidx, z, w->s->tiles) != t)
 			continue;
-		for (int a = 0; a < S->rank; a++)
-			if (sidx[a] * S->block[a] != idx[a] * p->block[a] ||
-			    place_extent(S, a, sidx[a]) != place_extent(p, a, idx[a]))
-				return 0;
-		return 1;
+		return place_same_region(S, sidx, p, idx);
 	}
 	return 0;
 }
@@ -270,14 +284,15 @@ static int sum_counts(void *ctx, const Placement *p, const int64_t *idx, const i
 static int check_range(Sim *s, const Plan *pl, int first, int last, Err *e)
 {
 	int64_t in_dst = 0;
+	s->plan = pl;
 	for (int i = first; i <= last; i++) {
 		const Step *st = &pl->s[i];
 		if (st->kind != STEP_COPY)
 			continue;
-		Walk w = { s, pl, st->dst, i, e, 0, st->src };
+		Walk w = { s, pl, st->dst, i, e, 0, st->src, 0 };
 		if (place_each(&pl->p[st->dst], s->tiles, check_shard, &w))
 			return -1;
-		Walk sw = { s, pl, st->dst, i, (Err *)&in_dst, 0, st->src };
+		Walk sw = { s, pl, st->dst, i, (Err *)&in_dst, 0, st->src, 0 };
 		place_each(&pl->p[st->dst], s->tiles, sum_counts, &sw);
 	}
 	/* Every write landed in a destination shard: no stray bytes. */
@@ -352,6 +367,7 @@ static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 {
 	Plain w = { s, pl, phase, e, -1, NULL, NULL, 0 };
+	s->plan = pl;
 	int rc = place_each(&pl->p[i], s->tiles, plain_shard, &w) ? -1 : 0;
 	free(w.image);
 	free(w.valid);

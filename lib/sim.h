@@ -27,6 +27,8 @@ typedef struct {
 	int64_t writes;         /* bytes written, when counting */
 	ElemFn elem;            /* expected data: ref_byte unless set */
 	void *elem_ctx;
+	int64_t iter;           /* the repeat iteration: which instance of a stacked tensor */
+	const Plan *plan;       /* the plan of the last fill or check */
 } Sim;
 
 void sim_init(Sim *s, const Machine *m, int counting);
@@ -49,7 +51,8 @@ static inline uint8_t ref_byte(int tensor, int64_t elem, int k)
 }
 
 /* Writes the expected bytes (s->elem) of pl->p[i]'s tensor into every
- * shard and replica (padding zero). */
+ * shard and replica (padding zero); a stacked placement gets every
+ * instance. Elsewhere, a stacked tensor's data is instance s->iter. */
 void sim_fill(Sim *s, const Plan *pl, int placement);
 /* Element index, in the whole tensor, of shard-local (r, c). */
 int64_t shard_elem(const Placement *p, const int64_t *idx, int64_t r, int64_t c);

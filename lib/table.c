@@ -6,7 +6,7 @@
 int64_t instr_bytes(const Instr *ins, int i, int64_t prev_end)
 {
 	if (ins[i].kind == I_SEND)
-		return SEND_BYTES(ins[i].len);
+		return SEND_BYTES(ins[i].len) + MOVING_BYTES(ins[i].iters);
 	return ins[i].addr == prev_end ? 8 : 12;
 }
 
@@ -27,6 +27,9 @@ typedef struct {
 	int64_t *touched;
 	int64_t ntouched, tiles;
 	int xfer;
+	int64_t iters, istride;         /* of the current transfer's sends from a stacked home */
+	int64_t hlo, hhi;               /* the home's first instance: addresses */
+	const char *home;               /* and tiles (per tile: holds a shard) */
 } Rows;
 
 static void put(Rows *r, int64_t t, Instr in)
@@ -44,10 +47,13 @@ static int member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, i
 {
 	Rows *r = ctx;
 	(void)m;
-	Instr s = { I_SEND, x->len, sa, -1, r->xfer };
+	/* A send from the stacked home moves each iteration; a forward of
+	 * bytes received earlier in the phase does not. */
+	int mv = r->iters && r->home[st] && sa >= r->hlo && sa < r->hhi;
+	Instr s = { I_SEND, x->len, sa, -1, r->xfer, mv ? r->iters : 0, mv ? r->istride : 0 };
 	put(r, st, s);
 	for (int64_t j = 0; j < x->nrecv; j++) {
-		Instr v = { I_RECV, x->len, da, st, r->xfer };
+		Instr v = { I_RECV, x->len, da, st, r->xfer, 0, 0 };
 		put(r, tile_mod(dt + j * x->recv_step, r->tiles), v);
 	}
 	return 0;
@@ -59,18 +65,38 @@ static int cmp64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int mark(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	(void)p, (void)idx, (void)rep;
+	((char *)ctx)[t] = 1;
+	return 0;
+}
+
 int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 {
 	int64_t T = pl->machine.tiles;
 	Rows r = { xcalloc((size_t)T, sizeof *r.ins), xcalloc((size_t)T, sizeof *r.n),
-		   xcalloc((size_t)T, sizeof *r.cap), xmalloc((size_t)T * sizeof *r.touched), 0, T, 0 };
-	int rc = 0;
+		   xcalloc((size_t)T, sizeof *r.cap), xmalloc((size_t)T * sizeof *r.touched), 0, T, 0, 0, 0,
+		   0, 0, NULL };
+	int rc = 0, home_of = -1;
+	char *home = xcalloc((size_t)T, 1);
 
 	for (int i = 0; i < pl->nx; i++) {
 		const Xfer *x = &pl->x[i];
 		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
 			continue;
 		r.xfer = i;
+		int src = pl->nr ? pl->s[x->step].src : -1;       /* no repeat: nothing moves */
+		r.iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
+		r.istride = r.iters ? place_instance(&pl->p[src]) : 0;
+		if (r.iters && src != home_of) {
+			home_of = src;
+			memset(home, 0, (size_t)T);
+			place_each(&pl->p[src], T, mark, home);
+		}
+		r.home = home;
+		r.hlo = src >= 0 ? pl->p[src].addr : 0;
+		r.hhi = r.hlo + r.istride;
 		xfer_each(x, T, member, &r);
 	}
 	qsort(r.touched, (size_t)r.ntouched, sizeof *r.touched, cmp64);
@@ -84,6 +110,7 @@ int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 	free(r.n);
 	free(r.cap);
 	free(r.touched);
+	free(home);
 	return rc;
 }
 
@@ -99,8 +126,9 @@ static Hash2 row_hash(const Instr *ins, int n)
 {
 	Hash2 h = { 1469598103934665603u, 0x9E3779B97F4A7C15u ^ (uint64_t)n };
 	for (int i = 0; i < n; i++) {
-		uint64_t v[4] = { ins[i].kind, (uint64_t)ins[i].len, (uint64_t)ins[i].addr, (uint64_t)ins[i].peer };
-		for (int k = 0; k < 4; k++) {
+		uint64_t v[6] = { ins[i].kind, (uint64_t)ins[i].len, (uint64_t)ins[i].addr, (uint64_t)ins[i].peer,
+				  (uint64_t)ins[i].iters, (uint64_t)ins[i].istride };
+		for (int k = 0; k < 6; k++) {
 			h.a = (h.a ^ v[k]) * 1099511628211u;
 			h.a ^= h.a >> 29;
 			h.b += v[k] * 0xBF58476D1CE4E5B9u + 0x94D049BB133111EBu;

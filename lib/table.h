@@ -9,7 +9,10 @@
  * Footprint (DOMAIN §2; the program encoding has exactly these sizes):
  * 8 B per row (entry and return); 8 B per SEND, +4 B when it moves more
  * than 256 B; 8 B per RECV, +4 B when its address does not continue the
- * previous RECV of the row; the row's total rounded up to 8 B.
+ * previous RECV of the row; the row's total rounded up to 8 B. A SEND in a
+ * repeat body whose source moves each iteration (a stacked parameter's
+ * home, plan_stacked) carries one address per iteration: +4 B for each
+ * iteration beyond the first.
  */
 #ifndef AMP_TABLE_H
 #define AMP_TABLE_H
@@ -26,9 +29,14 @@ typedef struct {
 	int64_t addr;           /* SEND: source address; RECV: destination */
 	int64_t peer;           /* RECV: the sending tile; SEND: -1 */
 	int xfer;               /* the transfer record it comes from */
+	int64_t iters;          /* SEND in a repeat whose source moves: addresses carried (0, 1: one) */
+	int64_t istride;        /* ... and how far the source moves each iteration */
 } Instr;
 
 #define SEND_BYTES(len) ((len) > 256 ? 12 : 8)
+/* A SEND whose source moves each iteration of its repeat carries one
+ * address per iteration: 4 B for each beyond the first. */
+#define MOVING_BYTES(iters) ((iters) > 1 ? 4 * ((iters) - 1) : 0)
 
 int64_t row_bytes(const Instr *ins, int n);
 /* Bytes of instruction i in its row (needs the previous RECV's end). */

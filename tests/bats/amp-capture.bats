@@ -646,11 +646,11 @@ rejects() {
 }
 
 @test "capture rejects a grouped stage of an unsupported version" {
-	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 2"
+	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 3"
 }
 
 @test "capture rejects a transfer of an unknown kind" {
-	rejects "$BAD/capture-kind.yaml" "capture-kind.yaml:39:19: unknown kind 'forward'"
+	rejects "$BAD/capture-kind.yaml" "capture-kind.yaml:41:19: unknown kind 'forward'"
 }
 
 @test "capture rejects a truncated zstd stream" {

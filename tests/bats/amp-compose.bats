@@ -473,45 +473,45 @@ rejects() {
 }
 
 @test "compose rejects a plan of an unsupported version" {
-	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 2"
+	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 3"
 }
 
 @test "compose rejects a placement of an unknown tensor" {
-	rejects "$BAD/plan-unknown-tensor.yaml" "plan-unknown-tensor.yaml:18:32: unknown tensor 'v'"
+	rejects "$BAD/plan-unknown-tensor.yaml" "plan-unknown-tensor.yaml:19:32: unknown tensor 'v'"
 }
 
 @test "compose rejects a step that names an unknown placement" {
-	rejects "$BAD/plan-unknown-placement.yaml" "plan-unknown-placement.yaml:26:74: unknown placement 'w@mm.b.staged'"
+	rejects "$BAD/plan-unknown-placement.yaml" "plan-unknown-placement.yaml:27:74: unknown placement 'w@mm.b.staged'"
 }
 
 @test "compose rejects a placement whose split does not match the tensor's rank" {
-	rejects "$BAD/plan-split-rank.yaml" "plan-split-rank.yaml:18:68: split has 3 entries; tensor 'w' has rank 2"
+	rejects "$BAD/plan-split-rank.yaml" "plan-split-rank.yaml:19:68: split has 3 entries; tensor 'w' has rank 2"
 }
 
 @test "compose rejects a placement whose blocks do not cover the tensor's shape" {
-	rejects "$BAD/plan-block-shape.yaml" "plan-block-shape.yaml:18:3: placement 'w@mm.b.stage': axis 0 of extent 70"
+	rejects "$BAD/plan-block-shape.yaml" "plan-block-shape.yaml:19:3: placement 'w@mm.b.stage': axis 0 of extent 70"
 }
 
 @test "compose rejects a step with an unknown key" {
-	rejects "$BAD/plan-step-key.yaml" "plan-step-key.yaml:25:101: unknown key 'via'"
+	rejects "$BAD/plan-step-key.yaml" "plan-step-key.yaml:26:101: unknown key 'via'"
 }
 
 @test "compose rejects steps numbered out of order" {
-	rejects "$BAD/plan-step-order.yaml" "plan-step-order.yaml:26:10: expected step 3, found 4"
+	rejects "$BAD/plan-step-order.yaml" "plan-step-order.yaml:27:10: expected step 3, found 4"
 }
 
 @test "compose rejects a copy between placements of different tensors" {
-	rejects "$BAD/plan-copy-tensor.yaml" "plan-copy-tensor.yaml:26:3: copy from 'w@mm.b.stage' to 'x@canon' changes the tensor"
+	rejects "$BAD/plan-copy-tensor.yaml" "plan-copy-tensor.yaml:27:3: copy from 'w@mm.b.stage' to 'x@canon' changes the tensor"
 }
 
 @test "compose rejects a placement with more shards and replicas than the machine has tiles" {
-	rejects "$BAD/plan-tile-count.yaml" "plan-tile-count.yaml:19:3: placement 'w@mm.b': 1473 shards and replicas do not fit on 1472 tiles"
+	rejects "$BAD/plan-tile-count.yaml" "plan-tile-count.yaml:20:3: placement 'w@mm.b': 1473 shards and replicas do not fit on 1472 tiles"
 }
 
 @test "compose rejects a placement based on a tile beyond the machine" {
 	run --separate-stderr amp-compose "$BAD/plan-tile-base.yaml"
 	assert_failure 1
-	assert_regex "$stderr" "^amp-compose: .*plan-tile-base\.yaml:14:[0-9]+: .*w@home.*1472"
+	assert_regex "$stderr" "^amp-compose: .*plan-tile-base\.yaml:15:[0-9]+: .*w@home.*1472"
 	mkdir out
 	run amp-compose "$BAD/plan-tile-base.yaml" -o out/c.plan
 	assert_failure 1

@@ -237,12 +237,12 @@ rejects() {
 	assert_success
 }
 
-@test "exchange writes an amp-exchange version 1 header with the stage's machine and model" {
+@test "exchange writes an amp-exchange version 2 header with the stage's machine and model" {
 	expanded "$MODELS/tiny-mlp.yaml" e.yaml
 	exchanged e.yaml x.yaml
 	run sed -n 1,4p x.yaml
 	assert_line --index 0 'format: amp-exchange'
-	assert_line --index 1 'version: 1'
+	assert_line --index 1 'version: 2'
 	assert_line --index 2 "$(sed -n 3p e.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 }
@@ -426,33 +426,33 @@ rejects() {
 }
 
 @test "exchange rejects an expanded stage of an unsupported version" {
-	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 2"
+	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 3"
 }
 
 @test "exchange rejects a transfer to a tile beyond the machine" {
-	rejects "$BAD/exchange-tile.yaml" "exchange-tile.yaml:32:54: "
+	rejects "$BAD/exchange-tile.yaml" "exchange-tile.yaml:34:54: "
 	rejects "$BAD/exchange-tile.yaml" "1472"
 }
 
 @test "exchange rejects a transfer whose addresses run past SRAM" {
-	rejects "$BAD/exchange-sram.yaml" "exchange-sram.yaml:35:54: destination addresses 638900..639092 are outside SRAM (638976 bytes)"
+	rejects "$BAD/exchange-sram.yaml" "exchange-sram.yaml:37:54: destination addresses 638900..639092 are outside SRAM (638976 bytes)"
 }
 
 @test "exchange rejects a transfer on a step that does not exist" {
-	rejects "$BAD/exchange-step-missing.yaml" "exchange-step-missing.yaml:42:10: "
+	rejects "$BAD/exchange-step-missing.yaml" "exchange-step-missing.yaml:44:10: "
 	rejects "$BAD/exchange-step-missing.yaml" " 5 "
 }
 
 @test "exchange rejects a transfer on a compute step" {
-	rejects "$BAD/exchange-step-compute.yaml" "exchange-step-compute.yaml:42:10: step 3 is not a copy"
+	rejects "$BAD/exchange-step-compute.yaml" "exchange-step-compute.yaml:44:10: step 3 is not a copy"
 }
 
 @test "exchange rejects a transfer with an unknown key" {
-	rejects "$BAD/exchange-transfer-key.yaml" "exchange-transfer-key.yaml:36:78: unknown key 'via'"
+	rejects "$BAD/exchange-transfer-key.yaml" "exchange-transfer-key.yaml:38:78: unknown key 'via'"
 }
 
 @test "exchange rejects a transfer of an unknown kind" {
-	rejects "$BAD/exchange-kind.yaml" "exchange-kind.yaml:29:19: unknown kind 'copy' (expected send, local or zero)"
+	rejects "$BAD/exchange-kind.yaml" "exchange-kind.yaml:31:19: unknown kind 'copy' (expected send, local or zero)"
 }
 
 @test "exchange rejects a multicast that names the same receiver twice" {
@@ -461,25 +461,25 @@ rejects() {
 	run --separate-stderr amp-exchange "$BAD/exchange-recv-twice.yaml" -o out/x.yaml
 	assert_failure 1
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^amp-exchange: .*exchange-recv-twice\.yaml:36:[0-9]+: .*rec"
+	assert_regex "$stderr" "^amp-exchange: .*exchange-recv-twice\.yaml:38:[0-9]+: .*rec"
 	run ls -A out
 	assert_output ""
 }
 
 @test "exchange rejects a placement whose split does not match the tensor's rank" {
-	rejects "$BAD/exchange-split-rank.yaml" "exchange-split-rank.yaml:18:62: split has 3 entries; tensor 'w' has rank 2"
+	rejects "$BAD/exchange-split-rank.yaml" "exchange-split-rank.yaml:19:62: split has 3 entries; tensor 'w' has rank 2"
 }
 
 @test "exchange rejects a placement whose blocks do not cover the tensor's shape" {
-	rejects "$BAD/exchange-block-shape.yaml" "exchange-block-shape.yaml:18:3: placement 'w@mm.b': axis 0 of extent 70"
+	rejects "$BAD/exchange-block-shape.yaml" "exchange-block-shape.yaml:19:3: placement 'w@mm.b': axis 0 of extent 70"
 }
 
 @test "exchange rejects a placement whose layout does not fit its copy" {
-	rejects "$BAD/exchange-layout.yaml" "exchange-layout.yaml:24:3: map 'native-panel' does not match the placements (expected 'relayout')"
+	rejects "$BAD/exchange-layout.yaml" "exchange-layout.yaml:25:3: map 'native-panel' does not match the placements (expected 'relayout')"
 }
 
 @test "exchange rejects a placement without an address" {
-	rejects "$BAD/exchange-no-addr.yaml" "exchange-no-addr.yaml:20:3: missing key 'addr'"
+	rejects "$BAD/exchange-no-addr.yaml" "exchange-no-addr.yaml:21:3: missing key 'addr'"
 }
 
 @test "exchange rejects a truncated zstd stream" {

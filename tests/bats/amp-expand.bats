@@ -196,12 +196,12 @@ rejects() {
 	assert_success
 }
 
-@test "expand writes an amp-expand version 1 header with the plan's machine and model" {
+@test "expand writes an amp-expand version 2 header with the plan's machine and model" {
 	composed "$MODELS/tiny-mlp.yaml" c.yaml
 	expanded c.yaml e.yaml
 	run sed -n 1,4p e.yaml
 	assert_line --index 0 'format: amp-expand'
-	assert_line --index 1 'version: 1'
+	assert_line --index 1 'version: 2'
 	assert_line --index 2 "$(sed -n 3p c.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 3p c.yaml
@@ -301,19 +301,19 @@ rejects() {
 }
 
 @test "expand rejects a plan of an unsupported version" {
-	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 2"
+	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 3"
 }
 
 @test "expand rejects a plan whose placement already has an address" {
-	rejects "$BAD/expand-addr.yaml" "expand-addr.yaml:15:142: a plan has no addresses"
+	rejects "$BAD/expand-addr.yaml" "expand-addr.yaml:16:142: a plan has no addresses"
 }
 
 @test "expand rejects a placement whose split does not match the tensor's rank" {
-	rejects "$BAD/expand-split-rank.yaml" "expand-split-rank.yaml:18:62: split has 3 entries; tensor 'w' has rank 2"
+	rejects "$BAD/expand-split-rank.yaml" "expand-split-rank.yaml:19:62: split has 3 entries; tensor 'w' has rank 2"
 }
 
 @test "expand rejects a placement whose blocks do not cover the tensor's shape" {
-	rejects "$BAD/expand-block-shape.yaml" "expand-block-shape.yaml:18:3: placement 'w@mm.b': axis 0 of extent 70"
+	rejects "$BAD/expand-block-shape.yaml" "expand-block-shape.yaml:19:3: placement 'w@mm.b': axis 0 of extent 70"
 }
 
 @test "expand rejects a plan that does not fit in SRAM, naming tile, step, bytes and limit" {

@@ -234,12 +234,12 @@ rejects() {
 	done
 }
 
-@test "group writes an amp-group version 1 header with the stage's machine and model" {
+@test "group writes an amp-group version 2 header with the stage's machine and model" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 1'
+	assert_line --index 1 'version: 2'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 }
@@ -433,19 +433,19 @@ rejects() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 2"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 3"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {
-	rejects "$BAD/group-phase-order.yaml" "group-phase-order.yaml:29:21: steps must be [first, last], after the previous phase"
+	rejects "$BAD/group-phase-order.yaml" "group-phase-order.yaml:31:21: steps must be [first, last], after the previous phase"
 }
 
 @test "group rejects a phase whose first step comes after its last" {
-	rejects "$BAD/group-phase-range.yaml" "group-phase-range.yaml:30:21: steps must be [first, last]"
+	rejects "$BAD/group-phase-range.yaml" "group-phase-range.yaml:32:21: steps must be [first, last]"
 }
 
 @test "group rejects phases numbered out of order" {
-	rejects "$BAD/group-phase-number.yaml" "group-phase-number.yaml:29:11: expected phase 1, found 2"
+	rejects "$BAD/group-phase-number.yaml" "group-phase-number.yaml:31:11: expected phase 1, found 2"
 }
 
 @test "group rejects a phase that contains a compute step" {
@@ -453,7 +453,7 @@ rejects() {
 	run --separate-stderr amp-group "$BAD/group-phase-compute.yaml" -o out/g.yaml
 	assert_failure 1
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^amp-group: .*group-phase-compute\.yaml:29:[0-9]+: .*step 3"
+	assert_regex "$stderr" "^amp-group: .*group-phase-compute\.yaml:31:[0-9]+: .*step 3"
 	run ls -A out
 	assert_output ""
 }
@@ -469,20 +469,20 @@ rejects() {
 }
 
 @test "group rejects a transfer from a tile beyond the machine" {
-	rejects "$BAD/group-tile.yaml" "group-tile.yaml:40:41: "
+	rejects "$BAD/group-tile.yaml" "group-tile.yaml:42:41: "
 	rejects "$BAD/group-tile.yaml" "1500"
 }
 
 @test "group rejects a transfer of an unknown kind" {
-	rejects "$BAD/group-kind.yaml" "group-kind.yaml:40:19: unknown kind 'forward' (expected send, local or zero)"
+	rejects "$BAD/group-kind.yaml" "group-kind.yaml:42:19: unknown kind 'forward' (expected send, local or zero)"
 }
 
 @test "group rejects a transfer on a compute step" {
-	rejects "$BAD/group-step-compute.yaml" "group-step-compute.yaml:32:10: step 0 is not a copy"
+	rejects "$BAD/group-step-compute.yaml" "group-step-compute.yaml:34:10: step 0 is not a copy"
 }
 
 @test "group rejects a placement without an address" {
-	rejects "$BAD/group-no-addr.yaml" "group-no-addr.yaml:18:3: missing key 'addr'"
+	rejects "$BAD/group-no-addr.yaml" "group-no-addr.yaml:19:3: missing key 'addr'"
 }
 
 @test "group rejects a truncated zstd stream" {

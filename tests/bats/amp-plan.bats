@@ -268,7 +268,7 @@ line_of() {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 1'
+	assert_line --index 1 'version: 2'
 	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
 	assert_line 'model: tiny-mlp'
 }
@@ -302,7 +302,7 @@ line_of() {
 	assert_equal "$output" ""
 	run head -n 2 tables.plan
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 1'
+	assert_line --index 1 'version: 2'
 	run grep -c '^- {op: ' tables.plan
 	assert_output 2
 	# The plan reader of the next stage accepts it.
@@ -431,7 +431,7 @@ line_of() {
 }
 
 @test "plan rejects a model file of another amp-model version" {
-	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 2" \
+	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 3" \
 		"$BAD/model-wrong-version.yaml"
 }
 
