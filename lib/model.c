@@ -179,7 +179,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
 		[OP_LAYERNORM] = { "op", "name", "x", "scale", "bias", "eps", "out", NULL },
 		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
-		[OP_PATCHIFY] = { "op", "name", "x", "patch", "out", NULL },
+		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
 		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
 		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "out", NULL },
 	};
@@ -228,6 +228,8 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		break;
 	case OP_PATCHIFY:
 		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "patch", &o.patch, e))
+			return -1;
+		if (map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &o.cls, e))
 			return -1;
 		o.nin = 1;
 		break;
@@ -291,12 +293,12 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			return val_err(f, map_get(v, "x"), e,
 				       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
 				       o.name, a->name);
-		if (a->shape[2] % p || a->shape[3] % p)
+		if (a->shape[2] < p || a->shape[3] < p)      /* a remainder is dropped, as a valid convolution does */
 			return val_err(f, map_get(v, "patch"), e,
-				       "patchify '%s': patch %lld does not divide the image %lld x %lld",
+				       "patchify '%s': patch %lld is larger than the image %lld x %lld",
 				       o.name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
 		out.shape[0] = a->shape[0];
-		out.shape[1] = (a->shape[2] / p) * (a->shape[3] / p);
+		out.shape[1] = o.cls + (a->shape[2] / p) * (a->shape[3] / p);
 		out.shape[2] = a->shape[1] * p * p;
 		out.shape[3] = 0;
 	} else if (o.kind == OP_BROADCAST) {

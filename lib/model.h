@@ -49,6 +49,7 @@ typedef struct {
 	double eps;         /* layernorm */
 	Format to;          /* cast */
 	int64_t patch;      /* patchify: patch edge */
+	int64_t cls;        /* patchify: zero rows put before the patches (a class token's slot) */
 	int64_t batch;      /* broadcast: batch size */
 	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
 	int rep;            /* the repeat whose body holds it, or -1 */

@@ -192,6 +192,7 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 		yw_kstr(&w, "host", "patchify");
 		yw_kstr(&w, "x", pl->t[h->in].name);
 		yw_kint(&w, "patch", h->patch);
+		yw_kint(&w, "class_tokens", h->cls);
 		yw_kstr(&w, "out", pl->t[h->out].name);
 		yw_end_map(&w);
 	}
@@ -599,7 +600,7 @@ static int read_phase(Plan *pl, const char *f, const Val *r, Err *e)
 
 static int read_host(Plan *pl, const char *f, const Val *r, Err *e)
 {
-	static const char *keys[] = { "op", "host", "x", "patch", "out", NULL };
+	static const char *keys[] = { "op", "host", "x", "patch", "class_tokens", "out", NULL };
 	static const char *const kinds[] = { "patchify" };
 	Host h;
 	const char *op;
@@ -608,12 +609,13 @@ static int read_host(Plan *pl, const char *f, const Val *r, Err *e)
 	memset(&h, 0, sizeof h);
 	if (map_keys(f, r, keys, e) || get_str(f, r, "op", &op, e) ||
 	    ref_enum(f, r, "host", kinds, 1, &k, e) || ref_tensor(pl, f, r, "x", &h.in, e) ||
-	    get_int(f, r, "patch", 1, 1 << 20, &h.patch, e) || ref_tensor(pl, f, r, "out", &h.out, e))
+	    get_int(f, r, "patch", 1, 1 << 20, &h.patch, e) ||
+	    get_int(f, r, "class_tokens", 0, 64, &h.cls, e) || ref_tensor(pl, f, r, "out", &h.out, e))
 		return -1;
 	const PTensor *x = &pl->t[h.in], *y = &pl->t[h.out];
 	int64_t p = h.patch;
-	if (x->rank != 4 || y->rank != 3 || x->shape[2] % p || x->shape[3] % p ||
-	    y->shape[0] != x->shape[0] || y->shape[1] != (x->shape[2] / p) * (x->shape[3] / p) ||
+	if (x->rank != 4 || y->rank != 3 ||
+	    y->shape[0] != x->shape[0] || y->shape[1] != h.cls + (x->shape[2] / p) * (x->shape[3] / p) ||
 	    y->shape[2] != x->shape[1] * p * p || x->fmt != y->fmt)
 		return val_err(f, r, e, "patchify '%s': '%s' is not '%s' cut into %lld x %lld patches",
 			       op, y->name, x->name, (long long)p, (long long)p);

@@ -95,6 +95,7 @@ typedef struct {
 	char *op;
 	int in, out;                /* tensor indices */
 	int64_t patch;
+	int64_t cls;                /* zero rows before the patches (class token slots) */
 } Host;
 
 /* A loop: steps first..last run count times. Placements of stacked

@@ -15,6 +15,7 @@ typedef struct {
 	int64_t next_tile;      /* rotating pointer for homes */
 	int *last_use;          /* model tensor -> last op reading it */
 	int body;               /* first step of the repeat being built */
+	int64_t op_tile;        /* rotating pointer: the first tile of the next op's grid */
 } Builder;
 
 /* ---- records ---- */
@@ -280,7 +281,7 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	int64_t ks = cdiv(gs->k, fmt_mu(gs->fmt)), cg = cdiv(gs->n, 16);
 	int need_cast = gs->a_fmt != gs->fmt;
 	int64_t considered = 0, fitting = 0, closest = INT64_MAX;
-	Candidate *top = NULL;
+	Candidate *top = NULL, nearest;
 	int ntop = 0, keep = ex && b->o->explain > 0 ? b->o->explain : 0;
 
 	for (int64_t R = 1; R <= gs->tokens; R++) {
@@ -304,8 +305,10 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 						gemm_score(gs, mc, &c);
 						considered++;
 						if (base + c.tile_bytes > avail) {
-							if (base + c.tile_bytes < closest)
+							if (base + c.tile_bytes < closest) {
 								closest = base + c.tile_bytes;
+								nearest = c;
+							}
 							continue;
 						}
 						fitting++;
@@ -339,6 +342,13 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 		ex->base = base;
 	} else {
 		free(top);
+	}
+	/* The bound adds the candidate's largest shards to the busiest tile;
+	 * when none passes it, the candidate nearest to passing is taken and
+	 * the plan's exact per-tile memory (check_memory) decides. */
+	if (!fitting && closest < INT64_MAX && !op->pinned) {
+		*best = nearest;
+		return 0;
 	}
 	if (!fitting) {
 		const Model *m = b->m;
@@ -397,6 +407,9 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 	if (c.cast == CAST_EARLY)
 		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
 	gemm_placements(&gs, c.grid, c.cast, c.staging, gp);
+	for (int i = 0; i < GP_COUNT; i++)
+		gp[i].base = b->op_tile;
+	b->op_tile = (b->op_tile + c.tiles) % b->mc->tiles;
 	char where[160];
 #define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
 			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
@@ -572,7 +585,8 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		return err_at(e, m->file, op->line, op->col,
 			      "attention '%s': %lld batch entries x %lld heads need more tiles than the "
 			      "machine's %lld", op->name, (long long)B, (long long)H, (long long)T);
-	int64_t QB = largest_uniform(Tq, T / (B * H)), tq = cdiv(Tq, QB);
+	int64_t QB = largest_uniform(Tq, T / (B * H)), tq = cdiv(Tq, QB), base = b->op_tile;
+	b->op_tile = (b->op_tile + B * QB * H) % T;
 	int64_t coff[3] = { 0, fused ? C : 0, fused ? 2 * C : C };
 	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
 	int tensor[3] = { q, kv, kv }, idx[3];
@@ -599,6 +613,7 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		}
 		if (coff[k] == 0 && C == t->shape[2])
 			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
+		p.base = base;
 		snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
 		idx[k] = add_place(pl, &p, tensor[k], where, &existed);
 		if (!existed)
@@ -610,6 +625,7 @@ static int attention(Builder *b, const MOp *op, Err *e)
 	o.split[0] = B, o.block[0] = 1, o.stride[0] = QB * H;
 	o.split[1] = QB, o.block[1] = tq, o.stride[1] = H;
 	o.split[2] = H, o.block[2] = D, o.stride[2] = 1;
+	o.base = base;
 	snprintf(where, sizeof where, "%s.out", op->name);
 	int op_out = add_place(pl, &o, out, where, &existed);
 	int st = add_compute(pl, op->name, C_ATTENTION, idx, 3, op_out, 0);
@@ -680,7 +696,7 @@ static int check_memory(Builder *b, Err *e)
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
-	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1 };
+	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, 0 };
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);
@@ -737,7 +753,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			broadcast(&b, op);
 			break;
 		case OP_PATCHIFY: {
-			Host h = { xstrdup(op->name), op->in[0], op->out, op->patch };
+			Host h = { xstrdup(op->name), op->in[0], op->out, op->patch, op->cls };
 			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
 			pl->h[pl->nh++] = h;
 			canonical(&b, op->out);

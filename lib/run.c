@@ -148,20 +148,24 @@ static void generate(const Plan *pl, int t, uint64_t seed, float *v)
 	normals(v, n, seed, x->name, 0, 0.02);
 }
 
-/* Image [B, C, H, W] to patches [B, (H/p)(W/p), C*p*p]: patch (i, j) in
- * row-major order, its features ordered channel, row, column (a
- * convolution weight's order). Values move unchanged. */
-static void patchify(const PTensor *img, const float *x, int64_t p, float *y)
+/* Image [B, C, H, W] to patches [B, cls + (H/p)(W/p), C*p*p]: cls zero
+ * rows, then patch (i, j) in row-major order, its features ordered
+ * channel, row, column (a convolution weight's order). Values move
+ * unchanged. */
+static void patchify(const PTensor *img, const float *x, int64_t p, int64_t cls, float *y)
 {
 	int64_t B = img->shape[0], C = img->shape[1], H = img->shape[2], W = img->shape[3];
 	int64_t gw = W / p, n = 0;
-	for (int64_t b = 0; b < B; b++)
+	for (int64_t b = 0; b < B; b++) {
+		for (int64_t z = 0; z < cls * C * p * p; z++)
+			y[n++] = 0;             /* the class token slots */
 		for (int64_t pi = 0; pi < H / p; pi++)
 			for (int64_t pj = 0; pj < gw; pj++)
 				for (int64_t c = 0; c < C; c++)
 					for (int64_t r = 0; r < p; r++)
 						for (int64_t q = 0; q < p; q++)
 							y[n++] = x[((b * C + c) * H + pi * p + r) * W + pj * p + q];
+	}
 }
 
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
@@ -215,7 +219,7 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 				val[t][i] = quantize(val[t][i], x->fmt, x->scale);
 	}
 	for (int h = 0; h < pl->nh; h++)
-		patchify(&pl->t[pl->h[h].in], val[pl->h[h].in], pl->h[h].patch,
+		patchify(&pl->t[pl->h[h].in], val[pl->h[h].in], pl->h[h].patch, pl->h[h].cls,
 			 val[pl->h[h].out] = xmalloc((size_t)tensor_count(&pl->t[pl->h[h].out]) * sizeof **val));
 	return 0;
 }

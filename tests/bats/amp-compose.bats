@@ -372,8 +372,13 @@ rejects() {
 	assert_output ""
 }
 
+# tests/golden/shared-stage/plan.yaml: compose-shared-stage.yaml as planned
+# before grids rotated over the tiles, both matmuls on tiles 0.., so both
+# replicate one stage of w.
 @test "compose keeps a stage that a second matmul also replicates" {
-	composed "$CASES/compose-shared-stage.yaml" before.plan after.plan
+	cp "$GOLDEN/shared-stage/plan.yaml" before.plan
+	run amp-compose before.plan -o after.plan
+	assert_success
 	run steps before.plan
 	assert_line 'copy w@home w@mm1.b.stage native-panel'
 	assert_line 'copy w@mm1.b.stage w@mm1.b native-panel'
@@ -457,8 +462,7 @@ rejects() {
 	assert_equal "$((before - after))" 4
 	run --separate-stderr amp-compose -v p.plan -o c.plan
 	assert_equal "$stderr" "amp-compose: joined 4 copies"
-	plan "$CASES/compose-shared-stage.yaml" s.plan
-	run --separate-stderr amp-compose --verbose s.plan -o s.composed
+	run --separate-stderr amp-compose --verbose "$GOLDEN/shared-stage/plan.yaml" -o s.composed
 	assert_success
 	assert_equal "$stderr" "amp-compose: joined 0 copies"
 	run --separate-stderr amp-compose p.plan -o quiet.plan
