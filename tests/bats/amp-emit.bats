@@ -313,9 +313,9 @@ rejects_program() {
 	assert_output 'AMPPROG'
 }
 
-@test "emit writes version 1 with STAGE raw, ROWS and TABLE zstd, back to back to the end of the file" {
+@test "emit writes version 2 with STAGE raw, ROWS and TABLE zstd, back to back to the end of the file" {
 	run field "$TINY_PROG" 8 4
-	assert_output 1
+	assert_output 2
 	run field "$TINY_PROG" 12 4
 	assert_output 3
 	run sections "$TINY_PROG"
@@ -390,7 +390,7 @@ rejects_program() {
 	run cmp "$TINY_LIST" from-program.txt
 	assert_success
 	run sed -n 1p "$TINY_LIST"
-	assert_output --regexp '^amp-program 1 model tiny-mlp machine amp1472 tiles 1472 phases [0-9]+$'
+	assert_output --regexp '^amp-program 2 model tiny-mlp machine amp1472 tiles 1472 phases [0-9]+$'
 	run grep -c '^  recv ' "$TINY_LIST"
 	assert [ "$output" -ge 1000 ]
 }
@@ -400,7 +400,7 @@ rejects_program() {
 	amp-emit --list "$SIGLIP_PROG" > from-program.txt
 	amp-emit --list "$SIGLIP" > from-stage.txt
 	run sed -n 1p from-stage.txt
-	assert_output --regexp '^amp-program 1 model siglip-mlp machine amp1472 tiles 1472 phases [0-9]+$'
+	assert_output --regexp '^amp-program 2 model siglip-mlp machine amp1472 tiles 1472 phases [0-9]+$'
 	assert [ "$(stat -c %s from-stage.txt)" -gt 1000000 ]
 	run cmp from-stage.txt from-program.txt
 	assert_success
@@ -619,7 +619,7 @@ sram_case() {
 }
 
 @test "a program of an unsupported version is rejected" {
-	rejects_program "$BAD/program-version.amp" "unsupported program version 2"
+	rejects_program "$BAD/program-version.amp" "unsupported program version 3"
 }
 
 @test "a program cut inside its header is rejected" {
