@@ -1,7 +1,7 @@
 /* test_cost: lib/cost against brute-force references written here from the
  * contract in cost.h and formats/machine.md: every tile of the machine is
  * visited, the shards on it found by walking every (shard, replica) with
- * explicit loops and the documented tile formula, extents and storage by
+ * explicit loops and the documented tile formula (refplace.h), storage by
  * the formulas of DOMAIN §4, and local-copy members by the loop formula of
  * xfer.h. Three families: random placements and compute kinds, the compute
  * steps of planned random models, and random local copies.
@@ -16,23 +16,9 @@
 
 #include "cost.h"
 #include "planner.h"
+#include "refplace.h"
 #include "t.h"
 #include "testlib.h"
-
-static uint64_t rng = 0x6a09e667f3bcc909u;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int64_t upto(int64_t n)	/* in [0, n) */
-{
-	return (int64_t)(rnd() % (uint64_t)n);
-}
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
@@ -65,38 +51,24 @@ typedef struct {
 	Format fmt;
 } RefShard;
 
-/* The shard of p on tile t: every (shard, replica) in explicit loops, axis 0
- * slowest, replicas minor, tile = (base + idx.stride + rep.rstride) mod T. */
+/* The shard of p on tile t, from the brute-force walk of every (shard,
+ * replica) in place_each's documented order (refplace.h). */
 static RefShard ref_shard_on(const Placement *p, int64_t T, int64_t t)
 {
 	RefShard r;
-	int64_t S[MAX_RANK], RP[MAX_REP], n = 0;
+	int64_t n = ref_visits(p, T, NULL);
+	RefVisit *v = calloc((size_t)n, sizeof *v);
 
 	memset(&r, 0, sizeof r);
-	for (int a = 0; a < MAX_RANK; a++)
-		S[a] = a < p->rank ? p->split[a] : 1;
-	for (int k = 0; k < MAX_REP; k++)
-		RP[k] = k < p->nrep ? p->rep[k] : 1;
-	for (int64_t i0 = 0; i0 < S[0]; i0++)
-	for (int64_t i1 = 0; i1 < S[1]; i1++)
-	for (int64_t i2 = 0; i2 < S[2]; i2++)
-	for (int64_t i3 = 0; i3 < S[3]; i3++)
-	for (int64_t j0 = 0; j0 < RP[0]; j0++)
-	for (int64_t j1 = 0; j1 < RP[1]; j1++, n++) {
-		int64_t idx[MAX_RANK] = { i0, i1, i2, i3 }, rep[MAX_REP] = { j0, j1 };
-		int64_t tile = p->base;
-		for (int a = 0; a < p->rank; a++)
-			tile += idx[a] * p->stride[a];
-		for (int k = 0; k < p->nrep; k++)
-			tile += rep[k] * p->rstride[k];
-		if (((tile % T) + T) % T != t)
+	ref_visits(p, T, v);
+	for (int64_t i = 0; i < n && !r.found; i++) {
+		if (v[i].tile != t)
 			continue;
 		r.found = 1;
-		r.order = n;
+		r.order = i;
 		r.rows = 1;
 		for (int a = 0; a < p->rank; a++) {
-			int64_t rest = p->shape[a] - idx[a] * p->block[a];
-			int64_t ext = rest < p->block[a] ? rest : p->block[a];
+			int64_t ext = ref_extent(p, a, v[i].idx[a]);
 			if (a + 1 < p->rank)
 				r.rows *= ext;
 			else
@@ -104,8 +76,8 @@ static RefShard ref_shard_on(const Placement *p, int64_t T, int64_t t)
 		}
 		r.fmt = p->fmt;
 		r.bytes = ref_storage(p->layout, p->fmt, r.rows, r.cols);
-		return r;
 	}
+	free(v);
 	return r;
 }
 
@@ -157,10 +129,10 @@ static int64_t ref_step(const Plan *pl, int step, int64_t *worst, int64_t *tiles
  * is empty. */
 static void gen_axis(Placement *p, int a, int64_t max_block, int64_t max_split)
 {
-	int64_t s = 1 + upto(max_split), b = 1 + upto(max_block);
+	int64_t s = 1 + t_upto(max_split), b = 1 + t_upto(max_block);
 	p->split[a] = s;
 	p->block[a] = b;
-	p->shape[a] = s * b - upto(s < b ? s : b);
+	p->shape[a] = s * b - t_upto(s < b ? s : b);
 }
 
 /* Tiles by a mixed-radix numbering of the digits (shard axes, then
@@ -169,18 +141,18 @@ static void gen_axis(Placement *p, int a, int64_t max_block, int64_t max_split)
  * T at least the product returned. */
 static int64_t gen_tiles(Placement *p)
 {
-	int nd = p->rank + p->nrep, rev = (int)upto(2);
+	int nd = p->rank + p->nrep, rev = (int)t_upto(2);
 	int64_t w = 1;
 
 	for (int i = 0; i < nd; i++) {
 		int d = rev ? nd - 1 - i : i;
 		int64_t count = d < p->rank ? p->split[d] : p->rep[d - p->rank];
-		int64_t sw = upto(4) ? w : -w;
+		int64_t sw = t_upto(4) ? w : -w;
 		if (d < p->rank)
 			p->stride[d] = sw;
 		else
 			p->rstride[d - p->rank] = sw;
-		w *= count + upto(2);
+		w *= count + t_upto(2);
 	}
 	return w;
 }
@@ -191,14 +163,14 @@ static void gen_placement(Placement *p, char *name)
 {
 	memset(p, 0, sizeof *p);
 	p->name = name;
-	p->layout = (LayoutKind)upto(LAYOUT_COUNT);
-	p->fmt = (Format)upto(FMT_COUNT);
-	p->rank = 1 + (int)upto(MAX_RANK);
+	p->layout = (LayoutKind)t_upto(LAYOUT_COUNT);
+	p->fmt = (Format)t_upto(FMT_COUNT);
+	p->rank = 1 + (int)t_upto(MAX_RANK);
 	for (int a = 0; a < p->rank; a++)
 		gen_axis(p, a, a + 1 < p->rank ? 6 : 40, 4);
-	p->nrep = (int)upto(MAX_REP + 1);
+	p->nrep = (int)t_upto(MAX_REP + 1);
 	for (int k = 0; k < p->nrep; k++)
-		p->rep[k] = 1 + upto(3);
+		p->rep[k] = 1 + t_upto(3);
 }
 
 static void random_steps(int n)
@@ -211,19 +183,19 @@ static void random_steps(int n)
 		Plan pl;
 		int64_t T;
 
-		int aligned = (int)upto(2);
+		int aligned = (int)t_upto(2);
 		gen_placement(&pp[0], out_name);
 		T = gen_tiles(&pp[0]);
 		if (aligned) {
 			/* the input on the output's tiles, its own extents */
 			pp[1] = pp[0];
 			pp[1].name = in_name;
-			pp[1].fmt = (Format)upto(FMT_COUNT);
+			pp[1].fmt = (Format)t_upto(FMT_COUNT);
 			for (int a = 0; a < pp[1].rank; a++)
-				if (a == 0 || a + 1 == pp[1].rank || upto(2)) {
-					int64_t s = pp[1].split[a], b = 1 + upto(40);
+				if (a == 0 || a + 1 == pp[1].rank || t_upto(2)) {
+					int64_t s = pp[1].split[a], b = 1 + t_upto(40);
 					pp[1].block[a] = b;
-					pp[1].shape[a] = s * b - upto(s < b ? s : b);
+					pp[1].shape[a] = s * b - t_upto(s < b ? s : b);
 				}
 		} else {
 			/* anywhere: some output tiles hold no input shard */
@@ -231,23 +203,23 @@ static void random_steps(int n)
 			int64_t T1 = gen_tiles(&pp[1]);
 			T = T > T1 ? T : T1;
 		}
-		T += upto(4);
-		pp[0].base = upto(T);
-		pp[1].base = aligned ? pp[0].base : upto(T);
+		T += t_upto(4);
+		pp[0].base = t_upto(T);
+		pp[1].base = aligned ? pp[0].base : t_upto(T);
 
 		memset(&pl, 0, sizeof pl);
 		memset(st, 0, sizeof st);
 		pl.machine = test_machine(T);
-		pl.machine.macs_fp16 = 1 + upto(100);
-		pl.machine.macs_fp8 = 1 + upto(200);
-		pl.machine.matmul_call_cycles = upto(300);
-		pl.machine.elementwise_cycles_per_element = upto(4);
-		pl.machine.reduction_cycles_per_element = upto(5);
-		pl.machine.local_copy_bytes_per_cycle = 1 + upto(16);
+		pl.machine.macs_fp16 = 1 + t_upto(100);
+		pl.machine.macs_fp8 = 1 + t_upto(200);
+		pl.machine.matmul_call_cycles = t_upto(300);
+		pl.machine.elementwise_cycles_per_element = t_upto(4);
+		pl.machine.reduction_cycles_per_element = t_upto(5);
+		pl.machine.local_copy_bytes_per_cycle = 1 + t_upto(16);
 		pl.p = pp;
 		pl.np = 2;
 		st[0].kind = STEP_COMPUTE;
-		st[0].compute = kinds[upto(sizeof kinds / sizeof kinds[0])];
+		st[0].compute = kinds[t_upto(sizeof kinds / sizeof kinds[0])];
 		st[0].in[0] = 1;
 		st[0].nin = 1;
 		st[0].out = 0;
@@ -291,13 +263,13 @@ static void planned_steps(int n)
 	int fd = mkstemp(path);
 	close(fd);
 	for (int iter = 0; iter < n; iter++) {
-		int64_t tiles = 8 + upto(90), B = 1 + upto(2), Tk = 2 + upto(23), D = 8 + upto(65),
-			H = 8 + upto(90);
-		const char *f1 = upto(3) ? "fp8" : "fp16";
-		int pack = (int)upto(2);
+		int64_t tiles = 8 + t_upto(90), B = 1 + t_upto(2), Tk = 2 + t_upto(23), D = 8 + t_upto(65),
+			H = 8 + t_upto(90);
+		const char *f1 = t_upto(3) ? "fp8" : "fp16";
+		int pack = (int)t_upto(2);
 		int64_t mu = f1[2] == '8' ? 32 : 16;
-		int64_t r = parts(Tk, 1 + upto(4)), k = parts(ceil_div(D, mu), 1 + upto(3)),
-			c = parts(ceil_div(H, 16), 1 + upto(4));
+		int64_t r = parts(Tk, 1 + t_upto(4)), k = parts(ceil_div(D, mu), 1 + t_upto(3)),
+			c = parts(ceil_div(H, 16), 1 + t_upto(4));
 		while (r * k * c > tiles)
 			c > 1 ? (c = parts(ceil_div(H, 16), c - 1)) : (r = parts(Tk, r - 1));
 		FILE *f = fopen(path, "w");
@@ -310,7 +282,7 @@ static void planned_steps(int n)
 			"  mm: {grid: [%lld, %lld, %lld], cast: %s, staging: %s}\n",
 			(long long)B, (long long)Tk, (long long)D, (long long)D, (long long)D, (long long)D,
 			(long long)H, f1, (long long)H, (long long)r, (long long)k, (long long)c,
-			upto(2) ? "early" : "late", pack ? "pack-once" : "direct");
+			t_upto(2) ? "early" : "late", pack ? "pack-once" : "direct");
 		fclose(f);
 
 		Model md;
@@ -367,34 +339,34 @@ static void planned_steps(int n)
 static void local_copies(int n)
 {
 	for (int iter = 0; iter < n; iter++) {
-		int64_t T = 1 + upto(40);
-		int nx = 1 + (int)upto(8);
+		int64_t T = 1 + t_upto(40);
+		int nx = 1 + (int)t_upto(8);
 		Xfer x[8];
 		Plan pl;
 
 		memset(&pl, 0, sizeof pl);
 		memset(x, 0, sizeof x);
 		pl.machine = test_machine(T);
-		pl.machine.local_copy_bytes_per_cycle = 1 + upto(16);
+		pl.machine.local_copy_bytes_per_cycle = 1 + t_upto(16);
 		for (int i = 0; i < nx; i++) {
-			x[i].kind = (XKind)upto(X_COUNT);
-			x[i].step = (int)upto(4);
-			x[i].len = 1 + upto(100);
-			x[i].src_tile = upto(T);
-			x[i].dst_tile = x[i].kind == X_LOCAL ? x[i].src_tile : upto(T);
-			x[i].nrecv = x[i].kind == X_SEND ? 1 + upto(3) : 1;
+			x[i].kind = (XKind)t_upto(X_COUNT);
+			x[i].step = (int)t_upto(4);
+			x[i].len = 1 + t_upto(100);
+			x[i].src_tile = t_upto(T);
+			x[i].dst_tile = x[i].kind == X_LOCAL ? x[i].src_tile : t_upto(T);
+			x[i].nrecv = x[i].kind == X_SEND ? 1 + t_upto(3) : 1;
 			x[i].recv_step = 1;
-			x[i].nloop = (int)upto(3);
+			x[i].nloop = (int)t_upto(3);
 			for (int k = 0; k < x[i].nloop; k++) {
-				x[i].loop[k].count = 1 + upto(4);
-				x[i].loop[k].src_tile = upto(5) - 2;
-				x[i].loop[k].dst_tile = x[i].kind == X_LOCAL ? x[i].loop[k].src_tile : upto(3);
+				x[i].loop[k].count = 1 + t_upto(4);
+				x[i].loop[k].src_tile = t_upto(5) - 2;
+				x[i].loop[k].dst_tile = x[i].kind == X_LOCAL ? x[i].loop[k].src_tile : t_upto(3);
 				x[i].loop[k].src_addr = x[i].loop[k].dst_addr = 64;
 			}
 		}
 		pl.x = x;
 		pl.nx = nx;
-		int first = (int)upto(4), last = first + (int)upto(4 - first);
+		int first = (int)t_upto(4), last = first + (int)t_upto(4 - first);
 
 		/* every member of every local transfer of steps first..last */
 		int64_t bytes[41] = { 0 }, worst = -1;
@@ -429,6 +401,7 @@ int main(void)
 	const char *fuzz = getenv("FUZZ");
 	int scale = fuzz && *fuzz ? 20 : 1;
 
+	t_rng = 0x6a09e667f3bcc909u;
 	random_steps(400 * scale);
 	planned_steps(40 * scale);
 	local_copies(400 * scale);
