@@ -58,7 +58,7 @@ $(OBJ)/libamp.a: $(LIB_OBJ)
 $(BIN)/%: tools/%.c $(OBJ)/libamp.a lib/*.h | $(BIN)
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
-$(OBJ)/tests/%: tests/unit/%.c tests/unit/t.h tests/unit/testlib.h $(OBJ)/libamp.a lib/*.h | $(OBJ)/tests
+$(OBJ)/tests/%: tests/unit/%.c tests/unit/*.h $(OBJ)/libamp.a lib/*.h | $(OBJ)/tests
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
 $(OBJ)/lib $(OBJ)/tests $(BIN):

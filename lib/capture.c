@@ -1,9 +1,11 @@
 #include "capture.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "json.h"
 #include "replay.h"
 #include "table.h"
@@ -42,12 +44,63 @@ static int count_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t
 	return 0;
 }
 
-void capture_metrics(const Plan *pl, Metrics *ph, Metrics *sum)
+/* The phase holding each step, -1 for compute steps and copy steps that
+ * move nothing between tiles. */
+static int *step_phases(const Plan *pl)
+{
+	int *of = xcalloc((size_t)pl->ns + 1, sizeof *of);
+	for (int s = 0; s < pl->ns; s++)
+		of[s] = -1;
+	for (int p = 0; p < pl->nph; p++)
+		for (int s = pl->ph[p].first; s <= pl->ph[p].last; s++)
+			of[s] = p;
+	return of;
+}
+
+/* Compute steps cost their slowest tile; a copy step in no phase costs
+ * its local copies (a phase's are in its own figures). */
+static void step_metrics(const Plan *pl, const int *phase_of, Metrics *st)
+{
+	char *local = xcalloc((size_t)pl->ns + 1, 1);
+	for (int i = 0; i < pl->nx; i++)
+		local[pl->x[i].step] |= pl->x[i].kind == X_LOCAL;
+	for (int s = 0; s < pl->ns; s++) {
+		Metrics *m = &st[s];
+		memset(m, 0, sizeof *m);
+		m->count = 1;
+		if (pl->s[s].kind == STEP_COMPUTE) {
+			m->compute_cycles = step_cycles(pl, s, &m->worst_compute_tile);
+			m->compute_tiles = step_tiles(pl, s);
+		} else {
+			m->worst_compute_tile = -1;
+			if (phase_of[s] < 0 && local[s])
+				m->local_copy_cycles = local_copy_cycles(pl, s, s, NULL);
+		}
+		m->total_cycles = m->compute_cycles + m->local_copy_cycles;
+	}
+	free(local);
+}
+
+/* Adds the cycles of a step or phase, count times. */
+static void add_cycles(Metrics *sum, const Metrics *m)
+{
+	sum->compute_cycles += m->compute_cycles * m->count;
+	sum->cycles += m->cycles * m->count;
+	sum->sync_cycles += m->sync_cycles * m->count;
+	sum->local_copy_cycles += m->local_copy_cycles * m->count;
+	sum->total_cycles += m->total_cycles * m->count;
+}
+
+void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 {
 	int64_t T = pl->machine.tiles;
 	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8);
+	Metrics *own = st ? NULL : xcalloc((size_t)pl->ns + 1, sizeof *own);
+	int *phase_of = step_phases(pl);
 
 	memset(sum, 0, sizeof *sum);
+	sum->count = 1;
+	sum->worst_compute_tile = -1;
 	table_totals(pl, table, frags, NULL);
 	for (int64_t t = 0; t < T; t++) {
 		if (table[t] > sum->max_table_bytes)
@@ -59,7 +112,9 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *sum)
 	for (int p = 0; p < pl->nph; p++) {
 		Metrics *m = &ph[p];
 		memset(m, 0, sizeof *m);
+		m->count = 1;
 		m->phases = 1;
+		m->worst_compute_tile = -1;
 		for (int i = 0; i < pl->nx; i++) {
 			const Xfer *x = &pl->x[i];
 			if (x->kind == X_SEND && x->step >= pl->ph[p].first && x->step <= pl->ph[p].last)
@@ -70,18 +125,109 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *sum)
 		phase_rows(pl, p, scan_row, &rs);
 		m->cycles = phase_cycles(pl, p);
 		m->sync_cycles = pl->machine.sync_cycles;
+		m->local_copy_cycles = local_copy_cycles(pl, pl->ph[p].first, pl->ph[p].last, NULL);
+		m->total_cycles = m->cycles + m->sync_cycles + m->local_copy_cycles;
 		sum->phases++;
 		sum->transfers += m->transfers;
 		sum->bytes += m->bytes;
-		sum->cycles += m->cycles;
-		sum->sync_cycles += m->sync_cycles;
+		add_cycles(sum, m);
 		if (m->max_row_bytes > sum->max_row_bytes)
 			sum->max_row_bytes = m->max_row_bytes;
 	}
+	if (!st)
+		st = own;
+	step_metrics(pl, phase_of, st);
+	for (int s = 0; s < pl->ns; s++)
+		add_cycles(sum, &st[s]);
 	sum->worst_table_phase = rs.best_bphase;
 	sum->worst_fragment_phase = rs.best_fphase;
 	free(table);
 	free(frags);
+	free(own);
+	free(phase_of);
+}
+
+/* ---- per op ---- */
+
+typedef struct {
+	const char *op;
+	Metrics m;
+} OpCost;
+
+static OpCost *op_find(OpCost *ops, int *n, const char *name)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(ops[i].op, name))
+			return &ops[i];
+	memset(&ops[*n], 0, sizeof ops[*n]);
+	ops[*n].op = name;
+	ops[*n].m.count = 1;
+	return &ops[(*n)++];
+}
+
+/* Adds v to the Metrics field at offset `field` of ops who[n], split by
+ * weights w[n]: floor shares, the remainder to the heaviest (the first
+ * among equals), so the shares add up to v. */
+static void split(int64_t v, OpCost **who, const int64_t *w, int n, size_t field)
+{
+	int64_t total = 0, given = 0;
+	int heavy = 0;
+	for (int i = 0; i < n; i++) {
+		total += w[i];
+		if (w[i] > w[heavy])
+			heavy = i;
+	}
+	for (int i = 0; i < n; i++)
+		given += total ? v * w[i] / total : 0;
+	for (int i = 0; i < n; i++) {
+		int64_t part = (total ? v * w[i] / total : 0) + (i == heavy ? v - given : 0);
+		*(int64_t *)((char *)&who[i]->m + field) += part;
+	}
+}
+
+/* Cycles by op, in order of first appearance: each compute step and each
+ * copy step outside phases to its op; a phase's exchange, sync and local
+ * copy cycles to the ops of its copy steps, split by the bytes each op's
+ * steps move in it (sent, each send once, and copied locally). Returns
+ * the number of ops in ops[pl->ns]. */
+static int op_metrics(const Plan *pl, const Metrics *ph, const Metrics *st, OpCost *ops)
+{
+	int n = 0;
+	int64_t *bytes = xcalloc((size_t)pl->ns + 1, sizeof *bytes);
+	int64_t *w = xcalloc((size_t)pl->ns + 1, sizeof *w);
+	OpCost **who = xcalloc((size_t)pl->ns + 1, sizeof *who);
+
+	for (int i = 0; i < pl->nx; i++)
+		if (pl->x[i].kind != X_ZERO)
+			bytes[pl->x[i].step] += pl->x[i].len * xfer_members(&pl->x[i]);
+	for (int s = 0; s < pl->ns; s++) {
+		Metrics *m = &op_find(ops, &n, pl->s[s].op)->m;
+		m->compute_cycles += st[s].compute_cycles * st[s].count;
+		m->local_copy_cycles += st[s].local_copy_cycles * st[s].count;
+	}
+	for (int p = 0; p < pl->nph; p++) {
+		int k = 0;
+		for (int s = pl->ph[p].first; s <= pl->ph[p].last; s++) {
+			OpCost *o = op_find(ops, &n, pl->s[s].op);
+			int i = 0;
+			while (i < k && who[i] != o)
+				i++;
+			if (i == k)
+				who[k] = o, w[k++] = 0;
+			w[i] += bytes[s];
+		}
+		split(ph[p].cycles * ph[p].count, who, w, k, offsetof(Metrics, cycles));
+		split(ph[p].sync_cycles * ph[p].count, who, w, k, offsetof(Metrics, sync_cycles));
+		split(ph[p].local_copy_cycles * ph[p].count, who, w, k, offsetof(Metrics, local_copy_cycles));
+	}
+	for (int i = 0; i < n; i++) {
+		Metrics *m = &ops[i].m;
+		m->total_cycles = m->compute_cycles + m->cycles + m->sync_cycles + m->local_copy_cycles;
+	}
+	free(bytes);
+	free(w);
+	free(who);
+	return n;
 }
 
 /* ---- movement classes ---- */
@@ -187,6 +333,8 @@ static void write_metrics(Json *j, const Metrics *m, int summary)
 {
 	if (summary)
 		json_kint(j, "phases", m->phases);
+	else
+		json_kint(j, "count", m->count);
 	json_kint(j, "transfers", m->transfers);
 	json_kint(j, "bytes", m->bytes);
 	json_kint(j, "max_row_bytes", m->max_row_bytes);
@@ -196,19 +344,67 @@ static void write_metrics(Json *j, const Metrics *m, int summary)
 	json_kint(j, summary ? "exchange_cycles" : "cycles", m->cycles);
 	if (summary)
 		json_kint(j, "sync_cycles", m->sync_cycles);
+	json_kint(j, "local_copy_cycles", m->local_copy_cycles);
+	if (summary) {
+		json_kint(j, "compute_cycles", m->compute_cycles);
+		json_kint(j, "total_cycles", m->total_cycles);
+	}
+}
+
+static void write_ops(Json *j, const Plan *pl, const Metrics *ph, const Metrics *st)
+{
+	OpCost *ops = xcalloc((size_t)pl->ns + 1, sizeof *ops);
+	int n = op_metrics(pl, ph, st, ops);
+
+	json_key(j, "ops");
+	json_open(j, '[', 0);
+	for (int i = 0; i < n; i++) {
+		const Metrics *m = &ops[i].m;
+		json_open(j, '{', 1);
+		json_kstr(j, "op", ops[i].op);
+		json_kint(j, "compute_cycles", m->compute_cycles);
+		json_kint(j, "exchange_cycles", m->cycles);
+		json_kint(j, "sync_cycles", m->sync_cycles);
+		json_kint(j, "local_copy_cycles", m->local_copy_cycles);
+		json_kint(j, "total_cycles", m->total_cycles);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+	free(ops);
+}
+
+static void write_compute(Json *j, const Plan *pl, const Metrics *st)
+{
+	json_key(j, "compute");
+	json_open(j, '[', 0);
+	for (int s = 0; s < pl->ns; s++) {
+		if (pl->s[s].kind != STEP_COMPUTE)
+			continue;
+		json_open(j, '{', 1);
+		json_kint(j, "step", s);
+		json_kstr(j, "op", pl->s[s].op);
+		json_kstr(j, "compute", compute_name(pl->s[s].compute));
+		json_kint(j, "count", st[s].count);
+		json_kint(j, "tiles", st[s].compute_tiles);
+		json_kint(j, "slowest_tile", st[s].worst_compute_tile);
+		json_kint(j, "cycles", st[s].compute_cycles);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
 }
 
 int capture_write(const Plan *pl, Output *out, Err *e)
 {
 	const Machine *mc = &pl->machine;
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
+	Metrics *st = xcalloc((size_t)pl->ns + 1, sizeof *st);
 	Json j;
 
-	capture_metrics(pl, ph, &sum);
+	capture_metrics(pl, ph, st, &sum);
 	json_init(&j, out);
 	json_open(&j, '{', 0);
 	json_kstr(&j, "format", "amp-capture");
-	json_kint(&j, "version", 1);
+	json_kint(&j, "version", CAPTURE_VERSION);
 	json_kstr(&j, "model", pl->model);
 	json_key(&j, "machine");
 	json_open(&j, '{', 1);
@@ -221,11 +417,22 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_kint(&j, "max_transfer_bytes", mc->max_transfer_bytes);
 	json_kint(&j, "table_budget_bytes", mc->table_budget_bytes);
 	json_kint(&j, "fragment_limit", mc->fragment_limit);
+	json_kint(&j, "local_copy_bytes_per_cycle", mc->local_copy_bytes_per_cycle);
+	json_kint(&j, "matmul_call_cycles", mc->matmul_call_cycles);
+	json_kint(&j, "elementwise_cycles_per_element", mc->elementwise_cycles_per_element);
+	json_kint(&j, "reduction_cycles_per_element", mc->reduction_cycles_per_element);
+	json_key(&j, "amp_macs_per_cycle");
+	json_open(&j, '{', 1);
+	json_kint(&j, "fp16", mc->macs_fp16);
+	json_kint(&j, "fp8", mc->macs_fp8);
+	json_close(&j, '}');
 	json_close(&j, '}');
 	json_key(&j, "summary");
 	json_open(&j, '{', 1);
 	write_metrics(&j, &sum, 1);
 	json_close(&j, '}');
+	write_ops(&j, pl, ph, st);
+	write_compute(&j, pl, st);
 	json_key(&j, "phases");
 	json_open(&j, '[', 0);
 	for (int p = 0; p < pl->nph; p++) {
@@ -266,5 +473,6 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_close(&j, '}');
 	json_close(&j, '}');
 	free(ph);
+	free(st);
 	return json_end(&j, e);
 }

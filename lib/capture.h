@@ -1,17 +1,27 @@
-/* capture: what every exchange costs, as JSON (formats/capture.md).
+/* capture: what every exchange and compute step costs, as JSON
+ * (formats/capture.md).
  *
  * Everything is computed from the grouped stage: rows and footprints from
- * lib/table, cycles from lib/replay, movement classes from the transfers
- * of each copy step (a class is the transfers of one phase that serve one
- * operand of one op with one source and destination placement).
+ * lib/table, exchange cycles from lib/replay, compute and local-copy
+ * cycles from lib/cost, movement classes from the transfers of each copy
+ * step (a class is the transfers of one phase that serve one operand of
+ * one op with one source and destination placement).
+ *
+ * Every step and phase runs `count` times (1 today; a Repeat body will run
+ * its iterations' count): the summary and the per-op figures add each
+ * entry's cycles x count.
  */
 #ifndef AMP_CAPTURE_H
 #define AMP_CAPTURE_H
 
 #include "plan.h"
 
-/* The one metrics type: a phase's figures, or the whole program's. */
+#define CAPTURE_VERSION 2
+
+/* The one metrics type: a phase's, a step's, an op's or the whole
+ * program's figures. */
 typedef struct {
+	int64_t count;              /* times it runs (steps and phases; 1 until Repeat) */
 	int64_t phases;
 	int64_t transfers;          /* send fragments */
 	int64_t bytes;              /* bytes sent, each fragment once */
@@ -20,12 +30,18 @@ typedef struct {
 	int64_t max_fragments;      /* largest tile's SEND + RECV count */
 	int64_t cycles;             /* modelled exchange cycles (replay) */
 	int64_t sync_cycles;
-	int64_t worst_table_tile, worst_fragment_tile;
+	int64_t local_copy_cycles;  /* on-tile copies of copy steps (lib/cost) */
+	int64_t compute_cycles;     /* compute steps, each its slowest tile's (lib/cost) */
+	int64_t compute_tiles;      /* tiles that run a compute step */
+	int64_t total_cycles;       /* compute + exchange + sync + local copies */
+	int64_t worst_table_tile, worst_fragment_tile, worst_compute_tile;
 	int worst_table_phase, worst_fragment_phase;
 } Metrics;
 
-/* Per-phase metrics (ph[nph]) and the summary. */
-void capture_metrics(const Plan *pl, Metrics *ph, Metrics *sum);
+/* Per-phase metrics (ph[nph]), per-step metrics (st[ns], or NULL: compute
+ * steps, and copy steps whose local copies are in no phase) and the
+ * summary. */
+void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum);
 int capture_write(const Plan *pl, Output *out, Err *e);
 
 #endif

@@ -4,22 +4,30 @@
 #include <stdio.h>
 #include <string.h>
 
+#define BIG (INT64_C(1) << 50)
+
+/* In the order machine_write writes them. The compute cost keys are
+ * bounded so that a tile's cycles (elements up to its SRAM bytes times a
+ * per-element cost) stay far from overflow. */
 static const struct {
 	const char *key;
 	size_t off;
-	int64_t min;
+	int64_t min, max;
 } params[] = {
-	{ "tiles", offsetof(Machine, tiles), 1 },
-	{ "sram_bytes", offsetof(Machine, sram_bytes), 1 },
-	{ "reserved_bytes", offsetof(Machine, reserved_bytes), 0 },
-	{ "exchange_bytes_per_cycle", offsetof(Machine, exchange_bytes_per_cycle), 1 },
-	{ "sync_cycles", offsetof(Machine, sync_cycles), 0 },
-	{ "send_control_cycles", offsetof(Machine, send_control_cycles), 0 },
-	{ "receive_control_cycles", offsetof(Machine, receive_control_cycles), 0 },
-	{ "max_transfer_bytes", offsetof(Machine, max_transfer_bytes), 1 },
-	{ "table_budget_bytes", offsetof(Machine, table_budget_bytes), 0 },
-	{ "fragment_limit", offsetof(Machine, fragment_limit), 0 },
-	{ "local_copy_bytes_per_cycle", offsetof(Machine, local_copy_bytes_per_cycle), 1 },
+	{ "tiles", offsetof(Machine, tiles), 1, BIG },
+	{ "sram_bytes", offsetof(Machine, sram_bytes), 1, BIG },
+	{ "reserved_bytes", offsetof(Machine, reserved_bytes), 0, BIG },
+	{ "exchange_bytes_per_cycle", offsetof(Machine, exchange_bytes_per_cycle), 1, BIG },
+	{ "sync_cycles", offsetof(Machine, sync_cycles), 0, BIG },
+	{ "send_control_cycles", offsetof(Machine, send_control_cycles), 0, BIG },
+	{ "receive_control_cycles", offsetof(Machine, receive_control_cycles), 0, BIG },
+	{ "max_transfer_bytes", offsetof(Machine, max_transfer_bytes), 1, BIG },
+	{ "table_budget_bytes", offsetof(Machine, table_budget_bytes), 0, BIG },
+	{ "fragment_limit", offsetof(Machine, fragment_limit), 0, BIG },
+	{ "local_copy_bytes_per_cycle", offsetof(Machine, local_copy_bytes_per_cycle), 1, BIG },
+	{ "matmul_call_cycles", offsetof(Machine, matmul_call_cycles), 0, INT64_C(1) << 30 },
+	{ "elementwise_cycles_per_element", offsetof(Machine, elementwise_cycles_per_element), 0, 1 << 20 },
+	{ "reduction_cycles_per_element", offsetof(Machine, reduction_cycles_per_element), 0, 1 << 20 },
 };
 #define NPARAMS (sizeof params / sizeof params[0])
 
@@ -56,7 +64,7 @@ static int from_map(Machine *m, const char *file, const Val *v, int file_form, E
 			       sizeof m->name - 1);
 	strcpy(m->name, name);
 	for (size_t i = 0; i < NPARAMS; i++)
-		if (get_int(file, v, params[i].key, params[i].min, INT64_C(1) << 50, field(m, i), e))
+		if (get_int(file, v, params[i].key, params[i].min, params[i].max, field(m, i), e))
 			return -1;
 	static const char *mkeys[] = { "fp16", "fp8", NULL };
 	if (map_need(file, v, "amp_macs_per_cycle", &macs, e) ||
@@ -97,8 +105,9 @@ int machine_load(Machine *m, const char *path, Err *e)
 		goto out;
 	if (version != MACHINE_VERSION) {
 		val_err(r.name, map_get(root, "amp-machine"), e,
-			"unsupported machine file version %lld (this amp reads %d)",
-			(long long)version, MACHINE_VERSION);
+			"unsupported machine file version %lld (this amp reads %d%s)",
+			(long long)version, MACHINE_VERSION,
+			version == 1 ? ", which adds the compute cost keys of formats/machine.md" : "");
 		goto out;
 	}
 	if (from_map(m, r.name, root, 1, e))

@@ -1,6 +1,6 @@
 /* machine: the machine description (DOMAIN §2).
  *
- * Read from a machine file (formats/machine.md, `amp-machine: 1`) or from
+ * Read from a machine file (formats/machine.md, `amp-machine: 2`) or from
  * a stage file's header. Every parameter is required, is a non-negative
  * integer, and unknown keys are rejected, each error naming file:line:col.
  */
@@ -25,11 +25,15 @@ typedef struct {
 	int64_t table_budget_bytes;
 	int64_t fragment_limit;
 	int64_t local_copy_bytes_per_cycle;
+	/* the compute cost model (lib/cost.h) */
+	int64_t matmul_call_cycles;             /* per matrix-unit call, per tile */
+	int64_t elementwise_cycles_per_element; /* gelu, add, cast */
+	int64_t reduction_cycles_per_element;   /* layernorm, reduction of partials */
 	int64_t macs_fp16;      /* amp_macs_per_cycle.fp16 */
 	int64_t macs_fp8;       /* amp_macs_per_cycle.fp8 */
 } Machine;
 
-#define MACHINE_VERSION 1
+#define MACHINE_VERSION 2
 #define DEFAULT_MACHINE "share/machines/amp1472.yaml"
 
 int machine_load(Machine *m, const char *path, Err *e);

@@ -3,8 +3,10 @@
 #   make capture MODEL=share/models/X.yaml [LIMITS='--table-budget N --fragment-limit N']
 #       writes artifacts/X/: every stage file, program.amp (when it fits the
 #       limits), emit.txt (amp-emit's report or its failure), capture.json
-#       and summary.txt. LIMITS override the machine's policy for amp-emit
-#       and amp-capture alike. Each file is remade only when its inputs, its
+#       and summary.txt (the totals, compute, exchange, sync and total cycles
+#       among them; cycles by op; the phase table; the top movement
+#       classes). LIMITS override the machine's policy for amp-emit and
+#       amp-capture alike. Each file is remade only when its inputs, its
 #       tool or its flags changed.
 
 LIMITS ?=
@@ -30,6 +32,8 @@ $(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.fl
 
 $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	@{ jq -r -f $(JQ)/summary-head.jq $<; \
+	  echo; { printf 'op\tcompute\texchange\tsync\tlocal_copy\ttotal\n'; \
+	  jq -r -f $(JQ)/op-table.jq $<; } | column -t -s '	'; \
 	  echo; { printf 'phase\tlabels\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\n'; \
 	  jq -r -f $(JQ)/phase-table.jq $<; } | column -t -s '	'; \
 	  echo; echo "top movement classes by receiver payload"; \

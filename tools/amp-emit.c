@@ -45,7 +45,7 @@ static int check_limits(const Plan *pl, int report, Err *e)
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
 	int rc = 0;
 
-	capture_metrics(pl, ph, &sum);
+	capture_metrics(pl, ph, NULL, &sum);
 	table_totals(pl, table, frags, NULL);
 	plan_memory(pl, peak, peak_step, NULL, NULL, NULL);
 	int64_t worst = 0;

@@ -188,13 +188,18 @@ check_table() {
 	run cat "$a/emit.txt"
 	assert_line "program: artifacts/flow-tiny/program.amp ($(wc -c <"$a/program.amp") bytes)"
 
-	# summary.txt: the head, one phase-table row per phase, the top classes
-	# and the emit report.
-	local phases
+	# summary.txt: the head, one op-table row per op, one phase-table row
+	# per phase, the top classes and the emit report.
+	local phases op
 	phases=$(jq '.phases | length' "$a/capture.json")
 	run cat "$a/summary.txt"
 	assert_line --index 0 --regexp '^model tiny-mlp on amp1472 \([0-9]+ tiles\)$'
 	assert_line --regexp "^phases $phases, transfers [0-9]+, bytes [0-9]+$"
+	assert_line "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$a/capture.json")"
+	assert_line --regexp '^op +compute +exchange +sync +local_copy +total$'
+	for op in ln mlp_up act mlp_down residual; do
+		assert_line --regexp "^$op +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
+	done
 	assert_line --regexp '^phase +labels +transfers +bytes +max_row +max_frag +cycles$'
 	for ((f = 0; f < phases; f++)); do
 		assert_line --regexp "^$f +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"

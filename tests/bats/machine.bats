@@ -46,7 +46,7 @@ rejects() {
 @test "machine header carries every parameter of the machine file" {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
-	assert_line 'machine: {name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016, exchange_bytes_per_cycle: 4, sync_cycles: 600, send_control_cycles: 2, receive_control_cycles: 3, max_transfer_bytes: 16592, table_budget_bytes: 81920, fragment_limit: 16384, local_copy_bytes_per_cycle: 8, amp_macs_per_cycle: {fp16: 64, fp8: 128}}'
+	assert_line 'machine: {name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016, exchange_bytes_per_cycle: 4, sync_cycles: 600, send_control_cycles: 2, receive_control_cycles: 3, max_transfer_bytes: 16592, table_budget_bytes: 81920, fragment_limit: 16384, local_copy_bytes_per_cycle: 8, matmul_call_cycles: 200, elementwise_cycles_per_element: 1, reduction_cycles_per_element: 2, amp_macs_per_cycle: {fp16: 64, fp8: 128}}'
 }
 
 @test "machine default comes from AMP_SHARE when it is set" {
@@ -124,9 +124,52 @@ rejects() {
 }
 
 @test "machine rejects a file of another amp-machine version" {
-	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 2"
+	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 3 (this amp reads 2)"
+}
+
+@test "machine rejects a version 1 file, which has no compute cost keys, as unsupported" {
+	rejects "$BAD/machine-version-1.yaml" 3:14 "unsupported machine file version 1 (this amp reads 2, which adds the compute cost keys"
+}
+
+@test "machine rejects a file missing a compute cost key" {
+	rejects "$BAD/machine-missing-matmul-call-cycles.yaml" 2:1 "missing key 'matmul_call_cycles'"
+	rejects "$BAD/machine-missing-elementwise-cycles.yaml" 2:1 "missing key 'elementwise_cycles_per_element'"
+	rejects "$BAD/machine-missing-reduction-cycles.yaml" 2:1 "missing key 'reduction_cycles_per_element'"
+}
+
+@test "machine rejects a negative matmul_call_cycles" {
+	rejects "$BAD/machine-negative-matmul-call-cycles.yaml" 15:21 "expected a non-negative integer, found -200"
+}
+
+@test "machine rejects a fractional elementwise_cycles_per_element" {
+	rejects "$BAD/machine-fractional-elementwise-cycles.yaml" 16:33 "expected an integer, found '1.5'"
+}
+
+@test "machine rejects reduction_cycles_per_element over its bound" {
+	rejects "$BAD/machine-large-reduction-cycles.yaml" 17:31 "integer 1048577 is larger than 1048576"
+}
+
+@test "machine compute cost keys reach the stage header" {
+	sed -e 's/^matmul_call_cycles: .*/matmul_call_cycles: 7/' \
+		-e 's/^elementwise_cycles_per_element: .*/elementwise_cycles_per_element: 0/' \
+		-e 's/^reduction_cycles_per_element: .*/reduction_cycles_per_element: 5/' \
+		"$MACHINES/amp1472.yaml" >costs.yaml
+	run --separate-stderr amp-plan --machine costs.yaml "$TINY"
+	assert_success
+	assert_line --index 2 --partial 'local_copy_bytes_per_cycle: 8, matmul_call_cycles: 7, elementwise_cycles_per_element: 0, reduction_cycles_per_element: 5, amp_macs_per_cycle:'
 }
 
 @test "machine rejects amp_macs_per_cycle without fp8" {
 	rejects "$BAD/machine-missing-fp8.yaml" 16:3 "missing key 'fp8'"
+}
+
+@test "machine: a stage header without the compute cost keys (written for version 1) is rejected at the header" {
+	amp-plan -o new.plan "$TINY"
+	sed '3s/ matmul_call_cycles: [0-9]*,//' new.plan >old.plan
+	run cmp -s new.plan old.plan
+	assert_failure
+	run --separate-stderr amp-compose -o out.plan old.plan
+	assert_failure 1
+	assert_equal "$stderr" "amp-compose: old.plan:3:10: missing key 'matmul_call_cycles'"
+	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
 }

@@ -1,13 +1,34 @@
 /* t.h: the unit-test harness. Each case is t_case(name); its CHECKs decide
  * whether it passed. t_summary prints "N passed, N failed" and returns the
- * exit status. Randomized tests call t_case once per random case. */
+ * exit status. Randomized tests call t_case once per random case and draw
+ * from t_rnd, a xorshift64 each test seeds (t_rng) so its cases are fixed. */
 #ifndef AMP_T_H
 #define AMP_T_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 static int t_pass, t_fail, t_failed_now, t_open, t_msgs;
 static const char *t_name;
+static uint64_t t_rng = 0x2545f4914f6cdd1du;
+
+static inline uint64_t t_rnd(void)
+{
+	t_rng ^= t_rng << 13;
+	t_rng ^= t_rng >> 7;
+	t_rng ^= t_rng << 17;
+	return t_rng;
+}
+
+static inline int64_t t_upto(int64_t n)	/* in [0, n) */
+{
+	return (int64_t)(t_rnd() % (uint64_t)n);
+}
+
+static inline int64_t t_pick(int64_t lo, int64_t hi)	/* in [lo, hi] */
+{
+	return lo + t_upto(hi - lo + 1);
+}
 
 static void t_close(void)
 {

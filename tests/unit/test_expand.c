@@ -16,18 +16,6 @@
 #include "t.h"
 #include "testlib.h"
 
-static uint64_t rng = 0x2545F4914F6CDD1Du;
-
-static uint64_t next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
-
 static int64_t valid_parts(int64_t n, int64_t want)
 {
 	if (want > n)
@@ -40,9 +28,9 @@ static int64_t valid_parts(int64_t n, int64_t want)
 /* A random MLP-shaped model; returns the path of its file. */
 static void random_model(const char *path, int64_t tiles, char *desc, size_t dn)
 {
-	int64_t B = pick(1, 3), T = pick(1, 40), D = pick(1, 100), H = pick(1, 150);
-	const char *f1 = next() % 3 ? "fp8" : "fp16", *f2 = next() % 3 ? "fp8" : "fp16";
-	int ln = next() % 2;
+	int64_t B = t_pick(1, 3), T = t_pick(1, 40), D = t_pick(1, 100), H = t_pick(1, 150);
+	const char *f1 = t_rnd() % 3 ? "fp8" : "fp16", *f2 = t_rnd() % 3 ? "fp8" : "fp16";
+	int ln = t_rnd() % 2;
 	FILE *f = fopen(path, "w");
 
 	fprintf(f, "amp-model: 1\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n",
@@ -68,16 +56,16 @@ static void random_model(const char *path, int64_t tiles, char *desc, size_t dn)
 	for (int i = 0; i < 2; i++) {
 		int64_t mu = strcmp(fm[i], "fp8") ? 16 : 32;
 		int64_t ks = (K[i] + mu - 1) / mu, cg = (N[i] + 15) / 16;
-		int64_t r = valid_parts(T, pick(1, 5)), k = valid_parts(ks, pick(1, 4)),
-			c = valid_parts(cg, pick(1, 6));
+		int64_t r = valid_parts(T, t_pick(1, 5)), k = valid_parts(ks, t_pick(1, 4)),
+			c = valid_parts(cg, t_pick(1, 6));
 		while (r * k * c > tiles) {
 			if (c > 1) c = valid_parts(cg, c - 1);
 			else if (r > 1) r = valid_parts(T, r - 1);
 			else k = valid_parts(ks, k - 1);
 		}
-		const char *cast = next() % 2 ? "early" : "late";
-		const char *st = next() % 2 ? "pack-once" : "direct";
-		if (next() % 4 == 0) {
+		const char *cast = t_rnd() % 2 ? "early" : "late";
+		const char *st = t_rnd() % 2 ? "pack-once" : "direct";
+		if (t_rnd() % 4 == 0) {
 			fprintf(f, "  %s: {cast: %s}\n", ops[i], cast);   /* planner's grid */
 			used += (size_t)snprintf(desc + used, dn - used, " %s:auto/%s", ops[i], cast);
 		} else {
@@ -96,13 +84,13 @@ static void random_cases(int n)
 	int fd = mkstemp(path);
 	close(fd);
 	for (int i = 0; i < n; i++) {
-		int64_t tiles = pick(8, 200);
+		int64_t tiles = t_pick(8, 200);
 		Machine m = test_machine(tiles);
 		Model md;
 		Plan pl;
 		Err e;
 		PlanOpts po = { OBJ_CAPACITY, 0, NULL };
-		int compose = next() % 2;
+		int compose = t_rnd() % 2;
 
 		random_model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
@@ -116,9 +104,9 @@ static void random_cases(int n)
 		}
 		if (compose)
 			plan_compose(&pl);
-		int direct = next() % 2;
+		int direct = t_rnd() % 2;
 		/* Small fragments so cutting is exercised. */
-		pl.machine.max_transfer_bytes = pick(16, 600);
+		pl.machine.max_transfer_bytes = t_pick(16, 600);
 		t_case("random model: expansion delivers every destination byte exactly once, unchanged");
 		int rc = plan_expand(&pl, &e);
 		CHECK(rc == 0, "%s tiles %lld: expand: %s", desc, (long long)tiles, e.msg);
@@ -156,6 +144,7 @@ static void random_cases(int n)
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
+	t_rng = 0x2545F4914F6CDD1Du;
 	random_cases(fuzz && *fuzz ? 3000 : 300);
 	return t_summary();
 }

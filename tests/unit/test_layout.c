@@ -17,21 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rng = 0x9e3779b97f4a7c15u;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int64_t upto(int64_t n)	/* uniform-ish in [0, n) */
-{
-	return (int64_t)(rnd() % (uint64_t)n);
-}
-
 /* Written from DOMAIN §4, independent of lib/layout.c. */
 static const int ref_size[FMT_COUNT] = { 4, 2, 1 };	/* fp32, fp16, fp8 */
 static const int ref_mu[FMT_COUNT] = { 8, 16, 32 };	/* elements in 32 B */
@@ -105,15 +90,15 @@ static void build(Store *s, LayoutKind k, int64_t mu, int64_t R, int64_t C)
 static int64_t dim(void)
 {
 	static const int64_t qs[] = { 8, 16, 32 };
-	int64_t q = qs[upto(3)];
+	int64_t q = qs[t_upto(3)];
 
-	switch (upto(7)) {
+	switch (t_upto(7)) {
 	case 0: return 1;
-	case 1: return q * (1 + upto(4));
-	case 2: return q * upto(4) + 1;
-	case 3: return q * (1 + upto(4)) - 1;
-	case 4: return q * upto(4) + 1 + upto(q - 1);
-	default: return 1 + upto(140);
+	case 1: return q * (1 + t_upto(4));
+	case 2: return q * t_upto(4) + 1;
+	case 3: return q * (1 + t_upto(4)) - 1;
+	case 4: return q * t_upto(4) + 1 + t_upto(q - 1);
+	default: return 1 + t_upto(140);
 	}
 }
 
@@ -367,6 +352,7 @@ int main(void)
 	int groups = fz && *fz ? 200 : 10;	/* of 50 shapes per layout and format */
 	char name[128];
 
+	t_rng = 0x9e3779b97f4a7c15u;
 	formats();
 	kinds();
 	anchors();

@@ -6,27 +6,13 @@
  * Deterministic: a fixed-seed xorshift. FUZZ=1 runs 20x more placements.
  */
 #include "place.h"
+#include "refplace.h"
 #include "t.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t rng = 0x2545f4914f6cdd1du;
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int64_t upto(int64_t n)	/* in [0, n) */
-{
-	return (int64_t)(rnd() % (uint64_t)n);
-}
 
 static const int ref_mu[FMT_COUNT] = { 8, 16, 32 };	/* fp32, fp16, fp8 */
 static const char *kind_str[LAYOUT_COUNT] = {
@@ -72,65 +58,11 @@ static int ref_cut_ok(int64_t n, int64_t split, int64_t block)
 	return 1;
 }
 
-static int64_t ref_extent(const Placement *p, int a, int64_t i)
-{
-	int64_t rest = p->shape[a] - i * p->block[a];
-	return p->block[a] < rest ? p->block[a] : rest;
-}
-
-static int64_t ref_mod(int64_t x, int64_t m)
-{
-	return (x % m + m) % m;
-}
-
-static int64_t ref_tile(const Placement *p, const int64_t *idx, const int64_t *rep, int64_t tiles)
-{
-	int64_t t = p->base;
-	for (int a = 0; a < p->rank; a++)
-		t += idx[a] * p->stride[a];
-	for (int k = 0; k < p->nrep; k++)
-		t += rep[k] * p->rstride[k];
-	return ref_mod(t, tiles);
-}
-
-typedef struct {
-	const Placement *p;
-	int64_t idx[MAX_RANK], rep[MAX_REP], tile;
-} Visit;
-
-/* Every (shard, replica) by explicit loops, axis 0 slowest, replica minor
- * with replica axis 0 slowest. Returns the count; fills v when non-NULL. */
-static int64_t ref_visits(const Placement *p, int64_t tiles, Visit *v)
-{
-	int64_t S[MAX_RANK], RP[MAX_REP], n = 0;
-
-	for (int a = 0; a < MAX_RANK; a++)
-		S[a] = a < p->rank ? p->split[a] : 1;
-	for (int k = 0; k < MAX_REP; k++)
-		RP[k] = k < p->nrep ? p->rep[k] : 1;
-	for (int64_t i0 = 0; i0 < S[0]; i0++)
-	for (int64_t i1 = 0; i1 < S[1]; i1++)
-	for (int64_t i2 = 0; i2 < S[2]; i2++)
-	for (int64_t i3 = 0; i3 < S[3]; i3++)
-	for (int64_t j0 = 0; j0 < RP[0]; j0++)
-	for (int64_t j1 = 0; j1 < RP[1]; j1++) {
-		if (v) {
-			Visit *w = &v[n];
-			w->p = p;
-			w->idx[0] = i0, w->idx[1] = i1, w->idx[2] = i2, w->idx[3] = i3;
-			w->rep[0] = j0, w->rep[1] = j1;
-			w->tile = ref_tile(p, w->idx, w->rep, tiles);
-		}
-		n++;
-	}
-	return n;
-}
-
 /* The whole structural contract of place_check, by brute force. */
 static int ref_valid(const Placement *p, int64_t tiles)
 {
 	int64_t n;
-	Visit *v;
+	RefVisit *v;
 	unsigned char *seen;
 	int ok = 1;
 
@@ -211,25 +143,25 @@ static void gen_axis(Placement *p, int a, int small)
 	int64_t n, s, b;
 
 	if (small) {
-		n = 1 + upto(6);
-	} else if (upto(2)) {
+		n = 1 + t_upto(6);
+	} else if (t_upto(2)) {
 		static const int64_t qs[] = { 8, 16, 32 };
-		b = upto(3) ? qs[upto(3)] * (1 + upto(3)) : 1 + upto(40);
-		s = 1 + upto(5);
-		n = s * b - upto(s < b ? s : b);
+		b = t_upto(3) ? qs[t_upto(3)] * (1 + t_upto(3)) : 1 + t_upto(40);
+		s = 1 + t_upto(5);
+		n = s * b - t_upto(s < b ? s : b);
 		p->shape[a] = n, p->split[a] = s, p->block[a] = b;
 		return;
 	} else {
-		switch (upto(4)) {
+		switch (t_upto(4)) {
 		case 0: n = 1; break;
-		case 1: n = 16 * (1 + upto(6)) + upto(3) - 1; break;
-		default: n = 1 + upto(140); break;
+		case 1: n = 16 * (1 + t_upto(6)) + t_upto(3) - 1; break;
+		default: n = 1 + t_upto(140); break;
 		}
 	}
 	s = 1;
-	if (upto(3))
+	if (t_upto(3))
 		for (int tries = 0; tries < 8; tries++) {
-			int64_t t = 1 + upto(n < 8 ? n : 8);
+			int64_t t = 1 + t_upto(n < 8 ? n : 8);
 			if (ref_uniform(n, t)) {
 				s = t;
 				break;
@@ -251,22 +183,22 @@ static int64_t gen_tiles(Placement *p)
 	for (int d = 0; d < nd; d++)
 		perm[d] = d;
 	for (int d = nd - 1; d > 0; d--) {
-		int e = (int)upto(d + 1), t = perm[d];
+		int e = (int)t_upto(d + 1), t = perm[d];
 		perm[d] = perm[e], perm[e] = t;
 	}
 	for (int d = 0; d < nd; d++) {
 		int x = perm[d];
 		int64_t count = x < p->rank ? p->split[x] : p->rep[x - p->rank];
-		int64_t radix = count + (upto(4) ? 0 : upto(3));
-		int64_t sw = upto(3) ? w : -w;
+		int64_t radix = count + (t_upto(4) ? 0 : t_upto(3));
+		int64_t sw = t_upto(3) ? w : -w;
 		if (x < p->rank)
 			p->stride[x] = sw;
 		else
 			p->rstride[x - p->rank] = sw;
 		w *= radix;
 	}
-	tiles = w + (upto(2) ? 0 : upto(6));
-	p->base = upto(tiles);
+	tiles = w + (t_upto(2) ? 0 : t_upto(6));
+	p->base = t_upto(tiles);
 	return tiles;
 }
 
@@ -274,15 +206,15 @@ static void gen_shape(Placement *p)
 {
 	memset(p, 0, sizeof *p);
 	p->name = pname;
-	p->tensor = (int)upto(5);
-	p->layout = (LayoutKind)upto(LAYOUT_COUNT);
-	p->fmt = (Format)upto(FMT_COUNT);
-	p->rank = 1 + (int)upto(MAX_RANK);
+	p->tensor = (int)t_upto(5);
+	p->layout = (LayoutKind)t_upto(LAYOUT_COUNT);
+	p->fmt = (Format)t_upto(FMT_COUNT);
+	p->rank = 1 + (int)t_upto(MAX_RANK);
 	for (int a = 0; a < p->rank; a++)
 		gen_axis(p, a, p->rank >= 3 && a < p->rank - 2);
-	p->nrep = (int)upto(MAX_REP + 1);
+	p->nrep = (int)t_upto(MAX_REP + 1);
 	for (int k = 0; k < p->nrep; k++)
-		p->rep[k] = 1 + upto(3);
+		p->rep[k] = 1 + t_upto(3);
 }
 
 static int64_t gen_valid(Placement *p)
@@ -294,7 +226,7 @@ static int64_t gen_valid(Placement *p)
 /* ---- checks ---- */
 
 typedef struct {
-	Visit *v;
+	RefVisit *v;
 	int64_t n, cap, stop_at;
 	int stop_rc;
 } Rec;
@@ -304,7 +236,7 @@ static int record(void *ctx, const Placement *p, const int64_t *idx, const int64
 	Rec *r = ctx;
 
 	if (r->n < r->cap) {
-		Visit *w = &r->v[r->n];
+		RefVisit *w = &r->v[r->n];
 		memset(w, 0, sizeof *w);
 		w->p = p;
 		memcpy(w->idx, idx, (size_t)p->rank * sizeof *idx);
@@ -333,7 +265,7 @@ static void check_valid(const Placement *p, int64_t tiles)
 {
 	char d[256];
 	int64_t n, total = 0, max = 0;
-	Visit *v;
+	RefVisit *v;
 	Rec rec = { 0 };
 	Err e;
 
@@ -382,7 +314,7 @@ static void check_valid(const Placement *p, int64_t tiles)
 	CHECK(place_each(p, tiles, record, &rec) == 0, "%s: place_each returned non-zero", d);
 	CHECK(rec.n == n, "%s: place_each made %lld calls, want %lld", d, (long long)rec.n, (long long)n);
 	for (int64_t s = 0; s < n && s < rec.n; s++) {
-		Visit *a = &rec.v[s], *b = &v[s];
+		RefVisit *a = &rec.v[s], *b = &v[s];
 		int same = a->p == p && a->tile == b->tile;
 		for (int x = 0; x < p->rank; x++)
 			same &= a->idx[x] == b->idx[x];
@@ -427,7 +359,7 @@ static void check_rejects(const Placement *p, int64_t tiles, const char *why)
 /* An axis with a split above 1, or -1. */
 static int split_axis(const Placement *p)
 {
-	int a0 = (int)upto(p->rank);
+	int a0 = (int)t_upto(p->rank);
 	for (int i = 0; i < p->rank; i++) {
 		int a = (a0 + i) % p->rank;
 		if (p->split[a] > 1)
@@ -450,9 +382,9 @@ static void rejections(int n)
 			continue;
 		switch (made % 3) {
 		case 0: p.stride[a] = 0; break;
-		case 1: p.stride[a] = upto(2) ? tiles : -tiles; break;
+		case 1: p.stride[a] = t_upto(2) ? tiles : -tiles; break;
 		default: {	/* two axes, or an axis and a replica, on one weight */
-			int b = (a + 1 + (int)upto(p.rank)) % p.rank;
+			int b = (a + 1 + (int)t_upto(p.rank)) % p.rank;
 			if (b != a && p.split[b] > 1)
 				p.stride[b] = p.stride[a];
 			else if (p.nrep && p.rep[0] > 1)
@@ -470,7 +402,7 @@ static void rejections(int n)
 		tiles = gen_valid(&p);
 		if (!p.nrep || p.rep[p.nrep - 1] < 2)
 			continue;
-		p.rstride[p.nrep - 1] = upto(2) ? 0 : tiles * (1 + upto(2));
+		p.rstride[p.nrep - 1] = t_upto(2) ? 0 : tiles * (1 + t_upto(2));
 		check_rejects(&p, tiles, "replica collision");
 		made++;
 	}
@@ -478,7 +410,7 @@ static void rejections(int n)
 	t_case("place_check rejects a base that is not a tile");
 	for (made = 0; made < n; made++) {
 		tiles = gen_valid(&p);
-		p.base = upto(2) ? -1 - upto(tiles) : tiles + upto(tiles);
+		p.base = t_upto(2) ? -1 - t_upto(tiles) : tiles + t_upto(tiles);
 		check_rejects(&p, tiles, "base outside the machine");
 	}
 
@@ -489,19 +421,19 @@ static void rejections(int n)
 		count = ref_visits(&p, tiles, NULL);
 		if (count < 2)
 			continue;
-		tiles = made % 5 ? count - 1 - upto(count - 1) : 0;	/* or none at all */
-		p.base = tiles ? upto(tiles) : 0;
+		tiles = made % 5 ? count - 1 - t_upto(count - 1) : 0;	/* or none at all */
+		p.base = tiles ? t_upto(tiles) : 0;
 		check_rejects(&p, tiles, "too few tiles");
 		made++;
 	}
 
 	t_case("place_check rejects parts that do not cover the axis");
 	for (made = 0; made < n;) {
-		int a = (int)upto(MAX_RANK);
+		int a = (int)t_upto(MAX_RANK);
 		gen_shape(&p);
 		if (a >= p.rank || p.shape[a] < 2)
 			continue;
-		if (p.split[a] > 1 && upto(2))
+		if (p.split[a] > 1 && t_upto(2))
 			p.split[a]--;		/* one part short */
 		else if (p.block[a] > 1)
 			p.block[a]--;		/* parts one short */
@@ -514,16 +446,16 @@ static void rejections(int n)
 
 	t_case("place_check rejects an empty last part");
 	for (made = 0; made < n;) {
-		int a = (int)upto(MAX_RANK);
+		int a = (int)t_upto(MAX_RANK);
 		gen_shape(&p);
 		if (a >= p.rank)
 			continue;
-		if (upto(2)) {
+		if (t_upto(2)) {
 			p.split[a]++;		/* one part too many */
 		} else {
 			if (p.split[a] < 2)
 				continue;
-			p.block[a] = (p.shape[a] + p.split[a] - 2) / (p.split[a] - 1) + upto(3);	/* too wide */
+			p.block[a] = (p.shape[a] + p.split[a] - 2) / (p.split[a] - 1) + t_upto(3);	/* too wide */
 		}
 		tiles = gen_tiles(&p);
 		check_rejects(&p, tiles, "empty part");
@@ -541,10 +473,10 @@ static void rejections(int n)
 		case 4:
 			if (!p.nrep)
 				p.nrep = 1, p.rstride[0] = 1;
-			p.rep[upto(p.nrep)] = 0;
+			p.rep[t_upto(p.nrep)] = 0;
 			break;
-		case 5: p.split[upto(p.rank)] = 0; break;
-		default: p.block[upto(p.rank)] = 0; break;
+		case 5: p.split[t_upto(p.rank)] = 0; break;
+		default: p.block[t_upto(p.rank)] = 0; break;
 		}
 		if (p.rank > MAX_RANK || p.nrep > MAX_REP || p.nrep < 0) {
 			/* the reference cannot walk these; place_check must still say no */
@@ -576,14 +508,14 @@ static void random_strides(int n)
 			i--;
 			continue;
 		}
-		tiles = count + upto(count + 2) - (upto(8) ? 0 : upto(count));
+		tiles = count + t_upto(count + 2) - (t_upto(8) ? 0 : t_upto(count));
 		if (tiles < 1)
 			tiles = 1;
 		for (int a = 0; a < p.rank; a++)
-			p.stride[a] = upto(2 * tiles + 1) - tiles;
+			p.stride[a] = t_upto(2 * tiles + 1) - tiles;
 		for (int k = 0; k < p.nrep; k++)
-			p.rstride[k] = upto(2 * tiles + 1) - tiles;
-		p.base = upto(4 * tiles + 1) - 2 * tiles;
+			p.rstride[k] = t_upto(2 * tiles + 1) - tiles;
+		p.base = t_upto(4 * tiles + 1) - 2 * tiles;
 		want = ref_valid(&p, tiles);
 		got = place_check(&p, tiles, &e) == 0;
 		acc += want, rej += !want;
@@ -603,8 +535,8 @@ static void early_stop(int n)
 		Rec rec = { 0 };
 		int rc;
 
-		rec.stop_at = 1 + upto(count);
-		rec.stop_rc = (int)upto(2) ? -3 : 7;
+		rec.stop_at = 1 + t_upto(count);
+		rec.stop_rc = (int)t_upto(2) ? -3 : 7;
 		rc = place_each(&p, tiles, record, &rec);
 		CHECK(rc == rec.stop_rc, "place_each returned %d, want %d", rc, rec.stop_rc);
 		CHECK(rec.n == rec.stop_at, "place_each made %lld calls, want %lld",
@@ -652,18 +584,18 @@ static void same(int n)
 		b.name = other;
 		CHECK(place_same(&a, &b) && place_same(&b, &a), "a renamed copy differs");
 		for (f = 0; f < 12; f++) {
-			int x = (int)upto(a.rank), k = a.nrep ? (int)upto(a.nrep) : -1;
+			int x = (int)t_upto(a.rank), k = a.nrep ? (int)t_upto(a.nrep) : -1;
 			b = a;
 			switch (f) {
 			case 0: b.tensor++; break;
-			case 1: b.layout = (LayoutKind)((b.layout + 1 + upto(LAYOUT_COUNT - 1)) % LAYOUT_COUNT); break;
-			case 2: b.fmt = (Format)((b.fmt + 1 + upto(FMT_COUNT - 1)) % FMT_COUNT); break;
+			case 1: b.layout = (LayoutKind)((b.layout + 1 + t_upto(LAYOUT_COUNT - 1)) % LAYOUT_COUNT); break;
+			case 2: b.fmt = (Format)((b.fmt + 1 + t_upto(FMT_COUNT - 1)) % FMT_COUNT); break;
 			case 3: b.rank = b.rank > 1 ? b.rank - 1 : 2; break;
-			case 4: b.base += 1 + upto(5); break;
+			case 4: b.base += 1 + t_upto(5); break;
 			case 5: b.nrep = b.nrep ? b.nrep - 1 : 1; break;
 			case 6: b.split[x]++; break;
 			case 7: b.block[x]++; break;
-			case 8: b.stride[x] += upto(2) ? 1 : -1; break;
+			case 8: b.stride[x] += t_upto(2) ? 1 : -1; break;
 			case 9: if (k < 0) continue; b.rep[k]++; break;
 			case 10: if (k < 0) continue; b.rstride[k]--; break;
 			default: continue;	/* shape: its own case below */
@@ -679,7 +611,7 @@ static void same(int n)
 
 		gen_valid(&a);
 		b = a;
-		x = (int)upto(a.rank);
+		x = (int)t_upto(a.rank);
 		b.shape[x] = a.shape[x] + 1;	/* keep it cut by the same split and block */
 		if (!ref_cut_ok(b.shape[x], b.split[x], b.block[x]))
 			b.shape[x] = a.shape[x] - 1;
@@ -767,6 +699,7 @@ int main(void)
 	char name[128];
 	Placement p;
 
+	t_rng = 0x2545f4914f6cdd1du;
 	uniform();
 
 	for (int g = 0; g < 20 * scale; g++) {

@@ -23,6 +23,9 @@ static inline Machine test_machine(int64_t tiles)
 	m.table_budget_bytes = 81920;
 	m.fragment_limit = 16384;
 	m.local_copy_bytes_per_cycle = 8;
+	m.matmul_call_cycles = 200;
+	m.elementwise_cycles_per_element = 1;
+	m.reduction_cycles_per_element = 2;
 	m.macs_fp16 = 64;
 	m.macs_fp8 = 128;
 	return m;

@@ -1,0 +1,127 @@
+#include "cost.h"
+
+#include <stdlib.h>
+
+/* What one tile's cost reads: its output shard, and the shard of the
+ * step's first input on the same tile (rows 0 when it holds none). */
+typedef struct {
+	Layout out, in;
+} TileWork;
+
+/* Does the kind's cost read the input shard, or the output shard alone? */
+static int reads_input(ComputeKind k)
+{
+	return k == C_MATMUL || k == C_LAYERNORM || k == C_REDUCE;
+}
+
+/* One tile's cycles. A new compute kind (attention, a carry or local copy,
+ * a broadcast) gets its own case here, and reads_input() above when its
+ * cost depends on an input shard; until then it costs as elementwise. */
+static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
+{
+	switch (k) {
+	case C_MATMUL: {
+		int64_t macs = w->in.fmt == FMT_FP8 ? m->macs_fp8 : m->macs_fp16;
+		return cdiv(w->out.rows * w->in.cols * w->out.cols, macs) + m->matmul_call_cycles;
+	}
+	case C_LAYERNORM:
+	case C_REDUCE:
+		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;
+	case C_PACK:
+		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);
+	case C_GELU:
+	case C_ADD:
+	case C_CAST:
+	default:
+		return w->out.rows * w->out.cols * m->elementwise_cycles_per_element;
+	}
+}
+
+typedef struct {
+	const Plan *pl;
+	const Step *s;
+	Layout *in;             /* [tiles]: the input shard on each tile */
+	int64_t best, tile;
+} Visit;
+
+static int note_input(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		      int64_t tile)
+{
+	Visit *v = ctx;
+	(void)rep;
+	v->in[tile] = place_layout(p, idx);
+	return 0;
+}
+
+static int cost_output(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		       int64_t tile)
+{
+	Visit *v = ctx;
+	TileWork w = { place_layout(p, idx), v->in[tile] };
+	int64_t c = tile_cycles(&v->pl->machine, v->s->compute, &w);
+	(void)rep;
+	if (v->tile < 0 || c > v->best)
+		v->best = c, v->tile = tile;
+	return 0;
+}
+
+int64_t step_cycles(const Plan *pl, int step, int64_t *worst_tile)
+{
+	const Step *s = &pl->s[step];
+	int64_t T = pl->machine.tiles, zero[MAX_RANK] = { 0 };
+	const Placement *out = &pl->p[s->out];
+
+	if (worst_tile)
+		*worst_tile = -1;
+	if (s->kind != STEP_COMPUTE)
+		return 0;
+	if (!reads_input(s->compute)) {
+		TileWork w = { place_layout(out, zero), { 0 } };
+		if (worst_tile)
+			*worst_tile = place_tile(out, zero, zero, T);
+		return tile_cycles(&pl->machine, s->compute, &w);
+	}
+	Visit v = { pl, s, xcalloc((size_t)T, sizeof *v.in), 0, -1 };
+	place_each(&pl->p[s->in[0]], T, note_input, &v);
+	place_each(out, T, cost_output, &v);
+	free(v.in);
+	if (worst_tile)
+		*worst_tile = v.tile;
+	return v.best;
+}
+
+int64_t step_tiles(const Plan *pl, int step)
+{
+	const Step *s = &pl->s[step];
+	if (s->kind != STEP_COMPUTE)
+		return 0;
+	return place_shards(&pl->p[s->out]) * place_replicas(&pl->p[s->out]);
+}
+
+static int add_local(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt,
+		     int64_t da)
+{
+	int64_t *bytes = ctx;
+	(void)m, (void)sa, (void)dt, (void)da;
+	bytes[st] += x->len;
+	return 0;
+}
+
+int64_t local_copy_cycles(const Plan *pl, int first, int last, int64_t *worst_tile)
+{
+	int64_t T = pl->machine.tiles, *bytes = xcalloc((size_t)T, sizeof *bytes), w = -1;
+
+	for (int i = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (x->kind == X_LOCAL && x->step >= first && x->step <= last)
+			xfer_each(x, T, add_local, bytes);
+	}
+	for (int64_t t = 0; t < T; t++)
+		if (bytes[t] && (w < 0 || bytes[t] > bytes[w]))
+			w = t;
+	int64_t c = w < 0 ? 0 : cdiv(bytes[w], pl->machine.local_copy_bytes_per_cycle);
+	free(bytes);
+	if (worst_tile)
+		*worst_tile = w;
+	return c;
+}
