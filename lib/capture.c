@@ -67,7 +67,7 @@ static void step_metrics(const Plan *pl, const int *phase_of, Metrics *st)
 	for (int s = 0; s < pl->ns; s++) {
 		Metrics *m = &st[s];
 		memset(m, 0, sizeof *m);
-		m->count = 1;
+		m->count = plan_step_count(pl, s);       /* a repeat body's step runs count times */
 		if (pl->s[s].kind == STEP_COMPUTE) {
 			m->compute_cycles = step_cycles(pl, s, &m->worst_compute_tile);
 			m->compute_tiles = step_tiles(pl, s);
@@ -112,7 +112,7 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 	for (int p = 0; p < pl->nph; p++) {
 		Metrics *m = &ph[p];
 		memset(m, 0, sizeof *m);
-		m->count = 1;
+		m->count = plan_step_count(pl, pl->ph[p].first);
 		m->phases = 1;
 		m->worst_compute_tile = -1;
 		for (int i = 0; i < pl->nx; i++) {
@@ -127,9 +127,9 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 		m->sync_cycles = pl->machine.sync_cycles;
 		m->local_copy_cycles = local_copy_cycles(pl, pl->ph[p].first, pl->ph[p].last, NULL);
 		m->total_cycles = m->cycles + m->sync_cycles + m->local_copy_cycles;
-		sum->phases++;
-		sum->transfers += m->transfers;
-		sum->bytes += m->bytes;
+		sum->phases += m->count;
+		sum->transfers += m->transfers * m->count;
+		sum->bytes += m->bytes * m->count;
 		add_cycles(sum, m);
 		if (m->max_row_bytes > sum->max_row_bytes)
 			sum->max_row_bytes = m->max_row_bytes;

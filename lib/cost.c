@@ -6,17 +6,18 @@
  * step's first input on the same tile (rows 0 when it holds none). */
 typedef struct {
 	Layout out, in;
+	int64_t keys;           /* attention: the keys each query row attends over */
 } TileWork;
 
 /* Does the kind's cost read the input shard, or the output shard alone? */
 static int reads_input(ComputeKind k)
 {
-	return k == C_MATMUL || k == C_LAYERNORM || k == C_REDUCE;
+	return k == C_MATMUL || k == C_LAYERNORM || k == C_REDUCE || k == C_ATTENTION;
 }
 
-/* One tile's cycles. A new compute kind (attention, a carry or local copy,
- * a broadcast) gets its own case here, and reads_input() above when its
- * cost depends on an input shard; until then it costs as elementwise. */
+/* One tile's cycles. A new compute kind gets its own case here, and
+ * reads_input() above when its cost depends on an input shard; until then
+ * it costs as elementwise. */
 static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 {
 	switch (k) {
@@ -27,7 +28,14 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 	case C_LAYERNORM:
 	case C_REDUCE:
 		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;
+	case C_ATTENTION: {     /* q·kᵀ and p·v on the matrix unit (fp16), softmax per score */
+		int64_t R = w->in.rows, D = w->in.cols, N = w->keys;
+		return 2 * (cdiv(R * N * D, m->macs_fp16) + m->matmul_call_cycles) +
+		       R * N * m->reduction_cycles_per_element;
+	}
 	case C_PACK:
+	case C_CARRY:
+	case C_BROADCAST:       /* on-tile copies */
 		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);
 	case C_GELU:
 	case C_ADD:
@@ -57,7 +65,9 @@ static int cost_output(void *ctx, const Placement *p, const int64_t *idx, const 
 		       int64_t tile)
 {
 	Visit *v = ctx;
-	TileWork w = { place_layout(p, idx), v->in[tile] };
+	TileWork w = { place_layout(p, idx), v->in[tile], 0 };
+	if (v->s->compute == C_ATTENTION)
+		w.keys = v->pl->p[v->s->in[1]].shape[1];
 	int64_t c = tile_cycles(&v->pl->machine, v->s->compute, &w);
 	(void)rep;
 	if (v->tile < 0 || c > v->best)
@@ -76,7 +86,7 @@ int64_t step_cycles(const Plan *pl, int step, int64_t *worst_tile)
 	if (s->kind != STEP_COMPUTE)
 		return 0;
 	if (!reads_input(s->compute)) {
-		TileWork w = { place_layout(out, zero), { 0 } };
+		TileWork w = { place_layout(out, zero), { 0 }, 0 };
 		if (worst_tile)
 			*worst_tile = place_tile(out, zero, zero, T);
 		return tile_cycles(&pl->machine, s->compute, &w);

@@ -204,6 +204,8 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
 			       "patchify, broadcast or attention)", kind);
 	o.kind = (OpKind)k;
+	if (o.kind >= OP_PATCHIFY && m->version < 2)
+		return val_err(f, kv, e, "op '%s' needs amp-model: 2", kind);
 	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e))
 		return -1;
 	if (find_op(m, name) >= 0)
@@ -410,7 +412,11 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 	r.line = v->line;
 	r.col = v->col;
 	if (map_keys(f, v, keys, e) || get_str(f, v, "repeat", &name, e) ||
-	    get_int(f, v, "count", 1, 1 << 20, &r.count, e) || map_need(f, v, "in", &x, e) ||
+	    map_need(f, v, "count", &x, e))
+		return -1;
+	if (val_int(f, x, 1, 1 << 20, &r.count, e))
+		return val_err(f, x, e, "repeat '%s': count must be an integer from 1 to %d", name, 1 << 20);
+	if (map_need(f, v, "in", &x, e) ||
 	    visible(m, f, x, -1, &r.in, e))
 		return -1;
 	for (int i = 0; i < m->nrep; i++)
@@ -538,6 +544,7 @@ int model_load(Model *m, const char *path, Err *e)
 			(long long)version, MODEL_VERSION);
 		goto out;
 	}
+	m->version = (int)version;
 	if (get_str(f, root, "name", &name, e))
 		goto out;
 	m->name = xstrdup(name);

@@ -75,6 +75,7 @@ typedef struct {
 typedef struct {
 	char *file;
 	char *name;
+	int version;        /* amp-model: 1 or 2 */
 	MTensor *t;
 	int nt;
 	MOp *ops;

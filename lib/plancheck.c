@@ -104,6 +104,24 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 			goto out;
 		}
 	}
+	/* A stacked tensor is read in one repeat whose count is its count. */
+	for (int i = 0; i < pl->ns; i++) {
+		const Step *s = &pl->s[i];
+		int reads[3], n = 0, r = plan_repeat_of(pl, i);
+		if (s->kind == STEP_COPY)
+			reads[n++] = s->src;
+		else
+			for (int k = 0; k < s->nin; k++)
+				reads[n++] = s->in[k];
+		for (int k = 0; k < n; k++) {
+			const PTensor *t = &pl->t[pl->p[reads[k]].tensor];
+			if (t->count > 1 && (r < 0 || pl->r[r].count != t->count)) {
+				errf(e, "%s: step %d reads '%s', stacked %lld times, %s", file, i, t->name,
+				     (long long)t->count, r < 0 ? "outside every repeat" : "in a repeat of another count");
+				goto out;
+			}
+		}
+	}
 	for (int i = 0; i < pl->nr; i++) {
 		const Step *s = &pl->s[pl->r[i].last];
 		if (s->kind != STEP_COMPUTE || s->compute != C_CARRY) {

@@ -152,6 +152,8 @@ static int add_row(void *ctx, int64_t t, const Instr *ins, int n)
 	Entry en = { t, b->phase, id, { 0, 0, 0 }, (int64_t)(before / 4) };
 	for (int k = 0; k < 3; k++) {
 		en.npatch[k] = (int)(b->pat[k].n / 4);
+		if (!b->pat[k].n)
+			continue;
 		grow(&b->all, b->pat[k].n);
 		memcpy(b->all.b + b->all.n, b->pat[k].b, b->pat[k].n);
 		b->all.n += b->pat[k].n;
@@ -679,7 +681,11 @@ static void list_row(FILE *f, int64_t t, int phase, const Instr *ins, int n)
 		(long long)row_bytes(ins, n), n);
 	for (int i = 0; i < n; i++)
 		if (ins[i].kind == I_SEND)
-			fprintf(f, "  send %lld from %lld\n", (long long)ins[i].len, (long long)ins[i].addr);
+			if (ins[i].iters > 1)       /* one address per iteration */
+				fprintf(f, "  send %lld from %lld + %lld per iteration x %lld\n", (long long)ins[i].len,
+					(long long)ins[i].addr, (long long)ins[i].istride, (long long)ins[i].iters);
+			else
+				fprintf(f, "  send %lld from %lld\n", (long long)ins[i].len, (long long)ins[i].addr);
 		else
 			fprintf(f, "  recv %lld from tile %lld to %lld\n", (long long)ins[i].len,
 				(long long)ins[i].peer, (long long)ins[i].addr);
