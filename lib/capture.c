@@ -102,12 +102,20 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 	sum->count = 1;
 	sum->worst_compute_tile = -1;
 	table_totals(pl, table, frags, NULL);
+	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
+	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
+	sum->max_tensor_bytes = plan_memory(pl, peak, peak_step, NULL, &sum->worst_tensor_tile,
+					    &sum->worst_tensor_step);
 	for (int64_t t = 0; t < T; t++) {
 		if (table[t] > sum->max_table_bytes)
 			sum->max_table_bytes = table[t], sum->worst_table_tile = t;
 		if (frags[t] > sum->max_fragments)
 			sum->max_fragments = frags[t], sum->worst_fragment_tile = t;
+		if (peak[t] + table[t] > sum->max_sram_bytes)
+			sum->max_sram_bytes = peak[t] + table[t], sum->worst_sram_tile = t;
 	}
+	free(peak);
+	free(peak_step);
 	RowScan rs = { NULL, sum->worst_table_tile, sum->worst_fragment_tile, -1, -1, 0, 0, 0 };
 	for (int p = 0; p < pl->nph; p++) {
 		Metrics *m = &ph[p];
@@ -338,9 +346,21 @@ static void write_metrics(Json *j, const Metrics *m, int summary)
 	json_kint(j, "transfers", m->transfers);
 	json_kint(j, "bytes", m->bytes);
 	json_kint(j, "max_row_bytes", m->max_row_bytes);
-	if (summary)
+	if (summary) {
 		json_kint(j, "max_table_bytes", m->max_table_bytes);
+		json_kint(j, "max_table_tile", m->worst_table_tile);
+		json_kint(j, "max_table_phase", m->worst_table_phase);
+	}
 	json_kint(j, "max_fragments", m->max_fragments);
+	if (summary) {
+		json_kint(j, "max_fragments_tile", m->worst_fragment_tile);
+		json_kint(j, "max_fragments_phase", m->worst_fragment_phase);
+		json_kint(j, "max_tensor_bytes", m->max_tensor_bytes);
+		json_kint(j, "max_tensor_tile", m->worst_tensor_tile);
+		json_kint(j, "max_tensor_step", m->worst_tensor_step);
+		json_kint(j, "max_sram_bytes", m->max_sram_bytes);
+		json_kint(j, "max_sram_tile", m->worst_sram_tile);
+	}
 	json_kint(j, summary ? "exchange_cycles" : "cycles", m->cycles);
 	if (summary)
 		json_kint(j, "sync_cycles", m->sync_cycles);
@@ -415,6 +435,7 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_kint(&j, "send_control_cycles", mc->send_control_cycles);
 	json_kint(&j, "receive_control_cycles", mc->receive_control_cycles);
 	json_kint(&j, "max_transfer_bytes", mc->max_transfer_bytes);
+	json_kint(&j, "available_bytes", machine_avail(mc));
 	json_kint(&j, "table_budget_bytes", mc->table_budget_bytes);
 	json_kint(&j, "fragment_limit", mc->fragment_limit);
 	json_kint(&j, "local_copy_bytes_per_cycle", mc->local_copy_bytes_per_cycle);

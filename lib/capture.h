@@ -36,6 +36,11 @@ typedef struct {
 	int64_t total_cycles;       /* compute + exchange + sync + local copies */
 	int64_t worst_table_tile, worst_fragment_tile, worst_compute_tile;
 	int worst_table_phase, worst_fragment_phase;
+	int64_t max_tensor_bytes;   /* summary: largest tile's tensors at their peak (plan_memory) */
+	int64_t worst_tensor_tile;
+	int worst_tensor_step;
+	int64_t max_sram_bytes;     /* summary: largest tile's tensors at their peak + its tables */
+	int64_t worst_sram_tile;
 } Metrics;
 
 /* Per-phase metrics (ph[nph]), per-step metrics (st[ns], or NULL: compute
