@@ -252,13 +252,18 @@ jq_empty() {
 	header "$SIGLIP" > header.txt
 	run jq -r '.machine | to_entries[] | select(.value | type != "object") | "\(.key) \(.value)"' "$SIGLIP_CAPTURE"
 	assert_success
-	assert_equal "${#lines[@]}" 13
+	assert_equal "${#lines[@]}" 14
 	for line in "${lines[@]}"; do
+		[ "${line%% *}" = available_bytes ] && continue         # derived: sram_bytes - reserved_bytes
 		run grep -c -x -- "$line" header.txt
 		assert_output 1
 	done
 	run jq -c '.machine | keys_unsorted' "$SIGLIP_CAPTURE"
-	assert_output '["name","tiles","exchange_bytes_per_cycle","sync_cycles","send_control_cycles","receive_control_cycles","max_transfer_bytes","table_budget_bytes","fragment_limit","local_copy_bytes_per_cycle","matmul_call_cycles","elementwise_cycles_per_element","reduction_cycles_per_element","amp_macs_per_cycle"]'
+	assert_output '["name","tiles","exchange_bytes_per_cycle","sync_cycles","send_control_cycles","receive_control_cycles","max_transfer_bytes","available_bytes","table_budget_bytes","fragment_limit","local_copy_bytes_per_cycle","matmul_call_cycles","elementwise_cycles_per_element","reduction_cycles_per_element","amp_macs_per_cycle"]'
+	sram=$(sed -n 's/^sram_bytes //p' header.txt)
+	reserved=$(sed -n 's/^reserved_bytes //p' header.txt)
+	run jq .machine.available_bytes "$SIGLIP_CAPTURE"
+	assert_output "$((sram - reserved))"
 	run jq -r '.machine.amp_macs_per_cycle | "amp_macs_per_cycle: {fp16: \(.fp16), fp8: \(.fp8)}}"' "$SIGLIP_CAPTURE"
 	assert_success
 	header_line=$(sed -n 3p "$SIGLIP")
@@ -275,7 +280,7 @@ jq_empty() {
 	siglip_ok
 	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
 		run jq -c '.summary | keys_unsorted' "$f"
-		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_fragments","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles"]'
+		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles"]'
 	done
 }
 
@@ -613,16 +618,20 @@ replay() {
 	assert_output ""
 }
 
-@test "summary-head.jq prints the model, machine and totals in four lines" {
+@test "summary-head.jq prints the model, machine, totals and each limit with its worst tile in seven lines" {
 	siglip_ok
 	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$SIGLIP_CAPTURE"
 	assert_success
-	assert_equal "${#lines[@]}" 4
+	assert_equal "${#lines[@]}" 7
 	assert_line --index 0 'model siglip-mlp on amp1472 (1472 tiles)'
-	s=$(jq -r '.summary | "phases \(.phases), transfers \(.transfers), bytes \(.bytes)"' "$SIGLIP_CAPTURE")
+	s=$(jq -r '.summary | "phases run \(.phases), transfers \(.transfers), bytes \(.bytes)"' "$SIGLIP_CAPTURE")
 	assert_line --index 1 "$s"
-	assert_line --index 2 --regexp '^max row bytes [0-9]+; max table bytes [0-9]+ \(budget 81920\); max fragments [0-9]+ \(limit 16384\)$'
-	assert_line --index 3 "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$SIGLIP_CAPTURE")"
+	assert_line --index 2 --regexp '^max row bytes [0-9]+$'
+	s=$(jq -r '.summary | "tables per tile: max \(.max_table_bytes) (tile \(.max_table_tile), largest row in phase \(.max_table_phase)) against the budget 81920: OVER"' "$SIGLIP_CAPTURE")
+	assert_line --index 3 "$s"
+	assert_line --index 4 --regexp '^fragments per tile: max [0-9]+ \(tile [0-9]+, most in phase [0-9]+\) against the limit 16384: ok$'
+	assert_line --index 5 --regexp '^SRAM per tile: tensors at their peak max [0-9]+ \(tile [0-9]+, step [0-9]+\); with tables max [0-9]+ \(tile [0-9]+\) against 586960 available: (ok|OVER)$'
+	assert_line --index 6 "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$SIGLIP_CAPTURE")"
 }
 
 # ---- H. compute cost (formats/machine.md's cost model) ----

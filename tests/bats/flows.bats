@@ -194,7 +194,7 @@ check_table() {
 	phases=$(jq '.phases | length' "$a/capture.json")
 	run cat "$a/summary.txt"
 	assert_line --index 0 --regexp '^model tiny-mlp on amp1472 \([0-9]+ tiles\)$'
-	assert_line --regexp "^phases $phases, transfers [0-9]+, bytes [0-9]+$"
+	assert_line --regexp "^phases run $phases, transfers [0-9]+, bytes [0-9]+$"
 	assert_line "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$a/capture.json")"
 	assert_line --regexp '^op +compute +exchange +sync +local_copy +total$'
 	for op in ln mlp_up act mlp_down residual; do
@@ -324,7 +324,7 @@ check_table() {
 	assert_output --partial 'amp-capture --table-budget 8'
 	run stat -c %.9Y "$ROOT/artifacts/flow-budget/grouped.yaml.zst"
 	assert_output "$before"
-	run grep -c 'budget 8)' "$ROOT/artifacts/flow-budget/summary.txt"
+	run grep -c 'against the budget 8: OVER' "$ROOT/artifacts/flow-budget/summary.txt"
 	assert_output 1
 	run test -e "$ROOT/artifacts/flow-budget/program.amp"
 	assert_failure
