@@ -14,6 +14,8 @@
 #include "sim.h"
 #include "table.h"
 
+static void tables(void);
+
 int64_t tensor_count(const PTensor *t)
 {
 	int64_t n = 1;
@@ -29,6 +31,7 @@ int64_t tensor_values(const PTensor *t)
 
 float quantize(float x, Format f, int scale)
 {
+	tables();
 	switch (f) {
 	case FMT_FP16: return f16_to_f32(f32_to_f16(x));
 	case FMT_FP8: return f8s_to_f32(f32_to_f8s(x, scale), scale);
@@ -53,22 +56,36 @@ static void encode(float x, Format f, int scale, uint8_t *out)
 	}
 }
 
-/* fp8 codes decoded once; a scale is a multiplication by a power of two,
- * exact, as f8s_to_f32's ldexpf is. */
-static float f8_table[256];
+/* Codes decoded once (fp16: all 65536; fp8: 256, and the powers of two
+ * of every scale): a scale is a multiplication by a power of two, exact,
+ * as f8s_to_f32's ldexpf is. Built once, before any thread reads them. */
+static float f16_table[65536], f8_table[256], pow2[253];
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void)
+{
+	for (int i = 0; i < 65536; i++)
+		f16_table[i] = f16_to_f32((uint16_t)i);
+	for (int i = 0; i < 256; i++)
+		f8_table[i] = f8_to_f32((uint8_t)i);
+	for (int i = 0; i < 253; i++)
+		pow2[i] = ldexpf(1.0f, i - 126);
+}
+
+static void tables(void)
+{
+	pthread_once(&tables_once, build_tables);
+}
 
 static float f8_decode(uint8_t b, int scale)
 {
-	if (!f8_table[1])
-		for (int i = 0; i < 256; i++)
-			f8_table[i] = f8_to_f32((uint8_t)i);
-	return scale ? ldexpf(f8_table[b], scale) : f8_table[b];
+	return scale ? f8_table[b] * pow2[scale + 126] : f8_table[b];
 }
 
 static float decode(const uint8_t *b, Format f, int scale)
 {
 	switch (f) {
-	case FMT_FP16: return f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+	case FMT_FP16: return f16_table[b[0] | b[1] << 8];
 	case FMT_FP8: return f8_decode(b[0], scale);
 	default: {
 		float x;
@@ -291,6 +308,11 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
 	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
+	if (l->kind == LAYOUT_ROW_MAJOR) {      /* offset = r * cols + c */
+		for (int64_t q = 0; q < l->rows * l->cols; q++)
+			v[q] = decode(mem + q * esz, pp->fmt, sc);
+		return v;
+	}
 	for (int64_t r = 0; r < l->rows; r++)
 		for (int64_t c = 0; c < l->cols; c++)
 			v[r * l->cols + c] = decode(mem + layout_offset(l, r, c) * esz, pp->fmt, sc);
@@ -306,6 +328,11 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
 	memset(mem, 0, (size_t)layout_bytes(&l));
+	if (l.kind == LAYOUT_ROW_MAJOR) {
+		for (int64_t q = 0; q < l.rows * l.cols; q++)
+			encode(v[q], pp->fmt, sc, mem + q * esz);
+		return;
+	}
 	for (int64_t r = 0; r < l.rows; r++)
 		for (int64_t c = 0; c < l.cols; c++)
 			encode(v[r * l.cols + c], pp->fmt, sc, mem + layout_offset(&l, r, c) * esz);
@@ -336,14 +363,17 @@ static float gelu(float x)
 static void attend(const float *q, const float *k, const float *v, float *o, int64_t R, int64_t N,
 		   int64_t D, float scale)
 {
-	float *p = xmalloc((size_t)N * sizeof *p);
+	float *p = xmalloc((size_t)N * sizeof *p), *kt = xmalloc((size_t)(N * D) * sizeof *kt);
+	for (int64_t j = 0; j < N; j++)         /* keys by column: each score sums in D order */
+		for (int64_t d = 0; d < D; d++)
+			kt[d * N + j] = k[j * D + d];
 	for (int64_t i = 0; i < R; i++) {
 		float mx = -INFINITY, sum = 0;
+		memset(p, 0, (size_t)N * sizeof *p);
+		for (int64_t d = 0; d < D; d++)
+			axpy(p, kt + d * N, q[i * D + d], N);
 		for (int64_t j = 0; j < N; j++) {
-			float acc = 0;
-			for (int64_t d = 0; d < D; d++)
-				acc += q[i * D + d] * k[j * D + d];
-			p[j] = acc * scale;
+			p[j] *= scale;
 			mx = p[j] > mx ? p[j] : mx;
 		}
 		for (int64_t j = 0; j < N; j++) {
@@ -358,6 +388,7 @@ static void attend(const float *q, const float *k, const float *v, float *o, int
 			out[d] /= sum;
 	}
 	free(p);
+	free(kt);
 }
 
 typedef struct {
@@ -650,6 +681,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 
 int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
 {
+	tables();
 	Machine_ m;
 	Values vs = { pl, val };
 	int rc = 0, ph = 0;
@@ -765,6 +797,59 @@ static void track(double *amax, int t, const float *y, int64_t n)
 			amax[t] = fabs((double)y[i]);
 }
 
+/* Attention in double for the reference: every (batch entry, head) with
+ * index % parts == part. Keys by column so the score loop runs over keys. */
+typedef struct {
+	const float *q, *kv;
+	float *y;
+	const PTensor *Q, *KV;
+	int64_t C, H, ko;
+	double scale;
+	int part, parts;
+} RefAttn;
+
+static void *ref_attention(void *arg)
+{
+	RefAttn *a = arg;
+	int64_t B = a->Q->shape[0], Tq = a->Q->shape[1], Tk = a->KV->shape[1], H = a->H, C = a->C;
+	int64_t D = C / H, qw = a->Q->shape[2], kw = a->KV->shape[2], vo = a->ko + C;
+	double *kt = xmalloc((size_t)(Tk * D) * sizeof *kt), *vv = xmalloc((size_t)(Tk * D) * sizeof *vv);
+	double *p = xmalloc((size_t)Tk * sizeof *p), *acc = xmalloc((size_t)D * sizeof *acc);
+	for (int64_t bh = a->part; bh < B * H; bh += a->parts) {
+		int64_t bb = bh / H, h = bh % H;
+		for (int64_t j = 0; j < Tk; j++)
+			for (int64_t d = 0; d < D; d++) {
+				kt[d * Tk + j] = a->kv[(bb * Tk + j) * kw + a->ko + h * D + d];
+				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + h * D + d];
+			}
+		for (int64_t i = 0; i < Tq; i++) {
+			const float *q = a->q + (bb * Tq + i) * qw + h * D;
+			double mx = -INFINITY, sum = 0;
+			memset(p, 0, (size_t)Tk * sizeof *p);
+			for (int64_t d = 0; d < D; d++)
+				for (int64_t j = 0; j < Tk; j++)
+					p[j] += (double)q[d] * kt[d * Tk + j];
+			for (int64_t j = 0; j < Tk; j++) {
+				p[j] *= a->scale;
+				mx = p[j] > mx ? p[j] : mx;
+			}
+			for (int64_t j = 0; j < Tk; j++)
+				sum += p[j] = exp(p[j] - mx);
+			memset(acc, 0, (size_t)D * sizeof *acc);
+			for (int64_t j = 0; j < Tk; j++)
+				for (int64_t d = 0; d < D; d++)
+					acc[d] += p[j] * vv[j * D + d];
+			for (int64_t d = 0; d < D; d++)
+				a->y[(bb * Tq + i) * C + h * D + d] = (float)(acc[d] / sum);
+		}
+	}
+	free(kt);
+	free(vv);
+	free(p);
+	free(acc);
+	return NULL;
+}
+
 /* One op-level step of the reference (GEMMs at their first step). */
 static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, double *amax, int64_t iter)
 {
@@ -821,36 +906,20 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 		}
 		break;
 	}
-	case C_ATTENTION: {     /* per batch entry and head, in double */
+	case C_ATTENTION: {
 		int kvt = pl->p[st->in[1]].tensor;
-		const PTensor *Q = &pl->t[in], *KV = &pl->t[kvt];
-		const float *kv = ref[kvt];
-		int64_t B = Q->shape[0], Tq = Q->shape[1], Tk = KV->shape[1], H = st->heads, D = C / H;
-		int64_t qw = Q->shape[2], kw = KV->shape[2], ko = in == kvt ? C : 0, vo = ko + C;
-		double *p = xmalloc((size_t)Tk * sizeof *p);
-		for (int64_t bb = 0; bb < B; bb++)
-			for (int64_t h = 0; h < H; h++)
-				for (int64_t i = 0; i < Tq; i++) {
-					const float *q = x + (bb * Tq + i) * qw + h * D;
-					double mx = -INFINITY, sum = 0;
-					for (int64_t j = 0; j < Tk; j++) {
-						const float *k = kv + (bb * Tk + j) * kw + ko + h * D;
-						double acc = 0;
-						for (int64_t d = 0; d < D; d++)
-							acc += (double)q[d] * k[d];
-						p[j] = acc * st->scale;
-						mx = p[j] > mx ? p[j] : mx;
-					}
-					for (int64_t j = 0; j < Tk; j++)
-						sum += p[j] = exp(p[j] - mx);
-					for (int64_t d = 0; d < D; d++) {
-						double acc = 0;
-						for (int64_t j = 0; j < Tk; j++)
-							acc += p[j] * kv[(bb * Tk + j) * kw + vo + h * D + d];
-						y[(bb * Tq + i) * C + h * D + d] = (float)(acc / sum);
-					}
-				}
-		free(p);
+		RefAttn ra = { x, ref[kvt], y, &pl->t[in], &pl->t[kvt], C, st->heads, in == kvt ? C : 0,
+			       st->scale, 0, 2 };
+		RefAttn rb = ra;
+		pthread_t th;
+		rb.part = 1;
+		if (pthread_create(&th, NULL, ref_attention, &rb) == 0) {
+			ref_attention(&ra);
+			pthread_join(th, NULL);
+		} else {
+			ra.parts = 1;
+			ref_attention(&ra);
+		}
 		break;
 	}
 	default:        /* a cast op or a carry: activations stay fp32 */
