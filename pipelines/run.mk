@@ -1,7 +1,8 @@
 # Validation on the machine model (included by the top-level Makefile).
 #
-#   make validate MODEL=share/models/X.yaml [LIMITS=--table-budget N]
-#       calibrates fp8 scales (artifacts/X/run/scales.yaml), plans with them,
+#   make validate MODEL=share/models/X.yaml [PLAN_FLAGS=...] [LIMITS=--table-budget N]
+#       calibrates fp8 scales (artifacts/X/run/scales.yaml), plans with them
+#       (and PLAN_FLAGS),
 #       lowers, emits the program (LIMITS as for amp-emit) and runs it with
 #       amp-run: byte-exact movement after every phase, and the outputs'
 #       cosine against the FP32 reference (artifacts/X/run/run.txt).
@@ -16,9 +17,9 @@ $(RUN):
 $(RUN)/scales.yaml: $(MODEL) $(MACHINE) $(BIN)/amp-run | $(RUN)
 	$(BIN)/amp-run --calibrate $(MODEL) --machine $(MACHINE) -o $@
 
-$(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags \
+$(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $(ART)/plan.flags \
 		$(BIN)/amp-plan $(BIN)/amp-compose $(BIN)/amp-expand $(BIN)/amp-exchange $(BIN)/amp-group $(BIN)/amp-emit
-	set -o pipefail; $(BIN)/amp-plan --machine $(MACHINE) --scales $< $(MODEL) | $(BIN)/amp-compose | \
+	set -o pipefail; $(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --scales $< $(MODEL) | $(BIN)/amp-compose | \
 		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group -z -o $(RUN)/grouped.yaml.zst
 	$(BIN)/amp-emit $(LIMITS) -o $@ $(RUN)/grouped.yaml.zst
 

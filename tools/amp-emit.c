@@ -25,6 +25,9 @@ static void help(void)
 	       "                             row sharing (default: the machine's policy)\n"
 	       "      --fragment-limit N     send + receive fragments per tile (default: the\n"
 	       "                             machine's policy)\n"
+	       "      --sram-limit BYTES     tensors + tables per tile (default: sram_bytes -\n"
+	       "                             reserved_bytes); a study override: a program\n"
+	       "                             over the machine's bytes cannot run on it\n"
 	       "      --report               print per-tile SRAM use (tensors + tables) on stderr\n"
 	       "      --list                 print the listing to stdout instead\n"
 	       "  -o, --output FILE          write to FILE, atomically (default: stdout)\n"
@@ -37,9 +40,9 @@ static void help(void)
 }
 
 /* The limits, each naming the worst tile and its phase. */
-static int check_limits(const Plan *pl, int report, Err *e)
+static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 {
-	int64_t T = pl->machine.tiles, avail = machine_avail(&pl->machine);
+	int64_t T = pl->machine.tiles, avail = sram_limit >= 0 ? sram_limit : machine_avail(&pl->machine);
 	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
 	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
@@ -76,9 +79,10 @@ static int check_limits(const Plan *pl, int report, Err *e)
 			p++;
 		rc = errf(e, "tile %lld, phase %d (%s): %lld bytes of tensors at their peak (step %d, op %s) and "
 		     "%lld bytes of exchange tables need %lld bytes, over the %lld available for planned "
-		     "data (sram_bytes - reserved_bytes)", (long long)worst, p,
+		     "data (%s)", (long long)worst, p,
 		     pl->nph ? pl->ph[p].label : "-", (long long)peak[worst], s, pl->ns ? pl->s[s].op : "-",
-		     (long long)table[worst], (long long)(peak[worst] + table[worst]), (long long)avail);
+		     (long long)table[worst], (long long)(peak[worst] + table[worst]), (long long)avail,
+		     sram_limit >= 0 ? "--sram-limit" : "sram_bytes - reserved_bytes");
 	}
 	free(table);
 	free(frags);
@@ -94,6 +98,7 @@ int main(int argc, char **argv)
 		{ "table-budget", required_argument, NULL, 'B' },
 		{ "fragment-limit", required_argument, NULL, 'F' },
 		{ "report", no_argument, NULL, 'R' },
+		{ "sram-limit", required_argument, NULL, 'S' },
 		{ "list", no_argument, NULL, 'L' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
@@ -103,7 +108,7 @@ int main(int argc, char **argv)
 	};
 	const char *out_path = NULL, *in_path;
 	int compress = 0, list = 0, report = 0, c;
-	int64_t budget = -1, limit = -1;
+	int64_t budget = -1, limit = -1, sram = -1;
 	Plan pl;
 	Program prog;
 	Err e;
@@ -115,6 +120,7 @@ int main(int argc, char **argv)
 		case 'B': budget = count_arg("--table-budget", optarg); break;
 		case 'F': limit = count_arg("--fragment-limit", optarg); break;
 		case 'R': report = 1; break;
+		case 'S': sram = count_arg("--sram-limit", optarg); break;
 		case 'L': list = 1; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
@@ -143,7 +149,7 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
-	if (check_limits(&pl, report, &e))
+	if (check_limits(&pl, report, sram, &e))
 		fail(&e);
 	if (program_build(&pl, &prog, &e))
 		fail(&e);
