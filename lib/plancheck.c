@@ -160,7 +160,8 @@ void plan_lifetimes(const Plan *pl, int *first, int *last, int *alias)
 		const Step *st = &pl->s[s];
 		if (st->kind == STEP_COPY) {
 			last[st->src] = last[st->src] > s ? last[st->src] : s;
-			alias[st->dst] = st->src;
+			/* a stacked home holds every instance: a copy of one is never it */
+			alias[st->dst] = plan_stacked(pl, st->src) ? -1 : st->src;
 		} else {
 			for (int k = 0; k < st->nin; k++)
 				last[st->in[k]] = last[st->in[k]] > s ? last[st->in[k]] : s;

@@ -1,5 +1,6 @@
 /* Expansion against a brute-force reference: random small models (clipped
- * shapes, random pinned grids, cast orders and stagings, fp8 and fp16) are
+ * shapes, random pinned grids, cast orders and stagings, fp8 and fp16; and
+ * ViT-shaped ones with attention windows and a repeat, vitgen.h) are
  * planned, optionally composed, expanded, and every copy is executed on the
  * machine model; each destination byte must hold the reference byte of its
  * logical element, written exactly once (sim_check_copy). FUZZ=1 runs more. */
@@ -15,6 +16,7 @@
 #include "sim.h"
 #include "t.h"
 #include "testlib.h"
+#include "vitgen.h"
 
 static int64_t valid_parts(int64_t n, int64_t want)
 {
@@ -92,7 +94,10 @@ static void random_cases(int n)
 		PlanOpts po = { OBJ_CAPACITY, 0, NULL };
 		int compose = t_rnd() % 2;
 
-		random_model(path, tiles, desc, sizeof desc);
+		if (t_rnd() % 2)
+			vit_model(path, desc, sizeof desc);
+		else
+			random_model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
 			t_case("random model loads");
 			CHECK(0, "%s: %s", desc, e.msg);

@@ -1,5 +1,6 @@
 /* Randomized tiny models (clipped shapes, random pinned grids, cast orders
- * and stagings, fp8 and fp16 weights) pass both of amp-run's checks:
+ * and stagings, fp8 and fp16 weights; a third ViT-shaped with attention,
+ * a repeat and a MAP head, vitgen.h) pass both of amp-run's checks:
  * calibrated, planned, composed, lowered, emitted and executed on the
  * machine model, every phase byte-exact and every output within cosine
  * 0.99 of the FP32 reference. FUZZ=1 runs more. */
@@ -16,6 +17,7 @@
 #include "run.h"
 #include "t.h"
 #include "testlib.h"
+#include "vitgen.h"
 
 static uint64_t rng = 0xD1B54A32D192ED03u;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
@@ -84,9 +86,15 @@ int main(void)
 		PlanOpts po = { OBJ_CAPACITY, 0, NULL };
 		Err e;
 
-		model(path, tiles, desc, sizeof desc);
-		if (model_load(&md, path, &e))
+		if (next() % 3 == 0)
+			vit_model(path, desc, sizeof desc);
+		else
+			model(path, tiles, desc, sizeof desc);
+		if (model_load(&md, path, &e)) {
+			t_case("random model loads");
+			CHECK(0, "%s: %s", desc, e.msg);
 			continue;
+		}
 		if (plan_build(&pl, &md, &mc, &po, NULL, &e)) {
 			model_free(&md);
 			continue;               /* a pinned grid that does not fit */

@@ -1,0 +1,92 @@
+/* A random ViT-shaped model for the randomized tests: optional patchify
+ * (with or without a class token slot) or a plain input, the embedding
+ * matmul, an optional position table, a repeat of 1 to 3 encoder layers
+ * (layernorm, fused qkv, attention, projection, residual, MLP, residual)
+ * with per-iteration parameters, a post-layernorm and optionally a MAP
+ * head (broadcast probe, q and kv projections, attention over q and kv).
+ * Weights fp8 or fp16 at random; grids are the planner's. Exercises
+ * placement windows (q, k, v of a fused tensor), multicast of keys and
+ * values, stacked parameters and the carried activation. */
+#ifndef AMP_VITGEN_H
+#define AMP_VITGEN_H
+
+#include <stdio.h>
+
+#include "t.h"
+
+static void vit_model(const char *path, char *desc, size_t dn)
+{
+	int64_t B = t_pick(1, 2), heads = t_pick(1, 4), hd = t_pick(1, 20), D = heads * hd;
+	int64_t M = t_pick(4, 80), count = t_pick(1, 3), T, P;
+	int patchify = t_rnd() % 2, pos = t_rnd() % 2, map = t_rnd() % 2;
+	int64_t p = t_pick(1, 4), gh = t_pick(1, 5), gw = t_pick(1, 4), cls = t_rnd() % 2;
+	const char *w[4];
+	for (int i = 0; i < 4; i++)
+		w[i] = t_rnd() % 3 ? "fp8" : "fp16";
+	FILE *f = fopen(path, "w");
+
+	if (patchify) {
+		T = cls + gh * gw, P = 3 * p * p;
+		fprintf(f, "amp-model: 2\nname: vit\ninputs:\n  image: {shape: [%lld, 3, %lld, %lld], dtype: fp16}\n",
+			(long long)B, (long long)(gh * p + t_pick(0, p - 1)), (long long)(gw * p + t_pick(0, p - 1)));
+	} else {
+		T = t_pick(1, 30), P = t_pick(1, 40);
+		fprintf(f, "amp-model: 2\nname: vit\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n",
+			(long long)B, (long long)T, (long long)P);
+	}
+	fprintf(f, "params:\n  w_e: {shape: [%lld, %lld], dtype: %s}\n  b_e: {shape: [%lld], dtype: fp16}\n",
+		(long long)P, (long long)D, w[0], (long long)D);
+	if (pos)
+		fprintf(f, "  pos: {shape: [%lld, %lld], dtype: fp16}\n", (long long)T, (long long)D);
+	fprintf(f, "  pg: {shape: [%lld], dtype: fp16}\n  pb: {shape: [%lld], dtype: fp16}\n",
+		(long long)D, (long long)D);
+	if (map)
+		fprintf(f, "  probe: {shape: [1, %lld], dtype: fp16}\n  mq: {shape: [%lld, %lld], dtype: %s}\n"
+			"  mkv: {shape: [%lld, %lld], dtype: %s}\n  mbkv: {shape: [%lld], dtype: fp16}\n",
+			(long long)D, (long long)D, (long long)D, w[3], (long long)D, (long long)(2 * D), w[3],
+			(long long)(2 * D));
+	fprintf(f, "ops:\n");
+	if (patchify)
+		fprintf(f, "  - {op: patchify, name: pf, x: image, patch: %lld, class_tokens: %lld, out: x}\n",
+			(long long)p, (long long)cls);
+	fprintf(f, "  - {op: matmul, name: embed, a: x, b: w_e, bias: b_e, out: e}\n");
+	if (pos)
+		fprintf(f, "  - {op: add, name: pos_add, a: e, b: pos, out: e2}\n");
+	fprintf(f, "  - repeat: layers\n    count: %lld\n    in: %s\n    carry: h\n    params:\n"
+		"      g1: {shape: [%lld], dtype: fp16}\n      o1: {shape: [%lld], dtype: fp16}\n"
+		"      wqkv: {shape: [%lld, %lld], dtype: %s}\n      bqkv: {shape: [%lld], dtype: fp16}\n"
+		"      wo: {shape: [%lld, %lld], dtype: %s}\n"
+		"      g2: {shape: [%lld], dtype: fp16}\n      o2: {shape: [%lld], dtype: fp16}\n"
+		"      wu: {shape: [%lld, %lld], dtype: %s}\n      wd: {shape: [%lld, %lld], dtype: %s}\n"
+		"    ops:\n"
+		"      - {op: layernorm, name: ln1, x: h, scale: g1, bias: o1, out: n1}\n"
+		"      - {op: matmul, name: qkv, a: n1, b: wqkv, bias: bqkv, out: q3}\n"
+		"      - {op: attention, name: attn, qkv: q3, heads: %lld, out: at}\n"
+		"      - {op: matmul, name: proj, a: at, b: wo, out: pr}\n"
+		"      - {op: add, name: r1, a: h, b: pr, out: s1}\n"
+		"      - {op: layernorm, name: ln2, x: s1, scale: g2, bias: o2, out: n2}\n"
+		"      - {op: matmul, name: up, a: n2, b: wu, out: u}\n"
+		"      - {op: gelu, name: act, x: u, out: gl}\n"
+		"      - {op: matmul, name: down, a: gl, b: wd, out: dn}\n"
+		"      - {op: add, name: r2, a: s1, b: dn, out: s2}\n",
+		(long long)count, pos ? "e2" : "e", (long long)D, (long long)D, (long long)D,
+		(long long)(3 * D), w[1], (long long)(3 * D), (long long)D, (long long)D, w[1],
+		(long long)D, (long long)D, (long long)D, (long long)M, w[2], (long long)M, (long long)D, w[2],
+		(long long)heads);
+	fprintf(f, "  - {op: layernorm, name: post, x: h, scale: pg, bias: pb, out: enc}\n");
+	if (map)
+		fprintf(f, "  - {op: broadcast, name: probe_b, x: probe, batch: %lld, out: pq}\n"
+			"  - {op: matmul, name: map_q, a: pq, b: mq, out: q1}\n"
+			"  - {op: matmul, name: map_kv, a: enc, b: mkv, bias: mbkv, out: kv}\n"
+			"  - {op: attention, name: map_attn, q: q1, kv: kv, heads: %lld, out: pooled}\n"
+			"outputs: [pooled]\n", (long long)B, (long long)heads);
+	else
+		fprintf(f, "outputs: [enc]\n");
+	fclose(f);
+	snprintf(desc, dn, "vit B%lld T%lld P%lld D%lld=%lldx%lld M%lld count %lld%s%s%s %s/%s/%s/%s",
+		 (long long)B, (long long)T, (long long)P, (long long)D, (long long)heads, (long long)hd,
+		 (long long)M, (long long)count, patchify ? " patchify" : "", pos ? " pos" : "",
+		 map ? " map" : "", w[0], w[1], w[2], w[3]);
+}
+
+#endif
