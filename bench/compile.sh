@@ -20,23 +20,7 @@ make -s all
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 read -r -a emit_flags <<< "${EMIT_FLAGS:---table-budget 100000000 --fragment-limit 100000000 --sram-limit 100000000}"
 
-best_us= best_kib=
-measure() { # command... -> best_us, best_kib; dies naming the command
-	local t0 t1 us
-	best_us= best_kib=
-	for ((i = 0; i < runs; i++)); do
-		t0=${EPOCHREALTIME/./}
-		if ! /usr/bin/time -v -o "$tmp/time" "$@" > /dev/null; then
-			echo "compile.sh: '$*' failed" >&2; exit 1
-		fi
-		t1=${EPOCHREALTIME/./}
-		us=$((t1 - t0))
-		if [ -z "$best_us" ] || [ "$us" -lt "$best_us" ]; then
-			best_us=$us
-			best_kib=$(awk -F': ' '/Maximum resident set size/{print $2}' "$tmp/time")
-		fi
-	done
-}
+. bench/measure.bash
 
 echo "model: $model (best of $runs)"
 printf '%-9s %9s %12s %12s %8s\n' stage wall "peak RSS" bytes lines

@@ -19,23 +19,7 @@ model=${model:-share/models/siglip-mlp.yaml}
 make -s all
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-best_us= best_kib=
-measure() { # command... -> best_us, best_kib; dies naming the command
-	local t0 t1 us
-	best_us= best_kib=
-	for _ in 1 2 3 4 5; do
-		t0=${EPOCHREALTIME/./}
-		if ! /usr/bin/time -v -o "$tmp/time" "$@" > /dev/null; then
-			echo "stages.sh: '$*' failed" >&2; exit 1
-		fi
-		t1=${EPOCHREALTIME/./}
-		us=$((t1 - t0))
-		if [ -z "$best_us" ] || [ "$us" -lt "$best_us" ]; then
-			best_us=$us
-			best_kib=$(awk -F': ' '/Maximum resident set size/{print $2}' "$tmp/time")
-		fi
-	done
-}
+. bench/measure.bash
 
 echo "model: $model"
 printf '%-13s %8s %12s %12s %12s %9s %7s\n' stage wall "peak RSS" \

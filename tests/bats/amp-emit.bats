@@ -24,13 +24,6 @@ setup_file() {
 	amp-capture "$TINY" -o "$TINY_CAPTURE"
 }
 
-# field FILE OFFSET BYTES: the little-endian unsigned integer at OFFSET.
-field() {
-	local v
-	v=$(od -An -tu"$3" -j"$2" -N"$3" "$1") || return 1
-	echo $((v))
-}
-
 # sections PROGRAM: "id encoding offset size" per section-table entry.
 sections() {
 	local n i

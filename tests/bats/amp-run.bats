@@ -6,6 +6,7 @@
 # --data and --save, and malformed inputs (tests/bad/run-*, program-*).
 
 load common
+load stages
 bats_require_minimum_version 1.5.0
 
 # pipeline MODEL OUT [SCALES]: MODEL planned (with SCALES), composed,
@@ -82,23 +83,6 @@ npy() {
 		printf '%s\n' "$h"
 		head -c "$3" /dev/zero
 	} > "$4"
-}
-
-# step_of STAGE OP OPERAND: the copy step moving OP's OPERAND.
-step_of() {
-	sed -n "s/^- {step: \([0-9]*\), copy: [a-z]*, op: $2, operand: $3, .*/\1/p" "$1"
-}
-
-# phase_of STAGE STEP: the phase holding STEP.
-phase_of() {
-	awk -v s="$2" '/^- \{phase: / {
-		t = $0; gsub(/[][{},:]/, " ", t); split(t, f, " ")
-		if (f[5] <= s + 0 && s + 0 <= f[6]) print f[3] }' "$1"
-}
-
-# dst_tensor STAGE STEP: the tensor copy step STEP writes.
-dst_tensor() {
-	sed -n "s/^- {step: $2, copy: .*, dst: \([^@]*\)@.*/\1/p" "$1"
 }
 
 # edited ORIGINAL EDITED: the edit changed the stage (so the test tests it).
@@ -493,13 +477,6 @@ z.ref.npy"
 }
 
 # ---- E. malformed programs ----
-
-# field FILE OFFSET BYTES: the little-endian unsigned integer at OFFSET.
-field() {
-	local v
-	v=$(od -An -tu"$3" -j"$2" -N"$3" "$1") || return 1
-	echo $((v))
-}
 
 @test "run rejects a program whose TABLE section is missing, naming the file" {
 	cp "$TINY_PROG" p.amp

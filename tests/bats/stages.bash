@@ -92,3 +92,27 @@ reads_zstd_by_magic() {
 	run cmp "$expect" from-stdin.yaml
 	assert_success
 }
+
+# step_of STAGE OP OPERAND: the copy step moving OP's OPERAND.
+step_of() {
+	sed -n "s/^- {step: \([0-9]*\), copy: [a-z]*, op: $2, operand: $3, .*/\1/p" "$1"
+}
+
+# phase_of STAGE STEP: the phase holding STEP.
+phase_of() {
+	awk -v s="$2" '/^- \{phase: / {
+		t = $0; gsub(/[][{},:]/, " ", t); split(t, f, " ")
+		if (f[5] <= s + 0 && s + 0 <= f[6]) print f[3] }' "$1"
+}
+
+# dst_tensor STAGE STEP: the tensor copy step STEP writes.
+dst_tensor() {
+	sed -n "s/^- {step: $2, copy: .*, dst: \([^@]*\)@.*/\1/p" "$1"
+}
+
+# field FILE OFFSET BYTES: the little-endian unsigned integer there.
+field() {
+	local v
+	v=$(od -An -tu"$3" -j"$2" -N"$3" "$1") || return 1
+	echo $((v))
+}

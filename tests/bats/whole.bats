@@ -12,6 +12,7 @@
 
 bats_require_minimum_version 1.5.0
 load common
+load stages
 
 SMALL=$ROOT/tests/models/siglip-small.yaml
 SO400M=$MODELS/siglip-so400m.yaml
@@ -70,35 +71,11 @@ body_phases() {
 		if (x[5] + 0 >= f + 0 && x[6] + 0 <= l + 0) printf "%s ", x[3] }' "$1"
 }
 
-# step_of STAGE OP OPERAND: the copy step moving OP's OPERAND.
-step_of() {
-	sed -n "s/^- {step: \([0-9]*\), copy: [a-z]*, op: $2, operand: $3, .*/\1/p" "$1"
-}
-
-# phase_of STAGE STEP: the phase holding STEP.
-phase_of() {
-	awk -v s="$2" '/^- \{phase: / {
-		t = $0; gsub(/[][{},:]/, " ", t); split(t, f, " ")
-		if (f[5] <= s + 0 && s + 0 <= f[6]) print f[3] }' "$1"
-}
-
-# dst_tensor STAGE STEP: the tensor copy step STEP writes.
-dst_tensor() {
-	sed -n "s/^- {step: $2, copy: .*, dst: \([^@]*\)@.*/\1/p" "$1"
-}
-
 # drop_send STAGE STEP OUT: STAGE without the first send record of STEP.
 drop_send() {
 	awk -v s="$2" '!done && $0 ~ "^- \\{step: " s ", kind: send, " { done = 1; next } 1' "$1" > "$3"
 	run cmp -s "$1" "$3"
 	assert_failure 1
-}
-
-# field FILE OFFSET BYTES: the little-endian unsigned integer at OFFSET.
-field() {
-	local v
-	v=$(od -An -tu"$3" -j"$2" -N"$3" "$1") || return 1
-	echo $((v))
 }
 
 # le N BYTES: N as BYTES little-endian bytes, on standard output.
