@@ -202,7 +202,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			break;
 	if (k == OP_COUNT)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast or attention)", kind);
+			       "patchify, broadcast, attention or map)", kind);
 	o.kind = (OpKind)k;
 	if (o.kind >= OP_PATCHIFY && m->version < 2)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 2", kind);
@@ -399,6 +399,94 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 	return 0;
 }
 
+/* The MAP head, `op: map`: a learned probe token attends over all tokens,
+ * then a layernorm and an MLP with a residual. It stands for ten ops, each
+ * named `<name>.<part>` and defining the tensor of that name (the last
+ * defines `out`), so every later stage sees the ops it is made of. */
+static int map_head(Model *m, const char *f, const Val *v, int rep, Err *e)
+{
+	static const char *keys[] = { "op", "name", "x", "probe", "heads", "wq", "bq", "wkv", "bkv",
+				      "wo", "bo", "scale", "bias", "eps", "w1", "b1", "w2", "b2",
+				      "out", NULL };
+	/* Each op: its kind and part, then key/value pairs: "@k" is the map
+	 * op's own value of key k, ".p" the tensor <name>.p, else a literal. */
+	static const char *ops[][12] = {
+		{ "broadcast", "probe", "x", "@probe", "batch", "#batch", NULL },
+		{ "matmul", "q", "a", ".probe", "b", "@wq", "bias", "@bq", NULL },
+		{ "matmul", "kv", "a", "@x", "b", "@wkv", "bias", "@bkv", NULL },
+		{ "attention", "attn", "q", ".q", "kv", ".kv", "heads", "@heads", NULL },
+		{ "matmul", "o", "a", ".attn", "b", "@wo", "bias", "@bo", NULL },
+		{ "layernorm", "ln", "x", ".o", "scale", "@scale", "bias", "@bias", "eps", "@eps", NULL },
+		{ "matmul", "up", "a", ".ln", "b", "@w1", "bias", "@b1", NULL },
+		{ "gelu", "act", "x", ".up", NULL },
+		{ "matmul", "down", "a", ".act", "b", "@w2", "bias", "@b2", NULL },
+		{ "add", "res", "a", ".o", "b", ".down", NULL },
+	};
+	const char *name;
+	const Val *xv;
+	int x;
+	char batch[32];
+
+	if (map_keys(f, v, keys, e) || get_str(f, v, "name", &name, e) ||
+	    map_need(f, v, "x", &xv, e) || visible(m, f, xv, rep, &x, e))
+		return -1;
+	for (const char **k = keys + 3; *k; k++)        /* every key but eps is required */
+		if (strcmp(*k, "eps") && !map_get(v, *k))
+			return val_err(f, v, e, "map '%s': missing key '%s'", name, *k);
+	snprintf(batch, sizeof batch, "%lld", (long long)m->t[x].shape[0]);
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		Val items[24], op;
+		char text[12][200];
+		int n = 0, t = 0;
+		memset(items, 0, sizeof items);
+#define SCALAR(str) (items[n].kind = VAL_SCALAR, items[n].line = v->line, items[n].col = v->col, \
+		     items[n].s = (str), n++)
+		SCALAR("op"), SCALAR((char *)ops[i][0]);
+		snprintf(text[t], sizeof text[t], "%s.%s", name, ops[i][1]);
+		SCALAR("name"), SCALAR(text[t++]);
+		for (int k = 2; ops[i][k]; k += 2) {
+			const char *src = ops[i][k + 1];
+			const Val *u = src[0] == '@' ? map_get(v, src + 1) : NULL;
+			if (src[0] == '@' && !u)
+				continue;               /* eps, when absent */
+			SCALAR((char *)ops[i][k]);
+			if (u) {
+				items[n++] = *u;        /* the user's value, at its own mark */
+			} else if (src[0] == '.') {
+				snprintf(text[t], sizeof text[t], "%s.%s", name, src + 1);
+				SCALAR(text[t++]);
+			} else {
+				SCALAR(batch);
+			}
+		}
+		SCALAR("out");
+		if (i + 1 < sizeof ops / sizeof ops[0]) {
+			snprintf(text[t], sizeof text[t], "%s.%s", name, ops[i][1]);
+			SCALAR(text[t++]);
+		} else {
+			items[n++] = *map_get(v, "out");
+		}
+#undef SCALAR
+		op = *v;
+		op.items = items;
+		op.n = n / 2;
+		if (one_op(m, f, &op, rep, e))
+			return -1;
+	}
+	return 0;
+}
+
+/* An item of an ops list: the MAP head, or one op. */
+static int an_op(Model *m, const char *f, const Val *v, int rep, Err *e)
+{
+	const Val *k = v->kind == VAL_MAP ? map_get(v, "op") : NULL;
+	if (!k || k->kind != VAL_SCALAR || strcmp(k->s, "map"))
+		return one_op(m, f, v, rep, e);
+	if (m->version < 2)
+		return val_err(f, k, e, "op 'map' needs amp-model: 2");
+	return map_head(m, f, v, rep, e);
+}
+
 /* A repeat: its per-iteration parameters, then its body ops. */
 static int repeat(Model *m, const char *f, const Val *v, Err *e)
 {
@@ -458,7 +546,7 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 	for (int i = 0; i < ops->n; i++) {
 		if (ops->items[i].kind == VAL_MAP && map_get(&ops->items[i], "repeat"))
 			return val_err(f, &ops->items[i], e, "repeat '%s': repeats do not nest", name);
-		if (one_op(m, f, &ops->items[i], ri, e))
+		if (an_op(m, f, &ops->items[i], ri, e))
 			return -1;
 	}
 	m->rep[ri].last = m->nops - 1;
@@ -570,7 +658,7 @@ int model_load(Model *m, const char *path, Err *e)
 			val_err(f, it, e, "repeat needs amp-model: 2");
 			goto out;
 		}
-		if (it->kind == VAL_MAP && map_get(it, "repeat") ? repeat(m, f, it, e) : one_op(m, f, it, -1, e))
+		if (it->kind == VAL_MAP && map_get(it, "repeat") ? repeat(m, f, it, e) : an_op(m, f, it, -1, e))
 			goto out;
 	}
 	if (map_need(f, root, "outputs", &v, e))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Whole models (amp-model: 2): the malformed models of the whole-model
-# language (tests/bad/model-{repeat,patchify,broadcast,add,attention}-*),
+# language (tests/bad/model-{repeat,patchify,broadcast,add,attention,map}-*),
 # and tests/models/siglip-small.yaml through every stage: end to end with
 # amp-run, a repeat body lowered once whatever its count, the capture of a
 # repeat, the stage round trip, determinism of the plan of siglip-so400m,
@@ -238,13 +238,31 @@ restride() {
 	rejects model-attention-kv-width.yaml 8:43 "attention 'attn': kv 'kv' must be [2, tokens, 64] (k then v)"
 }
 
+@test "plan rejects a MAP head missing one of its weights at the op" {
+	rejects model-map-missing-key.yaml 20:5 "map 'head': missing key 'w2'"
+}
+
 @test "every new model error has a file in tests/bad that this suite checks" {
 	local f n=0
-	for f in "$BAD"/model-{repeat,patchify,broadcast,add,attention}-*.yaml; do
+	for f in "$BAD"/model-{repeat,patchify,broadcast,add,attention,map}-*.yaml; do
 		grep -q "rejects $(basename "$f") " "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
 		n=$((n + 1))
 	done
-	assert [ "$n" -eq 20 ]
+	assert [ "$n" -eq 21 ]
+}
+
+@test "a MAP head (op: map) stands for its ten ops, named <name>.<part>, the last defining out" {
+	run amp-plan -o p.yaml "$SMALL"
+	assert_success
+	run sed -n 's/^- {step: [0-9]*, compute: \([a-z]*\), op: \(head\.[a-z]*\), .*/\2 \1/p' p.yaml
+	assert_success
+	for want in "head.probe broadcast" "head.q matmul" "head.kv matmul" "head.attn attention" \
+		    "head.o matmul" "head.ln layernorm" "head.up matmul" "head.act gelu" \
+		    "head.down matmul" "head.res add"; do
+		assert_line "$want"
+	done
+	run grep -c '^- {name: pooled, role: output, shape: \[2, 1, 96\], dtype: fp16}$' p.yaml
+	assert_output 1
 }
 
 # ---- siglip-small end to end ----
@@ -482,8 +500,8 @@ captures() {
 	assert_equal "${#stderr_lines[@]}" 1
 	assert_regex "$stderr" "^amp-run: iteration 0 of repeat 'layers': tile [0-9]+, phase $(phase_of $g "$s"): "
 	[[ $stderr == *"tensor '$(dst_tensor $g "$s")'"* ]] || fail "expected the tensor in: $stderr"
-	# after the body: map_kv's a
-	s=$(step_of $g map_kv a)
+	# after the body: head.kv's a
+	s=$(step_of $g head.kv a)
 	assert [ "$s" -gt "$last" ]
 	drop_send $g "$s" outside.yaml
 	run amp-emit outside.yaml -o outside.amp
