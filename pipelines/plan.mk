@@ -41,7 +41,7 @@ demo: deps
 	@$(MAKE) --no-print-directory -s all
 	@echo "== $(WHOLE): 27 layers, batch 2: compile and capture (the capacity baseline) =="
 	@set -o pipefail; $(MAKE) --no-print-directory capture MODEL=$(WHOLE) | \
-		sed -n 's|^\(bin/amp-[a-z]*\) .* -o \([^ ]*\) .*|  \1 -> \2|p' | \
+		sed -En 's|^(bin/amp-[a-z]+)( .*)? -o ([^ ]+).*|  \1 -> \3|p' | \
 		{ grep . || echo "  (every stage of artifacts/siglip-so400m is up to date)"; }
 	@echo
 	@cat artifacts/siglip-so400m/summary.txt
