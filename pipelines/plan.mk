@@ -54,11 +54,11 @@ demo: deps
 
 # Golden stage files for the small models: `make regen` rewrites them, so a
 # change in the planner shows up as a diff under tests/golden/.
-GOLDEN_MODELS := tiny-mlp
+GOLDEN_MODELS := share/models/tiny-mlp.yaml tests/models/vit-tiny.yaml
 regen: all
-	@for m in $(GOLDEN_MODELS); do \
-		g=tests/golden/$$m; mkdir -p $$g; \
-		$(BIN)/amp-plan -o $$g/plan.yaml share/models/$$m.yaml && \
+	@for f in $(GOLDEN_MODELS); do \
+		m=$$(basename $$f .yaml); g=tests/golden/$$m; mkdir -p $$g; \
+		$(BIN)/amp-plan -o $$g/plan.yaml $$f && \
 		$(BIN)/amp-compose -o $$g/composed.yaml $$g/plan.yaml && \
 		$(BIN)/amp-expand -o $$g/expanded.yaml $$g/composed.yaml && \
 		$(BIN)/amp-exchange -o $$g/exchange.yaml $$g/expanded.yaml && \
