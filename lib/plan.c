@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "stage.h"
 
 static const char *role_names[R_COUNT] = { "input", "param", "act", "output", "partial" };
@@ -90,7 +91,7 @@ int plan_stacked(const Plan *p, int i)
 
 int64_t place_instance(const Placement *p)
 {
-	return cdiv(place_max_bytes(p), 32) * 32;
+	return cdiv(place_max_bytes(p), ALLOC_ALIGN) * ALLOC_ALIGN;  /* as alloc sizes a placement */
 }
 
 /* ---- writing ---- */

@@ -104,6 +104,16 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 			goto out;
 		}
 	}
+	for (int i = 0; pl->stage >= STAGE_EXPAND && i < pl->np; i++) {
+		const Placement *p = &pl->p[i];
+		int64_t n = plan_stacked(pl, i) ? pl->t[p->tensor].count : 0;
+		if (n && p->addr + n * place_instance(p) > pl->machine.sram_bytes) {
+			errf(e, "%s: placement '%s' holds %lld instances of %lld bytes from %lld, beyond SRAM "
+			     "(%lld bytes)", file, p->name, (long long)n, (long long)place_instance(p),
+			     (long long)p->addr, (long long)pl->machine.sram_bytes);
+			goto out;
+		}
+	}
 	/* A stacked tensor is read in one repeat whose count is its count. */
 	for (int i = 0; i < pl->ns; i++) {
 		const Step *s = &pl->s[i];
