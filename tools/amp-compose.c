@@ -25,47 +25,41 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
+static int compose = 1, verbose;
+
+static int option(int c, const char *arg)
+{
+	(void)arg;
+	if (c == 'N')
+		compose = 0;
+	else if (c == 'v')
+		verbose = 1;
+	else
+		return -1;
+	return 0;
+}
+
+static int run(Plan *pl, Err *e)
+{
+	if (!compose)
+		return 0;
+	int joined = plan_compose(pl);
+	if (verbose)
+		fprintf(stderr, "amp-compose: joined %d copies\n", joined);
+	return plan_check(pl, "composed plan", e);
+}
+
+static const struct option opts[] = {
+	{ "no-compose", no_argument, NULL, 'N' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ 0, 0, 0, 0 },
+};
+
+static const StageTool tool = {
+	"amp-compose", help, STAGE_PLAN, "plan file", opts, "v", option, run,
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "no-compose", no_argument, NULL, 'N' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
-	const char *out_path = NULL, *in_path = NULL;
-	int compress = 0, compose = 1, verbose = 0, c;
-	Plan pl;
-	Err e;
-
-	opterr = 0;
-	tool_init("amp-compose");
-	while ((c = getopt_long(argc, argv, ":vo:z", opts, NULL)) != -1) {
-		switch (c) {
-		case 'N': compose = 0; break;
-		case 'v': verbose = 1; break;
-		case 'o': out_path = optarg; break;
-		case 'z': compress = 1; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
-		}
-	}
-	in_path = one_input(argc, argv, optind, "plan file");
-
-	if (plan_read(&pl, in_path, &e))
-		fail(&e);
-	if (compose) {
-		int joined = plan_compose(&pl);
-		if (verbose)
-			fprintf(stderr, "amp-compose: joined %d copies\n", joined);
-		if (plan_check(&pl, "composed plan", &e))
-			fail(&e);
-	}
-	write_plan(&pl, out_path, compress);
-	plan_free(&pl);
-	return EXIT_OK;
+	return stage_tool(&tool, argc, argv);
 }

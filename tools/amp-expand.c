@@ -23,36 +23,11 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
+static const StageTool tool = {
+	"amp-expand", help, STAGE_PLAN, "plan file", NULL, "", NULL, plan_expand,
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
-	const char *out_path = NULL, *in_path = NULL;
-	int compress = 0, c;
-	Plan pl;
-	Err e;
-
-	opterr = 0;
-	tool_init("amp-expand");
-	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': out_path = optarg; break;
-		case 'z': compress = 1; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
-		}
-	}
-	in_path = one_input(argc, argv, optind, "plan file");
-
-	if (plan_read(&pl, in_path, &e) || plan_expand(&pl, &e))
-		fail(&e);
-	write_plan(&pl, out_path, compress);
-	plan_free(&pl);
-	return EXIT_OK;
+	return stage_tool(&tool, argc, argv);
 }

@@ -28,45 +28,36 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
+static int direct;
+
+static int option(int c, const char *arg)
+{
+	if (c != 'W')
+		return -1;
+	if (strcmp(arg, "direct") == 0)
+		direct = 1;
+	else if (strcmp(arg, "forward") == 0)
+		direct = 0;
+	else
+		usage_error("--weights takes 'forward' or 'direct', not '%s'", arg);
+	return 0;
+}
+
+static int run(Plan *pl, Err *e)
+{
+	return plan_group(pl, direct, e);
+}
+
+static const struct option opts[] = {
+	{ "weights", required_argument, NULL, 'W' },
+	{ 0, 0, 0, 0 },
+};
+
+static const StageTool tool = {
+	"amp-group", help, STAGE_EXCHANGE, "exchange stage", opts, "", option, run,
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "weights", required_argument, NULL, 'W' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
-	const char *out_path = NULL, *in_path = NULL;
-	int compress = 0, direct = 0, c;
-	Plan pl;
-	Err e;
-
-	opterr = 0;
-	tool_init("amp-group");
-	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o': out_path = optarg; break;
-		case 'z': compress = 1; break;
-		case 'W':
-			if (strcmp(optarg, "direct") == 0)
-				direct = 1;
-			else if (strcmp(optarg, "forward") == 0)
-				direct = 0;
-			else
-				usage_error("--weights takes 'forward' or 'direct', not '%s'", optarg);
-			break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
-		}
-	}
-	in_path = one_input(argc, argv, optind, "exchange stage");
-
-	if (plan_read_stage(&pl, in_path, STAGE_EXCHANGE, &e) || plan_group(&pl, direct, &e))
-		fail(&e);
-	write_plan(&pl, out_path, compress);
-	plan_free(&pl);
-	return EXIT_OK;
+	return stage_tool(&tool, argc, argv);
 }

@@ -3,9 +3,11 @@
 #ifndef AMP_TOOL_H
 #define AMP_TOOL_H
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "diag.h"
 #include "io.h"
@@ -100,6 +102,63 @@ static inline void write_plan(const Plan *pl, const char *path, int compress)
 	}
 	if (output_commit(o, &e))
 		fail(&e);
+}
+
+/* A stage tool: one stage in, the next out (amp-compose, amp-expand,
+ * amp-exchange, amp-group). stage_tool parses -o/--output, -z/--compress,
+ * --help and --version and the tool's own options, reads its input,
+ * runs it and writes the result atomically. */
+typedef struct {
+	const char *name;                       /* "amp-expand" */
+	void (*help)(void);
+	StageKind in;                           /* the stage it reads */
+	const char *what;                       /* its input, for messages */
+	const struct option *opts;              /* its own long options, {0}-ended, or NULL */
+	const char *shorts;                     /* its own short options ("v"), or "" */
+	int (*option)(int c, const char *arg);  /* takes one: 0, or -1 if not its own */
+	int (*run)(Plan *pl, Err *e);
+} StageTool;
+
+static inline int stage_tool(const StageTool *t, int argc, char **argv)
+{
+	static const struct option common[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "compress", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+	};
+	struct option opts[16];
+	char shorts[32];
+	const char *out_path = NULL, *in_path;
+	int n = 0, compress = 0, c;
+	Plan pl;
+	Err e;
+
+	for (; t->opts && t->opts[n].name; n++)
+		opts[n] = t->opts[n];
+	for (size_t k = 0; k < sizeof common / sizeof *common; k++)
+		opts[n++] = common[k];
+	memset(&opts[n], 0, sizeof opts[n]);
+	snprintf(shorts, sizeof shorts, ":o:z%s", t->shorts);
+	opterr = 0;
+	tool_init(t->name);
+	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out_path = optarg; break;
+		case 'z': compress = 1; break;
+		case 'h': t->help(); break;
+		case 'V': version(); break;
+		default:
+			if (c == '?' || c == ':' || !t->option || t->option(c, optarg))
+				bad_option(c, argv, optind, optopt);
+		}
+	}
+	in_path = one_input(argc, argv, optind, t->what);
+	if (plan_read_stage(&pl, in_path, t->in, &e) || t->run(&pl, &e))
+		fail(&e);
+	write_plan(&pl, out_path, compress);
+	plan_free(&pl);
+	return EXIT_OK;
 }
 
 #endif
