@@ -103,6 +103,20 @@ static int64_t first_fit(TileBlocks *tb, const TileList *tl, int64_t addr, int64
 	return addr;
 }
 
+static void reserve(TileBlocks *tb, const TileList *tl, int64_t addr, int64_t size, int first,
+		    int last, int placement)
+{
+	for (int64_t k = 0; k < tl->n; k++) {
+		TileBlocks *t = &tb[tl->tiles[k]];
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 8;
+			t->b = xrealloc(t->b, (size_t)t->cap * sizeof *t->b);
+		}
+		Block b = { addr, addr + size, first, last, placement };
+		t->b[t->n++] = b;
+	}
+}
+
 int plan_alloc(Plan *pl, Err *e)
 {
 	int np = pl->np, rc = -1;
@@ -150,15 +164,26 @@ int plan_alloc(Plan *pl, Err *e)
 		}
 		p->addr = addr;
 		done[i] = 1;
-		for (int64_t k = 0; k < tl.n; k++) {
-			TileBlocks *t = &tb[tl.tiles[k]];
-			if (t->n == t->cap) {
-				t->cap = t->cap ? 2 * t->cap : 8;
-				t->b = xrealloc(t->b, (size_t)t->cap * sizeof *t->b);
-			}
-			Block b = { addr, addr + size, first[i], last[i], i };
-			t->b[t->n++] = b;
+		reserve(tb, &tl, addr, size, first[i], last[i], i);
+	}
+	/* A step's scratch (attention's row of scores), on the tiles of its
+	 * output, for that step alone. */
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind != STEP_COMPUTE || !st->scratch)
+			continue;
+		int64_t size = cdiv(st->scratch, ALLOC_ALIGN) * ALLOC_ALIGN, blame = -1, addr;
+		tl.n = 0;
+		place_each(&pl->p[st->out], T, collect, &tl);
+		addr = first_fit(tb, &tl, 0, size, s, s, -1, &blame);
+		if (addr + size > avail) {
+			errf(e, "tile %lld, step %d (op '%s'): the step's scratch needs SRAM bytes %lld..%lld; "
+			     "%lld are available (sram_bytes - reserved_bytes)",
+			     (long long)(blame >= 0 ? blame : tl.tiles[0]), s, st->op, (long long)addr,
+			     (long long)(addr + size), (long long)avail);
+			goto out;
 		}
+		reserve(tb, &tl, addr, size, s, s, -1);
 	}
 	rc = 0;
 out:

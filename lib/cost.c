@@ -12,7 +12,7 @@ typedef struct {
 /* Does the kind's cost read the input shard, or the output shard alone? */
 static int reads_input(ComputeKind k)
 {
-	return k == C_MATMUL || k == C_LAYERNORM || k == C_REDUCE || k == C_ATTENTION;
+	return k == C_MATMUL || k == C_LAYERNORM || k == C_REDUCE || k == C_ATTENTION || k == C_MERGE;
 }
 
 /* One tile's cycles. A new compute kind gets its own case here, and
@@ -27,6 +27,7 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 	}
 	case C_LAYERNORM:
 	case C_REDUCE:
+	case C_MERGE:
 		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;
 	case C_ATTENTION: {     /* q·kᵀ and p·v on the matrix unit (fp16), softmax per score */
 		int64_t R = w->in.rows, D = w->in.cols, N = w->keys;
@@ -67,7 +68,7 @@ static int cost_output(void *ctx, const Placement *p, const int64_t *idx, const 
 	Visit *v = ctx;
 	TileWork w = { place_layout(p, idx), v->in[tile], 0 };
 	if (v->s->compute == C_ATTENTION)
-		w.keys = v->pl->p[v->s->in[1]].shape[1];
+		w.keys = v->pl->p[v->s->in[1]].block[1];        /* the tile's key block */
 	int64_t c = tile_cycles(&v->pl->machine, v->s->compute, &w);
 	(void)rep;
 	if (v->tile < 0 || c > v->best)

@@ -424,17 +424,14 @@ static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *))
 	free(tmp);
 }
 
-int plan_expand(Plan *pl, Err *e)
+int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 {
 	XList l = { NULL, 0, 0 };
 	Run *runs = NULL;
 	int64_t cap = 0;
 	int rc = -1;
 
-	if (plan_alloc(pl, e))
-		return -1;
-	pl->stage = STAGE_EXPAND;
-	for (int s = 0; s < pl->ns; s++) {
+	for (int s = first; s <= last; s++) {
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
 		l.n = 0;
@@ -450,4 +447,12 @@ out:
 	free(l.x);
 	free(runs);
 	return rc;
+}
+
+int plan_expand(Plan *pl, Err *e)
+{
+	if (plan_alloc(pl, e))
+		return -1;
+	pl->stage = STAGE_EXPAND;
+	return plan_expand_steps(pl, 0, pl->ns - 1, e);
 }

@@ -30,6 +30,10 @@
 
 /* Allocates addresses, expands every copy into pl->x, sets the stage. */
 int plan_expand(Plan *pl, Err *e);
+/* Expands copy steps first..last into pl->x with the placements' current
+ * addresses (no allocation): plan_expand's second half, and the planner's
+ * trial lowering (lib/trial.h). */
+int plan_expand_steps(Plan *pl, int first, int last, Err *e);
 
 /* One run of a shard-to-shard mapping, in bytes from each shard's start. */
 typedef struct {

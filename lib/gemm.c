@@ -167,10 +167,28 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 
 static int cmp64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }
 
+const char *objective_name(Objective o)
+{
+	static const char *n[] = { "capacity", "capacity+tables", "memory", "cycles" };
+	return n[o];
+}
+
 int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
 {
 	int r;
-	if (o == OBJ_CAPACITY_TABLES && (r = cmp64(a->total + a->tables, b->total + b->tables)))
+	if (a->exact && b->exact) {     /* trial figures: fitting first, then the objective */
+		if (a->fits != b->fits)
+			return a->fits ? -1 : 1;
+		/* the most headroom on the worst tile, in steps of 1% */
+		int64_t ea = (int64_t)(a->x_excess * 100), eb = (int64_t)(b->x_excess * 100);
+		if ((r = cmp64(ea, eb)))
+			return r;
+		if (o == OBJ_CYCLES && (r = cmp64(a->cycles, b->cycles)))
+			return r;
+		if ((r = cmp64(a->x_bytes, b->x_bytes)) || (r = cmp64(a->x_peak, b->x_peak)))
+			return r;
+	}
+	if (o != OBJ_CAPACITY && (r = cmp64(a->total + a->tables, b->total + b->tables)))
 		return r;
 	if ((r = cmp64(a->total, b->total)) || (r = cmp64(a->largest, b->largest)) ||
 	    (r = cmp64(a->rows, b->rows)) || (r = cmp64(a->cycles, b->cycles)) ||

@@ -50,6 +50,15 @@ typedef struct {
 	int64_t rows;           /* estimated exchange rows (tile x phase) */
 	int64_t cycles;         /* estimated cycles */
 	int64_t tables;         /* estimated exchange table bytes, all tiles */
+	/* The exact figures of a trial lowering (amp-plan's memory and cycles
+	 * objectives; lib/trial.h), every tile's earlier ops included: */
+	int exact;              /* 1 when the fields below are set */
+	int fits;               /* every tile within tables, fragments and SRAM */
+	int64_t x_table;        /* largest tile's table bytes */
+	int64_t x_frags;        /* largest tile's fragments */
+	int64_t x_peak;         /* largest tile's tensors while the op runs, plus its table bytes */
+	int64_t x_bytes;        /* the op's tensor and table bytes, all tiles */
+	double x_excess;        /* worst ratio of a figure to its limit (fits: <= 1) */
 } Candidate;
 
 /* 0 if the grid is valid for the shape; else -1 and why (no location). */
@@ -59,7 +68,12 @@ void gemm_placements(const GemmShape *s, const int64_t grid[3], CastOrder cast,
 		     Staging staging, Placement pl[GP_COUNT]);
 void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
 
-typedef enum { OBJ_CAPACITY, OBJ_CAPACITY_TABLES } Objective;
+/* memory (default): the fitting candidate with the least tensor + table
+ * bytes, by trial lowering; cycles: the fitting candidate with the fewest
+ * estimated cycles; capacity and capacity+tables: the formula alone (the
+ * baseline kept for comparison). */
+typedef enum { OBJ_CAPACITY, OBJ_CAPACITY_TABLES, OBJ_MEMORY, OBJ_CYCLES } Objective;
+const char *objective_name(Objective o);
 /* Ranking: <0 when a is better. Capacity: total, largest, rows, cycles;
  * capacity+tables: total + tables first. Ties fall to the smaller grid. */
 int candidate_cmp(const Candidate *a, const Candidate *b, Objective o);

@@ -561,6 +561,7 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 static int pins(Model *m, const char *f, const Val *sec, Err *e)
 {
 	static const char *keys[] = { "grid", "cast", "staging", NULL };
+	static const char *akeys[] = { "blocks", NULL };
 
 	if (sec->kind != VAL_MAP)
 		return val_err(f, sec, e, "expected a mapping of op names");
@@ -571,13 +572,22 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 		if (oi < 0)
 			return val_err(f, k, e, "pin for unknown op '%s'", k->s);
 		MOp *o = &m->ops[oi];
-		if (o->kind != OP_MATMUL)
-			return val_err(f, k, e, "pin for '%s': only matmul ops take pins", k->s);
-		if (map_keys(f, v, keys, e))
+		if (o->kind != OP_MATMUL && o->kind != OP_ATTENTION)
+			return val_err(f, k, e, "pin for '%s': only matmul and attention ops take pins", k->s);
+		if (map_keys(f, v, o->kind == OP_ATTENTION ? akeys : keys, e))
 			return -1;
 		o->pinned = 1;
 		o->pin_line = v->line;
 		o->pin_col = v->col;
+		if (o->kind == OP_ATTENTION) {  /* blocks: [query blocks, key blocks] */
+			if (map_need(f, v, "blocks", &x, e) || val_ints(f, x, 2, 1, INT64_C(1) << 30, o->grid, &n, e))
+				return -1;
+			if (n != 2)
+				return val_err(f, x, e, "blocks must be [query_blocks, key_blocks]");
+			o->pin_line = x->line;
+			o->pin_col = x->col;
+			continue;
+		}
 		if ((x = map_get(v, "grid"))) {
 			if (val_ints(f, x, 3, 1, INT64_C(1) << 30, o->grid, &n, e))
 				return -1;

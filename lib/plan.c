@@ -11,7 +11,8 @@ static const char *map_names[MAP_COUNT] = { "identity", "native-panel", "relayou
 static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduction",
 					       "output", "copy" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
-					      "add", "layernorm", "attention", "broadcast", "carry" };
+					      "add", "layernorm", "attention", "broadcast", "carry",
+					      "merge" };
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale", "q", "k", "v" };
 
@@ -154,6 +155,7 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_kint(w, "heads", s->heads);
 			yw_str(w, "scale");
 			yw_f64(w, s->scale);
+			yw_kint(w, "scratch", s->scratch);
 		}
 	}
 	yw_end_map(w);
@@ -497,7 +499,8 @@ static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
-	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "scale", NULL };
+	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "scale",
+					   "scratch", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -548,11 +551,14 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 			return val_err(f, map_get(r, "eps"), e, "only layernorm takes eps");
 		if (s.compute == C_ATTENTION &&
 		    (get_int(f, r, "heads", 1, 1 << 20, &s.heads, e) ||
-		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e)))
+		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e) ||
+		     get_int(f, r, "scratch", 0, pl->machine.sram_bytes, &s.scratch, e)))
 			return -1;
-		if (s.compute != C_ATTENTION && (map_get(r, "scale") || map_get(r, "heads")))
-			return val_err(f, map_get(r, map_get(r, "scale") ? "scale" : "heads"), e,
-				       "only attention takes heads and scale");
+		if (s.compute != C_ATTENTION && (map_get(r, "scale") || map_get(r, "heads") ||
+						 map_get(r, "scratch")))
+			return val_err(f, map_get(r, map_get(r, "scale") ? "scale" :
+						  map_get(r, "heads") ? "heads" : "scratch"), e,
+				       "only attention takes heads, scale and scratch");
 		if (s.compute == C_ATTENTION && s.nin != 3)
 			return val_err(f, r, e, "attention reads q, k and v");
 	} else {

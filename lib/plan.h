@@ -22,7 +22,7 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 2
+#define PLAN_VERSION 3
 
 /* The stage files that carry a plan: each adds to the one before it.
  * amp-expand: placement addresses and transfers; amp-exchange: phases
@@ -68,7 +68,7 @@ typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping
 typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_COUNT } Movement;
 typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
-	       C_ATTENTION, C_BROADCAST, C_CARRY, C_COUNT } ComputeKind;
+	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_COUNT } ComputeKind;
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
 	       OPD_Q, OPD_K, OPD_V, OPD_COUNT } Operand;
 
@@ -87,6 +87,7 @@ typedef struct {
 	double eps;                 /* layernorm */
 	double scale;               /* attention: the score scale, 1/sqrt(head_dim) */
 	int64_t heads;              /* attention: heads of the op (a tile computes one) */
+	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
 } Step;
 
 /* An op that runs on the host before the program: patchify turns image

@@ -56,6 +56,15 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		if (s->nin < 2)
 			return errf(e, "matmul needs a and b");
 		break;
+	case C_ATTENTION:
+		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL))
+			return errf(e, "attention writes fp16 output or an fp32 partial, not '%s'", out->name);
+		break;
+	case C_MERGE:
+		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)
+			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2)] and writes fp16 "
+				    "output (from '%s' to '%s')", in->name, out->name);
+		break;
 	default:
 		break;
 	}
@@ -247,6 +256,10 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 				cur[t] += m[i].bytes[t];
 			}
 		}
+		if (s < ns && pl->s[s].kind == STEP_COMPUTE && pl->s[s].scratch)
+			for (int64_t t = 0; t < T; t++)
+				if (m[pl->s[s].out].bytes[t])
+					cur[t] += pl->s[s].scratch;
 		if (step_peak && s < ns)
 			step_peak[s] = 0;
 		for (int64_t t = 0; t < T; t++) {

@@ -1,5 +1,7 @@
 #include "planner.h"
 
+#include "trial.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,8 @@ typedef struct {
 	int *last_use;          /* model tensor -> last op reading it */
 	int body;               /* first step of the repeat being built */
 	int64_t op_tile;        /* rotating pointer: the first tile of the next op's grid */
+	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
+				   (trial lowering; memory and cycles objectives) */
 } Builder;
 
 /* ---- records ---- */
@@ -205,12 +209,11 @@ static int consumed_as_b(const Model *m, int t)
 	return 0;
 }
 
-/* Bytes in use on the busiest tile before op i: homes plus the canonical
- * shards of every activation live across op i. */
-static int64_t base_load(Builder *b, int op)
+/* Bytes in use on every tile before op i (acc[tiles]): homes plus the
+ * canonical shards of every activation live across op i. */
+static void tile_load(Builder *b, int op, int64_t *acc)
 {
-	int64_t T = b->mc->tiles, best = 0;
-	int64_t *acc = xcalloc((size_t)T, sizeof *acc);
+	int64_t T = b->mc->tiles;
 	memcpy(acc, b->base, (size_t)T * sizeof *acc);
 	for (int t = 0; t < b->m->nt; t++) {
 		const MTensor *mt = &b->m->t[t];
@@ -220,6 +223,14 @@ static int64_t base_load(Builder *b, int op)
 		if (b->last_use[t] >= op || mt->output)
 			place_each(&b->pl->p[b->canon[pt]], T, add_bytes, acc);
 	}
+}
+
+/* The same on the busiest tile. */
+static int64_t base_load(Builder *b, int op)
+{
+	int64_t T = b->mc->tiles, best = 0;
+	int64_t *acc = xcalloc((size_t)T, sizeof *acc);
+	tile_load(b, op, acc);
 	for (int64_t t = 0; t < T; t++)
 		if (acc[t] > best)
 			best = acc[t];
@@ -274,7 +285,7 @@ static int deliver(Builder *b, const char *op, Operand opd, int tensor, Placemen
 }
 
 static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
-		  Explain *ex, Err *e)
+		  Explain *ex, Candidate **all, int64_t *nall, Err *e)
 {
 	const Machine *mc = b->mc;
 	int64_t avail = machine_avail(mc), base = base_load(b, (int)(op - b->m->ops));
@@ -301,9 +312,14 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 						Staging st = si ? STAGING_DIRECT : STAGING_PACK_ONCE;
 						if (op->staging && op->staging != st)
 							continue;
-						Candidate c = { { R, K, C }, cast, st, 0, 0, 0, 0, 0, 0, 0 };
+						Candidate c = { .grid = { R, K, C }, .cast = cast, .staging = st };
 						gemm_score(gs, mc, &c);
 						considered++;
+						if (all) {
+							if ((*nall & (*nall - 1)) == 0)
+								*all = xrealloc(*all, (size_t)(*nall ? 2 * *nall : 1) * sizeof **all);
+							(*all)[(*nall)++] = c;
+						}
 						if (base + c.tile_bytes > avail) {
 							if (base + c.tile_bytes < closest) {
 								closest = base + c.tile_bytes;
@@ -346,7 +362,7 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	/* The bound adds the candidate's largest shards to the busiest tile;
 	 * when none passes it, the candidate nearest to passing is taken and
 	 * the plan's exact per-tile memory (check_memory) decides. */
-	if (!fitting && closest < INT64_MAX && !op->pinned) {
+	if (!fitting && closest < INT64_MAX && !op->grid[0]) {
 		*best = nearest;
 		return 0;
 	}
@@ -362,19 +378,20 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	return 0;
 }
 
+static void build_matmul(Builder *b, const MOp *op, const GemmShape *gs, const Candidate *c);
+static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain *ex, Err *e);
+
 static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int a = find_tensor(pl, m->t[op->in[0]].name), w = find_tensor(pl, m->t[op->in[1]].name);
 	int bias = op->in[2] >= 0 ? find_tensor(pl, m->t[op->in[2]].name) : -1;
-	int out = find_tensor(pl, m->t[op->out].name);
 	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
 	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
 			 bias >= 0, 0, 0, 0 };
 	Candidate c;
-	Placement gp[GP_COUNT], cp;
-	int idx[GP_COUNT], existed, ain = canonical(b, a);
+	int ain = canonical(b, a);
 
 	gs.owners = place_shards(&pl->p[ain]);
 	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
@@ -385,8 +402,26 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 		return err_at(e, m->file, op->pin_line, op->pin_col, "pin for '%s': %s",
 			      op->name, why);
 	}
-	if (choose(b, op, &gs, &c, ex, e))
+	if (b->o->objective >= OBJ_MEMORY)
+		return trial_choose(b, op, &gs, ex, e);
+	if (choose(b, op, &gs, &c, ex, NULL, NULL, e))
 		return -1;
+	build_matmul(b, op, &gs, &c);
+	return 0;
+}
+
+/* Builds the placements and steps of matmul op with candidate c. */
+static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const Candidate *cp)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	GemmShape gs = *gsp;
+	Candidate c = *cp;
+	int a = find_tensor(pl, m->t[op->in[0]].name), w = find_tensor(pl, m->t[op->in[1]].name);
+	int bias = op->in[2] >= 0 ? find_tensor(pl, m->t[op->in[2]].name) : -1;
+	int out = find_tensor(pl, m->t[op->out].name);
+	Placement gp[GP_COUNT], cp2;
+	int idx[GP_COUNT], existed, ain = canonical(b, a);
 
 	int gi = pl->ng++;
 	pl->g = xrealloc(pl->g, (size_t)pl->ng * sizeof *pl->g);
@@ -468,10 +503,253 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 		add_compute(pl, op->name, C_MATMUL, in, bias >= 0 ? 3 : 2, idx[GP_OUT], 0);
 	}
 #undef PLACE
-	canonical_of(&pl->t[out], b->mc->tiles, &cp);
-	int oc = add_place(pl, &cp, out, "canon", &existed);
+	canonical_of(&pl->t[out], b->mc->tiles, &cp2);
+	int oc = add_place(pl, &cp2, out, "canon", &existed);
 	b->canon[out] = oc;
 	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, idx[GP_OUT], oc);
+}
+
+/* ---- exact costing: build a candidate, lower it, take it back ---- */
+
+typedef struct {
+	int nt, np, ns, ng;
+	int64_t op_tile;
+	int *canon;
+} Snap;
+
+static int canon_len(const Builder *b) { return 2 * b->m->nt + 4 * b->m->nops + 1; }
+
+static void snap_take(Builder *b, Snap *s)
+{
+	s->nt = b->pl->nt, s->np = b->pl->np, s->ns = b->pl->ns, s->ng = b->pl->ng;
+	s->op_tile = b->op_tile;
+	s->canon = xmalloc((size_t)canon_len(b) * sizeof *s->canon);
+	memcpy(s->canon, b->canon, (size_t)canon_len(b) * sizeof *s->canon);
+}
+
+static void snap_back(Builder *b, Snap *s)
+{
+	Plan *pl = b->pl;
+	for (int i = s->nt; i < pl->nt; i++)
+		free(pl->t[i].name);
+	for (int i = s->np; i < pl->np; i++)
+		free(pl->p[i].name);
+	for (int i = s->ns; i < pl->ns; i++)
+		free(pl->s[i].op);
+	for (int i = s->ng; i < pl->ng; i++)
+		free(pl->g[i].op);
+	pl->nt = s->nt, pl->np = s->np, pl->ns = s->ns, pl->ng = s->ng;
+	b->op_tile = s->op_tile;
+	memcpy(b->canon, s->canon, (size_t)canon_len(b) * sizeof *s->canon);
+	free(s->canon);
+}
+
+/* Per tile, the shard index (linear) a placement holds there, or -1. */
+static int note_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		      int64_t tile)
+{
+	int64_t *at = ctx, lin = 0;
+	(void)rep;
+	for (int a = 0; a < p->rank; a++)
+		lin = lin * p->split[a] + idx[a];
+	at[tile] = lin;
+	return 0;
+}
+
+typedef struct {
+	int64_t *acc, *src_at;
+	const Placement *src;
+} NewBytes;
+
+static void unlinear(const Placement *p, int64_t lin, int64_t *idx)
+{
+	for (int a = p->rank - 1; a >= 0; a--) {
+		idx[a] = lin % p->split[a];
+		lin /= p->split[a];
+	}
+}
+
+/* Adds a shard's bytes unless it is the copy source's buffer there (the
+ * same region and layout on the tile: one buffer, plan_memory's rule). */
+static int add_new(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	NewBytes *n = ctx;
+	(void)rep;
+	if (n->src && n->src_at[t] >= 0 && n->src->layout == p->layout) {
+		int64_t sidx[MAX_RANK];
+		unlinear(n->src, n->src_at[t], sidx);
+		if (place_same_region(n->src, sidx, p, idx))
+			return 0;
+	}
+	n->acc[t] += place_shard_bytes(p, idx);
+	return 0;
+}
+
+/* Per tile, the peak over steps ns0.. of the bytes of placements np0..
+ * live at each (plan_lifetimes; a shard that is its copy source's buffer
+ * counts once), each step's scratch included. */
+static void new_bytes(const Plan *pl, int np0, int ns0, int64_t *peak)
+{
+	int64_t T = pl->machine.tiles;
+	int np = pl->np, nn = np - np0;
+	int *fi = xmalloc((size_t)np * sizeof *fi), *la = xmalloc((size_t)np * sizeof *la);
+	int *alias = xmalloc((size_t)np * sizeof *alias);
+	int64_t *src_at = xmalloc((size_t)T * sizeof *src_at);
+	int64_t *by = xcalloc((size_t)(nn + 1) * (size_t)T, sizeof *by), *cur = xmalloc((size_t)T * sizeof *cur);
+
+	plan_lifetimes(pl, fi, la, alias);
+	for (int i = np0; i < np; i++) {
+		NewBytes n = { by + (int64_t)(i - np0) * T, src_at, NULL };
+		for (int s = ns0; s < pl->ns; s++)
+			if (pl->s[s].kind == STEP_COPY && pl->s[s].dst == i) {
+				n.src = &pl->p[pl->s[s].src];
+				for (int64_t t = 0; t < T; t++)
+					src_at[t] = -1;
+				place_each(n.src, T, note_shard, src_at);
+			}
+		place_each(&pl->p[i], T, add_new, &n);
+	}
+	for (int s = ns0; s < pl->ns; s++) {
+		memset(cur, 0, (size_t)T * sizeof *cur);
+		for (int i = np0; i < np; i++)
+			if (fi[i] <= s && s <= la[i])
+				for (int64_t t = 0; t < T; t++)
+					cur[t] += by[(int64_t)(i - np0) * T + t];
+		if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].scratch) {
+			memset(by + (int64_t)nn * T, 0, (size_t)T * sizeof *by);
+			place_each(&pl->p[pl->s[s].out], T, add_bytes, by + (int64_t)nn * T);
+			for (int64_t t = 0; t < T; t++)
+				cur[t] += by[(int64_t)nn * T + t] ? pl->s[s].scratch : 0;
+		}
+		for (int64_t t = 0; t < T; t++)
+			peak[t] = cur[t] > peak[t] ? cur[t] : peak[t];
+	}
+	free(fi);
+	free(la);
+	free(alias);
+	free(src_at);
+	free(by);
+	free(cur);
+}
+
+/* Lowers candidate c of op (built, measured, taken back) and fills its
+ * exact fields against what earlier ops put on every tile. */
+static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
+		      Candidate *c)
+{
+	Plan *pl = b->pl;
+	const Machine *mc = b->mc;
+	int64_t T = mc->tiles, avail = machine_avail(mc);
+	int64_t budget = mc->table_budget_bytes, limit = mc->fragment_limit;
+	int64_t *tt = xcalloc((size_t)T, sizeof *tt), *tf = xcalloc((size_t)T, sizeof *tf);
+	int64_t *ob = xcalloc((size_t)T, sizeof *ob);
+	Snap sn;
+	Err e;
+
+	snap_take(b, &sn);
+	build_matmul(b, op, gs, c);
+	c->exact = 1;
+	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
+	c->x_excess = 0;
+	if (plan_trial(pl, sn.ns, pl->ns - 1, 0, tt, tf, &e)) {
+		c->fits = 0;
+		c->x_excess = 1e30;
+	} else {
+		new_bytes(pl, sn.np, sn.ns, ob);
+		for (int64_t t = 0; t < T; t++) {
+			int64_t tab = b->tab[t] + tt[t], fr = b->frg[t] + tf[t], mem = load[t] + ob[t];
+			double x = (double)tab / (double)budget;
+			if ((double)fr / (double)limit > x)
+				x = (double)fr / (double)limit;
+			if ((double)(mem + tab) / (double)avail > x)
+				x = (double)(mem + tab) / (double)avail;
+			if (x > c->x_excess)
+				c->x_excess = x;
+			c->x_table = tab > c->x_table ? tab : c->x_table;
+			c->x_frags = fr > c->x_frags ? fr : c->x_frags;
+			c->x_peak = mem + tab > c->x_peak ? mem + tab : c->x_peak;
+			c->x_bytes += ob[t] + tt[t];
+		}
+		c->fits = c->x_excess <= 1.0;
+	}
+	snap_back(b, &sn);
+	free(tt);
+	free(tf);
+	free(ob);
+}
+
+#define SHORTLIST 4     /* candidates per staging re-scored exactly */
+
+static Objective rank_obj;
+static int64_t rank_room;
+
+/* The formula's order for the short list: by how far the per-tile bound
+ * (its largest shards, with the table budget kept free) passes what is
+ * left on the busiest tile, none first; then tensor memory plus estimated
+ * tables. */
+static int by_estimate(const void *x, const void *y)
+{
+	const Candidate *a = x, *b = y;
+	int64_t oa = a->tile_bytes - rank_room, ob = b->tile_bytes - rank_room;
+	oa = oa > 0 ? oa : 0, ob = ob > 0 ? ob : 0;
+	if (oa != ob)
+		return oa < ob ? -1 : 1;
+	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
+}
+
+static int by_exact(const void *x, const void *y)
+{
+	return candidate_cmp(x, y, rank_obj);
+}
+
+/* The memory and cycles objectives: the formula ranks every candidate and
+ * prunes; the short list (SHORTLIST per staging) is lowered exactly and
+ * the best fitting one is built. */
+static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain *ex, Err *e)
+{
+	Candidate *all = NULL, best, *sl = NULL;
+	int64_t nall = 0, T = b->mc->tiles;
+	int nsl = 0, per[3] = { 0, 0, 0 };
+	int64_t *load = xcalloc((size_t)T, sizeof *load);
+	int opi = (int)(op - b->m->ops);
+
+	if (choose(b, op, gs, &best, NULL, &all, &nall, e)) {
+		free(all);
+		free(load);
+		return -1;
+	}
+	rank_room = machine_avail(b->mc) - base_load(b, opi) - b->mc->table_budget_bytes;
+	qsort(all, (size_t)nall, sizeof *all, by_estimate);
+	tile_load(b, opi, load);
+	for (int64_t i = 0; i < nall; i++) {
+		if (per[all[i].staging] >= SHORTLIST)
+			continue;
+		per[all[i].staging]++;
+		sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
+		sl[nsl] = all[i];
+		trial_one(b, op, gs, load, &sl[nsl]);
+		nsl++;
+	}
+	rank_obj = b->o->objective;
+	qsort(sl, (size_t)nsl, sizeof *sl, by_exact);
+	if (ex) {
+		int keep = b->o->explain < nsl ? b->o->explain : nsl;
+		ex->op = xstrdup(op->name);
+		ex->considered = nall;
+		ex->fitting = 0;
+		for (int i = 0; i < nsl; i++)
+			ex->fitting += sl[i].fits;
+		ex->best = xmalloc((size_t)(keep ? keep : 1) * sizeof *ex->best);
+		memcpy(ex->best, sl, (size_t)keep * sizeof *sl);
+		ex->nbest = keep;
+		ex->avail = machine_avail(b->mc);
+		ex->base = base_load(b, opi);
+		ex->exact = nsl;
+	}
+	build_matmul(b, op, gs, nsl ? &sl[0] : &best);
+	free(sl);
+	free(all);
+	free(load);
 	return 0;
 }
 
@@ -566,11 +844,58 @@ static void broadcast(Builder *b, const MOp *op)
 	add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
 }
 
-/* Attention over (batch, query block, head) tiles: tile (b, qb, h) holds
- * the query rows of its block and the keys and values of head h of batch
- * b, which reach the query blocks of a head by one multicast. It computes
- * its rows' scores, softmax with fp32 statistics, and the head's output
- * columns, which return to the owners (formats/plan.md). */
+/* Attention tiles: (batch, query block, head, key block). Tile
+ * (b, qb, h, kb) sits at base + ((b*QB + qb)*H + h)*KB + kb. With one key
+ * block it holds its query rows and the whole head's keys and values and
+ * writes the head's output columns. With KB > 1 it holds a block of the
+ * keys and values (multicast to the head's query blocks) and writes an
+ * fp32 partial [m, l, o] per query row; the partials of a query block are
+ * gathered on its kb = 0 tile and merged there in key-block order (online
+ * softmax, formats/plan.md). The output returns to the owners. */
+typedef struct {
+	int64_t QB, KB, tq, tk, bytes;
+} AttnGrid;
+
+/* Bytes a tile holds for attention with QB query and KB key blocks: q,
+ * k, v, the score scratch of one row, and the partials, their gathered
+ * block and the output when KB > 1 (the output alone otherwise). */
+static int64_t attn_bytes(int64_t Tq, int64_t Tk, int64_t D, int64_t QB, int64_t KB, int64_t *tq,
+			  int64_t *tk)
+{
+	*tq = cdiv(Tq, QB), *tk = cdiv(Tk, KB);
+	int64_t b = 2 * *tq * D + 2 * 2 * *tk * D + 4 * *tk + 2 * *tq * D;
+	if (KB > 1)
+		b += 4 * *tq * (D + 2) * (1 + KB);
+	return b;
+}
+
+/* The fewest key blocks whose tile fits beside what is in use (with the
+ * table budget kept free), then the most query blocks; when none fits,
+ * the smallest tile. */
+static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op)
+{
+	int64_t room = machine_avail(b->mc) - base_load(b, op) - b->mc->table_budget_bytes;
+	AttnGrid best = { 0, 0, 0, 0, INT64_MAX }, small = best;
+	for (int64_t KB = 1; KB <= Tk && KB <= per; KB++) {
+		if (!uniform_ok(Tk, KB))
+			continue;
+		for (int64_t QB = per / KB; QB >= 1; QB--) {
+			if (QB > Tq || !uniform_ok(Tq, QB))
+				continue;
+			AttnGrid g = { QB, KB, 0, 0, 0 };
+			g.bytes = attn_bytes(Tq, Tk, D, QB, KB, &g.tq, &g.tk);
+			if (g.bytes < small.bytes)
+				small = g;
+			if (g.bytes <= room && !best.QB)
+				best = g;
+			break;          /* the most query blocks for this KB */
+		}
+		if (best.QB)
+			break;
+	}
+	return best.QB ? best : small;
+}
+
 static int attention(Builder *b, const MOp *op, Err *e)
 {
 	Plan *pl = b->pl;
@@ -585,8 +910,26 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		return err_at(e, m->file, op->line, op->col,
 			      "attention '%s': %lld batch entries x %lld heads need more tiles than the "
 			      "machine's %lld", op->name, (long long)B, (long long)H, (long long)T);
-	int64_t QB = largest_uniform(Tq, T / (B * H)), tq = cdiv(Tq, QB), base = b->op_tile;
-	b->op_tile = (b->op_tile + B * QB * H) % T;
+	AttnGrid ag = attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops));
+	if (op->grid[0]) {
+		int64_t QB = op->grid[0], KB = op->grid[1];
+		const char *why = QB > Tq ? "more query blocks than query tokens" :
+				  KB > Tk ? "more key blocks than keys" :
+				  !uniform_ok(Tq, QB) ? "query blocks that do not cut the queries uniformly" :
+				  !uniform_ok(Tk, KB) ? "key blocks that do not cut the keys uniformly" :
+				  B * H * QB * KB > T ? "more tiles than the machine has" : NULL;
+		if (why)
+			return err_at(e, m->file, op->pin_line, op->pin_col,
+				      "pin for '%s': blocks [%lld, %lld] need %s (%lld queries, %lld keys, "
+				      "%lld x %lld x %lld x %lld tiles of %lld)", op->name, (long long)QB,
+				      (long long)KB, why, (long long)Tq, (long long)Tk, (long long)B,
+				      (long long)H, (long long)QB, (long long)KB, (long long)T);
+		ag.QB = QB, ag.KB = KB;
+		ag.bytes = attn_bytes(Tq, Tk, D, QB, KB, &ag.tq, &ag.tk);
+	}
+	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = b->op_tile;
+	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
+	b->op_tile = (b->op_tile + B * QB * H * KB) % T;
 	int64_t coff[3] = { 0, fused ? C : 0, fused ? 2 * C : C };
 	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
 	int tensor[3] = { q, kv, kv }, idx[3];
@@ -602,14 +945,16 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		p.off[2] = coff[k];
 		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = C;
 		memcpy(p.whole, t->shape, sizeof p.whole);
-		p.split[0] = B, p.block[0] = 1, p.stride[0] = QB * H;
-		p.split[2] = H, p.block[2] = D, p.stride[2] = 1;
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
+		p.split[2] = H, p.block[2] = D, p.stride[2] = sh;
 		if (k == 0) {
-			p.split[1] = QB, p.block[1] = tq, p.stride[1] = H;
+			p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
+			if (KB > 1)
+				p.nrep = 1, p.rep[0] = KB, p.rstride[0] = 1;
 		} else {
-			p.split[1] = 1, p.block[1] = Tk;
+			p.split[1] = KB, p.block[1] = tk, p.stride[1] = 1;
 			if (QB > 1)
-				p.nrep = 1, p.rep[0] = QB, p.rstride[0] = H;
+				p.nrep = 1, p.rep[0] = QB, p.rstride[0] = sq;
 		}
 		if (coff[k] == 0 && C == t->shape[2])
 			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
@@ -622,15 +967,41 @@ static int attention(Builder *b, const MOp *op, Err *e)
 	Placement o;
 	memset(&o, 0, sizeof o);
 	o.layout = LAYOUT_ROW_MAJOR;
-	o.split[0] = B, o.block[0] = 1, o.stride[0] = QB * H;
-	o.split[1] = QB, o.block[1] = tq, o.stride[1] = H;
-	o.split[2] = H, o.block[2] = D, o.stride[2] = 1;
+	o.split[0] = B, o.block[0] = 1, o.stride[0] = sb;
+	o.split[1] = QB, o.block[1] = tq, o.stride[1] = sq;
+	o.split[2] = H, o.block[2] = D, o.stride[2] = sh;
 	o.base = base;
 	snprintf(where, sizeof where, "%s.out", op->name);
-	int op_out = add_place(pl, &o, out, where, &existed);
-	int st = add_compute(pl, op->name, C_ATTENTION, idx, 3, op_out, 0);
+	int op_out = add_place(pl, &o, out, where, &existed), st;
+	if (KB == 1) {
+		st = add_compute(pl, op->name, C_ATTENTION, idx, 3, op_out, 0);
+	} else {
+		/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
+		char name[200];
+		int64_t shape[4] = { KB, B, Tq, H * (D + 2) };
+		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, shape, FMT_FP32, 0);
+		Placement pp, rp;
+		memset(&pp, 0, sizeof pp);
+		pp.layout = LAYOUT_ROW_MAJOR;
+		pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = 1;
+		pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = sb;
+		pp.split[2] = QB, pp.block[2] = tq, pp.stride[2] = sq;
+		pp.split[3] = H, pp.block[3] = D + 2, pp.stride[3] = sh;
+		pp.base = base;
+		rp = pp;
+		rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+		snprintf(where, sizeof where, "%s.partial", op->name);
+		int pi = add_place(pl, &pp, pt, where, &existed);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, 3, pi, 0);
+		snprintf(where, sizeof where, "%s.merge", op->name);
+		int ri = add_place(pl, &rp, pt, where, &existed);
+		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
+		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+	}
 	pl->s[st].scale = 1.0 / sqrt((double)D);
 	pl->s[st].heads = H;
+	pl->s[st].scratch = 4 * tk;
 	Placement cp;
 	canonical_of(&pl->t[out], T, &cp);
 	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
@@ -696,7 +1067,7 @@ static int check_memory(Builder *b, Err *e)
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
-	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, 0 };
+	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, 0, NULL, NULL };
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);
@@ -706,6 +1077,8 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	for (int i = 0; i < 2 * m->nt + 4 * m->nops + 1; i++)
 		b.canon[i] = -1;
 	b.base = xcalloc((size_t)mc->tiles, sizeof *b.base);
+	b.tab = xcalloc((size_t)mc->tiles, sizeof *b.tab);
+	b.frg = xcalloc((size_t)mc->tiles, sizeof *b.frg);
 	b.last_use = xcalloc((size_t)m->nt, sizeof *b.last_use);
 	for (int i = 0; i < m->nops; i++)
 		for (int k = 0; k < m->ops[i].nin; k++)
@@ -735,7 +1108,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			canonical(&b, i);
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
-		int r = op->rep, first = -1;
+		int r = op->rep, first = -1, ns0 = pl->ns;
 		if (r >= 0 && m->rep[r].first == i) {
 			carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
 			first = pl->ns;
@@ -765,6 +1138,10 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		}
 		if (first >= 0)
 			b.body = first;
+		/* What the op put on every tile's tables, for the ops after it. */
+		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 &&
+		    plan_trial(pl, ns0, pl->ns - 1, 0, b.tab, b.frg, e))
+			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
 			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
 			Repeat x = { xstrdup(m->rep[r].name), b.body, pl->ns - 1, m->rep[r].count };
@@ -778,6 +1155,8 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 out:
 	free(b.canon);
 	free(b.base);
+	free(b.tab);
+	free(b.frg);
 	free(b.last_use);
 	if (rc)
 		plan_free(pl);

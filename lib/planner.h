@@ -29,6 +29,7 @@ typedef struct {
 	Candidate *best;        /* up to PlanOpts.explain, best first */
 	int nbest;
 	int64_t avail, base;    /* bytes per tile available, and already in use */
+	int exact;              /* candidates lowered exactly (memory and cycles objectives) */
 } Explain;
 
 /* Builds pl from the model; fills ex[nops] (NULL to skip) for matmuls.

@@ -357,11 +357,12 @@ static float gelu(float x)
 
 /* One head's attention for R query rows over N keys (D wide): scores
  * summed in fp32 in D order and scaled; softmax with fp32 statistics (row
- * maximum, exponentials, their sum in key order); the output summed in
- * fp32 in key order and divided by the sum. The caller rounds o once into
- * its format. */
+ * maximum m, exponentials, their sum l in key order); the output summed
+ * in fp32 in key order. Whole (partial 0): o (R x D) is that sum divided
+ * by l. Partial: o (R x (D+2)) holds m, l and the undivided sum, for
+ * merge(). The caller rounds o once into its format. */
 static void attend(const float *q, const float *k, const float *v, float *o, int64_t R, int64_t N,
-		   int64_t D, float scale)
+		   int64_t D, float scale, int partial)
 {
 	float *p = xmalloc((size_t)N * sizeof *p), *kt = xmalloc((size_t)(N * D) * sizeof *kt);
 	for (int64_t j = 0; j < N; j++)         /* keys by column: each score sums in D order */
@@ -380,15 +381,43 @@ static void attend(const float *q, const float *k, const float *v, float *o, int
 			p[j] = expf(p[j] - mx);
 			sum += p[j];
 		}
-		float *out = o + i * D;
+		float *out = partial ? o + i * (D + 2) + 2 : o + i * D;
 		memset(out, 0, (size_t)D * sizeof *out);
 		for (int64_t j = 0; j < N; j++)
 			axpy(out, v + j * D, p[j], D);
-		for (int64_t d = 0; d < D; d++)
-			out[d] /= sum;
+		if (partial) {
+			out[-2] = mx;
+			out[-1] = sum;
+		} else {
+			for (int64_t d = 0; d < D; d++)
+				out[d] /= sum;
+		}
 	}
 	free(p);
 	free(kt);
+}
+
+/* Online-softmax merge of KB key blocks' partials (rows kb*R + r, each m,
+ * l, o[D]) in key-block order: M the largest m, w_kb = exp(m_kb - M),
+ * L = sum of w_kb*l_kb, O = sum of w_kb*o_kb, out = O / L (all fp32). */
+static void merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D)
+{
+	for (int64_t r = 0; r < R; r++) {
+		float M = -INFINITY, L = 0, *out = res + r * D;
+		for (int64_t kb = 0; kb < KB; kb++) {
+			float mk = a[(kb * R + r) * (D + 2)];
+			M = mk > M ? mk : M;
+		}
+		memset(out, 0, (size_t)D * sizeof *out);
+		for (int64_t kb = 0; kb < KB; kb++) {
+			const float *row = a + (kb * R + r) * (D + 2);
+			float w = expf(row[0] - M);
+			L += w * row[1];
+			axpy(out, row + 2, w, D);
+		}
+		for (int64_t d = 0; d < D; d++)
+			out[d] /= L;
+	}
 }
 
 typedef struct {
@@ -429,11 +458,15 @@ static void *compute_tiles(void *arg)
 		case C_ATTENTION: {
 			Layout lk, lv;
 			float *k = read_shard(m, st->in[1], t, &lk), *v = read_shard(m, st->in[2], t, &lv);
-			attend(a, k, v, res, R, lk.rows, C, (float)st->scale);
+			int partial = out->fmt == FMT_FP32;
+			attend(a, k, v, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial);
 			free(k);
 			free(v);
 			break;
 		}
+		case C_MERGE:
+			merge(a, res, la.rows / R, R, C);
+			break;
 		case C_GELU:
 			for (int64_t q = 0; q < R * C; q++)
 				res[q] = gelu(a[q]);
@@ -866,6 +899,13 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 		return;
 	}
 	int out = pl->p[st->out].tensor, in = pl->p[st->in[0]].tensor;
+	if (st->compute == C_ATTENTION && pl->t[out].role == R_PARTIAL)
+		for (int k = s + 1; k < pl->ns; k++)    /* key blocks: the op's result is the merge's */
+			if (pl->s[k].kind == STEP_COMPUTE && pl->s[k].compute == C_MERGE &&
+			    strcmp(pl->s[k].op, st->op) == 0) {
+				out = pl->p[pl->s[k].out].tensor;
+				break;
+			}
 	int64_t n = tensor_count(&pl->t[out]), C = pl->t[out].shape[pl->t[out].rank - 1];
 	float *y = xmalloc((size_t)n * sizeof *y);
 	const float *x = inst(pl, ref, in, iter);
@@ -950,7 +990,8 @@ int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *a
 	for (int s = 0; s < pl->ns; s++) {
 		int g = pl->s[s].kind == STEP_COMPUTE ? is_gemm_op(pl, pl->s[s].op) : -1;
 		gemm_at[s] = -1;
-		skip[s] = pl->s[s].kind != STEP_COMPUTE || (g >= 0 && seen[g]);
+		skip[s] = pl->s[s].kind != STEP_COMPUTE || (g >= 0 && seen[g]) ||
+			  pl->s[s].compute == C_MERGE;  /* its attention step stands for the op */
 		if (g >= 0 && !seen[g])
 			gemm_at[s] = g, seen[g] = 1;
 	}

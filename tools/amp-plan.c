@@ -14,11 +14,17 @@ static void help(void)
 	       "or '-') for a machine and write the plan stage (formats/plan.md).\n"
 	       "\n"
 	       "  -m, --machine FILE    machine file (default: share/machines/amp1472.yaml)\n"
-	       "      --objective NAME  rank GEMM candidates by 'capacity' (default: total\n"
-	       "                        live tensor memory, then largest allocation, then\n"
-	       "                        estimated exchange rows, then estimated cycles) or\n"
-	       "                        'capacity+tables' (tensor memory plus estimated\n"
-	       "                        exchange table bytes first)\n"
+	       "      --objective NAME  how GEMM plans are chosen: 'memory' (default: every\n"
+	       "                        candidate ranked by the formula, the best per staging\n"
+	       "                        lowered exactly, as amp-expand, amp-exchange and\n"
+	       "                        amp-group would, against what earlier ops put on\n"
+	       "                        every tile; the fitting one with the least tensor +\n"
+	       "                        table bytes wins), 'cycles' (the same, the fitting\n"
+	       "                        one with the fewest estimated cycles), 'capacity'\n"
+	       "                        (the baseline: total live tensor memory, then largest\n"
+	       "                        allocation, then estimated rows and cycles, by formula\n"
+	       "                        alone) or 'capacity+tables' (estimated table bytes\n"
+	       "                        beside tensor memory, by formula)\n"
 	       "      --scales FILE     fp8 scale exponents by tensor name (formats/scales.md;\n"
 	       "                        amp-run --calibrate writes one)\n"
 	       "      --explain[=N]     print each GEMM's N best candidates (default 5) and\n"
@@ -39,15 +45,24 @@ static void print_candidate(int rank, const Candidate *c, int chosen)
 	char grid[64];
 	snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)c->grid[0],
 		 (long long)c->grid[1], (long long)c->grid[2]);
-	printf("  %3d%c  %-15s %-5s  %-9s  %5lld  %10lld  %12lld  %9lld  %6lld  %9lld  %9lld\n",
+	printf("  %3d%c  %-15s %-5s  %-9s  %5lld  %10lld  %12lld  %9lld  %6lld  %9lld  %9lld",
 	       rank, chosen ? '*' : ' ', grid, cast_name(c->cast), staging_name(c->staging),
 	       (long long)c->tiles, (long long)c->tile_bytes, (long long)c->total,
 	       (long long)c->largest, (long long)c->rows, (long long)c->cycles, (long long)c->tables);
+	if (c->exact)
+		printf("  %9lld  %6lld  %9lld  %4s", (long long)c->x_table, (long long)c->x_frags,
+		       (long long)c->x_peak, c->fits ? "yes" : "no");
+	printf("\n");
 }
 
 static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj)
 {
-	printf("objective: %s\n", obj == OBJ_CAPACITY ? "capacity" : "capacity+tables");
+	printf("objective: %s\n", objective_name(obj));
+	if (obj >= OBJ_MEMORY)
+		printf("(estimates by formula; 'x tables', 'x frags' and 'x peak' are the exact figures of\n"
+		       " a trial lowering, on the worst tile, earlier ops included: table bytes,\n"
+		       " fragments, and tensors + tables; 'fits' checks them against the table budget,\n"
+		       " the fragment limit and SRAM with the table budget kept free)\n");
 	for (int i = 0; i < m->nops; i++) {
 		const Explain *x = &ex[i];
 		if (!x->op)
@@ -56,13 +71,21 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 		for (int k = 0; k < pl->ng; k++)
 			if (strcmp(pl->g[k].op, x->op) == 0)
 				g = &pl->g[k];
-		printf("\ngemm %s: m %lld, k %lld, n %lld, %s%s; %lld candidates, %lld fit "
-		       "(%lld bytes per tile available, %lld in use before it)\n",
-		       x->op, (long long)g->m, (long long)g->k, (long long)g->n, fmt_name(g->fmt),
-		       g->pinned ? ", pinned" : "", (long long)x->considered, (long long)x->fitting,
-		       (long long)x->avail, (long long)x->base);
+		if (x->exact)
+			printf("\ngemm %s: m %lld, k %lld, n %lld, %s%s; %lld candidates, %d lowered exactly, "
+			       "%lld fit (%lld bytes per tile available, %lld in use before it)\n",
+			       x->op, (long long)g->m, (long long)g->k, (long long)g->n, fmt_name(g->fmt),
+			       g->pinned ? ", pinned" : "", (long long)x->considered, x->exact,
+			       (long long)x->fitting, (long long)x->avail, (long long)x->base);
+		else
+			printf("\ngemm %s: m %lld, k %lld, n %lld, %s%s; %lld candidates, %lld fit "
+			       "(%lld bytes per tile available, %lld in use before it)\n",
+			       x->op, (long long)g->m, (long long)g->k, (long long)g->n, fmt_name(g->fmt),
+			       g->pinned ? ", pinned" : "", (long long)x->considered, (long long)x->fitting,
+			       (long long)x->avail, (long long)x->base);
 		printf("  rank  grid            cast   staging    tiles  tile bytes   total bytes"
-		       "    largest    rows     cycles     tables\n");
+		       "    largest    rows     cycles     tables%s\n",
+		       x->exact ? "   x tables  x frags    x peak  fits" : "");
 		for (int k = 0; k < x->nbest; k++) {
 			const Candidate *c = &x->best[k];
 			int chosen = !memcmp(c->grid, g->grid, sizeof c->grid) && c->cast == g->cast &&
@@ -103,7 +126,7 @@ int main(int argc, char **argv)
 	};
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
-	PlanOpts po = { OBJ_CAPACITY, 0, NULL };
+	PlanOpts po = { OBJ_MEMORY, 0, NULL };
 	int compress = 0, c;
 	int64_t n;
 	Machine mc;
@@ -123,8 +146,13 @@ int main(int argc, char **argv)
 				po.objective = OBJ_CAPACITY;
 			else if (strcmp(optarg, "capacity+tables") == 0)
 				po.objective = OBJ_CAPACITY_TABLES;
+			else if (strcmp(optarg, "memory") == 0)
+				po.objective = OBJ_MEMORY;
+			else if (strcmp(optarg, "cycles") == 0)
+				po.objective = OBJ_CYCLES;
 			else
-				usage_error("unknown objective '%s' (expected capacity or capacity+tables)", optarg);
+				usage_error("unknown objective '%s' (expected memory, cycles, capacity or "
+					    "capacity+tables)", optarg);
 			break;
 		case 'E':
 			po.explain = 5;

@@ -10,7 +10,7 @@ CASES=$ROOT/tests/models
 
 # plan MODEL OUT: the plan amp-plan writes for MODEL.
 plan() {
-	run amp-plan "$1" -o "$2"
+	run amp-plan --objective capacity "$1" -o "$2"
 	assert_success
 	assert [ -s "$2" ]
 }
@@ -477,7 +477,7 @@ rejects() {
 }
 
 @test "compose rejects a plan of an unsupported version" {
-	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 3"
+	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 4"
 }
 
 @test "compose rejects a placement of an unknown tensor" {

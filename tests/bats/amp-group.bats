@@ -9,7 +9,7 @@ bats_require_minimum_version 1.5.0
 
 # exchanged MODEL OUT: MODEL planned, composed, expanded and exchanged.
 exchanged() {
-	run amp-plan "$1" -o plan.tmp
+	run amp-plan --objective capacity "$1" -o plan.tmp
 	assert_success
 	run amp-compose plan.tmp -o composed.tmp
 	assert_success
@@ -234,12 +234,12 @@ rejects() {
 	done
 }
 
-@test "group writes an amp-group version 2 header with the stage's machine and model" {
+@test "group writes an amp-group version 3 header with the stage's machine and model" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 2'
+	assert_line --index 1 'version: 3'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 }
@@ -433,7 +433,7 @@ rejects() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 3"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 4"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {

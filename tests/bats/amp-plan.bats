@@ -268,7 +268,7 @@ line_of() {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 2'
+	assert_line --index 1 'version: 3'
 	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
 	assert_line 'model: tiny-mlp'
 }
@@ -302,7 +302,7 @@ line_of() {
 	assert_equal "$output" ""
 	run head -n 2 tables.plan
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 2'
+	assert_line --index 1 'version: 3'
 	run grep -c '^- {op: ' tables.plan
 	assert_output 2
 	# The plan reader of the next stage accepts it.
@@ -314,15 +314,18 @@ line_of() {
 	run --separate-stderr amp-plan --explain --objective=capacity+tables "$TINY"
 	assert_success
 	assert_line --index 0 'objective: capacity+tables'
-	run --separate-stderr amp-plan --explain "$TINY"
+	run --separate-stderr amp-plan --explain --objective capacity "$TINY"
 	assert_success
 	assert_line --index 0 'objective: capacity'
+	run --separate-stderr amp-plan --explain "$TINY"
+	assert_success
+	assert_line --index 0 'objective: memory'
 }
 
 @test "plan --explain prints a candidate table per GEMM with the chosen row starred" {
 	run --separate-stderr amp-plan --explain "$TINY"
 	assert_success
-	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ fit'
+	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ lowered exactly, [0-9]+ fit'
 	assert_line --regexp '^gemm mlp_down: m 74, k 200, n 80, fp8, pinned; [0-9]+ candidates'
 	assert_line --regexp '^ +rank +grid +cast +staging +tiles'
 	# Each GEMM's table has exactly one starred row; the pinned one stars its pin.
@@ -375,7 +378,7 @@ line_of() {
 	amp-plan "$TINY" >plain.plan
 	run --separate-stderr amp-plan --explain -o explained.plan "$TINY"
 	assert_success
-	assert_line --index 0 'objective: capacity'
+	assert_line --index 0 'objective: memory'
 	refute_line 'format: amp-plan'
 	run cmp plain.plan explained.plan
 	assert_success

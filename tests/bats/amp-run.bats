@@ -9,12 +9,12 @@ load common
 load stages
 bats_require_minimum_version 1.5.0
 
-# pipeline MODEL OUT [SCALES]: MODEL planned (with SCALES), composed,
-# expanded, exchanged and grouped into OUT.
+# pipeline MODEL OUT [SCALES [PLAN_FLAG...]]: MODEL planned (with SCALES
+# and the flags), composed, expanded, exchanged and grouped into OUT.
 pipeline() {
 	local scales=()
 	[ -z "${3:-}" ] || scales=(--scales "$3")
-	amp-plan "${scales[@]}" "$1" -o "$2.plan" &&
+	amp-plan "${scales[@]}" "${@:4}" "$1" -o "$2.plan" &&
 		amp-compose "$2.plan" -o "$2.composed" &&
 		amp-expand "$2.composed" -o "$2.expanded" &&
 		amp-exchange "$2.expanded" -o "$2.exchange" &&
@@ -31,7 +31,8 @@ setup_file() {
 	export TINY_SCALES=$BATS_FILE_TMPDIR/tiny-scales.yaml TINY=$BATS_FILE_TMPDIR/tiny.yaml
 	export TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp SIGLIP_PROG=$BATS_FILE_TMPDIR/siglip.amp
 	amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o "$TINY_SCALES"
-	pipeline "$MODELS/tiny-mlp.yaml" "$TINY" "$TINY_SCALES"
+	# the capacity baseline: the fault cases below edit its direct moves
+	pipeline "$MODELS/tiny-mlp.yaml" "$TINY" "$TINY_SCALES" --objective capacity
 	amp-emit "$TINY" -o "$TINY_PROG"
 	if [ -z "${AMP_SAN:-}" ]; then
 		amp-run --calibrate "$MODELS/siglip-mlp.yaml" -o siglip-scales.yaml

@@ -40,7 +40,7 @@ members() {
 # expanded, exchanged and grouped.
 grouped() {
 	local machine=${3:-$MACHINES/amp1472.yaml}
-	amp-plan --machine "$machine" "$1" -o "$2.plan" &&
+	amp-plan --objective capacity --machine "$machine" "$1" -o "$2.plan" &&
 		amp-compose "$2.plan" -o "$2.composed" &&
 		amp-expand "$2.composed" -o "$2.expanded" &&
 		amp-exchange "$2.expanded" -o "$2.exchange" &&

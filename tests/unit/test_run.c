@@ -1,6 +1,7 @@
 /* Randomized tiny models (clipped shapes, random pinned grids, cast orders
  * and stagings, fp8 and fp16 weights; a third ViT-shaped with attention,
- * a repeat and a MAP head, vitgen.h) pass both of amp-run's checks:
+ * a repeat, a MAP head and key blocks, vitgen.h), planned by the capacity
+ * baseline or the memory objective, pass both of amp-run's checks:
  * calibrated, planned, composed, lowered, emitted and executed on the
  * machine model, every phase byte-exact and every output within cosine
  * 0.99 of the FP32 reference. FUZZ=1 runs more. */
@@ -83,7 +84,8 @@ int main(void)
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
 		RunOpts ro = { NULL, (uint64_t)i + 1, 1 };
-		PlanOpts po = { OBJ_CAPACITY, 0, NULL };
+		/* the capacity baseline, or the default: exact costing (trial lowering) */
+		PlanOpts po = { next() % 2 ? OBJ_MEMORY : OBJ_CAPACITY, 0, NULL };
 		Err e;
 
 		if (next() % 3 == 0)

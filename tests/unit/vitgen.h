@@ -6,7 +6,8 @@
  * head (broadcast probe, q and kv projections, attention over q and kv).
  * Weights fp8 or fp16 at random; grids are the planner's. Exercises
  * placement windows (q, k, v of a fused tensor), multicast of keys and
- * values, stacked parameters and the carried activation. */
+ * values, stacked parameters and the carried activation; half the models
+ * pin key blocks for their attention (the online-softmax merge). */
 #ifndef AMP_VITGEN_H
 #define AMP_VITGEN_H
 
@@ -82,11 +83,20 @@ static void vit_model(const char *path, char *desc, size_t dn)
 			"outputs: [pooled]\n", (long long)B, (long long)heads);
 	else
 		fprintf(f, "outputs: [enc]\n");
+	/* Half the models split the keys of their attention into blocks
+	 * (online-softmax merge), when the cut is uniform. */
+	int64_t kb = t_pick(2, 3), kc = (T + kb - 1) / kb;
+	int keys = t_rnd() % 2 && T >= kb && (T + kc - 1) / kc == kb;
+	if (keys) {
+		fprintf(f, "pins:\n  attn: {blocks: [1, %lld]}\n", (long long)kb);
+		if (map)
+			fprintf(f, "  map_attn: {blocks: [1, %lld]}\n", (long long)kb);
+	}
 	fclose(f);
-	snprintf(desc, dn, "vit B%lld T%lld P%lld D%lld=%lldx%lld M%lld count %lld%s%s%s %s/%s/%s/%s",
+	snprintf(desc, dn, "vit B%lld T%lld P%lld D%lld=%lldx%lld M%lld count %lld%s%s%s %s/%s/%s/%s%s%lld",
 		 (long long)B, (long long)T, (long long)P, (long long)D, (long long)heads, (long long)hd,
 		 (long long)M, (long long)count, patchify ? " patchify" : "", pos ? " pos" : "",
-		 map ? " map" : "", w[0], w[1], w[2], w[3]);
+		 map ? " map" : "", w[0], w[1], w[2], w[3], keys ? " key blocks " : "", keys ? (long long)kb : 0LL);
 }
 
 #endif

@@ -1,0 +1,32 @@
+/* trial: the exact exchange cost of a range of plan steps, per tile, by the
+ * lowering itself (amp-plan's costing; DOMAIN §5 "one geometry").
+ *
+ * plan_trial lowers copy steps first..last of a plan under construction
+ * the way amp-expand, amp-exchange and amp-group do (the same functions,
+ * not a second formula): every copy expanded into transfers, cut into
+ * fragments, phases grouped, parameters forwarded unless weights_direct.
+ * It then builds every tile's rows (lib/table.h) and adds, per tile, the
+ * rows' encoded bytes to table[] and their instructions to frags[].
+ *
+ * Addresses: the plan has none yet, so each placement gets its own
+ * synthetic address, far from every other; a copy destination that may
+ * alias its source (plan_lifetimes) takes the source's, as amp-expand's
+ * allocator gives it when it can. The figures therefore equal the
+ * emitted program's, except that (a) a receive that happens to continue
+ * a receive into a neighbouring buffer costs 4 B less there, (b) rows a
+ * tile already holds are counted again (no sharing), and (c) phases of
+ * this range that amp-group merges with a neighbouring op's phase cost
+ * their 8 B row once there. Each difference makes the trial an upper
+ * bound of the program's figure.
+ */
+#ifndef AMP_TRIAL_H
+#define AMP_TRIAL_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t *table,
+	       int64_t *frags, Err *e);
+
+#endif
