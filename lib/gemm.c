@@ -55,7 +55,7 @@ static void set(Placement *p, LayoutKind lay, Format fmt, int rank, const int64_
 }
 
 void gemm_placements(const GemmShape *s, const int64_t g[3], CastOrder cast,
-		     Staging staging, Placement pl[GP_COUNT])
+		     Staging staging, int unpack, Placement pl[GP_COUNT])
 {
 	int64_t R = g[0], K = g[1], C = g[2], mu = fmt_mu(s->fmt);
 	int64_t bt = cdiv(s->tokens, R);
@@ -93,6 +93,8 @@ void gemm_placements(const GemmShape *s, const int64_t g[3], CastOrder cast,
 		set(&pl[GP_RED], LAYOUT_AMP_OUTPUT, FMT_FP16, 4, pshape, rsplit, rblock, rstride_, 1, 0);
 	}
 	set(&pl[GP_OUT], LAYOUT_AMP_OUTPUT, FMT_FP16, 3, oshape, osplit, oblock, ostride, 1, 0);
+	if (unpack)
+		set(&pl[GP_OUT_ROWS], LAYOUT_ROW_MAJOR, FMT_FP16, 3, oshape, osplit, oblock, ostride, 1, 0);
 }
 
 void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
@@ -104,7 +106,7 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 	int64_t bk = cdiv(strips(s), K) * fmt_mu(s->fmt), bc = cdiv(groups(s), C) * 16;
 	int64_t max[GP_COUNT] = { 0 }, frags = 0, phases = 0, xbytes = 0, local = 0;
 
-	gemm_placements(s, c->grid, c->cast, c->staging, pl);
+	gemm_placements(s, c->grid, c->cast, c->staging, c->unpack, pl);
 	c->tiles = R * K * C;
 	c->total = c->largest = c->tile_bytes = 0;
 	for (int i = 0; i < GP_COUNT; i++) {
@@ -157,7 +159,12 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 		phases += 1;
 	}
 	c->rows += R * C + s->owners;                       /* back to canonical */
-	frags += 2 * s->owners * s->batch * cdiv(bc, 16) * C;
+	if (c->unpack) {        /* a row's columns of a block are one run */
+		frags += 2 * s->owners * s->batch * C;
+		local += max[GP_OUT];
+	} else {                /* a 16-column strip row is a run */
+		frags += 2 * s->owners * s->batch * cdiv(bc, 16) * C;
+	}
 	xbytes += max[GP_OUT];
 	phases += 1;
 	c->cycles = rows_a * bk * bc / macs + xbytes / m->exchange_bytes_per_cycle +
@@ -197,7 +204,7 @@ int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
 	for (int i = 0; i < 3; i++)
 		if ((r = cmp64(a->grid[i], b->grid[i])))
 			return r;
-	if ((r = cmp64(a->cast, b->cast)))
+	if ((r = cmp64(a->cast, b->cast)) || (r = cmp64(a->staging, b->staging)))
 		return r;
-	return cmp64(a->staging, b->staging);
+	return cmp64(a->unpack, b->unpack);
 }

@@ -27,6 +27,7 @@ enum {
 	GP_PARTIAL,     /* [K, batch, tokens, n] partials, amp-output */
 	GP_RED,         /* the K partials of a block gathered on its k=0 tile */
 	GP_OUT,         /* the result, amp-output, on the k=0 tiles */
+	GP_OUT_ROWS,    /* the result unpacked to row-major, same tiles (out staging unpack) */
 	GP_COUNT
 };
 
@@ -43,6 +44,7 @@ typedef struct {
 	int64_t grid[3];
 	CastOrder cast;
 	Staging staging;
+	int unpack;             /* out staging: 1 unpacks the result to row-major before it returns */
 	int64_t tiles;
 	int64_t total;          /* bytes of all its placements, all tiles */
 	int64_t largest;        /* largest single shard */
@@ -65,7 +67,7 @@ typedef struct {
 int gemm_grid_ok(const GemmShape *s, const int64_t grid[3], int64_t tiles, Err *e);
 /* Fills pl[GP_COUNT]; tensor fields are left -1 for the planner to set. */
 void gemm_placements(const GemmShape *s, const int64_t grid[3], CastOrder cast,
-		     Staging staging, Placement pl[GP_COUNT]);
+		     Staging staging, int unpack, Placement pl[GP_COUNT]);
 void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
 
 /* memory (default): the fitting candidate with the least tensor + table

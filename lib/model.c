@@ -560,7 +560,7 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 
 static int pins(Model *m, const char *f, const Val *sec, Err *e)
 {
-	static const char *keys[] = { "grid", "cast", "staging", NULL };
+	static const char *keys[] = { "grid", "cast", "staging", "out_staging", NULL };
 	static const char *akeys[] = { "blocks", NULL };
 
 	if (sec->kind != VAL_MAP)
@@ -607,6 +607,13 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 				return -1;
 			if (staging_parse(s, &o->staging))
 				return val_err(f, x, e, "unknown staging '%s' (expected pack-once or direct)", s);
+		}
+		if ((x = map_get(v, "out_staging"))) {
+			if (val_str(f, x, &s, e))
+				return -1;
+			o->out_staging = strcmp(s, "direct") == 0 ? 1 : strcmp(s, "unpack") == 0 ? 2 : 0;
+			if (!o->out_staging)
+				return val_err(f, x, e, "unknown out_staging '%s' (expected direct or unpack)", s);
 		}
 	}
 	return 0;

@@ -58,6 +58,7 @@ typedef struct {
 	int64_t grid[3];    /* rows, k, cols; 0 = not pinned */
 	CastOrder cast;
 	Staging staging;
+	int out_staging;    /* 0 not pinned, 1 direct, 2 unpack */
 	long line, col, pin_line, pin_col;
 } MOp;
 

@@ -219,6 +219,7 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 		yw_kints(&w, "grid", 3, g->grid);
 		yw_kstr(&w, "cast", cast_name(g->cast));
 		yw_kstr(&w, "staging", staging_name(g->staging));
+		yw_kstr(&w, "out_staging", g->unpack ? "unpack" : "direct");
 		yw_kstr(&w, "a_layout", layout_name(LAYOUT_AMP_LEFT));
 		yw_kstr(&w, "b_layout", layout_name(LAYOUT_TRANSPOSED_RIGHT));
 		yw_kstr(&w, "out_layout", layout_name(LAYOUT_AMP_OUTPUT));
@@ -375,7 +376,7 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "op", "a", "b", "bias", "out", "m", "k", "n", "format",
-				      "grid", "cast", "staging", "a_layout", "b_layout",
+				      "grid", "cast", "staging", "out_staging", "a_layout", "b_layout",
 				      "out_layout", "pinned", "tiles", "peak_bytes", NULL };
 	static const char *const bools[] = { "false", "true" };
 	static const char *const fmts[] = { "fp32", "fp16", "fp8" };
@@ -383,7 +384,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	static const char *const stagings[] = { "auto", "pack-once", "direct" };
 	Gemm g;
 	const char *op, *s;
-	int fmt, cast, staging, pinned, n;
+	int fmt, cast, staging, pinned, n, unpack;
 	const Val *v;
 
 	memset(&g, 0, sizeof g);
@@ -400,6 +401,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	    val_ints(f, v, 3, 1, INT64_C(1) << 30, g.grid, &n, e) ||
 	    ref_enum(f, r, "cast", casts, 3, &cast, e) ||
 	    ref_enum(f, r, "staging", stagings, 3, &staging, e) ||
+	    ref_enum(f, r, "out_staging", (const char *const[]){ "direct", "unpack" }, 2, &unpack, e) ||
 	    ref_enum(f, r, "pinned", bools, 2, &pinned, e) ||
 	    get_int(f, r, "tiles", 1, INT64_C(1) << 40, &g.tiles, e) ||
 	    get_int(f, r, "peak_bytes", 0, INT64_C(1) << 50, &g.peak_bytes, e))
@@ -423,6 +425,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	g.fmt = (Format)fmt;
 	g.cast = (CastOrder)cast;
 	g.staging = (Staging)staging;
+	g.unpack = unpack;
 	g.pinned = pinned;
 	pl->g = xrealloc(pl->g, (size_t)(pl->ng + 1) * sizeof *pl->g);
 	pl->g[pl->ng++] = g;

@@ -58,6 +58,7 @@ typedef struct {
 	int64_t grid[3];            /* rows, k, cols partitions */
 	CastOrder cast;             /* auto when a needs no cast */
 	Staging staging;
+	int unpack;                 /* out staging: the result unpacked to row-major on its tiles, then returned */
 	int pinned;
 	int64_t tiles;              /* grid[0]*grid[1]*grid[2] */
 	int64_t peak_bytes;         /* largest per-tile memory while it runs */

@@ -308,11 +308,14 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 					CastOrder cast = need_cast ? (ci ? CAST_LATE : CAST_EARLY) : CAST_AUTO;
 					if ((!need_cast && ci) || (op->cast && need_cast && op->cast != cast))
 						continue;
-					for (int si = 0; si < 2; si++) {
-						Staging st = si ? STAGING_DIRECT : STAGING_PACK_ONCE;
-						if (op->staging && op->staging != st)
+					for (int si = 0; si < 4; si++) {
+						Staging st = si & 1 ? STAGING_DIRECT : STAGING_PACK_ONCE;
+						int unpack = si >> 1;
+						if ((op->staging && op->staging != st) ||
+						    (op->out_staging && op->out_staging != unpack + 1))
 							continue;
-						Candidate c = { .grid = { R, K, C }, .cast = cast, .staging = st };
+						Candidate c = { .grid = { R, K, C }, .cast = cast, .staging = st,
+								.unpack = unpack };
 						gemm_score(gs, mc, &c);
 						considered++;
 						if (all) {
@@ -434,6 +437,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	memcpy(g->grid, c.grid, sizeof g->grid);
 	g->cast = c.cast;
 	g->staging = c.staging;
+	g->unpack = c.unpack;
 	g->pinned = op->pinned;
 	g->tiles = c.tiles;
 
@@ -441,7 +445,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	int moved = a;
 	if (c.cast == CAST_EARLY)
 		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
-	gemm_placements(&gs, c.grid, c.cast, c.staging, gp);
+	gemm_placements(&gs, c.grid, c.cast, c.staging, c.unpack, gp);
 	for (int i = 0; i < GP_COUNT; i++)
 		gp[i].base = b->op_tile;
 	b->op_tile = (b->op_tile + c.tiles) % b->mc->tiles;
@@ -501,6 +505,11 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 		add_compute(pl, op->name, C_REDUCE, rin, bias >= 0 ? 2 : 1, idx[GP_OUT], 0);
 	} else {
 		add_compute(pl, op->name, C_MATMUL, in, bias >= 0 ? 3 : 2, idx[GP_OUT], 0);
+	}
+	if (c.unpack) {         /* the result to row-major on its tiles: each row's columns one run */
+		PLACE(GP_OUT_ROWS, out, "out.rows");
+		add_compute(pl, op->name, C_PACK, &idx[GP_OUT], 1, idx[GP_OUT_ROWS], 0);
+		idx[GP_OUT] = idx[GP_OUT_ROWS];
 	}
 #undef PLACE
 	canonical_of(&pl->t[out], b->mc->tiles, &cp2);
@@ -678,7 +687,7 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 	free(ob);
 }
 
-#define SHORTLIST 4     /* candidates per staging re-scored exactly */
+#define SHORTLIST 3     /* candidates per staging (a's and the result's) re-scored exactly */
 
 static Objective rank_obj;
 static int64_t rank_room;
@@ -709,7 +718,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 {
 	Candidate *all = NULL, best, *sl = NULL;
 	int64_t nall = 0, T = b->mc->tiles;
-	int nsl = 0, per[3] = { 0, 0, 0 };
+	int nsl = 0, per[3][2] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
 	int64_t *load = xcalloc((size_t)T, sizeof *load);
 	int opi = (int)(op - b->m->ops);
 
@@ -722,9 +731,9 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	qsort(all, (size_t)nall, sizeof *all, by_estimate);
 	tile_load(b, opi, load);
 	for (int64_t i = 0; i < nall; i++) {
-		if (per[all[i].staging] >= SHORTLIST)
+		if (per[all[i].staging][all[i].unpack] >= SHORTLIST)
 			continue;
-		per[all[i].staging]++;
+		per[all[i].staging][all[i].unpack]++;
 		sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
 		sl[nsl] = all[i];
 		trial_one(b, op, gs, load, &sl[nsl]);
