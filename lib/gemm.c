@@ -160,10 +160,10 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 	}
 	c->rows += R * C + s->owners;                       /* back to canonical */
 	if (c->unpack) {        /* a row's columns of a block are one run */
-		frags += 2 * s->owners * s->batch * C;
+		frags += 2 * s->owners * s->owner_batch * C;
 		local += max[GP_OUT];
 	} else {                /* a 16-column strip row is a run */
-		frags += 2 * s->owners * s->batch * cdiv(bc, 16) * C;
+		frags += 2 * s->owners * s->owner_batch * cdiv(bc, 16) * C;
 	}
 	xbytes += max[GP_OUT];
 	phases += 1;

@@ -37,6 +37,7 @@ typedef struct {
 	Format a_fmt;           /* a's format before any cast */
 	int has_bias;
 	int64_t owners;         /* canonical owners of a */
+	int64_t owner_batch;    /* batch entries each owner holds (all of them unless split) */
 	int64_t b_home_shards, bias_home_shards;
 } GemmShape;
 

@@ -62,6 +62,49 @@ void plan_free(Plan *p)
 	memset(p, 0, sizeof *p);
 }
 
+static void *dup_array(const void *a, size_t n, size_t size)
+{
+	void *d = xmalloc(n ? n * size : 1);
+	if (n)
+		memcpy(d, a, n * size);
+	return d;
+}
+
+void plan_dup(Plan *d, const Plan *p)
+{
+	*d = *p;
+	d->model = xstrdup(p->model);
+	d->t = dup_array(p->t, (size_t)p->nt, sizeof *p->t);
+	d->g = dup_array(p->g, (size_t)p->ng, sizeof *p->g);
+	d->p = dup_array(p->p, (size_t)p->np, sizeof *p->p);
+	d->s = dup_array(p->s, (size_t)p->ns, sizeof *p->s);
+	d->x = dup_array(p->x, (size_t)p->nx, sizeof *p->x);
+	d->ph = dup_array(p->ph, (size_t)p->nph, sizeof *p->ph);
+	d->h = dup_array(p->h, (size_t)p->nh, sizeof *p->h);
+	d->r = dup_array(p->r, (size_t)p->nr, sizeof *p->r);
+	for (int i = 0; i < p->nt; i++)
+		d->t[i].name = xstrdup(p->t[i].name);
+	for (int i = 0; i < p->ng; i++)
+		d->g[i].op = xstrdup(p->g[i].op);
+	for (int i = 0; i < p->np; i++)
+		d->p[i].name = xstrdup(p->p[i].name);
+	for (int i = 0; i < p->ns; i++)
+		d->s[i].op = xstrdup(p->s[i].op);
+	for (int i = 0; i < p->nph; i++)
+		d->ph[i].label = xstrdup(p->ph[i].label);
+	for (int i = 0; i < p->nh; i++)
+		d->h[i].op = xstrdup(p->h[i].op);
+	for (int i = 0; i < p->nr; i++)
+		d->r[i].name = xstrdup(p->r[i].name);
+	/* plan_add_xfer grows x in powers of two */
+	if (p->nx) {
+		size_t cap = 1;
+		while (cap < (size_t)p->nx)
+			cap *= 2;
+		d->x = xrealloc(d->x, cap * sizeof *d->x);
+	}
+}
+
 Mapping copy_mapping(const Placement *src, const Placement *dst)
 {
 	if (src->layout != dst->layout)

@@ -148,6 +148,7 @@ const char *compute_name(ComputeKind c);
 const char *operand_name(Operand o);
 
 void plan_free(Plan *p);
+void plan_dup(Plan *dst, const Plan *src);     /* a deep copy */
 int plan_read(Plan *p, const char *path, Err *e);          /* amp-plan */
 int plan_read_stage(Plan *p, const char *path, StageKind k, Err *e);
 int plan_read_input(Plan *p, Input *in, StageKind k, Err *e);   /* takes over in */

@@ -1,5 +1,10 @@
 #include "planner.h"
 
+#include "compose.h"
+#include "exchange.h"
+#include "expand.h"
+#include "group.h"
+#include "table.h"
 #include "trial.h"
 
 #include <math.h>
@@ -127,15 +132,20 @@ static int64_t largest_uniform(int64_t n, int64_t limit)
 	return p;
 }
 
-/* [batch, tokens, features] owned by token rows, batch kept together. */
-static void canonical_of(const PTensor *t, int64_t tiles, Placement *p)
+/* [batch, tokens, features] owned by token rows; when the tokens leave
+ * tiles over, the batch is split across owners too (as far as the tiles
+ * allow and the cut is uniform), unless the plan keeps it together
+ * (--ownership tokens). Owner (b, t) sits on tile base + b*owners_t + t. */
+static void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
-	int64_t owners = largest_uniform(t->shape[1], tiles);
+	int64_t tiles = b->mc->tiles, owners = largest_uniform(t->shape[1], tiles);
+	int split = b->o->ownership == OWN_AUTO ? b->o->objective >= OBJ_MEMORY : b->o->ownership == OWN_BATCH;
+	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1;
 	memset(p, 0, sizeof *p);
 	p->layout = LAYOUT_ROW_MAJOR;
-	p->split[0] = 1, p->split[1] = owners, p->split[2] = 1;
-	p->block[0] = t->shape[0], p->block[1] = cdiv(t->shape[1], owners), p->block[2] = t->shape[2];
-	p->stride[1] = 1;
+	p->split[0] = bs, p->split[1] = owners, p->split[2] = 1;
+	p->block[0] = cdiv(t->shape[0], bs), p->block[1] = cdiv(t->shape[1], owners), p->block[2] = t->shape[2];
+	p->stride[0] = bs > 1 ? owners : 0, p->stride[1] = 1;
 }
 
 static int canonical(Builder *b, int tensor)
@@ -144,7 +154,7 @@ static int canonical(Builder *b, int tensor)
 	int existed;
 	if (b->canon[tensor] >= 0)
 		return b->canon[tensor];
-	canonical_of(&b->pl->t[tensor], b->mc->tiles, &p);
+	canonical_of(b, &b->pl->t[tensor], &p);
 	return b->canon[tensor] = add_place(b->pl, &p, tensor, "canon", &existed);
 }
 
@@ -392,11 +402,12 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 	int bias = op->in[2] >= 0 ? find_tensor(pl, m->t[op->in[2]].name) : -1;
 	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
 	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
-			 bias >= 0, 0, 0, 0 };
+			 bias >= 0, 0, 0, 0, 0 };
 	Candidate c;
 	int ain = canonical(b, a);
 
 	gs.owners = place_shards(&pl->p[ain]);
+	gs.owner_batch = pl->p[ain].block[0];
 	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
 	gs.bias_home_shards = bias >= 0 ? place_shards(&pl->p[b->canon[bias]]) : 0;
 	if (op->grid[0] && gemm_grid_ok(&gs, op->grid, b->mc->tiles, e)) {
@@ -512,7 +523,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 		idx[GP_OUT] = idx[GP_OUT_ROWS];
 	}
 #undef PLACE
-	canonical_of(&pl->t[out], b->mc->tiles, &cp2);
+	canonical_of(b, &pl->t[out], &cp2);
 	int oc = add_place(pl, &cp2, out, "canon", &existed);
 	b->canon[out] = oc;
 	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, idx[GP_OUT], oc);
@@ -805,6 +816,8 @@ static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, i
 	p.layout = LAYOUT_ROW_MAJOR;
 	p.split[0] = o->split[1], p.block[0] = o->block[1], p.stride[0] = o->stride[1];
 	p.split[1] = 1, p.block[1] = pl->t[tensor].shape[1];
+	if (o->split[0] > 1)            /* the same rows on every batch part's owner */
+		p.nrep = 1, p.rep[0] = o->split[0], p.rstride[0] = o->stride[0];
 	p.base = o->base;
 	d = add_place(pl, &p, tensor, "owners.rows", &existed);
 	if (!existed)
@@ -847,7 +860,7 @@ static void broadcast(Builder *b, const MOp *op)
 	Placement cp;
 	int existed;
 
-	canonical_of(&pl->t[out], b->mc->tiles, &cp);
+	canonical_of(b, &pl->t[out], &cp);
 	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
 	int in = rows_on_owners(b, op->name, OPD_X, x, b->canon[out]);
 	add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
@@ -1012,7 +1025,7 @@ static int attention(Builder *b, const MOp *op, Err *e)
 	pl->s[st].heads = H;
 	pl->s[st].scratch = 4 * tk;
 	Placement cp;
-	canonical_of(&pl->t[out], T, &cp);
+	canonical_of(b, &pl->t[out], &cp);
 	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
 	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
 	return 0;
@@ -1071,6 +1084,66 @@ static int check_memory(Builder *b, Err *e)
 			    "(sram_bytes - reserved_bytes)", b->m->file, (long long)worst,
 			    (long long)peak, at, pl->s[at].op, (long long)avail);
 	return 0;
+}
+
+/* The memory and cycles objectives promise a plan the machine holds: the
+ * plan is lowered as amp-compose, amp-expand, amp-exchange and amp-group
+ * do (forwarded weights) and checked as amp-emit checks it. When it does
+ * not fit, the error names the tile and the figure, and says what no plan
+ * can avoid: the parameters, each byte once, spread evenly. */
+static int check_fit(Builder *b, Err *e)
+{
+	const Machine *mc = b->mc;
+	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
+	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
+	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
+	Plan q;
+	Err le;
+	int rc = -1;
+	char why[sizeof e->msg];
+
+	for (int i = 0; i < b->pl->np; i++)
+		if (b->pl->t[b->pl->p[i].tensor].role == R_PARAM && plan_writer(b->pl, i) < 0)
+			params += place_total_bytes(&b->pl->p[i]) * b->pl->t[b->pl->p[i].tensor].count;
+	plan_dup(&q, b->pl);
+	plan_compose(&q);
+	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, 0, &le)) {
+		snprintf(why, sizeof why, "%s", le.msg);
+		goto fail;
+	}
+	table_totals(&q, table, frags, NULL);
+	plan_memory(&q, peak, NULL, NULL, NULL, NULL);
+	int64_t wt = 0, wf = 0, ws = 0;
+	for (int64_t t = 1; t < T; t++) {
+		wt = table[t] > table[wt] ? t : wt;
+		wf = frags[t] > frags[wf] ? t : wf;
+		ws = peak[t] + table[t] > peak[ws] + table[ws] ? t : ws;
+	}
+	if (table[wt] > mc->table_budget_bytes)
+		snprintf(why, sizeof why, "tile %lld: exchange tables need %lld bytes, over the table budget of "
+			 "%lld", (long long)wt, (long long)table[wt], (long long)mc->table_budget_bytes);
+	else if (frags[wf] > mc->fragment_limit)
+		snprintf(why, sizeof why, "tile %lld: %lld send and receive fragments, over the fragment limit "
+			 "of %lld", (long long)wf, (long long)frags[wf], (long long)mc->fragment_limit);
+	else if (peak[ws] + table[ws] > avail)
+		snprintf(why, sizeof why, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
+			 "tables need %lld, over the %lld available", (long long)ws, (long long)peak[ws],
+			 (long long)table[ws], (long long)(peak[ws] + table[ws]), (long long)avail);
+	else
+		rc = 0;
+fail:
+	if (rc)
+		err_at(e, b->m->file, b->m->params_line, b->m->params_col,
+		       "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters: "
+		       "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
+		       "activations, working buffers and exchange tables", b->m->name, mc->name, why,
+		       (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
+		       (long long)avail);
+	plan_free(&q);
+	free(table);
+	free(frags);
+	free(peak);
+	return rc;
 }
 
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
@@ -1158,7 +1231,8 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			pl->r[pl->nr++] = x;
 		}
 	}
-	if (plan_check(pl, m->file, e) || check_memory(&b, e))
+	if (plan_check(pl, m->file, e) || check_memory(&b, e) ||
+	    (o->objective >= OBJ_MEMORY && !o->no_fit_check && check_fit(&b, e)))
 		goto out;
 	rc = 0;
 out:

@@ -17,10 +17,18 @@
 #include "plan.h"
 #include "scales.h"
 
+/* Canonical ownership: token rows with the batch kept together (tokens),
+ * or the batch split across owners as far as the tiles left over allow
+ * (batch). auto: batch for the memory and cycles objectives, tokens for
+ * the capacity baseline. */
+typedef enum { OWN_AUTO, OWN_TOKENS, OWN_BATCH } Ownership;
+
 typedef struct {
 	Objective objective;
 	int explain;            /* candidates to keep per GEMM for explain */
 	const Scales *scales;   /* fp8 scale exponents by tensor name, or NULL */
+	Ownership ownership;
+	int no_fit_check;       /* memory, cycles: write the plan even when the machine cannot hold it */
 } PlanOpts;
 
 typedef struct {

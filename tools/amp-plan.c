@@ -25,6 +25,16 @@ static void help(void)
 	       "                        allocation, then estimated rows and cycles, by formula\n"
 	       "                        alone) or 'capacity+tables' (estimated table bytes\n"
 	       "                        beside tensor memory, by formula)\n"
+	       "      --ownership MODE  canonical owners of activations: 'tokens' (token\n"
+	       "                        rows, the batch kept together), 'batch' (token rows,\n"
+	       "                        and the batch split across the tiles left over) or\n"
+	       "                        'auto' (default: batch for the memory and cycles\n"
+	       "                        objectives, tokens for the capacity baseline)\n"
+	       "      --no-fit-check    with memory or cycles, write the plan even when the\n"
+	       "                        machine cannot hold it (a study override; by default\n"
+	       "                        the plan is lowered and checked as amp-emit would, and\n"
+	       "                        amp-plan exits 1 naming the tile, the figure and what\n"
+	       "                        no plan can avoid)\n"
 	       "      --scales FILE     fp8 scale exponents by tensor name (formats/scales.md;\n"
 	       "                        amp-run --calibrate writes one)\n"
 	       "      --explain[=N]     print each GEMM's N best candidates (default 5) and\n"
@@ -63,7 +73,7 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 		printf("(estimates by formula; 'x tables', 'x frags' and 'x peak' are the exact figures of\n"
 		       " a trial lowering, on the worst tile, earlier ops included: table bytes,\n"
 		       " fragments, and tensors + tables; 'fits' checks them against the table budget,\n"
-		       " the fragment limit and SRAM with the table budget kept free)\n");
+		       " the fragment limit and the SRAM available)\n");
 	for (int i = 0; i < m->nops; i++) {
 		const Explain *x = &ex[i];
 		if (!x->op)
@@ -120,6 +130,8 @@ int main(int argc, char **argv)
 		{ "objective", required_argument, NULL, 'O' },
 		{ "explain", optional_argument, NULL, 'E' },
 		{ "scales", required_argument, NULL, 'S' },
+		{ "ownership", required_argument, NULL, 'W' },
+		{ "no-fit-check", no_argument, NULL, 'F' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
@@ -128,7 +140,7 @@ int main(int argc, char **argv)
 	};
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
-	PlanOpts po = { OBJ_MEMORY, 0, NULL };
+	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 0 };
 	int compress = 0, c;
 	int64_t n;
 	Machine mc;
@@ -165,6 +177,17 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'S': scales_path = optarg; break;
+		case 'F': po.no_fit_check = 1; break;
+		case 'W':
+			if (strcmp(optarg, "auto") == 0)
+				po.ownership = OWN_AUTO;
+			else if (strcmp(optarg, "tokens") == 0)
+				po.ownership = OWN_TOKENS;
+			else if (strcmp(optarg, "batch") == 0)
+				po.ownership = OWN_BATCH;
+			else
+				usage_error("unknown ownership '%s' (expected auto, tokens or batch)", optarg);
+			break;
 		case 'h': help(); break;
 		case 'V': version(); break;
 		default: bad_option(c, argv, optind, optopt);

@@ -500,6 +500,10 @@ rejects() {
 	rejects "$BAD/plan-step-key.yaml" "plan-step-key.yaml:26:101: unknown key 'via'"
 }
 
+@test "compose rejects a scratch on a step that is not attention" {
+	rejects "$BAD/plan-scratch-gelu.yaml" "plan-scratch-gelu.yaml:77:76: only attention takes heads, scale and scratch"
+}
+
 @test "compose rejects steps numbered out of order" {
 	rejects "$BAD/plan-step-order.yaml" "plan-step-order.yaml:27:10: expected step 3, found 4"
 }

@@ -273,11 +273,26 @@ line_of() {
 	assert_line 'model: tiny-mlp'
 }
 
-@test "plan gives siglip-mlp's input x 729 canonical owners of [2, 1, 1152]" {
-	run --separate-stderr amp-plan "$SIGLIP"
+@test "plan gives siglip-mlp's input x 729 canonical owners of [2, 1, 1152] with --ownership tokens" {
+	run --separate-stderr amp-plan --ownership tokens "$SIGLIP"
 	assert_success
 	assert_line 'model: siglip-mlp'
 	assert_line --regexp '^- \{name: x@canon, tensor: x, layout: row-major, split: \[1, 729, 1\], block: \[2, 1, 1152\],'
+	run --separate-stderr amp-plan --objective capacity "$SIGLIP"
+	assert_line --regexp '^- \{name: x@canon, tensor: x, layout: row-major, split: \[1, 729, 1\], block: \[2, 1, 1152\],'
+}
+
+@test "plan splits siglip-mlp's batch across 1458 owners of [1, 1, 1152] by default, owner (b, t) on tile 729b + t" {
+	run --separate-stderr amp-plan "$SIGLIP"
+	assert_success
+	assert_line --regexp '^- \{name: x@canon, tensor: x, layout: row-major, split: \[2, 729, 1\], block: \[1, 1, 1152\], base: 0, stride: \[729, 1, 0\],'
+}
+
+@test "plan rejects an unknown ownership as a usage error" {
+	run --separate-stderr amp-plan --ownership rows "$SIGLIP"
+	assert_failure 2
+	assert_equal "$stderr" "amp-plan: unknown ownership 'rows' (expected auto, tokens or batch)
+Try 'amp-plan --help' for more information."
 }
 
 @test "plan honours tiny-mlp's pin of mlp_down to grid [3, 2, 5] cast late" {
@@ -327,7 +342,7 @@ line_of() {
 	assert_success
 	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ lowered exactly, [0-9]+ fit'
 	assert_line --regexp '^gemm mlp_down: m 74, k 200, n 80, fp8, pinned; [0-9]+ candidates'
-	assert_line --regexp '^ +rank +grid +cast +staging +tiles'
+	assert_line --regexp '^ +rank +grid +cast +staging +out +tiles'
 	# Each GEMM's table has exactly one starred row; the pinned one stars its pin.
 	local stars
 	stars=$(grep -c '^ *[0-9]\+\*' <<<"$output")
@@ -359,9 +374,9 @@ line_of() {
 @test "plan --explain ends with the per-GEMM table of grid, cast, tiles and peak bytes" {
 	run --separate-stderr amp-plan --explain "$TINY"
 	assert_success
-	assert_line --regexp '^gemm +grid +cast +staging +tiles +peak bytes$'
-	assert_line --regexp '^mlp_up +\[[0-9]+, [0-9]+, [0-9]+\] +(early|late) +(direct|pack-once) +[0-9]+ +[0-9]+$'
-	assert_line --regexp '^mlp_down +\[3, 2, 5\] +late +(direct|pack-once) +30 +[0-9]+$'
+	assert_line --regexp '^gemm +grid +cast +staging +out +tiles +peak bytes$'
+	assert_line --regexp '^mlp_up +\[[0-9]+, [0-9]+, [0-9]+\] +(early|late) +(direct|pack-once) +(direct|unpack) +[0-9]+ +[0-9]+$'
+	assert_line --regexp '^mlp_down +\[3, 2, 5\] +late +(direct|pack-once) +(direct|unpack) +30 +[0-9]+$'
 	assert_line --regexp '^per-tile memory peak: [0-9]+ bytes on tile [0-9]+'
 }
 
@@ -446,6 +461,56 @@ line_of() {
 @test "plan rejects an output that no op computes" {
 	rejects "$BAD/model-output-not-computed.yaml" 10:14 "output 'x' must be computed by an op" \
 		"$BAD/model-output-not-computed.yaml"
+}
+
+@test "plan rejects an attention pin whose query blocks do not cut the queries uniformly, at the pin" {
+	rejects "$BAD/model-pin-key-blocks.yaml" 14:18 \
+		"pin for 'attn': blocks [5, 3] need query blocks that do not cut the queries uniformly" \
+		"$BAD/model-pin-key-blocks.yaml"
+}
+
+@test "plan rejects an unknown out_staging at its value" {
+	rejects "$BAD/model-pin-out-staging.yaml" 12:25 "unknown out_staging 'packed' (expected direct or unpack)" \
+		"$BAD/model-pin-out-staging.yaml"
+}
+
+@test "plan rejects a GEMM grid pinned on an attention op" {
+	rejects "$BAD/model-pin-attention-grid.yaml" 13:10 "unknown key 'grid'" \
+		"$BAD/model-pin-attention-grid.yaml"
+}
+
+@test "plan splits attention into the pinned key blocks: fp32 partials, a reduction copy and a merge" {
+	sed 's/blocks: \[5, 3\]/blocks: [4, 3]/' "$BAD/model-pin-key-blocks.yaml" >kb.yaml
+	run --separate-stderr amp-plan kb.yaml
+	assert_success
+	assert_line '- {name: y.partial, role: partial, shape: [3, 1, 16, 36], dtype: fp32}'
+	assert_line --regexp '^- \{step: [0-9]+, compute: attention, op: attn, in: \[q3@attn.q, q3@attn.k, q3@attn.v\], out: y.partial@attn.partial, heads: 2, scale: 0.25, scratch: 24\}$'
+	assert_line --regexp '^- \{step: [0-9]+, copy: reduction, op: attn, operand: partial, map: identity, src: y.partial@attn.partial, dst: y.partial@attn.merge\}$'
+	assert_line --regexp '^- \{step: [0-9]+, compute: merge, op: attn, in: \[y.partial@attn.merge\], out: y@attn.out\}$'
+	# k and v: 3 blocks of 6 keys, each multicast to the 4 query blocks
+	assert_line --regexp '^- \{name: q3@attn.k, tensor: q3, layout: row-major, split: \[1, 3, 2\], block: \[1, 6, 16\], base: [0-9]+, stride: \[24, 1, 3\], rep: \[4\], rstride: \[6\], offset: \[0, 0, 32\], extent: \[1, 16, 32\]\}$'
+}
+
+@test "plan honours an out_staging pin: the result is unpacked to row-major before it returns" {
+	sed 's/^  mlp_down: {grid: \[3, 2, 5\], cast: late}$/  mlp_down: {grid: [3, 2, 5], cast: late, out_staging: unpack}/' "$TINY" >unpacked.yaml
+	run grep -c 'out_staging: unpack' unpacked.yaml
+	assert_output 1
+	run --separate-stderr amp-plan unpacked.yaml
+	assert_success
+	assert_line --regexp '^- \{op: mlp_down, .*, staging: (direct|pack-once), out_staging: unpack, '
+	assert_line --regexp '^- \{step: [0-9]+, compute: pack, op: mlp_down, in: \[y@mlp_down.out\], out: y@mlp_down.out.rows\}$'
+	assert_line --regexp '^- \{step: [0-9]+, copy: output, op: mlp_down, operand: out, map: identity, src: y@mlp_down.out.rows, dst: y@canon\}$'
+}
+
+@test "plan exits 1 when no plan fits the machine's limits, naming the tile, the figure and what no plan avoids" {
+	local tight=$ROOT/tests/models/machine-tight-tables.yaml
+	rejects "$TINY" 8:3 "model 'tiny-mlp' does not fit machine 'tight-tables' at its limits: tile " \
+		--machine "$tight" "$TINY"
+	[[ $stderr == *"over the table budget of 256. No plan avoids the parameters: 38768 bytes, at least 27 per tile, which leaves at most 586933 of the 586960 available"* ]] ||
+		fail "expected the budget and the lower bound in: $stderr"
+	run --separate-stderr amp-plan --no-fit-check --machine "$tight" "$TINY" -o study.plan
+	assert_success
+	assert [ -s study.plan ]
 }
 
 @test "plan rejects a pin for an unknown op" {

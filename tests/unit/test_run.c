@@ -85,7 +85,7 @@ int main(void)
 		Scales sc = { NULL, NULL, 0 };
 		RunOpts ro = { NULL, (uint64_t)i + 1, 1 };
 		/* the capacity baseline, or the default: exact costing (trial lowering) */
-		PlanOpts po = { next() % 2 ? OBJ_MEMORY : OBJ_CAPACITY, 0, NULL };
+		PlanOpts po = { next() % 2 ? OBJ_MEMORY : OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0 };
 		Err e;
 
 		if (next() % 3 == 0)

@@ -1,0 +1,96 @@
+/* The planner's trial lowering (lib/trial.h) against the lowering itself:
+ * on random ViT-shaped models (vitgen.h: attention with and without key
+ * blocks, repeats, MAP heads) planned by the memory objective with both
+ * ownerships, every tile's fragments from plan_trial over the whole plan
+ * equal the emitted tables' (table_totals after amp-compose, amp-expand,
+ * amp-exchange and amp-group) but for one receive per copy whose buffer
+ * the trial and the allocator share differently, and its table bytes are
+ * an upper bound of them within the same allowance, never more than the
+ * 8 B row entries of the phases amp-group merges plus 4 B per receive
+ * above the true figure. FUZZ=1 runs more. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compose.h"
+#include "exchange.h"
+#include "expand.h"
+#include "group.h"
+#include "planner.h"
+#include "table.h"
+#include "trial.h"
+#include "t.h"
+#include "testlib.h"
+#include "vitgen.h"
+
+int main(void)
+{
+	const char *fuzz = getenv("FUZZ");
+	int n = fuzz && *fuzz ? 200 : 30;
+	char path[] = "/tmp/amp-trial-XXXXXX", desc[512];
+	int fd = mkstemp(path);
+	close(fd);
+
+	for (int i = 0; i < n; i++) {
+		int64_t tiles = t_pick(16, 200);
+		Machine mc = test_machine(tiles);
+		Model md;
+		Plan pl, q;
+		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1 };
+		Err e;
+
+		vit_model(path, desc, sizeof desc);
+		if (model_load(&md, path, &e)) {
+			t_case("random model loads");
+			CHECK(0, "%s: %s", desc, e.msg);
+			continue;
+		}
+		if (plan_build(&pl, &md, &mc, &po, NULL, &e)) {
+			model_free(&md);
+			continue;               /* pinned key blocks the machine cannot hold */
+		}
+		int64_t *tt = calloc((size_t)tiles, 8), *tf = calloc((size_t)tiles, 8);
+		int64_t *rt = calloc((size_t)tiles, 8), *rf = calloc((size_t)tiles, 8);
+		t_case("trial lowering of a whole plan succeeds");
+		int ok = plan_trial(&pl, 0, pl.ns - 1, 0, tt, tf, &e) == 0;
+		CHECK(ok, "%s: %s", desc, e.msg);
+		plan_dup(&q, &pl);
+		plan_compose(&q);
+		t_case("the plan lowers");
+		int low = plan_expand(&q, &e) == 0 && plan_exchange(&q, &e) == 0 && plan_group(&q, 0, &e) == 0;
+		CHECK(low, "%s: %s", desc, e.msg);
+		if (ok && low) {
+			table_totals(&q, rt, rf, NULL);
+			/* Copies whose destination may share its source's buffer:
+			 * the trial assumes it does wherever the regions match; the
+			 * allocator, only where the address is free. Each such copy
+			 * may differ by one receive (12 B) on a tile, no more. */
+			int *fi = calloc((size_t)pl.np + 1, sizeof *fi), *la = calloc((size_t)pl.np + 1, sizeof *la);
+			int *al = calloc((size_t)pl.np + 1, sizeof *al), shared = 0;
+			plan_lifetimes(&pl, fi, la, al);
+			for (int s = 0; s < pl.ns; s++)
+				shared += pl.s[s].kind == STEP_COPY && al[pl.s[s].dst] == pl.s[s].src;
+			free(fi), free(la), free(al);
+			t_case("trial fragments equal the lowering's on every tile, but for buffers shared or not");
+			for (int64_t t = 0; t < tiles; t++)
+				if (llabs(tf[t] - rf[t]) > shared) {
+					CHECK(0, "%s: tile %lld: trial %lld fragments, lowering %lld (%d sharing copies)",
+					      desc, (long long)t, (long long)tf[t], (long long)rf[t], shared);
+					break;
+				}
+			t_case("trial table bytes bound the lowering's from above, within merged rows and receives");
+			for (int64_t t = 0; t < tiles; t++)
+				if (tt[t] + 12 * shared < rt[t] || tt[t] > rt[t] + 8 * pl.ns + 4 * rf[t] + 12 * shared) {
+					CHECK(0, "%s: tile %lld: trial %lld table bytes, lowering %lld", desc, (long long)t,
+					      (long long)tt[t], (long long)rt[t]);
+					break;
+				}
+		}
+		free(tt), free(tf), free(rt), free(rf);
+		plan_free(&q);
+		plan_free(&pl);
+		model_free(&md);
+	}
+	unlink(path);
+	return t_summary();
+}
