@@ -91,6 +91,12 @@ static void add_cycles(Metrics *sum, const Metrics *m)
 	sum->total_cycles += m->total_cycles * m->count;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
 void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 {
 	int64_t T = pl->machine.tiles;
@@ -114,6 +120,11 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 		if (peak[t] + table[t] > sum->max_sram_bytes)
 			sum->max_sram_bytes = peak[t] + table[t], sum->worst_sram_tile = t;
 	}
+	int64_t *sorted = xmalloc((size_t)T * sizeof *sorted);
+	memcpy(sorted, table, (size_t)T * sizeof *sorted);
+	qsort(sorted, (size_t)T, sizeof *sorted, cmp_i64);
+	sum->median_table_bytes = T % 2 ? sorted[T / 2] : (sorted[T / 2 - 1] + sorted[T / 2]) / 2;
+	free(sorted);
 	free(peak);
 	free(peak_step);
 	RowScan rs = { NULL, sum->worst_table_tile, sum->worst_fragment_tile, -1, -1, 0, 0, 0 };
@@ -350,6 +361,7 @@ static void write_metrics(Json *j, const Metrics *m, int summary)
 		json_kint(j, "max_table_bytes", m->max_table_bytes);
 		json_kint(j, "max_table_tile", m->worst_table_tile);
 		json_kint(j, "max_table_phase", m->worst_table_phase);
+		json_kint(j, "median_table_bytes", m->median_table_bytes);
 	}
 	json_kint(j, "max_fragments", m->max_fragments);
 	if (summary) {

@@ -16,7 +16,7 @@
 
 #include "plan.h"
 
-#define CAPTURE_VERSION 2
+#define CAPTURE_VERSION 3
 
 /* The one metrics type: a phase's, a step's, an op's or the whole
  * program's figures. */
@@ -27,6 +27,7 @@ typedef struct {
 	int64_t bytes;              /* bytes sent, each fragment once */
 	int64_t max_row_bytes;      /* largest row of one tile in one phase, before sharing */
 	int64_t max_table_bytes;    /* largest tile's tables, all phases, after sharing */
+	int64_t median_table_bytes; /* summary: the median over every tile of the machine */
 	int64_t max_fragments;      /* largest tile's SEND + RECV count */
 	int64_t cycles;             /* modelled exchange cycles (replay) */
 	int64_t sync_cycles;

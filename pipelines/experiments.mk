@@ -1,7 +1,14 @@
-# Controlled experiments on siglip-mlp (included by the top-level Makefile).
+# Controlled experiments (included by the top-level Makefile).
 #
-#   make experiment-weights   amp-group --weights direct against forwarding
-#   make experiment-compose   amp-compose --no-compose against composition
+#   make experiment-weights   amp-group --weights direct against forwarding (siglip-mlp)
+#   make experiment-compose   amp-compose --no-compose against composition (siglip-mlp)
+#   make experiment-staging   SigLIP-so400m's layer GEMMs (STAGING_MODEL), each on the
+#                             grid amp-plan chose with every staging pair (a: direct or
+#                             pack-once, the result: direct or unpack) and on its next
+#                             best grids: transfers, fragments, largest row, table bytes
+#                             per tile (p50, p90, max), SRAM, exchange, local-copy and
+#                             compute cycles (bench/staging.c; docs/staging.md has the
+#                             figures measured). Takes minutes.
 #
 # Each builds both variants under artifacts/experiments/ and prints, per
 # phase, transfers, max row bytes and modelled cycles side by side.
@@ -9,7 +16,7 @@
 EXP := artifacts/experiments
 EXP_MODEL := share/models/siglip-mlp.yaml
 
-.PHONY: experiment-weights experiment-compose
+.PHONY: experiment-weights experiment-compose experiment-staging
 
 # Keep the intermediate stage files of the pattern rules, for diffing.
 .SECONDARY:
@@ -50,3 +57,13 @@ experiment-weights: all $(EXP)/direct.capture.json $(EXP)/forward.capture.json
 experiment-compose: all $(EXP)/nocompose.capture.json $(EXP)/compose.capture.json
 	@echo "composition on $(EXP_MODEL): --no-compose vs compose"
 	@$(call side_by_side,$(EXP)/nocompose.capture.json,$(EXP)/compose.capture.json,no-compose,compose)
+
+STAGING_MODEL ?= share/models/siglip-so400m.yaml
+
+$(OBJ)/bench/staging: bench/staging.c $(OBJ)/libamp.a lib/*.h
+	@mkdir -p $(@D)
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
+
+experiment-staging: all $(OBJ)/bench/staging | $(EXP)
+	$(OBJ)/bench/staging $(STAGING_MODEL) $(MACHINE) > $(EXP)/staging.txt.tmp && mv $(EXP)/staging.txt.tmp $(EXP)/staging.txt
+	@cat $(EXP)/staging.txt

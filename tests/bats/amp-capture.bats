@@ -227,7 +227,7 @@ jq_empty() {
 		run jq -c 'keys_unsorted' "$f"
 		assert_output '["format","version","model","machine","summary","ops","compute","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
-		assert_output '["amp-capture",2]'
+		assert_output '["amp-capture",3]'
 	done
 	run jq -r .model "$TINY_CAPTURE"
 	assert_output tiny-mlp
@@ -280,7 +280,7 @@ jq_empty() {
 	siglip_ok
 	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
 		run jq -c '.summary | keys_unsorted' "$f"
-		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles"]'
+		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles"]'
 	done
 }
 
@@ -625,7 +625,7 @@ replay() {
 	s=$(jq -r '.summary | "phases run \(.phases), transfers \(.transfers), bytes \(.bytes)"' "$SIGLIP_CAPTURE")
 	assert_line --index 1 "$s"
 	assert_line --index 2 --regexp '^max row bytes [0-9]+$'
-	s=$(jq -r '.summary | "tables per tile: max \(.max_table_bytes) (tile \(.max_table_tile), largest row in phase \(.max_table_phase)) against the budget 81920: OVER"' "$SIGLIP_CAPTURE")
+	s=$(jq -r '.summary | "tables per tile: max \(.max_table_bytes) (tile \(.max_table_tile), largest row in phase \(.max_table_phase)), median \(.median_table_bytes), against the budget 81920: OVER"' "$SIGLIP_CAPTURE")
 	assert_line --index 3 "$s"
 	assert_line --index 4 --regexp '^fragments per tile: max [0-9]+ \(tile [0-9]+, most in phase [0-9]+\) against the limit 16384: ok$'
 	assert_line --index 5 --regexp '^SRAM per tile: tensors at their peak max [0-9]+ \(tile [0-9]+, step [0-9]+\); with tables max [0-9]+ \(tile [0-9]+\) against 586960 available: (ok|OVER)$'
