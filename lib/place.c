@@ -276,3 +276,28 @@ int place_panel_aligned(const Placement *p)
 		return 0;
 	return rows_aligned(p, rowq);
 }
+
+static int note_at(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t tile)
+{
+	int64_t *at = ctx, lin = 0;
+	(void)rep;
+	for (int a = 0; a < p->rank; a++)
+		lin = lin * p->split[a] + idx[a];
+	at[tile] = lin;
+	return 0;
+}
+
+void place_shard_at(const Placement *p, int64_t tiles, int64_t *at)
+{
+	for (int64_t t = 0; t < tiles; t++)
+		at[t] = -1;
+	place_each(p, tiles, note_at, at);
+}
+
+void place_shard_idx(const Placement *p, int64_t lin, int64_t *idx)
+{
+	for (int a = p->rank - 1; a >= 0; a--) {
+		idx[a] = lin % p->split[a];
+		lin /= p->split[a];
+	}
+}

@@ -64,6 +64,12 @@ typedef int (*ShardFn)(void *ctx, const Placement *p, const int64_t *idx,
 		       const int64_t *rep, int64_t tile);
 int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx);
 
+/* at[tiles]: the linear index (axis 0 slowest) of the shard p holds on
+ * each tile, -1 where it holds none; place_shard_idx turns one back into
+ * per-axis indices. */
+void place_shard_at(const Placement *p, int64_t tiles, int64_t *at);
+void place_shard_idx(const Placement *p, int64_t lin, int64_t *idx);
+
 /* Structural checks: parts cover the shape, none empty, tiles distinct and
  * the count within the machine. Messages start with the placement name. */
 int place_check(const Placement *p, int64_t tiles, Err *e);

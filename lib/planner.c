@@ -564,30 +564,10 @@ static void snap_back(Builder *b, Snap *s)
 	free(s->canon);
 }
 
-/* Per tile, the shard index (linear) a placement holds there, or -1. */
-static int note_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
-		      int64_t tile)
-{
-	int64_t *at = ctx, lin = 0;
-	(void)rep;
-	for (int a = 0; a < p->rank; a++)
-		lin = lin * p->split[a] + idx[a];
-	at[tile] = lin;
-	return 0;
-}
-
 typedef struct {
 	int64_t *acc, *src_at;
 	const Placement *src;
 } NewBytes;
-
-static void unlinear(const Placement *p, int64_t lin, int64_t *idx)
-{
-	for (int a = p->rank - 1; a >= 0; a--) {
-		idx[a] = lin % p->split[a];
-		lin /= p->split[a];
-	}
-}
 
 /* Adds a shard's bytes unless it is the copy source's buffer there (the
  * same region and layout on the tile: one buffer, plan_memory's rule). */
@@ -597,7 +577,7 @@ static int add_new(void *ctx, const Placement *p, const int64_t *idx, const int6
 	(void)rep;
 	if (n->src && n->src_at[t] >= 0 && n->src->layout == p->layout) {
 		int64_t sidx[MAX_RANK];
-		unlinear(n->src, n->src_at[t], sidx);
+		place_shard_idx(n->src, n->src_at[t], sidx);
 		if (place_same_region(n->src, sidx, p, idx))
 			return 0;
 	}
@@ -623,9 +603,7 @@ static void new_bytes(const Plan *pl, int np0, int ns0, int64_t *peak)
 		for (int s = ns0; s < pl->ns; s++)
 			if (pl->s[s].kind == STEP_COPY && pl->s[s].dst == i) {
 				n.src = &pl->p[pl->s[s].src];
-				for (int64_t t = 0; t < T; t++)
-					src_at[t] = -1;
-				place_each(n.src, T, note_shard, src_at);
+				place_shard_at(n.src, T, src_at);
 			}
 		place_each(&pl->p[i], T, add_new, &n);
 	}

@@ -260,25 +260,6 @@ typedef struct {
 	int64_t *shard;
 } TileShards;
 
-static int note_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
-{
-	TileShards *ts = ctx;
-	int64_t lin = 0;
-	(void)rep;
-	for (int a = 0; a < p->rank; a++)
-		lin = lin * p->split[a] + idx[a];
-	ts->shard[t] = lin;
-	return 0;
-}
-
-static void shard_idx(const Placement *p, int64_t lin, int64_t *idx)
-{
-	for (int a = p->rank - 1; a >= 0; a--) {
-		idx[a] = lin % p->split[a];
-		lin /= p->split[a];
-	}
-}
-
 typedef struct {
 	Sim s;
 	const Plan *pl;
@@ -291,9 +272,7 @@ static const int64_t *shards_of(Machine_ *m, int p)
 {
 	if (!m->ts[p].shard) {
 		m->ts[p].shard = xmalloc((size_t)m->pl->machine.tiles * sizeof *m->ts[p].shard);
-		for (int64_t t = 0; t < m->pl->machine.tiles; t++)
-			m->ts[p].shard[t] = -1;
-		place_each(&m->pl->p[p], m->pl->machine.tiles, note_shard, &m->ts[p]);
+		place_shard_at(&m->pl->p[p], m->pl->machine.tiles, m->ts[p].shard);
 	}
 	return m->ts[p].shard;
 }
@@ -303,7 +282,7 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
-	shard_idx(pp, shards_of(m, p)[t], idx);
+	place_shard_idx(pp, shards_of(m, p)[t], idx);
 	*l = place_layout(pp, idx);
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
@@ -323,7 +302,7 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
-	shard_idx(pp, shards_of(m, p)[t], idx);
+	place_shard_idx(pp, shards_of(m, p)[t], idx);
 	Layout l = place_layout(pp, idx);
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
@@ -439,7 +418,7 @@ static void *compute_tiles(void *arg)
 		if (os[t] < 0)
 			continue;
 		int64_t idx[MAX_RANK];
-		shard_idx(out, os[t], idx);
+		place_shard_idx(out, os[t], idx);
 		Layout lo = place_layout(out, idx);
 		int64_t R = lo.rows, C = lo.cols;
 		float *res = xcalloc((size_t)(R * C), sizeof *res);
@@ -578,7 +557,7 @@ static int compute(Machine_ *m, int i)
 		m->val[out->tensor] = xcalloc((size_t)n, sizeof **m->val);
 	for (int64_t lin = 0; lin < place_shards(out); lin++) {
 		int64_t idx[MAX_RANK];
-		shard_idx(out, lin, idx);
+		place_shard_idx(out, lin, idx);
 		int64_t t = place_tile(out, idx, z, T);
 		Layout l;
 		float *v = read_shard(m, st->out, t, &l);

@@ -30,17 +30,6 @@ typedef struct {
 	int64_t *src_at;
 } Share;
 
-static int note_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
-		      int64_t tile)
-{
-	int64_t *at = ctx, lin = 0;
-	(void)rep;
-	for (int a = 0; a < p->rank; a++)
-		lin = lin * p->split[a] + idx[a];
-	at[tile] = lin;
-	return 0;
-}
-
 static int differs(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
 		   int64_t tile)
 {
@@ -49,10 +38,7 @@ static int differs(void *ctx, const Placement *p, const int64_t *idx, const int6
 	(void)rep;
 	if (lin < 0)
 		return 0;
-	for (int a = sh->src->rank - 1; a >= 0; a--) {
-		sidx[a] = lin % sh->src->split[a];
-		lin /= sh->src->split[a];
-	}
+	place_shard_idx(sh->src, lin, sidx);
 	return !place_same_region(sh->src, sidx, p, idx);
 }
 
@@ -60,9 +46,7 @@ static int can_share(const Plan *q, int src, int dst)
 {
 	int64_t T = q->machine.tiles;
 	Share sh = { &q->p[src], xmalloc((size_t)T * sizeof *sh.src_at) };
-	for (int64_t t = 0; t < T; t++)
-		sh.src_at[t] = -1;
-	place_each(&q->p[src], T, note_shard, sh.src_at);
+	place_shard_at(&q->p[src], T, sh.src_at);
 	int ok = !place_each(&q->p[dst], T, differs, &sh);
 	free(sh.src_at);
 	return ok;

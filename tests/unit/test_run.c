@@ -1,5 +1,5 @@
-/* Randomized tiny models (clipped shapes, random pinned grids, cast orders
- * and stagings, fp8 and fp16 weights; a third ViT-shaped with attention,
+/* Randomized tiny models (clipped shapes, random pinned grids, cast orders,
+ * stagings of a and of the result, fp8 and fp16 weights; a third ViT-shaped with attention,
  * a repeat, a MAP head and key blocks, vitgen.h), planned by the capacity
  * baseline or the memory objective, pass both of amp-run's checks:
  * calibrated, planned, composed, lowered, emitted and executed on the
@@ -60,10 +60,11 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 		while (r * k * c > tiles)
 			c > 1 ? (c = parts((N[i] + 15) / 16, c - 1)) : (r = parts(T, r - 1));
 		const char *cast = next() % 2 ? "early" : "late", *st = next() % 2 ? "pack-once" : "direct";
-		fprintf(f, "  m%d: {grid: [%lld, %lld, %lld], cast: %s, staging: %s}\n", i + 1, (long long)r,
-			(long long)k, (long long)c, cast, st);
-		u += (size_t)snprintf(desc + u, dn - u, " m%d:[%lld,%lld,%lld]/%s/%s", i + 1, (long long)r,
-				      (long long)k, (long long)c, cast, st);
+		const char *out = next() % 2 ? "unpack" : "direct";
+		fprintf(f, "  m%d: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s}\n", i + 1,
+			(long long)r, (long long)k, (long long)c, cast, st, out);
+		u += (size_t)snprintf(desc + u, dn - u, " m%d:[%lld,%lld,%lld]/%s/%s/%s", i + 1, (long long)r,
+				      (long long)k, (long long)c, cast, st, out);
 	}
 	fclose(f);
 }
