@@ -186,11 +186,13 @@ int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
 	if (a->exact && b->exact) {     /* trial figures: fitting first, then the objective */
 		if (a->fits != b->fits)
 			return a->fits ? -1 : 1;
-		/* the most headroom on the worst tile, in steps of 1% */
+		/* cycles: the fewest modelled cycles among fitting ones; memory
+		 * (and any candidate that does not fit): the most headroom on
+		 * the worst tile, in steps of 1%, then the least bytes */
 		int64_t ea = (int64_t)(a->x_excess * 100), eb = (int64_t)(b->x_excess * 100);
-		if ((r = cmp64(ea, eb)))
+		if (o == OBJ_CYCLES && a->fits && (r = cmp64(a->cycles, b->cycles)))
 			return r;
-		if (o == OBJ_CYCLES && (r = cmp64(a->cycles, b->cycles)))
+		if ((r = cmp64(ea, eb)))
 			return r;
 		if ((r = cmp64(a->x_bytes, b->x_bytes)) || (r = cmp64(a->x_peak, b->x_peak)))
 			return r;

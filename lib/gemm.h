@@ -73,7 +73,7 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
 
 /* memory (default): the fitting candidate with the least tensor + table
  * bytes, by trial lowering; cycles: the fitting candidate with the fewest
- * estimated cycles; capacity and capacity+tables: the formula alone (the
+ * modelled cycles of its trial lowering (replay, local copies, compute); capacity and capacity+tables: the formula alone (the
  * baseline kept for comparison). */
 typedef enum { OBJ_CAPACITY, OBJ_CAPACITY_TABLES, OBJ_MEMORY, OBJ_CYCLES } Objective;
 const char *objective_name(Objective o);

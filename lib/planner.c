@@ -649,7 +649,8 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 	c->exact = 1;
 	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
 	c->x_excess = 0;
-	if (plan_trial(pl, sn.ns, pl->ns - 1, 0, tt, tf, &e)) {
+	int64_t cyc = 0;
+	if (plan_trial(pl, sn.ns, pl->ns - 1, 0, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
 		c->x_excess = 1e30;
 	} else {
@@ -669,6 +670,8 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 			c->x_bytes += ob[t] + tt[t];
 		}
 		c->fits = c->x_excess <= 1.0;
+		if (b->o->objective == OBJ_CYCLES)
+			c->cycles = cyc;        /* the trial's modelled cycles replace the estimate */
 	}
 	snap_back(b, &sn);
 	free(tt);
@@ -1200,7 +1203,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			b.body = first;
 		/* What the op put on every tile's tables, for the ops after it. */
 		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 &&
-		    plan_trial(pl, ns0, pl->ns - 1, 0, b.tab, b.frg, e))
+		    plan_trial(pl, ns0, pl->ns - 1, 0, b.tab, b.frg, NULL, e))
 			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
 			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);

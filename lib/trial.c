@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "compose.h"
+#include "cost.h"
 #include "exchange.h"
 #include "expand.h"
 #include "group.h"
+#include "replay.h"
 #include "table.h"
 
 typedef struct {
@@ -53,7 +55,7 @@ static int can_share(const Plan *q, int src, int dst)
 }
 
 int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t *table,
-	       int64_t *frags, Err *e)
+	       int64_t *frags, int64_t *cycles, Err *e)
 {
 	Plan q;
 	int rc = -1;
@@ -110,6 +112,14 @@ int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t 
 		goto out;
 	for (int p = 0; p < q.nph; p++)
 		phase_rows(&q, p, add_row, &acc);
+	if (cycles) {
+		*cycles = local_copy_cycles(&q, 0, q.ns - 1, NULL);
+		for (int p = 0; p < q.nph; p++)
+			*cycles += phase_cycles(&q, p) + q.machine.sync_cycles;
+		for (int s = first; s <= last; s++)
+			if (pl->s[s].kind == STEP_COMPUTE)
+				*cycles += step_cycles(pl, s, NULL);
+	}
 	rc = 0;
 out:
 	for (int p = 0; p < q.nph; p++)

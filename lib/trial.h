@@ -7,6 +7,10 @@
  * fragments, phases grouped, parameters forwarded unless weights_direct.
  * It then builds every tile's rows (lib/table.h) and adds, per tile, the
  * rows' encoded bytes to table[] and their instructions to frags[].
+ * cycles (may be NULL) receives the steps' modelled cycles, once each
+ * (not times a repeat's count): every phase's replay (lib/replay) and
+ * sync_cycles, the local copies (lib/cost) and the compute steps' slowest
+ * tiles (lib/cost), as amp-capture counts them.
  *
  * Addresses: the plan has none yet, so each placement gets its own
  * synthetic address, far from every other; a copy destination that may
@@ -27,6 +31,6 @@
 #include "plan.h"
 
 int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t *table,
-	       int64_t *frags, Err *e);
+	       int64_t *frags, int64_t *cycles, Err *e);
 
 #endif

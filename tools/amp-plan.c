@@ -20,7 +20,7 @@ static void help(void)
 	       "                        amp-group would, against what earlier ops put on\n"
 	       "                        every tile; the fitting one with the least tensor +\n"
 	       "                        table bytes wins), 'cycles' (the same, the fitting\n"
-	       "                        one with the fewest estimated cycles), 'capacity'\n"
+	       "                        one with the fewest modelled cycles), 'capacity'\n"
 	       "                        (the baseline: total live tensor memory, then largest\n"
 	       "                        allocation, then estimated rows and cycles, by formula\n"
 	       "                        alone) or 'capacity+tables' (estimated table bytes\n"

@@ -513,6 +513,21 @@ Try 'amp-plan --help' for more information."
 	assert [ -s study.plan ]
 }
 
+@test "plan --objective cycles trades table bytes for modelled cycles on siglip-mlp, both fitting" {
+	[ -z "${AMP_SAN:-}" ] || skip "siglip-mlp's pipeline is slow under the sanitizers"
+	for o in memory cycles; do
+		amp-plan --objective "$o" "$SIGLIP" -o "$o.plan"
+		amp-compose "$o.plan" | amp-expand | amp-exchange | amp-group | amp-capture -o "$o.json"
+	done
+	run jq -r '.summary | "\(.total_cycles) \(.max_table_bytes) \(.max_sram_bytes)"' memory.json
+	read -r mc mt ms <<<"$output"
+	run jq -r '.summary | "\(.total_cycles) \(.max_table_bytes) \(.max_sram_bytes)"' cycles.json
+	read -r cc ct cs <<<"$output"
+	assert [ "$cc" -lt "$mc" ]
+	assert [ "$ct" -gt "$mt" ]
+	assert [ "$ct" -le 81920 ] && assert [ "$cs" -le 586960 ] && assert [ "$ms" -le 586960 ]
+}
+
 @test "plan rejects a pin for an unknown op" {
 	rejects "$BAD/model-pin-unknown-op.yaml" 14:3 "pin for unknown op 'mlp_gate'" \
 		"$BAD/model-pin-unknown-op.yaml"

@@ -52,7 +52,7 @@ int main(void)
 		int64_t *tt = calloc((size_t)tiles, 8), *tf = calloc((size_t)tiles, 8);
 		int64_t *rt = calloc((size_t)tiles, 8), *rf = calloc((size_t)tiles, 8);
 		t_case("trial lowering of a whole plan succeeds");
-		int ok = plan_trial(&pl, 0, pl.ns - 1, 0, tt, tf, &e) == 0;
+		int ok = plan_trial(&pl, 0, pl.ns - 1, 0, tt, tf, NULL, &e) == 0;
 		CHECK(ok, "%s: %s", desc, e.msg);
 		plan_dup(&q, &pl);
 		plan_compose(&q);
