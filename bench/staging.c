@@ -5,8 +5,8 @@
  * pack-once; the result: direct or unpack), and the next best grids of
  * amp-plan's short list with their stagings. Each variant is planned
  * (the op pinned, every other op as amp-plan chooses), lowered as
- * amp-compose, amp-expand, amp-exchange and amp-group (forwarded weights)
- * do, and measured on that op's transfers alone: send fragments, largest
+ * amp-compose, amp-expand, amp-exchange and amp-group (weights direct,
+ * its default) do, and measured on that op's transfers alone: send fragments, largest
  * tile's fragments, the largest row, table bytes per tile (median, 90th
  * percentile and largest over the tiles it gives rows), the SRAM peak of
  * tensors during its steps, and the modelled exchange, local-copy and
@@ -99,7 +99,7 @@ static void measure(const char *what, const char *op, const char *model_text, co
 		return;
 	}
 	plan_compose(&pl);
-	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, 0, &e)) {
+	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, 1, &e)) {
 		printf("  %-9s (lowering fails: %s)\n", what, e.msg);
 		plan_free(&pl);
 		return;

@@ -8,10 +8,13 @@
  * overlapping write, a write after an overlapping read or write). Nothing
  * sorts a phase.
  *
- * Parameter delivery: by default a multicast of a parameter from its home
- * goes to the first tile of its receivers, which forwards it to the rest
- * in the same phase (receive, then forward: the forward family follows the
- * delivery it depends on). With weights_direct the home multicasts to all.
+ * Parameter delivery: a multicast of a parameter from its home goes to
+ * every receiver (weights_direct, amp-group's default), or to the first
+ * tile of its receivers, which forwards it to the rest in the same phase
+ * (receive, then forward: the forward family follows the delivery it
+ * depends on). Forwarding adds a send per fragment on that tile and a
+ * dependency to the replay: on every model measured it costs more table
+ * bytes, fragments and cycles, so it is kept for comparison.
  */
 #ifndef AMP_GROUP_H
 #define AMP_GROUP_H

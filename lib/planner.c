@@ -650,7 +650,7 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
 	c->x_excess = 0;
 	int64_t cyc = 0;
-	if (plan_trial(pl, sn.ns, pl->ns - 1, 0, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
+	if (plan_trial(pl, sn.ns, pl->ns - 1, 1, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
 		c->x_excess = 1e30;
 	} else {
@@ -1069,7 +1069,8 @@ static int check_memory(Builder *b, Err *e)
 
 /* The memory and cycles objectives promise a plan the machine holds: the
  * plan is lowered as amp-compose, amp-expand, amp-exchange and amp-group
- * do (forwarded weights) and checked as amp-emit checks it. When it does
+ * do (amp-group's default, weights direct) and checked as amp-emit checks
+ * it. When it does
  * not fit, the error names the tile and the figure, and says what no plan
  * can avoid: the parameters, each byte once, spread evenly. */
 static int check_fit(Builder *b, Err *e)
@@ -1088,7 +1089,7 @@ static int check_fit(Builder *b, Err *e)
 			params += place_total_bytes(&b->pl->p[i]) * b->pl->t[b->pl->p[i].tensor].count;
 	plan_dup(&q, b->pl);
 	plan_compose(&q);
-	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, 0, &le)) {
+	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, 1, &le)) {
 		snprintf(why, sizeof why, "%s", le.msg);
 		goto fail;
 	}
@@ -1203,7 +1204,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			b.body = first;
 		/* What the op put on every tile's tables, for the ops after it. */
 		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 &&
-		    plan_trial(pl, ns0, pl->ns - 1, 0, b.tab, b.frg, NULL, e))
+		    plan_trial(pl, ns0, pl->ns - 1, 1, b.tab, b.frg, NULL, e))
 			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
 			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);

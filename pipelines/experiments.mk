@@ -43,7 +43,7 @@ $(EXP)/%.exchange.yaml.zst: $(EXP)/%.composed.yaml $(BIN)/amp-expand $(BIN)/amp-
 	set -o pipefail; $(BIN)/amp-expand -z $< | $(BIN)/amp-exchange -z -o $@
 
 $(EXP)/%.capture.json: $(EXP)/%.exchange.yaml.zst $(BIN)/amp-group $(BIN)/amp-capture
-	$(BIN)/amp-group $(if $(findstring direct,$*),--weights direct) -z -o $(EXP)/$*.grouped.yaml.zst $<
+	$(BIN)/amp-group $(if $(findstring forward,$*),--weights forward,--weights direct) -z -o $(EXP)/$*.grouped.yaml.zst $<
 	$(BIN)/amp-capture -o $@ $(EXP)/$*.grouped.yaml.zst
 
 # Both weight variants start from the same composed plan.

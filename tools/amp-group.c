@@ -10,14 +10,15 @@ static void help(void)
 {
 	printf("Usage: amp-group [OPTION]... [EXCHANGE]\n"
 	       "Read an exchange stage (formats/exchange.md; standard input when absent or\n"
-	       "'-'), merge adjacent phases that no compute step separates, deliver\n"
-	       "parameters through a forwarding tile, and write the grouped stage\n"
-	       "(formats/group.md). Every tile keeps its transfer order.\n"
+	       "'-'), merge adjacent phases that no compute step separates, and write\n"
+	       "the grouped stage (formats/group.md). Every tile keeps its transfer order.\n"
 	       "\n"
-	       "      --weights MODE    'forward' (default): a parameter goes from its home\n"
-	       "                        to the first tile of its receivers, which forwards\n"
-	       "                        it to the rest in the same phase; 'direct': the\n"
-	       "                        home multicasts to every receiver\n"
+	       "      --weights MODE    'direct' (default): a parameter's home multicasts\n"
+	       "                        to every receiver; 'forward': it goes to the first\n"
+	       "                        tile of its receivers, which forwards it to the rest\n"
+	       "                        in the same phase (more table bytes and fragments\n"
+	       "                        on that tile, and more modelled cycles, on every\n"
+	       "                        model measured; kept for comparison)\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress        compress the output with zstd\n"
 	       "      --help            print this help and exit\n"
@@ -28,7 +29,7 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
-static int direct;
+static int direct = 1;
 
 static int option(int c, const char *arg)
 {

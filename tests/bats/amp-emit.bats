@@ -524,7 +524,7 @@ rejects_program() {
 sram_case() {
 	local sram a
 	sram=$(sed -n 's/^sram_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
-	for a in 25000 24000 26000 23000 22000 21000 20000; do
+	for a in $(seq 26000 -500 14000); do
 		sed "s/^reserved_bytes: *[0-9]*/reserved_bytes: $((sram - a))/" "$MACHINES/amp1472.yaml" > m.yaml
 		grouped "$MODELS/tiny-mlp.yaml" g.yaml m.yaml 2> /dev/null || continue
 		if ! amp-emit g.yaml > /dev/null 2> sram.err && grep -q 'sram_bytes - reserved_bytes' sram.err; then

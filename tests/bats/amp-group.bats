@@ -244,12 +244,12 @@ rejects() {
 	assert_line --index 3 'model: tiny-mlp'
 }
 
-@test "group forwards weights by default, and --weights forward is that default" {
+@test "group sends weights direct by default, and --weights direct is that default" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml default.yaml
 	grouped x.yaml forward.yaml --weights forward
 	grouped x.yaml direct.yaml --weights direct
-	run cmp default.yaml forward.yaml
+	run cmp default.yaml direct.yaml
 	assert_success
 	run cmp -s forward.yaml direct.yaml
 	assert_failure

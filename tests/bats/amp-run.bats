@@ -10,7 +10,8 @@ load stages
 bats_require_minimum_version 1.5.0
 
 # pipeline MODEL OUT [SCALES [PLAN_FLAG...]]: MODEL planned (with SCALES
-# and the flags), composed, expanded, exchanged and grouped into OUT.
+# and the flags), composed, expanded, exchanged and grouped (with
+# $GROUP_FLAGS) into OUT.
 pipeline() {
 	local scales=()
 	[ -z "${3:-}" ] || scales=(--scales "$3")
@@ -18,21 +19,22 @@ pipeline() {
 		amp-compose "$2.plan" -o "$2.composed" &&
 		amp-expand "$2.composed" -o "$2.expanded" &&
 		amp-exchange "$2.expanded" -o "$2.exchange" &&
-		amp-group "$2.exchange" -o "$2" || return 1
+		amp-group ${GROUP_FLAGS:-} "$2.exchange" -o "$2" || return 1
 	rm -f "$2.plan" "$2.composed" "$2.expanded" "$2.exchange"
 	[ -s "$2" ]
 }
 
-# Made once per file: tiny-mlp's calibrated scales, grouped stage (default
-# weight forwarding) and program; siglip-mlp's calibrated program (its
+# Made once per file: tiny-mlp's calibrated scales, grouped stage (the
+# capacity baseline, weights forwarded) and program; siglip-mlp's calibrated program (its
 # pipeline and run take ~15 s, so not under the sanitizers).
 setup_file() {
 	cd "$BATS_FILE_TMPDIR" || return 1
 	export TINY_SCALES=$BATS_FILE_TMPDIR/tiny-scales.yaml TINY=$BATS_FILE_TMPDIR/tiny.yaml
 	export TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp SIGLIP_PROG=$BATS_FILE_TMPDIR/siglip.amp
 	amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o "$TINY_SCALES"
-	# the capacity baseline: the fault cases below edit its direct moves
-	pipeline "$MODELS/tiny-mlp.yaml" "$TINY" "$TINY_SCALES" --objective capacity
+	# the capacity baseline with forwarded weights: the fault cases below
+	# edit its direct moves and its forwards
+	GROUP_FLAGS='--weights forward' pipeline "$MODELS/tiny-mlp.yaml" "$TINY" "$TINY_SCALES" --objective capacity
 	amp-emit "$TINY" -o "$TINY_PROG"
 	if [ -z "${AMP_SAN:-}" ]; then
 		amp-run --calibrate "$MODELS/siglip-mlp.yaml" -o siglip-scales.yaml

@@ -49,15 +49,16 @@ int main(void)
 			model_free(&md);
 			continue;               /* pinned key blocks the machine cannot hold */
 		}
+		int wd = (int)(t_rnd() % 2);        /* weights direct or forwarded, both sides alike */
 		int64_t *tt = calloc((size_t)tiles, 8), *tf = calloc((size_t)tiles, 8);
 		int64_t *rt = calloc((size_t)tiles, 8), *rf = calloc((size_t)tiles, 8);
 		t_case("trial lowering of a whole plan succeeds");
-		int ok = plan_trial(&pl, 0, pl.ns - 1, 0, tt, tf, NULL, &e) == 0;
+		int ok = plan_trial(&pl, 0, pl.ns - 1, wd, tt, tf, NULL, &e) == 0;
 		CHECK(ok, "%s: %s", desc, e.msg);
 		plan_dup(&q, &pl);
 		plan_compose(&q);
 		t_case("the plan lowers");
-		int low = plan_expand(&q, &e) == 0 && plan_exchange(&q, &e) == 0 && plan_group(&q, 0, &e) == 0;
+		int low = plan_expand(&q, &e) == 0 && plan_exchange(&q, &e) == 0 && plan_group(&q, wd, &e) == 0;
 		CHECK(low, "%s: %s", desc, e.msg);
 		if (ok && low) {
 			table_totals(&q, rt, rf, NULL);
