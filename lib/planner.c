@@ -375,6 +375,11 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	/* The bound adds the candidate's largest shards to the busiest tile;
 	 * when none passes it, the candidate nearest to passing is taken and
 	 * the plan's exact per-tile memory (check_memory) decides. */
+	/* With exact costing (all != NULL) the bound only ranks: the short
+	 * list is lowered and the whole plan checked, so a pinned grid is
+	 * judged by the exact figures, never refused by the bound. */
+	if (all && *nall)
+		return 0;
 	if (!fitting && closest < INT64_MAX && !op->grid[0]) {
 		*best = nearest;
 		return 0;

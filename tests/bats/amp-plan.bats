@@ -528,6 +528,23 @@ Try 'amp-plan --help' for more information."
 	assert [ "$ct" -le 81920 ] && assert [ "$cs" -le 586960 ] && assert [ "$ms" -le 586960 ]
 }
 
+@test "plan judges a pinned grid by the exact check: a pin the per-tile bound refuses is planned, lowered and emitted" {
+	local sram
+	sram=$(sed -n 's/^sram_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
+	sed "s/^reserved_bytes: *[0-9]*/reserved_bytes: $((sram - 60000))/" "$MACHINES/amp1472.yaml" >m.yaml
+	sed 's/^  mlp_down: {grid: \[3, 2, 5\], cast: late}$/  mlp_down: {grid: [1, 1, 1], cast: late}/' "$TINY" >p.yaml
+	run grep -c 'grid: \[1, 1, 1\]' p.yaml
+	assert_output 1
+	run --separate-stderr amp-plan --objective capacity --machine m.yaml p.yaml
+	assert_failure 1
+	[[ $stderr == *"matmul 'mlp_down': no pinned grid fits in SRAM"* ]] || fail "the bound should refuse it: $stderr"
+	run --separate-stderr amp-plan --machine m.yaml p.yaml -o p.plan
+	assert_success
+	amp-compose p.plan | amp-expand | amp-exchange | amp-group >p.grouped
+	run amp-emit p.grouped -o p.amp
+	assert_success
+}
+
 @test "plan rejects a pin for an unknown op" {
 	rejects "$BAD/model-pin-unknown-op.yaml" 14:3 "pin for unknown op 'mlp_gate'" \
 		"$BAD/model-pin-unknown-op.yaml"
