@@ -543,6 +543,9 @@ Try 'amp-plan --help' for more information."
 	amp-compose p.plan | amp-expand | amp-exchange | amp-group >p.grouped
 	run amp-emit p.grouped -o p.amp
 	assert_success
+	# calibration plans it as amp-plan does
+	run amp-run --calibrate p.yaml --machine m.yaml -o s.yaml
+	assert_success
 }
 
 @test "plan rejects a pin for an unknown op" {
