@@ -685,6 +685,7 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 }
 
 #define SHORTLIST 3     /* candidates per staging (a's and the result's) re-scored exactly */
+#define SHORTLIST_ROUNDS 4      /* more rounds while none of them fits */
 
 static Objective rank_obj;
 static int64_t rank_room;
@@ -727,15 +728,27 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	rank_room = machine_avail(b->mc) - base_load(b, opi) - b->mc->table_budget_bytes;
 	qsort(all, (size_t)nall, sizeof *all, by_estimate);
 	tile_load(b, opi, load);
-	for (int64_t i = 0; i < nall; i++) {
-		if (per[all[i].staging][all[i].unpack] >= SHORTLIST)
-			continue;
-		per[all[i].staging][all[i].unpack]++;
-		sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
-		sl[nsl] = all[i];
-		trial_one(b, op, gs, load, &sl[nsl]);
-		nsl++;
+	/* Rounds of SHORTLIST per staging pair, down the formula's order,
+	 * until one fits (at most SHORTLIST_ROUNDS). */
+	char *tried = xcalloc((size_t)nall + 1, 1);
+	int fit = 0;
+	for (int round = 1; round <= SHORTLIST_ROUNDS && !fit; round++) {
+		int before = nsl;
+		for (int64_t i = 0; i < nall; i++) {
+			if (tried[i] || per[all[i].staging][all[i].unpack] >= round * SHORTLIST)
+				continue;
+			tried[i] = 1;
+			per[all[i].staging][all[i].unpack]++;
+			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
+			sl[nsl] = all[i];
+			trial_one(b, op, gs, load, &sl[nsl]);
+			fit |= sl[nsl].fits;
+			nsl++;
+		}
+		if (nsl == before)
+			break;          /* every candidate tried */
 	}
+	free(tried);
 	rank_obj = b->o->objective;
 	qsort(sl, (size_t)nsl, sizeof *sl, by_exact);
 	if (ex) {
@@ -1078,9 +1091,9 @@ static int check_memory(Builder *b, Err *e)
  * it. When it does
  * not fit, the error names the tile and the figure, and says what no plan
  * can avoid: the parameters, each byte once, spread evenly. */
-static int check_fit(Builder *b, Err *e)
+int plan_check_fit(const Plan *pl, const Model *m, Err *e)
 {
-	const Machine *mc = b->mc;
+	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
 	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
 	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
@@ -1089,10 +1102,10 @@ static int check_fit(Builder *b, Err *e)
 	int rc = -1;
 	char why[sizeof e->msg];
 
-	for (int i = 0; i < b->pl->np; i++)
-		if (b->pl->t[b->pl->p[i].tensor].role == R_PARAM && plan_writer(b->pl, i) < 0)
-			params += place_total_bytes(&b->pl->p[i]) * b->pl->t[b->pl->p[i].tensor].count;
-	plan_dup(&q, b->pl);
+	for (int i = 0; i < pl->np; i++)
+		if (pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0)
+			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+	plan_dup(&q, pl);
 	plan_compose(&q);
 	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, 1, &le)) {
 		snprintf(why, sizeof why, "%s", le.msg);
@@ -1120,10 +1133,10 @@ static int check_fit(Builder *b, Err *e)
 		rc = 0;
 fail:
 	if (rc)
-		err_at(e, b->m->file, b->m->params_line, b->m->params_col,
+		err_at(e, m->file, m->params_line, m->params_col,
 		       "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters: "
 		       "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
-		       "activations, working buffers and exchange tables", b->m->name, mc->name, why,
+		       "activations, working buffers and exchange tables", m->name, mc->name, why,
 		       (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
 		       (long long)avail);
 	plan_free(&q);
@@ -1219,7 +1232,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		}
 	}
 	if (plan_check(pl, m->file, e) || check_memory(&b, e) ||
-	    (o->objective >= OBJ_MEMORY && !o->no_fit_check && check_fit(&b, e)))
+	    (o->objective >= OBJ_MEMORY && !o->no_fit_check && plan_check_fit(pl, m, e)))
 		goto out;
 	rc = 0;
 out:

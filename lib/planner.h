@@ -45,5 +45,12 @@ typedef struct {
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e);
 void explain_free(Explain *ex, int n);
+/* Lowers pl as amp-compose, amp-expand, amp-exchange and amp-group (weights
+ * direct) do and checks it as amp-emit does: 0 when every tile is within
+ * the table budget, the fragment limit and SRAM with its tables; else -1
+ * naming the tile and figure, and the parameter bytes no plan avoids, at
+ * the model's params mark. plan_build runs it for the memory and cycles
+ * objectives unless no_fit_check. */
+int plan_check_fit(const Plan *pl, const Model *m, Err *e);
 
 #endif

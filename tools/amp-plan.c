@@ -200,10 +200,18 @@ int main(int argc, char **argv)
 		fail(&e);
 	po.scales = &scales;
 	Explain *ex = xcalloc((size_t)m.nops + 1, sizeof *ex);
+	/* The fit check after --explain's report, so a model that does not fit
+	 * still shows its candidates. */
+	int check = po.objective >= OBJ_MEMORY && !po.no_fit_check;
+	po.no_fit_check = 1;
 	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
 		fail(&e);
 	if (po.explain)
 		explain(&pl, &m, ex, po.objective);
+	if (check && plan_check_fit(&pl, &m, &e)) {
+		fflush(stdout);
+		fail(&e);
+	}
 	if (!po.explain || out_path)
 		write_plan(&pl, out_path, compress);
 	explain_free(ex, m.nops);

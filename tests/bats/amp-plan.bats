@@ -511,6 +511,12 @@ Try 'amp-plan --help' for more information."
 	run --separate-stderr amp-plan --no-fit-check --machine "$tight" "$TINY" -o study.plan
 	assert_success
 	assert [ -s study.plan ]
+	# --explain still shows the candidates, then the same failure
+	run --separate-stderr amp-plan --explain --machine "$tight" "$TINY" -o explained.plan
+	assert_failure 1
+	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ lowered exactly, 0 fit'
+	[[ $stderr == *"does not fit machine 'tight-tables'"* ]] || fail "expected the fit failure: $stderr"
+	assert [ ! -e explained.plan ]
 }
 
 @test "plan --objective cycles trades table bytes for modelled cycles on siglip-mlp, both fitting" {
