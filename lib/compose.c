@@ -26,8 +26,9 @@ static int joinable(const Plan *pl, int i)
 		return 0;
 	if (plan_repeat_of(pl, i) != plan_repeat_of(pl, i + 1))
 		return 0;                       /* never across a repeat boundary */
-	if (a->map == MAP_RELAYOUT || a->move == MOVE_REDUCTION || b->move == MOVE_REDUCTION)
-		return 0;
+	if (a->map == MAP_RELAYOUT || a->move == MOVE_REDUCTION || b->move == MOVE_REDUCTION ||
+	    b->move == MOVE_RELAY)
+		return 0;               /* joining a relay would undo it */
 	S = &pl->p[a->dst];
 	Y = &pl->p[b->dst];
 	if (place_replicas(Y) <= place_replicas(S))

@@ -6,7 +6,7 @@
  *   - the first copy is an identity-layout or native-panel mapping (a
  *     conversion that needs packing keeps its pack-once staging);
  *   - S is read by nothing else (an intermediate with other uses stays);
- *   - neither copy is a reduction;
+ *   - neither copy is a reduction, and the second is not a relay;
  *   - nothing runs between them (no compute boundary: the two steps are
  *     adjacent), and S is not a placement of an output tensor.
  * A precision cast is compute, so no copy pair can straddle one.

@@ -561,7 +561,7 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 static int pins(Model *m, const char *f, const Val *sec, Err *e)
 {
 	static const char *keys[] = { "grid", "cast", "staging", "out_staging", NULL };
-	static const char *akeys[] = { "blocks", NULL };
+	static const char *akeys[] = { "blocks", "kv_staging", NULL };
 
 	if (sec->kind != VAL_MAP)
 		return val_err(f, sec, e, "expected a mapping of op names");
@@ -579,13 +579,22 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 		o->pinned = 1;
 		o->pin_line = v->line;
 		o->pin_col = v->col;
-		if (o->kind == OP_ATTENTION) {  /* blocks: [query blocks, key blocks] */
-			if (map_need(f, v, "blocks", &x, e) || val_ints(f, x, 2, 1, INT64_C(1) << 30, o->grid, &n, e))
-				return -1;
-			if (n != 2)
-				return val_err(f, x, e, "blocks must be [query_blocks, key_blocks]");
-			o->pin_line = x->line;
-			o->pin_col = x->col;
+		if (o->kind == OP_ATTENTION) {  /* blocks: [query blocks, key blocks]; kv_staging */
+			if ((x = map_get(v, "kv_staging"))) {
+				if (val_str(f, x, &s, e))
+					return -1;
+				o->kv_staging = strcmp(s, "direct") == 0 ? 1 : strcmp(s, "relay") == 0 ? 2 : 0;
+				if (!o->kv_staging)
+					return val_err(f, x, e, "unknown kv_staging '%s' (expected direct or relay)", s);
+			}
+			if ((x = map_get(v, "blocks"))) {
+				if (val_ints(f, x, 2, 1, INT64_C(1) << 30, o->grid, &n, e))
+					return -1;
+				if (n != 2)
+					return val_err(f, x, e, "blocks must be [query_blocks, key_blocks]");
+				o->pin_line = x->line;
+				o->pin_col = x->col;
+			}
 			continue;
 		}
 		if ((x = map_get(v, "grid"))) {

@@ -9,7 +9,7 @@
 static const char *role_names[R_COUNT] = { "input", "param", "act", "output", "partial" };
 static const char *map_names[MAP_COUNT] = { "identity", "native-panel", "relayout" };
 static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduction",
-					       "output", "copy" };
+					       "output", "copy", "relay" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
 					      "add", "layernorm", "attention", "broadcast", "carry",
 					      "merge" };

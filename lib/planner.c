@@ -637,8 +637,34 @@ static void new_bytes(const Plan *pl, int np0, int ns0, int64_t *peak)
 
 /* Lowers candidate c of op (built, measured, taken back) and fills its
  * exact fields against what earlier ops put on every tile. */
+/* Builds one choice of op (a GEMM candidate, an attention's staging). */
+typedef void (*BuildFn)(Builder *b, const MOp *op, const void *arg);
+
+typedef struct {
+	const GemmShape *gs;
+	const Candidate *c;
+} GemmTry;
+
+static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
+{
+	const GemmTry *g = arg;
+	build_matmul(b, op, g->gs, g->c);
+}
+
+static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+			const int64_t *load, Candidate *c);
+
 static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
 		      Candidate *c)
+{
+	GemmTry g = { gs, c };
+	trial_build(b, op, build_gemm_try, &g, load, c);
+}
+
+/* Builds a choice with build(arg), lowers it against what earlier ops put
+ * on every tile, fills c's exact fields, and takes the choice back. */
+static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+			const int64_t *load, Candidate *c)
 {
 	Plan *pl = b->pl;
 	const Machine *mc = b->mc;
@@ -650,7 +676,7 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 	Err e;
 
 	snap_take(b, &sn);
-	build_matmul(b, op, gs, c);
+	build(b, op, arg);
 	c->exact = 1;
 	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
 	c->x_excess = 0;
@@ -917,12 +943,19 @@ static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t
 	return best.QB ? best : small;
 }
 
+typedef struct {
+	AttnGrid ag;
+	int relay;
+} AttnTry;
+
+static void build_attention(Builder *b, const MOp *op, const void *arg);
+
 static int attention(Builder *b, const MOp *op, Err *e)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int q = find_tensor(pl, m->t[op->in[0]].name), kv = find_tensor(pl, m->t[op->in[1]].name);
-	int out = find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
+	int out = find_tensor(pl, m->t[op->out].name);
 	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], Tk = kt->shape[1], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
@@ -948,6 +981,39 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		ag.QB = QB, ag.KB = KB;
 		ag.bytes = attn_bytes(Tq, Tk, D, QB, KB, &ag.tq, &ag.tk);
 	}
+	/* Keys and values: direct multicast from the owners, or relay (each
+	 * block gathered once on its first query block's tile, then sent on
+	 * whole). With exact costing both are lowered and the better kept. */
+	AttnTry at = { ag, op->kv_staging == 2 };
+	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
+		int64_t *load = xcalloc((size_t)T, sizeof *load);
+		Candidate c[2];
+		memset(c, 0, sizeof c);
+		tile_load(b, (int)(op - m->ops), load);
+		for (int r = 0; r < 2; r++) {
+			AttnTry t = { ag, r };
+			trial_build(b, op, build_attention, &t, load, &c[r]);
+		}
+		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
+		free(load);
+	}
+	build_attention(b, op, &at);
+	return 0;
+}
+
+/* Builds attention op with the grid and staging of arg (an AttnTry). */
+static void build_attention(Builder *b, const MOp *op, const void *arg)
+{
+	const AttnTry *at = arg;
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = find_tensor(pl, m->t[op->in[0]].name), kv = find_tensor(pl, m->t[op->in[1]].name);
+	int out = find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
+	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
+	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
+	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
+	AttnGrid ag = at->ag;
+	(void)kt;
 	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = b->op_tile;
 	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
 	b->op_tile = (b->op_tile + B * QB * H * KB) % T;
@@ -980,6 +1046,21 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		if (coff[k] == 0 && C == t->shape[2])
 			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
 		p.base = base;
+		if (k > 0 && at->relay && p.nrep) {
+			/* gathered once on the q = 0 tile of its query blocks, then
+			 * relayed whole to the others (replica 0 is that buffer) */
+			Placement st = p;
+			st.nrep = 0, st.rep[0] = 0, st.rstride[0] = 0;
+			snprintf(where, sizeof where, "%s.%s.stage", op->name, what[k]);
+			int si = add_place(pl, &st, tensor[k], where, &existed);
+			if (!existed)
+				add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], si);
+			snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
+			idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+			if (!existed)
+				add_copy(pl, op->name, opd[k], MOVE_RELAY, si, idx[k]);
+			continue;
+		}
 		snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
 		idx[k] = add_place(pl, &p, tensor[k], where, &existed);
 		if (!existed)
@@ -1027,7 +1108,6 @@ static int attention(Builder *b, const MOp *op, Err *e)
 	canonical_of(b, &pl->t[out], &cp);
 	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
 	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
-	return 0;
 }
 
 /* The carried activation of a repeat: a local copy on its owners. */

@@ -474,6 +474,11 @@ Try 'amp-plan --help' for more information."
 		"$BAD/model-pin-out-staging.yaml"
 }
 
+@test "plan rejects an unknown kv_staging at its value" {
+	rejects "$BAD/model-pin-kv-staging.yaml" 13:22 "unknown kv_staging 'gathered' (expected direct or relay)" \
+		"$BAD/model-pin-kv-staging.yaml"
+}
+
 @test "plan rejects a GEMM grid pinned on an attention op" {
 	rejects "$BAD/model-pin-attention-grid.yaml" 13:10 "unknown key 'grid'" \
 		"$BAD/model-pin-attention-grid.yaml"

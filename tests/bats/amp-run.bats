@@ -332,6 +332,28 @@ names_byte() {
 	at_least "$c" 0.99
 }
 
+@test "run passes vit-tiny with keys and values relayed: gathered once per block, sent on whole, byte-exact" {
+	{ sed 's/^name: vit-tiny$/name: vit-relay/' "$ROOT/tests/models/vit-tiny.yaml"
+	  printf 'pins:\n  attn: {blocks: [4, 2], kv_staging: relay}\n'; } >relay.yaml
+	run amp-run --calibrate relay.yaml -o relay-scales.yaml
+	assert_success
+	run pipeline relay.yaml relay.grouped relay-scales.yaml
+	assert_success
+	run grep -c '^- {step: [0-9]*, copy: relay, op: attn, ' relay.grouped
+	assert_output 2
+	# a relay moves each key block whole: one fragment of 8 keys x 16 columns
+	s=$(sed -n 's/^- {step: \([0-9]*\), copy: relay, op: attn, operand: k, .*/\1/p' relay.grouped)
+	run grep -c "^- {step: $s, kind: send, len: 256, " relay.grouped
+	assert_output 1
+	run amp-emit relay.grouped -o relay.amp
+	assert_success
+	run --separate-stderr amp-run relay.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+	c=$(cosine "$output" pooled) || fail "no cosine for pooled in: $output"
+	at_least "$c" 0.99
+}
+
 # ---- C. faults injected into tiny-mlp's grouped stage ----
 
 @test "run names tile and phase when a receive address is shifted by 32" {

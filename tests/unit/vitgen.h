@@ -7,11 +7,13 @@
  * Weights fp8 or fp16 at random; grids are the planner's. Exercises
  * placement windows (q, k, v of a fused tensor), multicast of keys and
  * values, stacked parameters and the carried activation; half the models
- * pin key blocks for their attention (the online-softmax merge). */
+ * pin key blocks for their attention (the online-softmax merge), and
+ * every model pins its attention's keys and values relayed or direct. */
 #ifndef AMP_VITGEN_H
 #define AMP_VITGEN_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "t.h"
 
@@ -87,16 +89,21 @@ static void vit_model(const char *path, char *desc, size_t dn)
 	 * (online-softmax merge), when the cut is uniform. */
 	int64_t kb = t_pick(2, 3), kc = (T + kb - 1) / kb;
 	int keys = t_rnd() % 2 && T >= kb && (T + kc - 1) / kc == kb;
+	const char *kvs = t_rnd() % 2 ? "relay" : "direct";      /* keys and values relayed or not */
 	if (keys) {
-		fprintf(f, "pins:\n  attn: {blocks: [1, %lld]}\n", (long long)kb);
+		fprintf(f, "pins:\n  attn: {blocks: [1, %lld], kv_staging: %s}\n", (long long)kb, kvs);
 		if (map)
 			fprintf(f, "  map_attn: {blocks: [1, %lld]}\n", (long long)kb);
+	} else {
+		fprintf(f, "pins:\n  attn: {kv_staging: %s}\n", kvs);
 	}
 	fclose(f);
 	snprintf(desc, dn, "vit B%lld T%lld P%lld D%lld=%lldx%lld M%lld count %lld%s%s%s %s/%s/%s/%s%s%lld",
 		 (long long)B, (long long)T, (long long)P, (long long)D, (long long)heads, (long long)hd,
 		 (long long)M, (long long)count, patchify ? " patchify" : "", pos ? " pos" : "",
 		 map ? " map" : "", w[0], w[1], w[2], w[3], keys ? " key blocks " : "", keys ? (long long)kb : 0LL);
+	size_t u = strlen(desc);
+	snprintf(desc + u, dn - u, " kv %s", kvs);
 }
 
 #endif
