@@ -1,4 +1,4 @@
-/* compose: amp-compose's rewrite of a plan (DOMAIN §5).
+/* compose: amp-compose's rewrite of a plan (docs/machine.md §5).
  *
  * A copy X -> S immediately followed by a copy S -> Y that replicates
  * (Y has more replicas than S) becomes one copy X -> Y, and S disappears,

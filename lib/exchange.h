@@ -1,4 +1,4 @@
-/* exchange: expanded stage -> exchange stage (DOMAIN §6, amp-exchange).
+/* exchange: expanded stage -> exchange stage (docs/machine.md §6, amp-exchange).
  *
  * Every copy step that sends anything becomes one exchange phase. Each
  * multicast request family becomes SEND/RECEIVE fragments: first,

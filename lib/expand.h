@@ -1,4 +1,4 @@
-/* expand: plan -> transfers (DOMAIN §6, amp-expand).
+/* expand: plan -> transfers (docs/machine.md §6, amp-expand).
  *
  * For each copy and each destination shard, the shard's region is
  * intersected with the source shards (per-axis index ranges, never a search)

@@ -1,7 +1,7 @@
 /* gemm: GEMM grids, their placements and their scores.
  *
  * A grid (rows, k, cols) puts tile (r, k, c) at r*K*C + k*C + c. Rows cut
- * the token axis (batch kept together, DOMAIN §5), K is cut in whole
+ * the token axis (batch kept together, docs/machine.md §5), K is cut in whole
  * mu-element strips of the operand format, columns in whole 16-column
  * groups; every cut is uniform (lib/place.h), so the last part takes the
  * clipped tail. gemm_placements gives every placement the GEMM uses; the

@@ -1,4 +1,4 @@
-/* group: exchange stage -> grouped stage (DOMAIN §6, amp-group).
+/* group: exchange stage -> grouped stage (docs/machine.md §6, amp-group).
  *
  * Adjacent phases merge when no compute step lies between them: nothing
  * needs the first phase's data before the second runs, so one barrier

@@ -1,6 +1,6 @@
 /* layout: the one resolver from (layout, format, shard shape) to bytes.
  *
- * DOMAIN §4. A shard is viewed as a matrix of R rows x C columns (leading
+ * docs/machine.md §4. A shard is viewed as a matrix of R rows x C columns (leading
  * axes fold into rows, row-major). mu = elements in 32 bytes (fp16 16, fp8
  * 32, fp32 8). Offsets are in elements; multiply by fmt_bytes for bytes.
  *

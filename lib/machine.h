@@ -1,4 +1,4 @@
-/* machine: the machine description (DOMAIN §2).
+/* machine: the machine description (docs/machine.md §2).
  *
  * Read from a machine file (formats/machine.md, `amp-machine: 2`) or from
  * a stage file's header. Every parameter is required, is a non-negative

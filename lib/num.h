@@ -1,4 +1,4 @@
-/* num: strict number parsing and the machine's number formats (DOMAIN §3).
+/* num: strict number parsing and the machine's number formats (docs/machine.md §3).
  *
  * Parsing: a number is the whole string. parse_i64 accepts an optional '-'
  * followed by decimal digits, nothing else: no sign '+', no spaces, no

@@ -1,4 +1,4 @@
-/* planner: model + machine -> plan (DOMAIN §5).
+/* planner: model + machine -> plan (docs/machine.md §5).
  *
  * Inputs are owned canonically (token rows, batch kept together); every
  * parameter gets a compact home (each byte once, tiles assigned by a

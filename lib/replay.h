@@ -1,4 +1,4 @@
-/* replay: the modelled exchange cycles of a phase (DOMAIN §2).
+/* replay: the modelled exchange cycles of a phase (docs/machine.md §2).
  *
  * A model, not timing. Every tile has an in-order issue pipeline shared by
  * its sends and receives, one send port and one receive port, each moving

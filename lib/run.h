@@ -1,4 +1,4 @@
-/* run: executing a program on the machine model (DOMAIN §3, §8; amp-run).
+/* run: executing a program on the machine model (docs/machine.md §3, §8; amp-run).
  *
  * Values. Every tensor has its logical values as floats: machine-exact
  * (what its format holds: fp16 rounded to nearest even, fp8 F143 with the

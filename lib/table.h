@@ -6,7 +6,7 @@
  * instructions follow record order, member order (lib/xfer.h). Local and
  * zero transfers are on-tile work, not exchange instructions.
  *
- * Footprint (DOMAIN §2; the program encoding has exactly these sizes):
+ * Footprint (docs/machine.md §2; the program encoding has exactly these sizes):
  * 8 B per row (entry and return); 8 B per SEND, +4 B when it moves more
  * than 256 B; 8 B per RECV, +4 B when its address does not continue the
  * previous RECV of the row; the row's total rounded up to 8 B. A SEND in a

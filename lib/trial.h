@@ -1,5 +1,5 @@
 /* trial: the exact exchange cost of a range of plan steps, per tile, by the
- * lowering itself (amp-plan's costing; DOMAIN §5 "one geometry").
+ * lowering itself (amp-plan's costing; docs/machine.md §5 "one geometry").
  *
  * plan_trial lowers copy steps first..last of a plan under construction
  * the way amp-expand, amp-exchange and amp-group do (the same functions,

@@ -9,9 +9,9 @@ static void help(void)
 {
 	printf("Usage: amp-compose [OPTION]... [PLAN]\n"
 	       "Read a plan stage (formats/plan.md; standard input when absent or '-'),\n"
-	       "apply composition (DOMAIN §5: a conversion followed by a replication\n"
-	       "becomes one copy when the conversion is an identity-layout or\n"
-	       "native-panel mapping) and write the plan.\n"
+	       "apply composition (a conversion followed by a replication becomes one\n"
+	       "copy when the conversion is an identity-layout or native-panel mapping;\n"
+	       "docs/machine.md §5) and write the plan.\n"
 	       "\n"
 	       "      --no-compose      pass the plan through unchanged (for comparison)\n"
 	       "  -v, --verbose         report the number of joined copies on stderr\n"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # amp-compose: plan -> plan. The command-line contract, the round trip of
-# the plan format, the composition rule of DOMAIN §5 on small pinned models
+# the plan format, the composition rule of docs/machine.md §5 on small pinned models
 # (tests/models/compose-*.yaml), and malformed plans (tests/bad/plan-*).
 
 load common

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # amp-emit: grouped stage -> program (formats/program.md). The command-line
 # contract, the program's layout and its listing round trip, the per-tile
-# limits (DOMAIN §2: table budget, fragment limit, SRAM) and malformed
+# limits (docs/machine.md §2: table budget, fragment limit, SRAM) and malformed
 # programs (tests/bad/program-*), which amp-capture must reject too.
 
 load common
@@ -66,7 +66,7 @@ totals() {
 	END { flush(); for (x in tab) print x, tab[x], fr[x] }' "$1" | sort -n
 }
 
-# footprint LISTING: every row whose bytes differ from DOMAIN §2's model:
+# footprint LISTING: every row whose bytes differ from docs/machine.md §2's model:
 # 8 per row, 8 per SEND (+4 over 256 B), 8 per RECV (+4 when its address
 # does not continue the previous RECV), rounded up to 8.
 footprint() {
@@ -363,7 +363,7 @@ rejects_program() {
 	assert [ "$nrows" -lt "$nent" ]
 }
 
-@test "emit's rows have exactly DOMAIN §2's footprint" {
+@test "emit's rows have exactly docs/machine.md §2's footprint" {
 	run rows "$TINY_LIST"
 	assert [ "${#lines[@]}" -ge 100 ]
 	run footprint "$TINY_LIST"
@@ -562,7 +562,7 @@ sram_case() {
 }
 
 @test "emit's SRAM failure names the tile's phase, as the other limits do" {
-	# DOMAIN §2 and formats/program.md: a placement over SRAM names the
+	# docs/machine.md §2 and formats/program.md: a placement over SRAM names the
 	# tile, the phase, the bytes and the limit
 	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
 	run --separate-stderr amp-emit g.yaml

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # amp-exchange: expanded stage -> exchange stage. The command-line
-# contract, phases and fragments (DOMAIN §6: cut at max_transfer_bytes,
+# contract, phases and fragments (docs/machine.md §6: cut at max_transfer_bytes,
 # joined where sender and every receiver continue), and malformed expanded
 # stages (tests/bad/exchange-*).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # amp-group: exchange stage -> grouped stage. The command-line contract,
-# phase merging and parameter forwarding (DOMAIN §6), and malformed
+# phase merging and parameter forwarding (docs/machine.md §6), and malformed
 # exchange stages (tests/bad/group-*).
 
 load common
@@ -397,7 +397,7 @@ rejects() {
 
 @test "group --weights forward never makes a send whose only receiver is its sender" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
-	# DOMAIN §2: a move whose only receiver is the sender is a local copy.
+	# docs/machine.md §2: a move whose only receiver is the sender is a local copy.
 	# tiny-mlp's ln_s home shard on tile 0 is multicast to tiles 0..36, so
 	# the delivery to the first receiver must not be tile 0 sending to itself.
 	for mode in direct forward; do

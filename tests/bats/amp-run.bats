@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # amp-run: program -> execution on the machine model, the byte-exact
 # movement check after every phase and the FP32 comparison of each output
-# (DOMAIN §8). The command-line contract, calibration, tiny-mlp and
+# (docs/machine.md §8). The command-line contract, calibration, tiny-mlp and
 # siglip-mlp passing both checks, faults injected into a grouped stage,
 # --data and --save, and malformed inputs (tests/bad/run-*, program-*).
 

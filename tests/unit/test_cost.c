@@ -2,7 +2,7 @@
  * contract in cost.h and formats/machine.md: every tile of the machine is
  * visited, the shards on it found by walking every (shard, replica) with
  * explicit loops and the documented tile formula (refplace.h), storage by
- * the formulas of DOMAIN §4, and local-copy members by the loop formula of
+ * the formulas of docs/machine.md §4, and local-copy members by the loop formula of
  * xfer.h. Three families: random placements and compute kinds, the compute
  * steps of planned random models, and random local copies.
  *
@@ -30,7 +30,7 @@ static int64_t ceil_div(int64_t a, int64_t b)
 static const int64_t ref_mu[FMT_COUNT] = { 8, 16, 32 };    /* fp32, fp16, fp8 */
 static const int64_t ref_size[FMT_COUNT] = { 4, 2, 1 };
 
-/* Storage of an R x C shard (DOMAIN §4): whole strips or panels. */
+/* Storage of an R x C shard (docs/machine.md §4): whole strips or panels. */
 static int64_t ref_storage(LayoutKind k, Format f, int64_t R, int64_t C)
 {
 	int64_t mu = ref_mu[f], e;

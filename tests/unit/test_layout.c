@@ -1,5 +1,5 @@
 /* test_layout: lib/layout against brute-force references written here from
- * the layout definitions (DOMAIN §4), never against layout.c itself.
+ * the layout definitions (docs/machine.md §4), never against layout.c itself.
  *
  * Each reference builds the storage by walking the layout in storage order,
  * handing out one slot at a time to an element or to padding; the test then
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Written from DOMAIN §4, independent of lib/layout.c. */
+/* Written from docs/machine.md §4, independent of lib/layout.c. */
 static const int ref_size[FMT_COUNT] = { 4, 2, 1 };	/* fp32, fp16, fp8 */
 static const int ref_mu[FMT_COUNT] = { 8, 16, 32 };	/* elements in 32 B */
 static const char *fmt_str[FMT_COUNT] = { "fp32", "fp16", "fp8" };
@@ -282,7 +282,7 @@ static void kinds(void)
 		      "layout_is_panel(%s) = %d", kind_str[k], layout_is_panel((LayoutKind)k));
 }
 
-/* Offsets computed by hand from DOMAIN §4, so a reference that shares a
+/* Offsets computed by hand from docs/machine.md §4, so a reference that shares a
  * misreading with lib/layout.c still fails somewhere. */
 static void anchors(void)
 {

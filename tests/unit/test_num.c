@@ -1,5 +1,5 @@
 /* test_num: lib/num against brute-force references written here from the
- * format definitions (DOMAIN §3), never against num.c itself. */
+ * format definitions (docs/machine.md §3), never against num.c itself. */
 #include "num.h"
 #include "t.h"
 
