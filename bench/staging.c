@@ -99,7 +99,7 @@ static void measure(const char *what, const char *op, const char *model_text, co
 		return;
 	}
 	plan_compose(&pl);
-	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, 1, &e)) {
+	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, WEIGHTS_DIRECT_DEFAULT, &e)) {
 		printf("  %-9s (lowering fails: %s)\n", what, e.msg);
 		plan_free(&pl);
 		return;

@@ -21,6 +21,9 @@
 
 #include "plan.h"
 
+/* amp-group's default, and what amp-plan costs with: weights direct. */
+#define WEIGHTS_DIRECT_DEFAULT 1
+
 int plan_group(Plan *pl, int weights_direct, Err *e);
 /* Checks that no tile reads bytes of a copy step before the transfer of
  * the same step that writes them (a forward before its receive). Across

@@ -558,6 +558,20 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 	return 0;
 }
 
+/* A two-way pin: *out = 1 for `one`, 2 for `two`; anything else is an
+ * error at the value. */
+static int pin_choice(const char *f, const Val *x, const char *key, const char *one,
+		      const char *two, int *out, Err *e)
+{
+	const char *s;
+	if (val_str(f, x, &s, e))
+		return -1;
+	*out = strcmp(s, one) == 0 ? 1 : strcmp(s, two) == 0 ? 2 : 0;
+	if (!*out)
+		return val_err(f, x, e, "unknown %s '%s' (expected %s or %s)", key, s, one, two);
+	return 0;
+}
+
 static int pins(Model *m, const char *f, const Val *sec, Err *e)
 {
 	static const char *keys[] = { "grid", "cast", "staging", "out_staging", NULL };
@@ -580,13 +594,9 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 		o->pin_line = v->line;
 		o->pin_col = v->col;
 		if (o->kind == OP_ATTENTION) {  /* blocks: [query blocks, key blocks]; kv_staging */
-			if ((x = map_get(v, "kv_staging"))) {
-				if (val_str(f, x, &s, e))
-					return -1;
-				o->kv_staging = strcmp(s, "direct") == 0 ? 1 : strcmp(s, "relay") == 0 ? 2 : 0;
-				if (!o->kv_staging)
-					return val_err(f, x, e, "unknown kv_staging '%s' (expected direct or relay)", s);
-			}
+			if ((x = map_get(v, "kv_staging")) &&
+			    pin_choice(f, x, "kv_staging", "direct", "relay", &o->kv_staging, e))
+				return -1;
 			if ((x = map_get(v, "blocks"))) {
 				if (val_ints(f, x, 2, 1, INT64_C(1) << 30, o->grid, &n, e))
 					return -1;
@@ -617,13 +627,9 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 			if (staging_parse(s, &o->staging))
 				return val_err(f, x, e, "unknown staging '%s' (expected pack-once or direct)", s);
 		}
-		if ((x = map_get(v, "out_staging"))) {
-			if (val_str(f, x, &s, e))
-				return -1;
-			o->out_staging = strcmp(s, "direct") == 0 ? 1 : strcmp(s, "unpack") == 0 ? 2 : 0;
-			if (!o->out_staging)
-				return val_err(f, x, e, "unknown out_staging '%s' (expected direct or unpack)", s);
-		}
+		if ((x = map_get(v, "out_staging")) &&
+		    pin_choice(f, x, "out_staging", "direct", "unpack", &o->out_staging, e))
+			return -1;
 	}
 	return 0;
 }

@@ -372,14 +372,14 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	} else {
 		free(top);
 	}
-	/* The bound adds the candidate's largest shards to the busiest tile;
-	 * when none passes it, the candidate nearest to passing is taken and
-	 * the plan's exact per-tile memory (check_memory) decides. */
 	/* With exact costing (all != NULL) the bound only ranks: the short
 	 * list is lowered and the whole plan checked, so a pinned grid is
 	 * judged by the exact figures, never refused by the bound. */
 	if (all && *nall)
 		return 0;
+	/* The bound adds the candidate's largest shards to the busiest tile;
+	 * when none passes it, the candidate nearest to passing is taken and
+	 * the plan's exact per-tile memory (check_memory) decides. */
 	if (!fitting && closest < INT64_MAX && !op->grid[0]) {
 		*best = nearest;
 		return 0;
@@ -635,8 +635,6 @@ static void new_bytes(const Plan *pl, int np0, int ns0, int64_t *peak)
 	free(cur);
 }
 
-/* Lowers candidate c of op (built, measured, taken back) and fills its
- * exact fields against what earlier ops put on every tile. */
 /* Builds one choice of op (a GEMM candidate, an attention's staging). */
 typedef void (*BuildFn)(Builder *b, const MOp *op, const void *arg);
 
@@ -681,7 +679,7 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
 	c->x_excess = 0;
 	int64_t cyc = 0;
-	if (plan_trial(pl, sn.ns, pl->ns - 1, 1, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
+	if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DIRECT_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
 		c->x_excess = 1e30;
 	} else {
@@ -751,9 +749,12 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 		free(load);
 		return -1;
 	}
-	rank_room = machine_avail(b->mc) - base_load(b, opi) - b->mc->table_budget_bytes;
-	qsort(all, (size_t)nall, sizeof *all, by_estimate);
 	tile_load(b, opi, load);
+	int64_t base = 0;                       /* the busiest tile's, as base_load gives it */
+	for (int64_t t = 0; t < T; t++)
+		base = load[t] > base ? load[t] : base;
+	rank_room = machine_avail(b->mc) - base - b->mc->table_budget_bytes;
+	qsort(all, (size_t)nall, sizeof *all, by_estimate);
 	/* Rounds of SHORTLIST per staging pair, down the formula's order,
 	 * until one fits (at most SHORTLIST_ROUNDS). */
 	char *tried = xcalloc((size_t)nall + 1, 1);
@@ -788,7 +789,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 		memcpy(ex->best, sl, (size_t)keep * sizeof *sl);
 		ex->nbest = keep;
 		ex->avail = machine_avail(b->mc);
-		ex->base = base_load(b, opi);
+		ex->base = base;
 		ex->exact = nsl;
 	}
 	build_matmul(b, op, gs, nsl ? &sl[0] : &best);
@@ -1009,11 +1010,10 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	const Model *m = b->m;
 	int q = find_tensor(pl, m->t[op->in[0]].name), kv = find_tensor(pl, m->t[op->in[1]].name);
 	int out = find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
-	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
+	const PTensor *qt = &pl->t[q];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
 	AttnGrid ag = at->ag;
-	(void)kt;
 	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = b->op_tile;
 	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
 	b->op_tile = (b->op_tile + B * QB * H * KB) % T;
@@ -1167,10 +1167,9 @@ static int check_memory(Builder *b, Err *e)
 
 /* The memory and cycles objectives promise a plan the machine holds: the
  * plan is lowered as amp-compose, amp-expand, amp-exchange and amp-group
- * do (amp-group's default, weights direct) and checked as amp-emit checks
- * it. When it does
- * not fit, the error names the tile and the figure, and says what no plan
- * can avoid: the parameters, each byte once, spread evenly. */
+ * do (amp-group's default weights) and checked as amp-emit checks it.
+ * When it does not fit, the error names the tile and the figure, and says
+ * what no plan can avoid: the parameters, each byte once, spread evenly. */
 int plan_check_fit(const Plan *pl, const Model *m, Err *e)
 {
 	const Machine *mc = &pl->machine;
@@ -1187,7 +1186,8 @@ int plan_check_fit(const Plan *pl, const Model *m, Err *e)
 			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
 	plan_dup(&q, pl);
 	plan_compose(&q);
-	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, 1, &le)) {
+	if (plan_expand(&q, &le) || plan_exchange(&q, &le) ||
+	    plan_group(&q, WEIGHTS_DIRECT_DEFAULT, &le)) {
 		snprintf(why, sizeof why, "%s", le.msg);
 		goto fail;
 	}
@@ -1302,7 +1302,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			b.body = first;
 		/* What the op put on every tile's tables, for the ops after it. */
 		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 &&
-		    plan_trial(pl, ns0, pl->ns - 1, 1, b.tab, b.frg, NULL, e))
+		    plan_trial(pl, ns0, pl->ns - 1, WEIGHTS_DIRECT_DEFAULT, b.tab, b.frg, NULL, e))
 			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
 			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);

@@ -29,7 +29,7 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
-static int direct = 1;
+static int direct = WEIGHTS_DIRECT_DEFAULT;
 
 static int option(int c, const char *arg)
 {

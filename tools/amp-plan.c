@@ -143,7 +143,8 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 0 };
-	int compress = 0, c;
+	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
+	int compress = 0, c, k;
 	int64_t n;
 	Machine mc;
 	Model m;
@@ -158,17 +159,12 @@ int main(int argc, char **argv)
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'O':
-			if (strcmp(optarg, "capacity") == 0)
-				po.objective = OBJ_CAPACITY;
-			else if (strcmp(optarg, "capacity+tables") == 0)
-				po.objective = OBJ_CAPACITY_TABLES;
-			else if (strcmp(optarg, "memory") == 0)
-				po.objective = OBJ_MEMORY;
-			else if (strcmp(optarg, "cycles") == 0)
-				po.objective = OBJ_CYCLES;
-			else
+			for (k = OBJ_CAPACITY; k <= OBJ_CYCLES && strcmp(optarg, objective_name(k)); k++)
+				;
+			if (k > OBJ_CYCLES)
 				usage_error("unknown objective '%s' (expected memory, cycles, capacity or "
 					    "capacity+tables)", optarg);
+			po.objective = (Objective)k;
 			break;
 		case 'E':
 			po.explain = 5;
@@ -181,14 +177,11 @@ int main(int argc, char **argv)
 		case 'S': scales_path = optarg; break;
 		case 'F': po.no_fit_check = 1; break;
 		case 'W':
-			if (strcmp(optarg, "auto") == 0)
-				po.ownership = OWN_AUTO;
-			else if (strcmp(optarg, "tokens") == 0)
-				po.ownership = OWN_TOKENS;
-			else if (strcmp(optarg, "batch") == 0)
-				po.ownership = OWN_BATCH;
-			else
+			for (k = OWN_AUTO; k <= OWN_BATCH && strcmp(optarg, ownerships[k]); k++)
+				;
+			if (k > OWN_BATCH)
 				usage_error("unknown ownership '%s' (expected auto, tokens or batch)", optarg);
+			po.ownership = (Ownership)k;
 			break;
 		case 'h': help(); break;
 		case 'V': version(); break;

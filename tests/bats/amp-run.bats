@@ -314,44 +314,45 @@ names_byte() {
 	assert_equal "${#lines[@]}" 2
 }
 
-@test "run passes vit-tiny with its attention split into key blocks: fp32 partials merged by online softmax, byte-exact, cosine at least 0.99" {
-	{ sed 's/^name: vit-tiny$/name: vit-keys/' "$ROOT/tests/models/vit-tiny.yaml"
-	  printf 'pins:\n  attn: {blocks: [4, 4]}\n  map_attn: {blocks: [1, 3]}\n'; } >keys.yaml
-	run amp-run --calibrate keys.yaml -o keys-scales.yaml
+# vit_pinned NAME PINS: vit-tiny named NAME with PINS (the lines after
+# `pins:`) as NAME.yaml, calibrated and lowered into NAME.grouped.
+vit_pinned() {
+	{ sed "s/^name: vit-tiny\$/name: $1/" "$ROOT/tests/models/vit-tiny.yaml"
+	  printf 'pins:\n%s' "$2"; } >"$1.yaml"
+	run amp-run --calibrate "$1.yaml" -o "$1-scales.yaml"
 	assert_success
-	run pipeline keys.yaml keys.grouped keys-scales.yaml
+	run pipeline "$1.yaml" "$1.grouped" "$1-scales.yaml"
 	assert_success
-	run grep -c '^- {step: [0-9]*, compute: merge, ' keys.grouped
-	assert_output 2
-	run amp-emit keys.grouped -o keys.amp
+}
+
+# runs_pooled GROUPED: emitted and run, byte-exact and output pooled's
+# cosine at least 0.99.
+runs_pooled() {
+	run amp-emit "$1" -o "$1.amp"
 	assert_success
-	run --separate-stderr amp-run keys.amp
+	run --separate-stderr amp-run "$1.amp"
 	assert_success
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
 	c=$(cosine "$output" pooled) || fail "no cosine for pooled in: $output"
 	at_least "$c" 0.99
 }
 
+@test "run passes vit-tiny with its attention split into key blocks: fp32 partials merged by online softmax, byte-exact, cosine at least 0.99" {
+	vit_pinned vit-keys $'  attn: {blocks: [4, 4]}\n  map_attn: {blocks: [1, 3]}\n'
+	run grep -c '^- {step: [0-9]*, compute: merge, ' vit-keys.grouped
+	assert_output 2
+	runs_pooled vit-keys.grouped
+}
+
 @test "run passes vit-tiny with keys and values relayed: gathered once per block, sent on whole, byte-exact" {
-	{ sed 's/^name: vit-tiny$/name: vit-relay/' "$ROOT/tests/models/vit-tiny.yaml"
-	  printf 'pins:\n  attn: {blocks: [4, 2], kv_staging: relay}\n'; } >relay.yaml
-	run amp-run --calibrate relay.yaml -o relay-scales.yaml
-	assert_success
-	run pipeline relay.yaml relay.grouped relay-scales.yaml
-	assert_success
-	run grep -c '^- {step: [0-9]*, copy: relay, op: attn, ' relay.grouped
+	vit_pinned vit-relay $'  attn: {blocks: [4, 2], kv_staging: relay}\n'
+	run grep -c '^- {step: [0-9]*, copy: relay, op: attn, ' vit-relay.grouped
 	assert_output 2
 	# a relay moves each key block whole: one fragment of 8 keys x 16 columns
-	s=$(sed -n 's/^- {step: \([0-9]*\), copy: relay, op: attn, operand: k, .*/\1/p' relay.grouped)
-	run grep -c "^- {step: $s, kind: send, len: 256, " relay.grouped
+	s=$(sed -n 's/^- {step: \([0-9]*\), copy: relay, op: attn, operand: k, .*/\1/p' vit-relay.grouped)
+	run grep -c "^- {step: $s, kind: send, len: 256, " vit-relay.grouped
 	assert_output 1
-	run amp-emit relay.grouped -o relay.amp
-	assert_success
-	run --separate-stderr amp-run relay.amp
-	assert_success
-	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
-	c=$(cosine "$output" pooled) || fail "no cosine for pooled in: $output"
-	at_least "$c" 0.99
+	runs_pooled vit-relay.grouped
 }
 
 # ---- C. faults injected into tiny-mlp's grouped stage ----
