@@ -285,6 +285,8 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 	place_shard_idx(pp, shards_of(m, p)[t], idx);
 	*l = place_layout(pp, idx);
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
+	if (plan_stacked(m->pl, p))     /* a stacked home read in place: this iteration's instance */
+		mem += m->s.iter * place_instance(pp);
 	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
 	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
 	if (l->kind == LAYOUT_ROW_MAJOR) {      /* offset = r * cols + c */

@@ -355,6 +355,23 @@ runs_pooled() {
 	runs_pooled vit-relay.grouped
 }
 
+@test "run reads a stacked weight home in place as the iteration's instance: vit-stacked-home, byte-exact, every output within cosine 0.99" {
+	m=$ROOT/tests/models
+	run pipeline "$m/vit-stacked-home.yaml" stacked.grouped "" -m "$m/machine-19.yaml"
+	assert_success
+	# the case under test: a matmul in the repeat body reads the stacked home itself
+	run grep -c '^- {step: [0-9]*, compute: matmul, op: up, in: \[n2@up.a, wu@home\], ' stacked.grouped
+	assert_output 1
+	run amp-emit stacked.grouped -o stacked.amp
+	assert_success
+	run --separate-stderr amp-run stacked.amp
+	assert_success
+	for t in h enc pooled; do
+		c=$(cosine "$output" $t) || fail "no cosine for $t in: $output"
+		at_least "$c" 0.99
+	done
+}
+
 # ---- C. faults injected into tiny-mlp's grouped stage ----
 
 @test "run names tile and phase when a receive address is shifted by 32" {
