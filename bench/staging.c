@@ -2,7 +2,8 @@
  *
  * For each of a model's layer GEMMs (default qkv, proj, mlp_up, mlp_down):
  * the grid amp-plan chooses, pinned with every staging pair (a: direct or
- * pack-once; the result: direct or unpack), and the next best grids of
+ * pack-once; the result: direct or unpack; with K > 1 the reduction:
+ * gather or scatter), and the next best grids of
  * amp-plan's short list with their stagings. Each variant is planned
  * (the op pinned, every other op as amp-plan chooses), lowered as
  * amp-compose, amp-expand, amp-exchange and amp-group (weights direct,
@@ -87,15 +88,15 @@ static void measure(const char *what, const char *op, const char *model_text, co
 		    const Machine *mc, const Candidate *c)
 {
 	FILE *f = fopen(tmp, "w");
-	fprintf(f, "%s\npins:\n  %s: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s}\n",
-		model_text, op, (long long)c->grid[0], (long long)c->grid[1], (long long)c->grid[2],
-		c->cast == CAST_LATE ? "late" : "early", staging_name(c->staging),
-		c->unpack ? "unpack" : "direct");
+	fprintf(f, "%s\npins:\n  %s: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s, "
+		"reduce: %s}\n", model_text, op, (long long)c->grid[0], (long long)c->grid[1],
+		(long long)c->grid[2], c->cast == CAST_LATE ? "late" : "early", staging_name(c->staging),
+		c->unpack ? "unpack" : "direct", c->scatter ? "scatter" : "gather");
 	fclose(f);
 	Plan pl;
 	Err e;
 	if (plan_of(tmp, mc, NULL, NULL, &pl, &e)) {
-		printf("  %-9s %-14s %-9s %-6s  (no plan: %s)\n", what, "", "", "", e.msg);
+		printf("  %-9s %-14s %-9s %-6s %-7s  (no plan: %s)\n", what, "", "", "", "", e.msg);
 		return;
 	}
 	plan_compose(&pl);
@@ -145,8 +146,9 @@ static void measure(const char *what, const char *op, const char *model_text, co
 	char grid[48];
 	snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)c->grid[0], (long long)c->grid[1],
 		 (long long)c->grid[2]);
-	printf("  %-9s %-14s %-9s %-6s %9lld %7lld %7lld %7lld %7lld %7lld %8lld %9lld %7lld %9lld\n", what,
-	       grid, staging_name(c->staging), c->unpack ? "unpack" : "direct", (long long)a.sends,
+	printf("  %-9s %-14s %-9s %-6s %-7s %9lld %7lld %7lld %7lld %7lld %7lld %8lld %9lld %7lld %9lld\n",
+	       what, grid, staging_name(c->staging), c->unpack ? "unpack" : "direct",
+	       c->grid[1] == 1 ? "-" : c->scatter ? "scatter" : "gather", (long long)a.sends,
 	       (long long)mf, (long long)a.max_row, (long long)(n ? tb[n / 2] : 0),
 	       (long long)(n ? tb[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] : 0), (long long)(n ? tb[n - 1] : 0),
 	       (long long)peak, (long long)ex, (long long)lc, (long long)cc);
@@ -191,20 +193,21 @@ int main(int argc, char **argv)
 			printf("\n%s: no such matmul\n", ops[k]);
 			continue;
 		}
-		printf("\n%s (m %lld, k %lld, n %lld; amp-plan chose [%lld, %lld, %lld] %s/%s)\n", g->op,
+		printf("\n%s (m %lld, k %lld, n %lld; amp-plan chose [%lld, %lld, %lld] %s/%s/%s)\n", g->op,
 		       (long long)g->m, (long long)g->k, (long long)g->n, (long long)g->grid[0],
 		       (long long)g->grid[1], (long long)g->grid[2], staging_name(g->staging),
-		       g->unpack ? "unpack" : "direct");
-		printf("  %-9s %-14s %-9s %-6s %9s %7s %7s %7s %7s %7s %8s %9s %7s %9s\n", "variant", "grid",
-		       "staging", "out", "transfers", "frags", "max_row", "tab_p50", "tab_p90", "tab_max",
+		       g->unpack ? "unpack" : "direct", g->grid[1] == 1 ? "-" : g->scatter ? "scatter" : "gather");
+		printf("  %-9s %-14s %-9s %-6s %-7s %9s %7s %7s %7s %7s %7s %8s %9s %7s %9s\n", "variant", "grid",
+		       "staging", "out", "reduce", "transfers", "frags", "max_row", "tab_p50", "tab_p90", "tab_max",
 		       "sram", "exchange", "local", "compute");
 		Candidate c;
 		memset(&c, 0, sizeof c);
 		memcpy(c.grid, g->grid, sizeof c.grid);
 		c.cast = g->cast;
-		for (int v = 0; v < 4; v++) {
+		for (int v = 0; v < (g->grid[1] > 1 ? 8 : 4); v++) {
 			c.staging = v & 1 ? STAGING_PACK_ONCE : STAGING_DIRECT;
-			c.unpack = v >> 1;
+			c.unpack = v >> 1 & 1;
+			c.scatter = v >> 2;
 			measure("same grid", g->op, text, tmp, &mc, &c);
 		}
 		for (int i = 0, shown = 0; x && i < x->nbest && shown < 2; i++)

@@ -54,13 +54,25 @@ static void set(Placement *p, LayoutKind lay, Format fmt, int rank, const int64_
 	}
 }
 
-void gemm_placements(const GemmShape *s, const int64_t g[3], CastOrder cast,
-		     Staging staging, int unpack, Placement pl[GP_COUNT])
+int gemm_scatter_axis(const GemmShape *s, const int64_t g[3], int64_t *parts, int64_t *block)
 {
+	int64_t K = g[1], bt = cdiv(s->tokens, g[0]);
+	if (s->batch % K == 0) {
+		*parts = K, *block = s->batch / K;
+		return 0;
+	}
+	*block = cdiv(bt, K);
+	*parts = cdiv(s->tokens, *block);
+	return 1;
+}
+
+void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COUNT])
+{
+	const int64_t *g = c->grid;
 	int64_t R = g[0], K = g[1], C = g[2], mu = fmt_mu(s->fmt);
 	int64_t bt = cdiv(s->tokens, R);
 	int64_t bk = cdiv(strips(s), K) * mu, bc = cdiv(groups(s), C) * 16;
-	Format moved = cast == CAST_LATE ? s->a_fmt : s->fmt;
+	Format moved = c->cast == CAST_LATE ? s->a_fmt : s->fmt;
 	int64_t ashape[3] = { s->batch, s->tokens, s->k };
 	int64_t asplit[3] = { 1, R, K }, ablock[3] = { s->batch, bt, bk };
 	int64_t astride[3] = { 0, K * C, C };
@@ -69,31 +81,49 @@ void gemm_placements(const GemmShape *s, const int64_t g[3], CastOrder cast,
 	int64_t vshape[1] = { s->n }, vsplit[1] = { C }, vblock[1] = { bc }, vstride[1] = { 1 };
 	int64_t pshape[4] = { K, s->batch, s->tokens, s->n }, psplit[4] = { K, 1, R, C };
 	int64_t pblock[4] = { 1, s->batch, bt, bc }, pstride[4] = { C, 0, K * C, 1 };
-	int64_t rsplit[4] = { 1, 1, R, C }, rblock[4] = { K, s->batch, bt, bc };
-	int64_t rstride_[4] = { 0, 0, K * C, 1 };
+	/* The reduction's tiles, and so the result's: gathered, the k = 0
+	 * tile of each block; scattered, a part of the block's rows on each
+	 * of its K tiles (tile (r, k, c) = r*K*C + k*C + c, so part j of the
+	 * batch within row block r, or token part j overall, is tile j*C + c
+	 * counted from the right origin). */
 	int64_t oshape[3] = { s->batch, s->tokens, s->n }, osplit[3] = { 1, R, C };
 	int64_t oblock[3] = { s->batch, bt, bc }, ostride[3] = { 0, K * C, 1 };
+	int64_t rowparts = R, rowstride = K * C;
+	if (K > 1 && c->scatter) {
+		int64_t parts, blk;
+		if (gemm_scatter_axis(s, g, &parts, &blk) == 0) {
+			osplit[0] = parts, oblock[0] = blk, ostride[0] = C;
+			rowparts = R * K;
+		} else {
+			osplit[1] = parts, oblock[1] = blk, ostride[1] = C;
+			rowparts = parts;
+		}
+		rowstride = C;
+	}
+	int64_t rsplit[4] = { 1, osplit[0], osplit[1], C }, rblock[4] = { K, oblock[0], oblock[1], bc };
+	int64_t rstride_[4] = { 0, ostride[0], ostride[1], 1 };
 
 	memset(pl, 0, GP_COUNT * sizeof *pl);
-	if (staging == STAGING_PACK_ONCE) {
+	if (c->staging == STAGING_PACK_ONCE) {
 		set(&pl[GP_A_STAGE], LAYOUT_ROW_MAJOR, moved, 3, ashape, asplit, ablock, astride, 1, 0);
 		set(&pl[GP_A_PACKED], LAYOUT_AMP_LEFT, moved, 3, ashape, asplit, ablock, astride, 1, 0);
 	}
 	set(&pl[GP_A_MOVED], LAYOUT_AMP_LEFT, moved, 3, ashape, asplit, ablock, astride, C, 1);
-	if (cast == CAST_LATE)
+	if (c->cast == CAST_LATE)
 		set(&pl[GP_A_OP], LAYOUT_AMP_LEFT, s->fmt, 3, ashape, asplit, ablock, astride, C, 1);
 	set(&pl[GP_B_STAGE], LAYOUT_TRANSPOSED_RIGHT, s->fmt, 2, bshape, bsplit, bblock, bstride, 1, 0);
 	set(&pl[GP_B_OP], LAYOUT_TRANSPOSED_RIGHT, s->fmt, 2, bshape, bsplit, bblock, bstride, R, K * C);
 	if (s->has_bias) {
 		set(&pl[GP_BIAS_STAGE], LAYOUT_ROW_MAJOR, FMT_FP16, 1, vshape, vsplit, vblock, vstride, 1, 0);
-		set(&pl[GP_BIAS_OP], LAYOUT_ROW_MAJOR, FMT_FP16, 1, vshape, vsplit, vblock, vstride, R, K * C);
+		set(&pl[GP_BIAS_OP], LAYOUT_ROW_MAJOR, FMT_FP16, 1, vshape, vsplit, vblock, vstride,
+		    K > 1 ? rowparts : R, K > 1 ? rowstride : K * C);
 	}
 	if (K > 1) {
 		set(&pl[GP_PARTIAL], LAYOUT_AMP_OUTPUT, FMT_FP16, 4, pshape, psplit, pblock, pstride, 1, 0);
 		set(&pl[GP_RED], LAYOUT_AMP_OUTPUT, FMT_FP16, 4, pshape, rsplit, rblock, rstride_, 1, 0);
 	}
 	set(&pl[GP_OUT], LAYOUT_AMP_OUTPUT, FMT_FP16, 3, oshape, osplit, oblock, ostride, 1, 0);
-	if (unpack)
+	if (c->unpack)
 		set(&pl[GP_OUT_ROWS], LAYOUT_ROW_MAJOR, FMT_FP16, 3, oshape, osplit, oblock, ostride, 1, 0);
 }
 
@@ -106,7 +136,7 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 	int64_t bk = cdiv(strips(s), K) * fmt_mu(s->fmt), bc = cdiv(groups(s), C) * 16;
 	int64_t max[GP_COUNT] = { 0 }, frags = 0, phases = 0, xbytes = 0, local = 0;
 
-	gemm_placements(s, c->grid, c->cast, c->staging, c->unpack, pl);
+	gemm_placements(s, c, pl);
 	c->tiles = R * K * C;
 	c->total = c->largest = c->tile_bytes = 0;
 	for (int i = 0; i < GP_COUNT; i++) {
@@ -146,19 +176,29 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 	frags += R * K * C * (cdiv(max[GP_B_OP], frag) + cdiv(bc, 16)) + s->b_home_shards;
 	xbytes += max[GP_B_OP];
 	phases += 1;
+	int64_t red_tiles = place_shards(&pl[GP_OUT]);     /* the reduction's and the result's */
 	if (s->has_bias) {
-		c->rows += s->bias_home_shards + R * C;
-		frags += 2 * R * C;
+		c->rows += s->bias_home_shards + red_tiles;
+		frags += 2 * red_tiles;
 		xbytes += max[GP_BIAS_OP];
 	}
-	if (K > 1) {
+	if (K > 1 && c->scatter) {      /* every tile sends a part to each of its K tiles */
+		int64_t parts, blk, runs = cdiv(bc, 16);
+		if (gemm_scatter_axis(s, c->grid, &parts, &blk))
+			runs *= s->batch;       /* a token part is a run per batch entry and strip */
+		c->rows += R * K * C;
+		frags += 2 * R * K * C * K * runs;
+		xbytes += max[GP_RED] - max[GP_RED] / K;
+		local += max[GP_RED];
+		phases += 1;
+	} else if (K > 1) {
 		c->rows += R * K * C;
 		frags += 2 * R * K * C * cdiv(max[GP_PARTIAL], frag);
 		xbytes += (K - 1) * max[GP_PARTIAL];
 		local += max[GP_RED];
 		phases += 1;
 	}
-	c->rows += R * C + s->owners;                       /* back to canonical */
+	c->rows += red_tiles + s->owners;                   /* back to canonical */
 	if (c->unpack) {        /* a row's columns of a block are one run */
 		frags += 2 * s->owners * s->owner_batch * C;
 		local += max[GP_OUT];
@@ -206,7 +246,8 @@ int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
 	for (int i = 0; i < 3; i++)
 		if ((r = cmp64(a->grid[i], b->grid[i])))
 			return r;
-	if ((r = cmp64(a->cast, b->cast)) || (r = cmp64(a->staging, b->staging)))
+	if ((r = cmp64(a->cast, b->cast)) || (r = cmp64(a->staging, b->staging)) ||
+	    (r = cmp64(a->unpack, b->unpack)))
 		return r;
-	return cmp64(a->unpack, b->unpack);
+	return cmp64(a->scatter, b->scatter);
 }

@@ -25,8 +25,9 @@ enum {
 	GP_BIAS_STAGE,  /* bias, row-major, on tiles (0, 0, c) */
 	GP_BIAS_OP,     /* bias replicated over rows on the k=0 tiles */
 	GP_PARTIAL,     /* [K, batch, tokens, n] partials, amp-output */
-	GP_RED,         /* the K partials of a block gathered on its k=0 tile */
-	GP_OUT,         /* the result, amp-output, on the k=0 tiles */
+	GP_RED,         /* the K partials of a block: gathered on its k=0 tile, or
+			 * (reduce scatter) a part of its rows on each of its K tiles */
+	GP_OUT,         /* the result, amp-output, on the tiles of GP_RED */
 	GP_OUT_ROWS,    /* the result unpacked to row-major, same tiles (out staging unpack) */
 	GP_COUNT
 };
@@ -46,6 +47,8 @@ typedef struct {
 	CastOrder cast;
 	Staging staging;
 	int unpack;             /* out staging: 1 unpacks the result to row-major before it returns */
+	int scatter;            /* reduce (K > 1): 0 gathers a block's K partials on its k = 0
+				 * tile, 1 reduces a part of its rows on each of its K tiles */
 	int64_t tiles;
 	int64_t total;          /* bytes of all its placements, all tiles */
 	int64_t largest;        /* largest single shard */
@@ -67,8 +70,10 @@ typedef struct {
 /* 0 if the grid is valid for the shape; else -1 and why (no location). */
 int gemm_grid_ok(const GemmShape *s, const int64_t grid[3], int64_t tiles, Err *e);
 /* Fills pl[GP_COUNT]; tensor fields are left -1 for the planner to set. */
-void gemm_placements(const GemmShape *s, const int64_t grid[3], CastOrder cast,
-		     Staging staging, int unpack, Placement pl[GP_COUNT]);
+void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COUNT]);
+/* Reduce scatter's cut of a block's rows over its K tiles: the batch when
+ * K divides it (axis 0), else the tokens (axis 1), in parts of *block. */
+int gemm_scatter_axis(const GemmShape *s, const int64_t grid[3], int64_t *parts, int64_t *block);
 void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
 
 /* memory (default): the fitting candidate with the least tensor + table

@@ -574,7 +574,7 @@ static int pin_choice(const char *f, const Val *x, const char *key, const char *
 
 static int pins(Model *m, const char *f, const Val *sec, Err *e)
 {
-	static const char *keys[] = { "grid", "cast", "staging", "out_staging", NULL };
+	static const char *keys[] = { "grid", "cast", "staging", "out_staging", "reduce", NULL };
 	static const char *akeys[] = { "blocks", "kv_staging", NULL };
 
 	if (sec->kind != VAL_MAP)
@@ -629,6 +629,9 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 		}
 		if ((x = map_get(v, "out_staging")) &&
 		    pin_choice(f, x, "out_staging", "direct", "unpack", &o->out_staging, e))
+			return -1;
+		if ((x = map_get(v, "reduce")) &&
+		    pin_choice(f, x, "reduce", "gather", "scatter", &o->reduce, e))
 			return -1;
 	}
 	return 0;

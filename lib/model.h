@@ -59,6 +59,7 @@ typedef struct {
 	CastOrder cast;
 	Staging staging;
 	int out_staging;    /* 0 not pinned, 1 direct, 2 unpack */
+	int reduce;         /* 0 not pinned, 1 gather, 2 scatter */
 	int kv_staging;     /* attention: 0 not pinned, 1 direct, 2 relay */
 	long line, col, pin_line, pin_col;
 } MOp;

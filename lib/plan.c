@@ -263,6 +263,7 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 		yw_kstr(&w, "cast", cast_name(g->cast));
 		yw_kstr(&w, "staging", staging_name(g->staging));
 		yw_kstr(&w, "out_staging", g->unpack ? "unpack" : "direct");
+		yw_kstr(&w, "reduce", g->scatter ? "scatter" : "gather");
 		yw_kstr(&w, "a_layout", layout_name(LAYOUT_AMP_LEFT));
 		yw_kstr(&w, "b_layout", layout_name(LAYOUT_TRANSPOSED_RIGHT));
 		yw_kstr(&w, "out_layout", layout_name(LAYOUT_AMP_OUTPUT));
@@ -419,7 +420,7 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "op", "a", "b", "bias", "out", "m", "k", "n", "format",
-				      "grid", "cast", "staging", "out_staging", "a_layout", "b_layout",
+				      "grid", "cast", "staging", "out_staging", "reduce", "a_layout", "b_layout",
 				      "out_layout", "pinned", "tiles", "peak_bytes", NULL };
 	static const char *const bools[] = { "false", "true" };
 	static const char *const fmts[] = { "fp32", "fp16", "fp8" };
@@ -427,7 +428,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	static const char *const stagings[] = { "auto", "pack-once", "direct" };
 	Gemm g;
 	const char *op, *s;
-	int fmt, cast, staging, pinned, n, unpack;
+	int fmt, cast, staging, pinned, n, unpack, scatter;
 	const Val *v;
 
 	memset(&g, 0, sizeof g);
@@ -445,6 +446,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	    ref_enum(f, r, "cast", casts, 3, &cast, e) ||
 	    ref_enum(f, r, "staging", stagings, 3, &staging, e) ||
 	    ref_enum(f, r, "out_staging", (const char *const[]){ "direct", "unpack" }, 2, &unpack, e) ||
+	    ref_enum(f, r, "reduce", (const char *const[]){ "gather", "scatter" }, 2, &scatter, e) ||
 	    ref_enum(f, r, "pinned", bools, 2, &pinned, e) ||
 	    get_int(f, r, "tiles", 1, INT64_C(1) << 40, &g.tiles, e) ||
 	    get_int(f, r, "peak_bytes", 0, INT64_C(1) << 50, &g.peak_bytes, e))
@@ -453,6 +455,8 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 		return val_err(f, v, e, "grid must be [rows, k, cols]");
 	if (g.grid[0] * g.grid[1] * g.grid[2] != g.tiles)
 		return val_err(f, map_get(r, "tiles"), e, "tiles must be the product of the grid");
+	if (scatter && g.grid[1] == 1)
+		return val_err(f, map_get(r, "reduce"), e, "reduce scatter needs grid k > 1 (grid k is 1)");
 	static const struct { const char *key; LayoutKind want; } lay[] = {
 		{ "a_layout", LAYOUT_AMP_LEFT }, { "b_layout", LAYOUT_TRANSPOSED_RIGHT },
 		{ "out_layout", LAYOUT_AMP_OUTPUT },
@@ -469,6 +473,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	g.cast = (CastOrder)cast;
 	g.staging = (Staging)staging;
 	g.unpack = unpack;
+	g.scatter = scatter;
 	g.pinned = pinned;
 	pl->g = xrealloc(pl->g, (size_t)(pl->ng + 1) * sizeof *pl->g);
 	pl->g[pl->ng++] = g;

@@ -22,7 +22,7 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 3
+#define PLAN_VERSION 4
 
 /* The stage files that carry a plan: each adds to the one before it.
  * amp-expand: placement addresses and transfers; amp-exchange: phases
@@ -59,6 +59,7 @@ typedef struct {
 	CastOrder cast;             /* auto when a needs no cast */
 	Staging staging;
 	int unpack;                 /* out staging: the result unpacked to row-major on its tiles, then returned */
+	int scatter;                /* reduce: 0 gather (the K partials on the k = 0 tile), 1 scatter (a part of the rows on each k tile) */
 	int pinned;
 	int64_t tiles;              /* grid[0]*grid[1]*grid[2] */
 	int64_t peak_bytes;         /* largest per-tile memory while it runs */

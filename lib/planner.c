@@ -318,14 +318,16 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 					CastOrder cast = need_cast ? (ci ? CAST_LATE : CAST_EARLY) : CAST_AUTO;
 					if ((!need_cast && ci) || (op->cast && need_cast && op->cast != cast))
 						continue;
-					for (int si = 0; si < 4; si++) {
+					for (int si = 0; si < 8; si++) {
 						Staging st = si & 1 ? STAGING_DIRECT : STAGING_PACK_ONCE;
-						int unpack = si >> 1;
+						int unpack = si >> 1 & 1, scatter = si >> 2;
 						if ((op->staging && op->staging != st) ||
-						    (op->out_staging && op->out_staging != unpack + 1))
+						    (op->out_staging && op->out_staging != unpack + 1) ||
+						    (scatter && K == 1) ||
+						    (op->reduce && K > 1 && op->reduce != scatter + 1))
 							continue;
 						Candidate c = { .grid = { R, K, C }, .cast = cast, .staging = st,
-								.unpack = unpack };
+								.unpack = unpack, .scatter = scatter };
 						gemm_score(gs, mc, &c);
 						considered++;
 						if (all) {
@@ -454,6 +456,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	g->cast = c.cast;
 	g->staging = c.staging;
 	g->unpack = c.unpack;
+	g->scatter = c.scatter;
 	g->pinned = op->pinned;
 	g->tiles = c.tiles;
 
@@ -461,7 +464,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	int moved = a;
 	if (c.cast == CAST_EARLY)
 		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
-	gemm_placements(&gs, c.grid, c.cast, c.staging, c.unpack, gp);
+	gemm_placements(&gs, &c, gp);
 	for (int i = 0; i < GP_COUNT; i++)
 		gp[i].base = b->op_tile;
 	b->op_tile = (b->op_tile + c.tiles) % b->mc->tiles;
@@ -740,7 +743,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 {
 	Candidate *all = NULL, best, *sl = NULL;
 	int64_t nall = 0, T = b->mc->tiles;
-	int nsl = 0, per[3][2] = { { 0, 0 }, { 0, 0 }, { 0, 0 } };
+	int nsl = 0, per[3][2][2] = { { { 0 } } };
 	int64_t *load = xcalloc((size_t)T, sizeof *load);
 	int opi = (int)(op - b->m->ops);
 
@@ -762,10 +765,10 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	for (int round = 1; round <= SHORTLIST_ROUNDS && !fit; round++) {
 		int before = nsl;
 		for (int64_t i = 0; i < nall; i++) {
-			if (tried[i] || per[all[i].staging][all[i].unpack] >= round * SHORTLIST)
+			if (tried[i] || per[all[i].staging][all[i].unpack][all[i].scatter] >= round * SHORTLIST)
 				continue;
 			tried[i] = 1;
-			per[all[i].staging][all[i].unpack]++;
+			per[all[i].staging][all[i].unpack][all[i].scatter]++;
 			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
 			sl[nsl] = all[i];
 			trial_one(b, op, gs, load, &sl[nsl]);

@@ -57,9 +57,9 @@ static void print_candidate(int rank, const Candidate *c, int chosen)
 	char grid[64];
 	snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)c->grid[0],
 		 (long long)c->grid[1], (long long)c->grid[2]);
-	printf("  %3d%c  %-15s %-5s  %-9s  %-6s  %5lld  %10lld  %12lld  %9lld  %6lld  %9lld  %9lld",
+	printf("  %3d%c  %-15s %-5s  %-9s  %-6s  %-7s  %5lld  %10lld  %12lld  %9lld  %6lld  %9lld  %9lld",
 	       rank, chosen ? '*' : ' ', grid, cast_name(c->cast), staging_name(c->staging),
-	       c->unpack ? "unpack" : "direct",
+	       c->unpack ? "unpack" : "direct", c->grid[1] == 1 ? "-" : c->scatter ? "scatter" : "gather",
 	       (long long)c->tiles, (long long)c->tile_bytes, (long long)c->total,
 	       (long long)c->largest, (long long)c->rows, (long long)c->cycles, (long long)c->tables);
 	if (c->exact)
@@ -96,25 +96,27 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 			       x->op, (long long)g->m, (long long)g->k, (long long)g->n, fmt_name(g->fmt),
 			       g->pinned ? ", pinned" : "", (long long)x->considered, (long long)x->fitting,
 			       (long long)x->avail, (long long)x->base);
-		printf("  rank  grid            cast   staging    out      tiles  tile bytes   total bytes"
+		printf("  rank  grid            cast   staging    out     reduce   tiles  tile bytes   total bytes"
 		       "    largest    rows     cycles     tables%s\n",
 		       x->exact ? "   x tables  x frags    x peak  fits" : "");
 		for (int k = 0; k < x->nbest; k++) {
 			const Candidate *c = &x->best[k];
 			int chosen = !memcmp(c->grid, g->grid, sizeof c->grid) && c->cast == g->cast &&
-				     c->staging == g->staging && c->unpack == g->unpack;
+				     c->staging == g->staging && c->unpack == g->unpack &&
+				     c->scatter == g->scatter;
 			print_candidate(k + 1, c, chosen);
 		}
 	}
-	printf("\n%-16s %-16s %-6s %-10s %-7s %6s %12s\n", "gemm", "grid", "cast", "staging", "out",
-	       "tiles", "peak bytes");
+	printf("\n%-16s %-16s %-6s %-10s %-7s %-8s %6s %12s\n", "gemm", "grid", "cast", "staging", "out",
+	       "reduce", "tiles", "peak bytes");
 	for (int k = 0; k < pl->ng; k++) {
 		const Gemm *g = &pl->g[k];
 		char grid[64];
 		snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)g->grid[0],
 			 (long long)g->grid[1], (long long)g->grid[2]);
-		printf("%-16s %-16s %-6s %-10s %-7s %6lld %12lld\n", g->op, grid, cast_name(g->cast),
-		       staging_name(g->staging), g->unpack ? "unpack" : "direct", (long long)g->tiles,
+		printf("%-16s %-16s %-6s %-10s %-7s %-8s %6lld %12lld\n", g->op, grid, cast_name(g->cast),
+		       staging_name(g->staging), g->unpack ? "unpack" : "direct",
+		       g->grid[1] == 1 ? "-" : g->scatter ? "scatter" : "gather", (long long)g->tiles,
 		       (long long)g->peak_bytes);
 	}
 	int64_t worst;

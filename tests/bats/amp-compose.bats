@@ -477,7 +477,7 @@ rejects() {
 }
 
 @test "compose rejects a plan of an unsupported version" {
-	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 4"
+	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 5"
 }
 
 @test "compose rejects a placement of an unknown tensor" {
@@ -498,6 +498,10 @@ rejects() {
 
 @test "compose rejects a step with an unknown key" {
 	rejects "$BAD/plan-step-key.yaml" "plan-step-key.yaml:26:101: unknown key 'via'"
+}
+
+@test "compose rejects a gemm record that scatters a reduction of grid k 1" {
+	rejects "$BAD/plan-reduce-k1.yaml" "plan-reduce-k1.yaml:13:141: reduce scatter needs grid k > 1 (grid k is 1)"
 }
 
 @test "compose rejects a scratch on a step that is not attention" {

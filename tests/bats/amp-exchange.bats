@@ -237,12 +237,12 @@ rejects() {
 	assert_success
 }
 
-@test "exchange writes an amp-exchange version 3 header with the stage's machine and model" {
+@test "exchange writes an amp-exchange version 4 header with the stage's machine and model" {
 	expanded "$MODELS/tiny-mlp.yaml" e.yaml
 	exchanged e.yaml x.yaml
 	run sed -n 1,4p x.yaml
 	assert_line --index 0 'format: amp-exchange'
-	assert_line --index 1 'version: 3'
+	assert_line --index 1 'version: 4'
 	assert_line --index 2 "$(sed -n 3p e.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 }
@@ -426,7 +426,7 @@ rejects() {
 }
 
 @test "exchange rejects an expanded stage of an unsupported version" {
-	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 4"
+	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 5"
 }
 
 @test "exchange rejects a transfer to a tile beyond the machine" {

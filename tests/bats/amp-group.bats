@@ -234,12 +234,12 @@ rejects() {
 	done
 }
 
-@test "group writes an amp-group version 3 header with the stage's machine and model" {
+@test "group writes an amp-group version 4 header with the stage's machine and model" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 3'
+	assert_line --index 1 'version: 4'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 }
@@ -433,7 +433,7 @@ rejects() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 4"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 5"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {

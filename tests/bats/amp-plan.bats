@@ -268,7 +268,7 @@ line_of() {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 3'
+	assert_line --index 1 'version: 4'
 	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
 	assert_line 'model: tiny-mlp'
 }
@@ -317,7 +317,7 @@ Try 'amp-plan --help' for more information."
 	assert_equal "$output" ""
 	run head -n 2 tables.plan
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 3'
+	assert_line --index 1 'version: 4'
 	run grep -c '^- {op: ' tables.plan
 	assert_output 2
 	# The plan reader of the next stage accepts it.
@@ -342,7 +342,7 @@ Try 'amp-plan --help' for more information."
 	assert_success
 	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ lowered exactly, [0-9]+ fit'
 	assert_line --regexp '^gemm mlp_down: m 74, k 200, n 80, fp8, pinned; [0-9]+ candidates'
-	assert_line --regexp '^ +rank +grid +cast +staging +out +tiles'
+	assert_line --regexp '^ +rank +grid +cast +staging +out +reduce +tiles'
 	# Each GEMM's table has exactly one starred row; the pinned one stars its pin.
 	local stars
 	stars=$(grep -c '^ *[0-9]\+\*' <<<"$output")
@@ -371,12 +371,12 @@ Try 'amp-plan --help' for more information."
 	refute_line --regexp '^ +3[* ] +\['
 }
 
-@test "plan --explain ends with the per-GEMM table of grid, cast, tiles and peak bytes" {
+@test "plan --explain ends with the per-GEMM table of grid, cast, staging, reduce, tiles and peak bytes" {
 	run --separate-stderr amp-plan --explain "$TINY"
 	assert_success
-	assert_line --regexp '^gemm +grid +cast +staging +out +tiles +peak bytes$'
-	assert_line --regexp '^mlp_up +\[[0-9]+, [0-9]+, [0-9]+\] +(early|late) +(direct|pack-once) +(direct|unpack) +[0-9]+ +[0-9]+$'
-	assert_line --regexp '^mlp_down +\[3, 2, 5\] +late +(direct|pack-once) +(direct|unpack) +30 +[0-9]+$'
+	assert_line --regexp '^gemm +grid +cast +staging +out +reduce +tiles +peak bytes$'
+	assert_line --regexp '^mlp_up +\[[0-9]+, [0-9]+, [0-9]+\] +(early|late) +(direct|pack-once) +(direct|unpack) +(-|gather|scatter) +[0-9]+ +[0-9]+$'
+	assert_line --regexp '^mlp_down +\[3, 2, 5\] +late +(direct|pack-once) +(direct|unpack) +(gather|scatter) +30 +[0-9]+$'
 	assert_line --regexp '^per-tile memory peak: [0-9]+ bytes on tile [0-9]+'
 }
 
@@ -472,6 +472,26 @@ Try 'amp-plan --help' for more information."
 @test "plan rejects an unknown out_staging at its value" {
 	rejects "$BAD/model-pin-out-staging.yaml" 12:25 "unknown out_staging 'packed' (expected direct or unpack)" \
 		"$BAD/model-pin-out-staging.yaml"
+}
+
+@test "plan rejects an unknown reduce at its value" {
+	rejects "$BAD/model-pin-reduce.yaml" 12:20 "unknown reduce 'spread' (expected gather or scatter)" \
+		"$BAD/model-pin-reduce.yaml"
+}
+
+@test "plan honours a reduce pin: scatter sums a part of each block's rows on each of its K tiles" {
+	for r in gather scatter; do
+		sed "s/^  mlp_down: {grid: \[3, 2, 5\], cast: late}\$/  mlp_down: {grid: [3, 2, 5], cast: late, reduce: $r}/" "$TINY" >$r.yaml
+		run grep -c "reduce: $r" $r.yaml
+		assert_output 1
+		run --separate-stderr amp-plan $r.yaml
+		assert_success
+		assert_line --regexp "^- \{op: mlp_down, .*, reduce: $r, "
+	done
+	# batch 2 and K = 2: batch entry j of row block r on tile (r, j, c)
+	assert_line --regexp '^- \{name: y.partial@mlp_down.reduce, tensor: y.partial, layout: amp-output, split: \[1, 2, 3, 5\], block: \[2, 1, 13, 16\], base: [0-9]+, stride: \[0, 5, 10, 1\], '
+	assert_line --regexp '^- \{name: y@mlp_down.out, tensor: y, layout: amp-output, split: \[2, 3, 5\], block: \[1, 13, 16\], base: [0-9]+, stride: \[5, 10, 1\], '
+	assert_line --regexp '^- \{name: b_down@mlp_down.bias, tensor: b_down, layout: row-major, split: \[5\], block: \[16\], base: [0-9]+, stride: \[1\], rep: \[6\], rstride: \[5\]'
 }
 
 @test "plan rejects an unknown kv_staging at its value" {

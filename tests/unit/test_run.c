@@ -60,11 +60,11 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 		while (r * k * c > tiles)
 			c > 1 ? (c = parts((N[i] + 15) / 16, c - 1)) : (r = parts(T, r - 1));
 		const char *cast = next() % 2 ? "early" : "late", *st = next() % 2 ? "pack-once" : "direct";
-		const char *out = next() % 2 ? "unpack" : "direct";
-		fprintf(f, "  m%d: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s}\n", i + 1,
-			(long long)r, (long long)k, (long long)c, cast, st, out);
-		u += (size_t)snprintf(desc + u, dn - u, " m%d:[%lld,%lld,%lld]/%s/%s/%s", i + 1, (long long)r,
-				      (long long)k, (long long)c, cast, st, out);
+		const char *out = next() % 2 ? "unpack" : "direct", *red = next() % 2 ? "scatter" : "gather";
+		fprintf(f, "  m%d: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s, reduce: %s}\n",
+			i + 1, (long long)r, (long long)k, (long long)c, cast, st, out, red);
+		u += (size_t)snprintf(desc + u, dn - u, " m%d:[%lld,%lld,%lld]/%s/%s/%s/%s", i + 1, (long long)r,
+				      (long long)k, (long long)c, cast, st, out, red);
 	}
 	fclose(f);
 }
