@@ -72,7 +72,7 @@ static char *slurp(const char *path)
 static int plan_of(const char *path, const Machine *mc, Explain **ex, int *nops, Plan *pl, Err *e)
 {
 	Model m;
-	PlanOpts po = { OBJ_MEMORY, ex ? 3 : 0, NULL, OWN_AUTO, 1 };
+	PlanOpts po = { OBJ_MEMORY, ex ? 3 : 0, NULL, OWN_AUTO, 1, NULL };
 	if (model_load(&m, path, e))
 		return -1;
 	if (ex) {
@@ -100,7 +100,7 @@ static void measure(const char *what, const char *op, const char *model_text, co
 		return;
 	}
 	plan_compose(&pl);
-	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, WEIGHTS_DIRECT_DEFAULT, &e)) {
+	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, WEIGHTS_DEFAULT, &e)) {
 		printf("  %-9s (lowering fails: %s)\n", what, e.msg);
 		plan_free(&pl);
 		return;

@@ -1,5 +1,8 @@
 #include "group.h"
 
+#include "replay.h"
+#include "table.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,26 +36,81 @@ static int self_first(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t s
 	return st == dt;
 }
 
-int plan_group(Plan *pl, int weights_direct, Err *e)
+static int forwardable(const Plan *pl, const Xfer *x)
 {
-	if (!weights_direct) {
+	return x->kind == X_SEND && x->nrecv > 1 && pl->s[x->step].move == MOVE_PARAMETER &&
+	       !xfer_each(x, pl->machine.tiles, self_first, NULL);
+}
+
+/* Appends x to pl, split into a delivery and a forward when fwd is set. */
+static void add_xfer(Plan *pl, const Xfer *x, int fwd)
+{
+	if (!fwd) {
+		plan_add_xfer(pl, x);
+		return;
+	}
+	Xfer d, f;
+	split_forward(x, &d, &f);
+	d.dst_tile = tile_mod(d.dst_tile, pl->machine.tiles);
+	f.dst_tile = tile_mod(f.dst_tile, pl->machine.tiles);
+	plan_add_xfer(pl, &d);
+	plan_add_xfer(pl, &f);
+}
+
+static int max_row(void *ctx, int64_t t, const Instr *ins, int n)
+{
+	int64_t *m = ctx, b = row_bytes(ins, n);
+	(void)t;
+	if (b > *m)
+		*m = b;
+	return 0;
+}
+
+/* Phase p's records [lo, hi) of old, parameters forwarded or not: its
+ * modelled cycles and its largest row. */
+static void phase_cost(const Plan *pl, const Xfer *old, int lo, int hi, int p, int fwd,
+		       int64_t *cycles, int64_t *row)
+{
+	Plan q = *pl;
+	q.x = NULL;
+	q.nx = 0;
+	for (int i = lo; i < hi; i++)
+		add_xfer(&q, &old[i], fwd && forwardable(pl, &old[i]));
+	*cycles = phase_cycles(&q, p);
+	*row = 0;
+	phase_rows(&q, p, max_row, row);
+	free(q.x);
+}
+
+const char *weights_name(int mode)
+{
+	static const char *n[] = { "forward", "direct", "auto" };
+	return n[mode];
+}
+
+int plan_group(Plan *pl, int weights, Err *e)
+{
+	if (weights != WEIGHTS_DIRECT) {
 		Xfer *old = pl->x;
-		int nold = pl->nx;
+		int nold = pl->nx, p = 0;
 		pl->x = NULL;
 		pl->nx = 0;
-		for (int i = 0; i < nold; i++) {
-			const Xfer *x = &old[i];
-			if (x->kind == X_SEND && x->nrecv > 1 && pl->s[x->step].move == MOVE_PARAMETER &&
-			    !xfer_each(x, pl->machine.tiles, self_first, NULL)) {
-				Xfer d, f;
-				split_forward(x, &d, &f);
-				d.dst_tile = tile_mod(d.dst_tile, pl->machine.tiles);
-				f.dst_tile = tile_mod(f.dst_tile, pl->machine.tiles);
-				plan_add_xfer(pl, &d);
-				plan_add_xfer(pl, &f);
-			} else {
-				plan_add_xfer(pl, x);
+		for (int i = 0; i < nold;) {
+			while (p < pl->nph && pl->ph[p].last < old[i].step)
+				p++;
+			int hi = i + 1, any = forwardable(pl, &old[i]);
+			if (p < pl->nph && pl->ph[p].first <= old[i].step)      /* the phase's records */
+				for (; hi < nold && old[hi].step <= pl->ph[p].last; hi++)
+					any |= forwardable(pl, &old[hi]);
+			int fwd = any && weights == WEIGHTS_FORWARD;
+			if (any && weights == WEIGHTS_AUTO) {
+				int64_t cd, rd, cf, rf;
+				phase_cost(pl, old, i, hi, p, 0, &cd, &rd);
+				phase_cost(pl, old, i, hi, p, 1, &cf, &rf);
+				fwd = cf < cd && rf <= rd;
 			}
+			for (; i < hi; i++)
+				add_xfer(pl, &old[i], fwd && forwardable(pl, &old[i]));
 		}
 		free(old);
 	}

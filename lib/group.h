@@ -21,10 +21,15 @@
 
 #include "plan.h"
 
-/* amp-group's default, and what amp-plan costs with: weights direct. */
-#define WEIGHTS_DIRECT_DEFAULT 1
+/* Parameter delivery: forwarded by the first receiver, direct to every
+ * receiver, or chosen per phase (auto: forwarded where that phase's
+ * modelled cycles are fewer and its largest table row no larger). */
+enum { WEIGHTS_FORWARD, WEIGHTS_DIRECT, WEIGHTS_AUTO };
+/* amp-group's default, and what amp-plan costs with. */
+#define WEIGHTS_DEFAULT WEIGHTS_AUTO
 
-int plan_group(Plan *pl, int weights_direct, Err *e);
+const char *weights_name(int mode);
+int plan_group(Plan *pl, int weights, Err *e);
 /* Checks that no tile reads bytes of a copy step before the transfer of
  * the same step that writes them (a forward before its receive). Across
  * steps record order is program order, so a read before a later write is

@@ -1,5 +1,6 @@
 #include "planner.h"
 
+#include "capture.h"
 #include "compose.h"
 #include "exchange.h"
 #include "expand.h"
@@ -8,6 +9,7 @@
 #include "trial.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +137,12 @@ static int64_t largest_uniform(int64_t n, int64_t limit)
 /* [batch, tokens, features] owned by token rows; when the tokens leave
  * tiles over, the batch is split across owners too (as far as the tiles
  * allow and the cut is uniform), unless the plan keeps it together
- * (--ownership tokens). Owner (b, t) sits on tile base + b*owners_t + t. */
+ * (--ownership tokens, or auto resolved to it by plan_build). Owner (b, t)
+ * sits on tile base + b*owners_t + t. */
 static void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
 	int64_t tiles = b->mc->tiles, owners = largest_uniform(t->shape[1], tiles);
-	int split = b->o->ownership == OWN_AUTO ? b->o->objective >= OBJ_MEMORY : b->o->ownership == OWN_BATCH;
+	int split = b->o->ownership == OWN_BATCH;      /* auto is resolved by plan_build */
 	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1;
 	memset(p, 0, sizeof *p);
 	p->layout = LAYOUT_ROW_MAJOR;
@@ -682,7 +685,7 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
 	c->x_excess = 0;
 	int64_t cyc = 0;
-	if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DIRECT_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
+	if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
 		c->x_excess = 1e30;
 	} else {
@@ -714,8 +717,8 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 #define SHORTLIST 3     /* candidates per staging (a's and the result's) re-scored exactly */
 #define SHORTLIST_ROUNDS 4      /* more rounds while none of them fits */
 
-static Objective rank_obj;
-static int64_t rank_room;
+static _Thread_local Objective rank_obj;     /* the two ownerships plan on two threads */
+static _Thread_local int64_t rank_room;
 
 /* The formula's order for the short list: by how far the per-tile bound
  * (its largest shards, with the table budget kept free) passes what is
@@ -1173,64 +1176,114 @@ static int check_memory(Builder *b, Err *e)
  * do (amp-group's default weights) and checked as amp-emit checks it.
  * When it does not fit, the error names the tile and the figure, and says
  * what no plan can avoid: the parameters, each byte once, spread evenly. */
-int plan_check_fit(const Plan *pl, const Model *m, Err *e)
+/* The whole plan lowered as amp-compose, amp-expand, amp-exchange and
+ * amp-group do, and checked as amp-emit does: the worst tiles' figures. */
+typedef struct {
+	int lowered;                    /* 0: the lowering failed (why) */
+	int64_t wt, wf, ws;             /* tiles with the most table bytes, fragments, SRAM */
+	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
+	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
+	int64_t cycles;                 /* total modelled cycles (when asked for) */
+	char why[sizeof ((Err *)0)->msg];
+} Fit;
+
+static void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 {
 	const Machine *mc = &pl->machine;
-	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
+	int64_t T = mc->tiles, avail = machine_avail(mc);
 	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
 	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
 	Plan q;
 	Err le;
-	int rc = -1;
-	char why[sizeof e->msg];
 
-	for (int i = 0; i < pl->np; i++)
-		if (pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0)
-			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+	memset(f, 0, sizeof *f);
 	plan_dup(&q, pl);
 	plan_compose(&q);
-	if (plan_expand(&q, &le) || plan_exchange(&q, &le) ||
-	    plan_group(&q, WEIGHTS_DIRECT_DEFAULT, &le)) {
-		snprintf(why, sizeof why, "%s", le.msg);
-		goto fail;
+	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, WEIGHTS_DEFAULT, &le)) {
+		snprintf(f->why, sizeof f->why, "%s", le.msg);
+		f->excess = 1e30;
+		goto out;
 	}
+	f->lowered = 1;
 	table_totals(&q, table, frags, NULL);
 	plan_memory(&q, peak, NULL, NULL, NULL, NULL);
-	int64_t wt = 0, wf = 0, ws = 0;
 	for (int64_t t = 1; t < T; t++) {
-		wt = table[t] > table[wt] ? t : wt;
-		wf = frags[t] > frags[wf] ? t : wf;
-		ws = peak[t] + table[t] > peak[ws] + table[ws] ? t : ws;
+		f->wt = table[t] > table[f->wt] ? t : f->wt;
+		f->wf = frags[t] > frags[f->wf] ? t : f->wf;
+		f->ws = peak[t] + table[t] > peak[f->ws] + table[f->ws] ? t : f->ws;
 	}
-	if (table[wt] > mc->table_budget_bytes)
-		snprintf(why, sizeof why, "tile %lld: exchange tables need %lld bytes, over the table budget of "
-			 "%lld", (long long)wt, (long long)table[wt], (long long)mc->table_budget_bytes);
-	else if (frags[wf] > mc->fragment_limit)
-		snprintf(why, sizeof why, "tile %lld: %lld send and receive fragments, over the fragment limit "
-			 "of %lld", (long long)wf, (long long)frags[wf], (long long)mc->fragment_limit);
-	else if (peak[ws] + table[ws] > avail)
-		snprintf(why, sizeof why, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
-			 "tables need %lld, over the %lld available", (long long)ws, (long long)peak[ws],
-			 (long long)table[ws], (long long)(peak[ws] + table[ws]), (long long)avail);
-	else
-		rc = 0;
-fail:
-	if (rc)
-		err_at(e, m->file, m->params_line, m->params_col,
-		       "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters: "
-		       "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
-		       "activations, working buffers and exchange tables", m->name, mc->name, why,
-		       (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
-		       (long long)avail);
+	f->table = table[f->wt], f->frags = frags[f->wf];
+	f->peak = peak[f->ws], f->sram_table = table[f->ws];
+	f->excess = (double)f->table / (double)mc->table_budget_bytes;
+	if ((double)f->frags / (double)mc->fragment_limit > f->excess)
+		f->excess = (double)f->frags / (double)mc->fragment_limit;
+	if ((double)(f->peak + f->sram_table) / (double)avail > f->excess)
+		f->excess = (double)(f->peak + f->sram_table) / (double)avail;
+	if (want_cycles) {
+		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
+		capture_metrics(&q, ph, NULL, &sum);
+		f->cycles = sum.total_cycles;
+		free(ph);
+	}
+out:
 	plan_free(&q);
 	free(table);
 	free(frags);
 	free(peak);
-	return rc;
 }
 
-int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-	       Explain *ex, Err *e)
+/* 0 when f fits; else -1 with the error at the model's params mark. */
+static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
+{
+	const Machine *mc = &pl->machine;
+	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
+	char why[sizeof e->msg];
+
+	if (!f->lowered)
+		snprintf(why, sizeof why, "%s", f->why);
+	else if (f->table > mc->table_budget_bytes)
+		snprintf(why, sizeof why, "tile %lld: exchange tables need %lld bytes, over the table budget of "
+			 "%lld", (long long)f->wt, (long long)f->table, (long long)mc->table_budget_bytes);
+	else if (f->frags > mc->fragment_limit)
+		snprintf(why, sizeof why, "tile %lld: %lld send and receive fragments, over the fragment limit "
+			 "of %lld", (long long)f->wf, (long long)f->frags, (long long)mc->fragment_limit);
+	else if (f->peak + f->sram_table > avail)
+		snprintf(why, sizeof why, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
+			 "tables need %lld, over the %lld available", (long long)f->ws, (long long)f->peak,
+			 (long long)f->sram_table, (long long)(f->peak + f->sram_table), (long long)avail);
+	else
+		return 0;
+	for (int i = 0; i < pl->np; i++)
+		if (pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0)
+			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+	return err_at(e, m->file, m->params_line, m->params_col,
+		      "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters: "
+		      "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
+		      "activations, working buffers and exchange tables", m->name, mc->name, why,
+		      (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
+		      (long long)avail);
+}
+
+int plan_check_fit(const Plan *pl, const Model *m, Err *e)
+{
+	Fit f;
+	plan_fit(pl, 0, &f);
+	return fit_error(pl, m, &f, e);
+}
+
+int plan_batch_split(const Plan *pl)
+{
+	for (int i = 0; i < pl->np; i++) {
+		const Placement *p = &pl->p[i];
+		size_t n = strlen(p->name);
+		if (n > 6 && strcmp(p->name + n - 6, "@canon") == 0 && p->rank == 3 && p->split[0] > 1)
+			return 1;
+	}
+	return 0;
+}
+
+static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+		     Explain *ex, Err *e)
 {
 	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, 0, NULL, NULL };
 	int rc = -1;
@@ -1305,7 +1358,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			b.body = first;
 		/* What the op put on every tile's tables, for the ops after it. */
 		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 &&
-		    plan_trial(pl, ns0, pl->ns - 1, WEIGHTS_DIRECT_DEFAULT, b.tab, b.frg, NULL, e))
+		    plan_trial(pl, ns0, pl->ns - 1, WEIGHTS_DEFAULT, b.tab, b.frg, NULL, e))
 			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
 			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
@@ -1314,8 +1367,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			pl->r[pl->nr++] = x;
 		}
 	}
-	if (plan_check(pl, m->file, e) || check_memory(&b, e) ||
-	    (o->objective >= OBJ_MEMORY && !o->no_fit_check && plan_check_fit(pl, m, e)))
+	if (plan_check(pl, m->file, e) || check_memory(&b, e))
 		goto out;
 	rc = 0;
 out:
@@ -1327,6 +1379,127 @@ out:
 	if (rc)
 		plan_free(pl);
 	return rc;
+}
+
+/* Does any activation's canonical cut split the batch (ownership batch)? */
+static int batch_can_split(const Model *m, const Machine *mc)
+{
+	for (int i = 0; i < m->nt; i++) {
+		const MTensor *t = &m->t[i];
+		if (t->rank == 3 && t->shape[0] > 1 && mc->tiles / largest_uniform(t->shape[1], mc->tiles) > 1)
+			return 1;
+	}
+	return 0;
+}
+
+/* Is a (the fit of one ownership) better than b under objective o? Fits
+ * first; cycles: fewer total modelled cycles; memory (and when neither
+ * fits): the most headroom on the worst tile, in steps of 1%, then the
+ * smaller SRAM figure of that tile. */
+static int fit_better(const Fit *a, const Fit *b, Objective o)
+{
+	int fa = a->lowered && a->excess <= 1.0, fb = b->lowered && b->excess <= 1.0;
+	if (fa != fb)
+		return fa;
+	if (o == OBJ_CYCLES && fa && a->cycles != b->cycles)
+		return a->cycles < b->cycles;
+	int64_t ea = (int64_t)(a->excess * 100), eb = (int64_t)(b->excess * 100);
+	if (ea != eb)
+		return ea < eb;
+	return a->peak + a->sram_table < b->peak + b->sram_table;
+}
+
+typedef struct {
+	Plan *pl;
+	const Model *m;
+	const Machine *mc;
+	PlanOpts o;
+	Explain *ex;
+	Err e;
+	int rc, want_cycles;
+	Fit fit;
+} Build;
+
+/* Builds one ownership's plan and lowers it whole (a thread's work). */
+static void *build_fit(void *arg)
+{
+	Build *b = arg;
+	b->rc = build_one(b->pl, b->m, b->mc, &b->o, b->ex, &b->e);
+	if (!b->rc)
+		plan_fit(b->pl, b->want_cycles, &b->fit);
+	return NULL;
+}
+
+/* With --ownership auto under the memory and cycles objectives, both
+ * ownerships are planned and lowered whole when the batch can split (on
+ * two threads), and the better kept (ties: batch). The fit check's
+ * verdict fails the build, or with no_fit_check goes to o->fit when set. */
+int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	       Explain *ex, Err *e)
+{
+	Plan pt;
+	Explain *ext = NULL;
+	Build bb, bt;
+	memset(&bb, 0, sizeof bb);
+	bb.pl = pl, bb.m = m, bb.mc = mc, bb.o = *o, bb.ex = ex;
+	bt = bb;
+	int two = o->objective >= OBJ_MEMORY && o->ownership == OWN_AUTO && batch_can_split(m, mc);
+
+	if (o->objective < OBJ_MEMORY) {
+		if (bb.o.ownership == OWN_AUTO)
+			bb.o.ownership = OWN_TOKENS;
+		return build_one(pl, m, mc, &bb.o, ex, e);
+	}
+	if (bb.o.ownership == OWN_AUTO)
+		bb.o.ownership = OWN_BATCH;
+	bb.want_cycles = 0;
+	if (two) {
+		bb.want_cycles = bt.want_cycles = o->objective == OBJ_CYCLES;
+		ext = ex ? xcalloc((size_t)m->nops + 1, sizeof *ext) : NULL;
+		bt.pl = &pt, bt.ex = ext, bt.o.ownership = OWN_TOKENS;
+		pthread_t th;
+		int threaded = pthread_create(&th, NULL, build_fit, &bt) == 0;
+		build_fit(&bb);
+		if (threaded)
+			pthread_join(th, NULL);
+		else
+			build_fit(&bt);
+	} else {
+		build_fit(&bb);
+	}
+	Build *win = &bb, *lose = two ? &bt : NULL;
+	if (two && (bb.rc ? !bt.rc : !bt.rc && fit_better(&bt.fit, &bb.fit, o->objective)))
+		win = &bt, lose = &bb;
+	if (win->rc) {                  /* both failed: the batch ownership's error */
+		*e = bb.e;
+	} else if (win == &bt) {        /* pl holds the batch plan (unless it failed) */
+		if (!bb.rc)
+			plan_free(pl);
+		*pl = pt;
+		for (int i = 0; ex && i < m->nops; i++) {
+			Explain x = ex[i];
+			ex[i] = ext[i], ext[i] = x;
+		}
+	} else if (lose && !lose->rc) {
+		plan_free(&pt);
+	}
+	explain_free(ext, ext ? m->nops : 0);
+	free(ext);
+	if (win->rc)
+		return -1;
+	Err fe;
+	if (fit_error(pl, m, &win->fit, &fe)) {
+		if (!o->no_fit_check) {
+			*e = fe;
+			plan_free(pl);
+			return -1;
+		}
+		if (o->fit)
+			*o->fit = fe;
+	} else if (o->fit) {
+		o->fit->msg[0] = 0;
+	}
+	return 0;
 }
 
 void explain_free(Explain *ex, int n)

@@ -19,8 +19,11 @@
 
 /* Canonical ownership: token rows with the batch kept together (tokens),
  * or the batch split across owners as far as the tiles left over allow
- * (batch). auto: batch for the memory and cycles objectives, tokens for
- * the capacity baseline. */
+ * (batch). auto: under the memory and cycles objectives, when the batch
+ * can split, both are planned and lowered whole and the better kept
+ * (fitting first; cycles: fewer modelled cycles; memory: more headroom on
+ * the worst tile, then less SRAM there; ties: batch); the capacity
+ * baseline keeps tokens. */
 typedef enum { OWN_AUTO, OWN_TOKENS, OWN_BATCH } Ownership;
 
 typedef struct {
@@ -29,6 +32,7 @@ typedef struct {
 	const Scales *scales;   /* fp8 scale exponents by tensor name, or NULL */
 	Ownership ownership;
 	int no_fit_check;       /* memory, cycles: write the plan even when the machine cannot hold it */
+	Err *fit;               /* with no_fit_check, when set: the fit check's error (msg "" when it fits) */
 } PlanOpts;
 
 typedef struct {
@@ -52,5 +56,7 @@ void explain_free(Explain *ex, int n);
  * the model's params mark. plan_build runs it for the memory and cycles
  * objectives unless no_fit_check. */
 int plan_check_fit(const Plan *pl, const Model *m, Err *e);
+/* 1 when the plan's canonical owners split the batch. */
+int plan_batch_split(const Plan *pl);
 
 #endif

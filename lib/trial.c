@@ -54,7 +54,7 @@ static int can_share(const Plan *q, int src, int dst)
 	return ok;
 }
 
-int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t *table,
+int plan_trial(const Plan *pl, int first, int last, int weights, int64_t *table,
 	       int64_t *frags, int64_t *cycles, Err *e)
 {
 	Plan q;
@@ -108,7 +108,7 @@ int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t 
 	free(alias);
 	q.stage = STAGE_EXPAND;
 	if (plan_expand_steps(&q, 0, q.ns - 1, e) || plan_exchange(&q, e) ||
-	    plan_group(&q, weights_direct, e))
+	    plan_group(&q, weights, e))
 		goto out;
 	for (int p = 0; p < q.nph; p++)
 		phase_rows(&q, p, add_row, &acc);

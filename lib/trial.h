@@ -4,7 +4,8 @@
  * plan_trial lowers copy steps first..last of a plan under construction
  * the way amp-expand, amp-exchange and amp-group do (the same functions,
  * not a second formula): every copy expanded into transfers, cut into
- * fragments, phases grouped, parameters forwarded unless weights_direct.
+ * fragments, phases grouped, parameters delivered as amp-group --weights
+ * (WEIGHTS_FORWARD, WEIGHTS_DIRECT or WEIGHTS_AUTO, lib/group.h).
  * It then builds every tile's rows (lib/table.h) and adds, per tile, the
  * rows' encoded bytes to table[] and their instructions to frags[].
  * cycles (may be NULL) receives the steps' modelled cycles, once each
@@ -30,7 +31,7 @@
 
 #include "plan.h"
 
-int plan_trial(const Plan *pl, int first, int last, int weights_direct, int64_t *table,
+int plan_trial(const Plan *pl, int first, int last, int weights, int64_t *table,
 	       int64_t *frags, int64_t *cycles, Err *e);
 
 #endif

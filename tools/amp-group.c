@@ -13,12 +13,13 @@ static void help(void)
 	       "'-'), merge adjacent phases that no compute step separates, and write\n"
 	       "the grouped stage (formats/group.md). Every tile keeps its transfer order.\n"
 	       "\n"
-	       "      --weights MODE    'direct' (default): a parameter's home multicasts\n"
-	       "                        to every receiver; 'forward': it goes to the first\n"
-	       "                        tile of its receivers, which forwards it to the rest\n"
-	       "                        in the same phase (more table bytes and fragments\n"
-	       "                        on that tile, and more modelled cycles, on every\n"
-	       "                        model measured; kept for comparison)\n"
+	       "      --weights MODE    how a parameter's home delivers a multicast:\n"
+	       "                        'direct' (the home sends to every receiver),\n"
+	       "                        'forward' (to the first tile of its receivers,\n"
+	       "                        which forwards it to the rest in the same phase) or\n"
+	       "                        'auto' (default: per phase, forward where that\n"
+	       "                        phase's modelled cycles are fewer and its largest\n"
+	       "                        table row no larger, else direct)\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress        compress the output with zstd\n"
 	       "      --help            print this help and exit\n"
@@ -29,24 +30,22 @@ static void help(void)
 	exit(EXIT_OK);
 }
 
-static int direct = WEIGHTS_DIRECT_DEFAULT;
+static int weights = WEIGHTS_DEFAULT;
 
 static int option(int c, const char *arg)
 {
 	if (c != 'W')
 		return -1;
-	if (strcmp(arg, "direct") == 0)
-		direct = 1;
-	else if (strcmp(arg, "forward") == 0)
-		direct = 0;
-	else
-		usage_error("--weights takes 'forward' or 'direct', not '%s'", arg);
+	for (weights = 0; weights <= WEIGHTS_AUTO && strcmp(arg, weights_name(weights)); weights++)
+		;
+	if (weights > WEIGHTS_AUTO)
+		usage_error("--weights takes 'forward', 'direct' or 'auto', not '%s'", arg);
 	return 0;
 }
 
 static int run(Plan *pl, Err *e)
 {
-	return plan_group(pl, direct, e);
+	return plan_group(pl, weights, e);
 }
 
 static const struct option opts[] = {

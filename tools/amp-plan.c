@@ -30,8 +30,10 @@ static void help(void)
 	       "      --ownership MODE  canonical owners of activations: 'tokens' (token\n"
 	       "                        rows, the batch kept together), 'batch' (token rows,\n"
 	       "                        and the batch split across the tiles left over) or\n"
-	       "                        'auto' (default: batch for the memory and cycles\n"
-	       "                        objectives, tokens for the capacity baseline)\n"
+	       "                        'auto' (default: with memory or cycles, when the\n"
+	       "                        batch can split, both planned and lowered whole\n"
+	       "                        and the better kept, fitting first, then by the\n"
+	       "                        objective, ties to batch; capacity: tokens)\n"
 	       "      --no-fit-check    with memory or cycles, write the plan even when the\n"
 	       "                        machine cannot hold it (a study override; by default\n"
 	       "                        the plan is lowered and checked as amp-emit would, and\n"
@@ -71,6 +73,8 @@ static void print_candidate(int rank, const Candidate *c, int chosen)
 static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj)
 {
 	printf("objective: %s\n", objective_name(obj));
+	printf("ownership: %s\n", plan_batch_split(pl) ? "batch (token rows, the batch split across the tiles left over)"
+						       : "tokens (token rows, the batch kept together)");
 	if (obj >= OBJ_MEMORY)
 		printf("(estimates by formula; 'x tables', 'x frags' and 'x peak' are the exact figures of\n"
 		       " a trial lowering, on the worst tile, earlier ops included: table bytes,\n"
@@ -144,7 +148,7 @@ int main(int argc, char **argv)
 	};
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
-	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 0 };
+	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 0, NULL };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -200,14 +204,16 @@ int main(int argc, char **argv)
 	/* The fit check after --explain's report, so a model that does not fit
 	 * still shows its candidates. */
 	int check = po.objective >= OBJ_MEMORY && !po.no_fit_check;
+	Err fit = { { 0 } };
 	po.no_fit_check = 1;
+	po.fit = &fit;
 	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
 		fail(&e);
 	if (po.explain)
 		explain(&pl, &m, ex, po.objective);
-	if (check && plan_check_fit(&pl, &m, &e)) {
+	if (check && fit.msg[0]) {
 		fflush(stdout);
-		fail(&e);
+		fail(&fit);
 	}
 	if (!po.explain || out_path)
 		write_plan(&pl, out_path, compress);

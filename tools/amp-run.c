@@ -75,7 +75,7 @@ static void calibrate(const char *model_path, const char *machine_path, const ch
 	Scales sc = { NULL, NULL, 0 };
 	/* Calibration reads only the plan's tensors and op-level steps; the
 	 * plan amp-plan would write (its pins judged exactly), unchecked. */
-	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 1 };
+	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 1, NULL };
 
 	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
 	    model_load(&md, model_path, &e) || plan_build(&pl, &md, &mc, &po, NULL, &e) ||

@@ -102,7 +102,7 @@ rejects() {
 	assert_output ""
 }
 
-@test "group rejects a --weights value other than forward or direct with usage status 2" {
+@test "group rejects a --weights value other than forward, direct or auto with usage status 2" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	mkdir out
 	for v in bogus Direct ''; do
@@ -244,11 +244,23 @@ rejects() {
 	assert_line --index 3 'model: tiny-mlp'
 }
 
-@test "group sends weights direct by default, and --weights direct is that default" {
+@test "group chooses the weights per phase by default (auto), which is direct wherever forwarding costs more cycles" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml default.yaml
+	grouped x.yaml auto.yaml --weights auto
 	grouped x.yaml forward.yaml --weights forward
 	grouped x.yaml direct.yaml --weights direct
+	run cmp default.yaml auto.yaml
+	assert_success
+	# on tiny-mlp forwarding adds a hop: no phase has fewer modelled cycles
+	# (amp-capture's), some have more, and auto keeps every phase direct
+	amp-capture forward.yaml -o f.json
+	amp-capture direct.yaml -o d.json
+	fc=$(jq -r '[.phases[].cycles] | @tsv' f.json)
+	dc=$(jq -r '[.phases[].cycles] | @tsv' d.json)
+	awk -v f="$fc" -v d="$dc" 'BEGIN { n = split(f, a, "\t"); m = split(d, b, "\t"); if (n != m || n < 5) exit 1
+		for (i = 1; i <= n; i++) { if (a[i] + 0 < b[i] + 0) exit 1; more += a[i] > b[i] } exit !more }' ||
+		fail "forwarding was not slower: forward $fc, direct $dc"
 	run cmp default.yaml direct.yaml
 	assert_success
 	run cmp -s forward.yaml direct.yaml

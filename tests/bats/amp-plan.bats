@@ -288,6 +288,38 @@ line_of() {
 	assert_line --regexp '^- \{name: x@canon, tensor: x, layout: row-major, split: \[2, 729, 1\], block: \[1, 1, 1152\], base: 0, stride: \[729, 1, 0\],'
 }
 
+# summary_of PLAN: amp-capture's summary of PLAN lowered by the tools:
+# max table bytes, max fragments, max SRAM with tables, total cycles.
+summary_of() {
+	amp-compose "$1" | amp-expand | amp-exchange | amp-group | amp-capture |
+		jq -r '.summary | "\(.max_table_bytes) \(.max_fragments) \(.max_sram_bytes) \(.total_cycles)"'
+}
+
+@test "plan --ownership auto keeps whichever of tokens and batch the lowered figures favour, for memory and cycles" {
+	for model in "$ROOT/tests/models/siglip-small.yaml" "$ROOT/tests/models/vit-tiny.yaml"; do
+		for obj in memory cycles; do
+			for own in auto tokens batch; do
+				run amp-plan --objective $obj --ownership $own "$model" -o $own.plan
+				assert_success
+			done
+			run cmp -s tokens.plan batch.plan
+			assert_failure          # the two ownerships differ on these models
+			read -r tt tf ts tc < <(summary_of tokens.plan)
+			read -r bt bf bs bc < <(summary_of batch.plan)
+			# fitting both; cycles: fewer; memory: headroom in 1% steps, then SRAM; ties: batch
+			want=$(awk -v o=$obj -v tt=$tt -v tf=$tf -v ts=$ts -v tc=$tc -v bt=$bt -v bf=$bf -v bs=$bs -v bc=$bc '
+				function ex(t, f, s,  x) { x = t / 81920; if (f / 16384 > x) x = f / 16384
+					if (s / 586960 > x) x = s / 586960; return int(x * 100) }
+				BEGIN { if (o == "cycles" && tc != bc) { print (tc < bc ? "tokens" : "batch"); exit }
+					et = ex(tt, tf, ts); eb = ex(bt, bf, bs)
+					if (et != eb) { print (et < eb ? "tokens" : "batch"); exit }
+					print (ts < bs ? "tokens" : "batch") }')
+			run cmp auto.plan $want.plan
+			assert_success
+		done
+	done
+}
+
 @test "plan rejects an unknown ownership as a usage error" {
 	run --separate-stderr amp-plan --ownership rows "$SIGLIP"
 	assert_failure 2

@@ -86,7 +86,7 @@ int main(void)
 		Scales sc = { NULL, NULL, 0 };
 		RunOpts ro = { NULL, (uint64_t)i + 1, 1 };
 		/* the capacity baseline, or the default: exact costing (trial lowering) */
-		PlanOpts po = { next() % 2 ? OBJ_MEMORY : OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0 };
+		PlanOpts po = { next() % 2 ? OBJ_MEMORY : OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL };
 		Err e;
 
 		if (next() % 3 == 0)
@@ -113,7 +113,7 @@ int main(void)
 			if (next() % 2)
 				plan_compose(&pl);
 			ok = plan_expand(&pl, &e) == 0 && plan_exchange(&pl, &e) == 0 &&
-			     plan_group(&pl, (int)(next() % 2), &e) == 0 && program_build(&pl, &prog, &e) == 0;
+			     plan_group(&pl, (int)(next() % 3), &e) == 0 && program_build(&pl, &prog, &e) == 0;
 			CHECK(ok, "%s: lowering: %s", desc, e.msg);
 		}
 		if (ok) {

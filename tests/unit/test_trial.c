@@ -36,7 +36,7 @@ int main(void)
 		Machine mc = test_machine(tiles);
 		Model md;
 		Plan pl, q;
-		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1 };
+		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1, NULL };
 		Err e;
 
 		vit_model(path, desc, sizeof desc);
@@ -49,7 +49,7 @@ int main(void)
 			model_free(&md);
 			continue;               /* pinned key blocks the machine cannot hold */
 		}
-		int wd = (int)(t_rnd() % 2);        /* weights direct or forwarded, both sides alike */
+		int wd = (int)(t_rnd() % 3);        /* weights forwarded, direct or auto, both sides alike */
 		int64_t *tt = calloc((size_t)tiles, 8), *tf = calloc((size_t)tiles, 8);
 		int64_t *rt = calloc((size_t)tiles, 8), *rf = calloc((size_t)tiles, 8);
 		t_case("trial lowering of a whole plan succeeds");
