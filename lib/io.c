@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -29,6 +30,8 @@ struct Input {
 struct Output {
 	FILE *f;
 	int mem;             /* an open_memstream: closed on commit and abort */
+	int direct;          /* an existing target that is not a regular file (a device,
+			      * a FIFO): written in place, closed on commit and abort */
 	char *path;          /* target, or "<stdout>" */
 	char *tmp;           /* NULL for stdout */
 	int err;             /* errno of the first write failure, 0 if none */
@@ -257,8 +260,14 @@ int input_slurp(const char *path, char **data, size_t *len, Err *e)
 		return -1;
 	buf = xmalloc(cap);
 	while ((r = input_read(in, buf + n, cap - n - 1, e)) > 0)
-		if ((n += (size_t)r) == cap - 1)
+		if ((n += (size_t)r) == cap - 1) {
+			if (cap >= SLURP_MAX) { /* an endless input (/dev/zero) stops here */
+				r = errf(e, "'%s': input larger than %d MiB, more than any amp file "
+					 "holds", input_name(in), (int)(SLURP_MAX >> 20));
+				break;
+			}
 			buf = xrealloc(buf, cap *= 2);
+		}
 	input_close(in);
 	if (r < 0) {
 		free(buf);
@@ -300,9 +309,22 @@ Output *output_open(const char *path, int compress, Err *e)
 	size_t n;
 	int fd;
 
+	struct stat st;
 	if (!path || !strcmp(path, "-")) {
 		o->f = stdout;
 		o->path = xstrdup("<stdout>");
+	} else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		/* a device or a FIFO: written in place, as sort -o and gzip do;
+		 * a rename would replace it with a regular file */
+		o->path = xstrdup(path);
+		o->direct = 1;
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || !(o->f = fdopen(fd, "wb"))) {
+			errf(e, "cannot open '%s': %s", path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto fail;
+		}
 	} else {
 		o->path = xstrdup(path);
 		o->tmp = xmalloc(n = strlen(path) + 32);
@@ -394,7 +416,7 @@ int output_commit(Output *o, Err *e)
 	errno = 0;
 	if (rc == 0 && (fflush(o->f) != 0 || ferror(o->f)))
 		rc = wrerr(o, e);
-	if (o->mem && fclose(o->f) != 0 && rc == 0)
+	if ((o->mem || o->direct) && fclose(o->f) != 0 && rc == 0)
 		rc = wrerr(o, e);
 	if (!o->tmp) {
 		release(o);
@@ -420,7 +442,7 @@ void output_abort(Output *o)
 		if (o->f)
 			fclose(o->f);
 		unlink(o->tmp);
-	} else if (o->mem && o->f) {
+	} else if ((o->mem || o->direct) && o->f) {
 		fclose(o->f);
 	}
 	release(o);

@@ -31,9 +31,14 @@ const char *input_name(const Input *in);       /* path, or "<stdin>" */
 void input_close(Input *in);
 /* The same, reading len bytes from memory (not copied; keep them alive). */
 Input *input_open_mem(const char *name, const void *data, size_t len, Err *e);
-/* The whole (decompressed) input in one NUL-terminated buffer. */
+/* The whole (decompressed) input in one NUL-terminated buffer; an input
+ * larger than SLURP_MAX is refused. */
+#define SLURP_MAX ((size_t)1 << 30)
 int input_slurp(const char *path, char **data, size_t *len, Err *e);
 
+/* A regular file (or a new one) is written to a temporary beside it and
+ * renamed on commit; an existing target that is not a regular file (a
+ * device, a FIFO) is written in place; NULL or "-" is stdout. */
 Output *output_open(const char *path, int compress, Err *e);
 int output_write(Output *o, const void *buf, size_t n, Err *e);
 int output_commit(Output *o, Err *e);  /* finish, close, rename; frees o */

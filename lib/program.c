@@ -217,6 +217,7 @@ void program_free(Program *p)
 	free(p->ent);
 	free(p->patches);
 	free(p->stage);
+	free(p->name);
 	memset(p, 0, sizeof *p);
 }
 
@@ -412,6 +413,7 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 	int rc = -1;
 
 	memset(p, 0, sizeof *p);
+	p->name = xstrdup(name);
 	if (len < 8 || memcmp(d, PROGRAM_MAGIC, 8)) {
 		bad(e, name, "not an amp program (no AMPPROG magic number)");
 		goto out;
@@ -452,8 +454,10 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		if (enc[id] == 0)
 			continue;
 		unsigned long long n = ZSTD_getFrameContentSize(d + off[id], size[id]);
+		/* a zstd block of 128 KiB takes at least 4 bytes (RLE): a frame
+		 * that claims more than that ratio is corrupt */
 		if (enc[id] != 1 || n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN ||
-		    n > (1ull << 34)) {
+		    n > (1ull << 34) || n > (unsigned long long)size[id] * 32768 + 65536) {
 			bad(e, name, "a section's encoding is unknown or its zstd frame is corrupt");
 			goto out;
 		}
@@ -470,6 +474,10 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 	const uint8_t *r = sec_data[SEC_ROWS], *rend = r + size[SEC_ROWS];
 	if (rend - r < 4) {
 		bad(e, name, "truncated ROWS section");
+		goto out;
+	}
+	if (get(r, 4) > (uint64_t)(rend - r - 4) / 12) {      /* a row takes 12 bytes or more */
+		bad(e, name, "the ROWS section counts more rows than it holds");
 		goto out;
 	}
 	p->nrow = (int)get(r, 4);
@@ -492,6 +500,10 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		bad(e, name, "truncated TABLE section");
 		goto out;
 	}
+	if (get(t, 4) > (uint64_t)(tend - t - 4) / 24) {      /* an entry takes 24 bytes or more */
+		bad(e, name, "the TABLE section counts more entries than it holds");
+		goto out;
+	}
 	p->nent = (int)get(t, 4);
 	t += 4;
 	p->ent = xcalloc((size_t)p->nent + 1, sizeof *p->ent);
@@ -508,8 +520,14 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 			goto out;
 		}
 		for (int k = 0; k < 3; k++) {
-			if (tend - t < 4 || get(t, 4) > (1u << 28)) {
+			if (tend - t < 4) {
 				bad(e, name, "truncated TABLE section");
+				goto out;
+			}
+			/* an address or peer per instruction (8 bytes of the row or
+			 * more), or per iteration of a moving send (4 bytes more) */
+			if (get(t, 4) > (uint64_t)p->row_len[en.row] / 4) {
+				bad(e, name, "a TABLE entry counts more addresses than its row has instructions");
 				goto out;
 			}
 			en.npatch[k] = (int)get(t, 4);
@@ -522,6 +540,13 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 			p->npatches += en.npatch[k];
 		}
 		p->ent[i] = en;
+	}
+	for (int i = 0; i < p->nent; i++) {     /* every entry's row decodes with its addresses */
+		Instr *ins;
+		int n;
+		if (program_row(p, i, &ins, &n, e))
+			goto out;
+		free(ins);
 	}
 	p->stage = xmalloc(size[SEC_STAGE] + 1);
 	memcpy(p->stage, sec_data[SEC_STAGE], size[SEC_STAGE]);
@@ -584,10 +609,11 @@ int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
 	const uint32_t *stream[3] = { p->patches + en->patch, p->patches + en->patch + en->npatch[0],
 				      p->patches + en->patch + en->npatch[0] + en->npatch[1] };
 	int64_t prev_end = -1;
-	Instr *ins = xcalloc((size_t)n + 1, sizeof *ins);
+	Instr *ins = NULL;
 
-	if (b[0] != OP_ROW)
+	if (b[0] != OP_ROW || n < 0 || (int64_t)n > (p->row_len[en->row] - 8) / 8)
 		goto bad;
+	ins = xcalloc((size_t)n + 1, sizeof *ins);
 	b += 8;
 	for (int k = 0; k < n; k++) {
 		Instr x = { 0, 0, 0, -1, -1, 0, 0 };
@@ -661,8 +687,8 @@ int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
 	return 0;
 bad:
 	free(ins);
-	return errf(e, "program row %d (tile %lld, phase %d) is malformed", en->row,
-		    (long long)en->tile, en->phase);
+	return errf(e, "'%s': program row %d (tile %lld, phase %d) is malformed",
+		    p->name ? p->name : "<program>", en->row, (long long)en->tile, en->phase);
 }
 
 /* ---- listings ---- */

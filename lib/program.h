@@ -36,6 +36,7 @@ typedef struct {
 	int64_t npatches;
 	char *stage;            /* the grouped stage, as text */
 	size_t stage_len;
+	char *name;             /* the file it was read from, for errors */
 } Program;
 
 int program_build(const Plan *pl, Program *prog, Err *e);

@@ -201,8 +201,34 @@ static char *astrdup(Arena *a, const char *s, size_t n)
 	return d;
 }
 
+/* Keys of a mapping in key order, then document order. */
+static _Thread_local const Val *key_base;
+static int by_key(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b, c = strcmp(key_base[x].s, key_base[y].s);
+	return c ? c : (x > y) - (x < y);
+}
+
+/* The first key (in document order) that repeats an earlier one, or -1;
+ * O(n log n) over the n/2 keys of items. */
+static int first_duplicate(const Val *items, int n)
+{
+	int nk = n / 2, *ix = xmalloc((size_t)(nk ? nk : 1) * sizeof *ix), dup = -1;
+	for (int i = 0; i < nk; i++)
+		ix[i] = 2 * i;
+	key_base = items;
+	qsort(ix, (size_t)nk, sizeof *ix, by_key);
+	for (int i = 1; i < nk; i++)
+		if (strcmp(items[ix[i]].s, items[ix[i - 1]].s) == 0 && (dup < 0 || ix[i] < dup))
+			dup = ix[i];
+	free(ix);
+	return dup;
+}
+
+#define MAX_DEPTH 64    /* nesting of sequences and mappings in any input */
+
 /* Builds the node whose first event is r->ev (already read). */
-static int build(YReader *r, Val *v, Err *e)
+static int build(YReader *r, Val *v, int depth, Err *e)
 {
 	yaml_event_t *ev = &r->ev;
 	Val *items = NULL;
@@ -237,6 +263,8 @@ static int build(YReader *r, Val *v, Err *e)
 	default:
 		return val_err(r->name, v, e, "expected a value, found %s", event_name(ev->type));
 	}
+	if (depth >= MAX_DEPTH)
+		return val_err(r->name, v, e, "nesting deeper than %d levels", MAX_DEPTH);
 	for (;;) {
 		if (next(r, e))
 			return -1;
@@ -249,18 +277,15 @@ static int build(YReader *r, Val *v, Err *e)
 				memcpy(ni, items, (size_t)n * sizeof *ni);
 			items = ni;
 		}
-		if (build(r, &items[n], e))
+		if (build(r, &items[n], depth + 1, e))
 			return -1;
-		if (v->kind == VAL_MAP && n % 2 == 0) {
-			if (items[n].kind != VAL_SCALAR)
-				return val_err(r->name, &items[n], e, "expected a scalar key");
-			for (int i = 0; i < n; i += 2)
-				if (strcmp(items[i].s, items[n].s) == 0)
-					return val_err(r->name, &items[n], e,
-						       "duplicate key '%s'", items[n].s);
-		}
+		if (v->kind == VAL_MAP && n % 2 == 0 && items[n].kind != VAL_SCALAR)
+			return val_err(r->name, &items[n], e, "expected a scalar key");
 		n++;
 	}
+	int d = v->kind == VAL_MAP ? first_duplicate(items, n) : -1;
+	if (d >= 0)
+		return val_err(r->name, &items[d], e, "duplicate key '%s'", items[d].s);
 	v->items = items;
 	v->n = v->kind == VAL_MAP ? n / 2 : n;
 	return 0;
@@ -270,7 +295,7 @@ int yr_node(YReader *r, Val **out, Err *e)
 {
 	Val *v = arena_alloc(r->arena, sizeof *v);
 
-	if (next(r, e) || build(r, v, e))
+	if (next(r, e) || build(r, v, 0, e))
 		return -1;
 	*out = v;
 	return 0;

@@ -19,8 +19,9 @@ $(ART)/limits.flags: FORCE | $(ART)
 
 # The program is written only when every tile fits its limits; emit.txt
 # always says which, so the flow goes on to the capture either way.
+# A recipe that writes $@.tmp removes it however it ends (an interrupt too).
 $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
-	@if $(BIN)/amp-emit --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
+	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
 		echo "program: $(ART)/program.amp ($$(wc -c < $(ART)/program.amp) bytes)" >> $@.tmp; \
 	else \
 		rm -f $(ART)/program.amp; \
@@ -31,7 +32,7 @@ $(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.fl
 	$(BIN)/amp-capture $(LIMITS) -o $@ $<
 
 $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
-	@{ jq -r -f $(JQ)/summary-head.jq $<; \
+	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \
 	  echo; { printf 'op\tcompute\texchange\tsync\tlocal_copy\ttotal\n'; \
 	  jq -r -f $(JQ)/op-table.jq $<; } | column -t -s '	'; \
 	  echo; { printf 'phase\tlabels\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\n'; \

@@ -65,5 +65,6 @@ $(OBJ)/bench/staging: bench/staging.c $(OBJ)/libamp.a lib/*.h
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
 experiment-staging: all $(OBJ)/bench/staging | $(EXP)
-	$(OBJ)/bench/staging $(STAGING_MODEL) $(MACHINE) > $(EXP)/staging.txt.tmp && mv $(EXP)/staging.txt.tmp $(EXP)/staging.txt
+	@trap 'rm -f $(EXP)/staging.txt.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
+		$(OBJ)/bench/staging $(STAGING_MODEL) $(MACHINE) > $(EXP)/staging.txt.tmp && mv $(EXP)/staging.txt.tmp $(EXP)/staging.txt
 	@cat $(EXP)/staging.txt

@@ -24,7 +24,7 @@ $(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $
 	$(BIN)/amp-emit $(LIMITS) -o $@ $(RUN)/grouped.yaml.zst
 
 $(RUN)/run.txt: $(RUN)/program.amp $(BIN)/amp-run
-	$(BIN)/amp-run $< > $@.tmp && mv $@.tmp $@
+	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; $(BIN)/amp-run $< > $@.tmp && mv $@.tmp $@
 
 validate: all $(RUN)/run.txt
 	@cat $(RUN)/run.txt

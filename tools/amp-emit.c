@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "group.h"
 #include "num.h"
 #include "plan.h"
 #include "program.h"
@@ -37,6 +38,25 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error.\n");
 	exit(EXIT_OK);
+}
+
+/* Every send fragment within max_transfer_bytes, and the grouped stage's
+ * order (no tile reads bytes of a step before the transfer of that step
+ * that writes them): what amp-group checks, checked again before encoding. */
+static int check_stage(const Plan *pl, Err *e)
+{
+	for (int i = 0, p = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (x->kind != X_SEND || x->len <= pl->machine.max_transfer_bytes)
+			continue;
+		while (p + 1 < pl->nph && pl->ph[p].last < x->step)
+			p++;
+		return errf(e, "tile %lld, phase %d (step %d, op %s): a send of %lld bytes, over "
+			    "max_transfer_bytes (%lld)", (long long)tile_mod(x->src_tile, pl->machine.tiles), p,
+			    x->step, pl->s[x->step].op, (long long)x->len,
+			    (long long)pl->machine.max_transfer_bytes);
+	}
+	return group_check_order(pl, e);
 }
 
 /* The limits, each naming the worst tile and its phase. */
@@ -149,7 +169,7 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
-	if (check_limits(&pl, report, sram, &e))
+	if (check_stage(&pl, &e) || check_limits(&pl, report, sram, &e))
 		fail(&e);
 	if (program_build(&pl, &prog, &e))
 		fail(&e);

@@ -633,6 +633,39 @@ sram_case() {
 	rejects_program "$BAD/program-corrupt-zstd.amp" "corrupt"
 }
 
+# Counts that claim more than the file holds (tiny-mlp's program with one
+# section rewritten; ROWS and TABLE stored raw, encoding 0): refused from
+# the bytes present, before any allocation they would size.
+@test "a program whose ROWS zstd frame claims 8 GiB of content is rejected without allocating it" {
+	rejects_program "$BAD/program-zstd-size.amp" "zstd frame is corrupt"
+}
+
+@test "a program whose ROWS section counts 2^31-1 rows is rejected" {
+	rejects_program "$BAD/program-row-count.amp" "the ROWS section counts more rows than it holds"
+}
+
+@test "a program whose TABLE section counts 2^31-1 entries is rejected" {
+	rejects_program "$BAD/program-table-count.amp" "the TABLE section counts more entries than it holds"
+}
+
+@test "a program whose TABLE entry counts 2^28-1 addresses is rejected" {
+	rejects_program "$BAD/program-patch-count.amp" "a TABLE entry counts more addresses than its row has instructions"
+}
+
+@test "a program whose last row holds an unknown opcode is rejected naming the file, with no partial listing" {
+	rejects_program "$BAD/program-row-opcode.amp" "program row 52 (tile 27, phase 8) is malformed"
+}
+
+@test "amp-run, amp-capture and amp-emit --list stop reading an endless input at 1 GiB" {
+	for tool in "amp-run" "amp-capture" "amp-emit --list"; do
+		run --separate-stderr $tool /dev/zero
+		assert_failure 1
+		assert_equal "$output" ""
+		assert_equal "${#stderr_lines[@]}" 1
+		[[ "$stderr" == *"'/dev/zero'"* ]] || fail "$tool: expected '/dev/zero' in: $stderr"
+	done
+}
+
 @test "a program cut anywhere is rejected, never crashes" {
 	size=$(stat -c %s "$TINY_PROG")
 	for n in 8 12 15 16 40 88 100 $((size / 3)) $((size - 1)); do

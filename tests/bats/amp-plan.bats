@@ -214,6 +214,33 @@ line_of() {
 	assert_output 'old'
 }
 
+@test "plan -o onto a FIFO writes into it in place, leaving the FIFO a FIFO" {
+	amp-plan "$TINY" >stdout.plan
+	mkfifo pipe
+	cat pipe >got.plan &
+	run --separate-stderr amp-plan -o pipe "$TINY"
+	assert_success
+	wait
+	run cmp stdout.plan got.plan
+	assert_success
+	assert [ -p pipe ]
+	run find . -name '*.tmp.*'
+	assert_output ""
+}
+
+@test "plan -o onto a character device writes to the device, never replacing it with a file" {
+	[ "$(id -u)" = 0 ] || skip "mknod needs root"
+	mknod null c 1 3 || skip "mknod not permitted here"
+	run --separate-stderr amp-plan -o null "$TINY"
+	assert_success
+	assert [ -c null ]
+	run stat -c %s null
+	assert_output 0
+	run --separate-stderr amp-plan -z -o null "$TINY"
+	assert_success
+	assert [ -c null ]
+}
+
 @test "plan gives byte-identical files for the same input twice" {
 	amp-plan -o a.plan "$SIGLIP"
 	amp-plan -o b.plan "$SIGLIP"
@@ -448,6 +475,20 @@ Try 'amp-plan --help' for more information."
 @test "plan rejects malformed YAML (an unclosed flow mapping)" {
 	rejects "$BAD/model-malformed-yaml.yaml" 6:7 "flow mapping" \
 		"$BAD/model-malformed-yaml.yaml"
+}
+
+@test "plan rejects a model nested deeper than 64 levels at the 65th level, in bounded time" {
+	{ printf 'amp-model: 1\nname: deep\ninputs: '
+	  head -c 200000 /dev/zero | tr '\0' '['
+	  head -c 200000 /dev/zero | tr '\0' ']'
+	  printf '\n'; } >deep.yaml
+	rejects deep.yaml 3:72 "nesting deeper than 64 levels" deep.yaml
+}
+
+@test "plan names the first repeated key of a 40,000-key mapping" {
+	{ printf 'amp-model: 1\nname: keys\ninputs:\n'
+	  for i in $(seq 40000); do printf '  k%d: 1\n' $((i == 30000 ? 7 : i == 35000 ? 9 : i)); done; } >keys.yaml
+	rejects keys.yaml 30003:3 "duplicate key 'k7'" keys.yaml
 }
 
 @test "plan rejects an unknown top-level key" {

@@ -412,7 +412,7 @@ runs_pooled() {
 	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" 0xa5
 }
 
-@test "run names tile and phase when a forward is moved before the delivery it reads" {
+@test "emit refuses a stage whose forward is moved before the delivery it reads, naming phase and tile" {
 	# a delivery (one receiver) followed by the forward that reads its
 	# destination, swapped
 	awk '
@@ -435,8 +435,22 @@ runs_pooled() {
 	}' "$TINY" > reordered.yaml
 	edited "$TINY" reordered.yaml
 	s=$(cat step.txt)
-	refuses reordered.yaml
-	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase $(phase_of "$TINY" "$s"): "
+	run --separate-stderr amp-emit reordered.yaml -o faulty.amp
+	assert_failure 1
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-emit: phase $(phase_of "$TINY" "$s") \\(.*\\), tile [0-9]+: bytes [0-9]+\\.\\.[0-9]+ are read before the transfer that writes them in this phase"
+	assert [ ! -e faulty.amp ]
+}
+
+@test "emit refuses a send longer than max_transfer_bytes, naming tile, phase and bytes" {
+	awk '!done && / kind: send, len: [0-9]+, / { sub(/ len: [0-9]+,/, " len: 16593,"); done = 1 } { print }' \
+		"$TINY" > long.yaml
+	edited "$TINY" long.yaml
+	run --separate-stderr amp-emit long.yaml -o faulty.amp
+	assert_failure 1
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-emit: tile [0-9]+, phase [0-9]+ \\(step [0-9]+, op [a-z_]+\\): a send of 16593 bytes, over max_transfer_bytes \\(16592\\)$"
+	assert [ ! -e faulty.amp ]
 }
 
 @test "run names tile and phase when padding is left unwritten" {

@@ -267,6 +267,26 @@ check_table() {
 	rewritten "$ROOT/artifacts/flow-tiny" capture.json summary.txt
 }
 
+@test "an interrupted make capture leaves no emit.txt.tmp behind" {
+	flow capture MODEL=$TINY
+	assert_success
+	# an amp-emit that has started writing its report, then hangs
+	printf '#!/bin/sh\necho "emitting" >&2\nexec sleep 30\n' >"$BIN/amp-emit"
+	chmod +x "$BIN/amp-emit"
+	setsid make -C "$ROOT" --no-print-directory capture MODEL=$TINY "${SAN_ARG[@]}" BIN="$BIN" \
+		>make.out 2>&1 &
+	local pid=$! i
+	for i in $(seq 100); do
+		[ -e "$ROOT/artifacts/flow-tiny/emit.txt.tmp" ] && break
+		sleep 0.1
+	done
+	assert [ -e "$ROOT/artifacts/flow-tiny/emit.txt.tmp" ]
+	kill -INT -- "-$pid"
+	wait "$pid" || true
+	run find "$ROOT/artifacts/flow-tiny" -name '*.tmp'
+	assert_output ""
+}
+
 @test "make capture over the table budget writes capture.json and summary.txt but no program, naming the tile and the budget" {
 	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
 	assert_success
