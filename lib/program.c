@@ -5,7 +5,17 @@
 
 #include <zstd.h>
 
-enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, NSEC = 3 };
+enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, SEC_HASH = 4, NSEC = 4 };
+
+/* FNV-1a, 64 bits: the STAGE section's digest (a check against corruption). */
+static uint64_t fnv1a(const void *data, size_t n)
+{
+	const uint8_t *b = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
 enum { OP_ROW = 0x52, OP_SEND = 1, OP_SEND_LONG = 2, OP_RECV = 3, OP_RECV_AT = 4,
        OP_SEND_MOVING = 5, OP_SEND_MOVING_LONG = 6 };
 
@@ -357,6 +367,8 @@ int program_write(const Program *p, Output *out, Err *e)
 		}
 		z[i]->n = n;
 	}
+	Buf hash = { 0 };
+	u64(&hash, fnv1a(p->stage, p->stage_len));
 	grow(&h, 16);
 	memcpy(h.b, PROGRAM_MAGIC, 8);
 	h.n = 8;
@@ -365,7 +377,7 @@ int program_write(const Program *p, Output *out, Err *e)
 	uint64_t off = 16 + NSEC * 24;
 	const struct { int id, enc; const void *b; size_t n; } sec[NSEC] = {
 		{ SEC_STAGE, 0, p->stage, p->stage_len }, { SEC_ROWS, 1, zr.b, zr.n },
-		{ SEC_TABLE, 1, zt.b, zt.n },
+		{ SEC_TABLE, 1, zt.b, zt.n }, { SEC_HASH, 0, hash.b, hash.n },
 	};
 	for (int i = 0; i < NSEC; i++) {
 		u32(&h, (uint64_t)sec[i].id), u32(&h, (uint64_t)sec[i].enc), u64(&h, off), u64(&h, sec[i].n);
@@ -375,6 +387,7 @@ int program_write(const Program *p, Output *out, Err *e)
 	for (int i = 0; i < NSEC && !rc; i++)
 		rc = output_write(out, sec[i].b, sec[i].n, e);
 	free(h.b);
+	free(hash.b);
 	free(rows.b);
 	free(tab.b);
 	free(zr.b);
@@ -390,6 +403,52 @@ static int bad(Err *e, const char *name, const char *what)
 }
 
 static int read_mem(const char *name, const char *data, size_t len, Program *p, Plan *pl, Err *e);
+
+/* The rows and table agree with the STAGE text: the program amp-emit would
+ * build from the stage decodes, entry by entry and instruction by
+ * instruction, to the same tiles, phases, lengths, addresses and peers. */
+static int match_stage(const Program *p, const Plan *pl, Err *e)
+{
+	Program q;
+	int rc = 0;
+	if (program_build(pl, &q, e))
+		return errf(e, "'%s': the STAGE section does not lower to a program: %s", p->name, e->msg);
+	if (q.nent != p->nent)
+		rc = errf(e, "'%s': the TABLE has %d (tile, phase) entries, the STAGE's transfers make %d",
+			  p->name, p->nent, q.nent);
+	for (int i = 0; i < p->nent && !rc; i++) {
+		const Entry *a = &p->ent[i], *b = &q.ent[i];
+		Instr *x = NULL, *y = NULL;
+		int nx = 0, ny = 0;
+		if (a->tile != b->tile || a->phase != b->phase) {
+			rc = errf(e, "'%s': TABLE entry %d is tile %lld, phase %d; the STAGE's transfers make "
+				  "tile %lld, phase %d", p->name, i, (long long)a->tile, a->phase,
+				  (long long)b->tile, b->phase);
+			break;
+		}
+		if (program_row(p, i, &x, &nx, e) || program_row(&q, i, &y, &ny, e)) {
+			free(x);
+			rc = -1;
+			break;
+		}
+		int k = 0;
+		while (k < nx && k < ny && x[k].kind == y[k].kind && x[k].len == y[k].len &&
+		       x[k].addr == y[k].addr && x[k].peer == y[k].peer && x[k].iters == y[k].iters &&
+		       x[k].istride == y[k].istride)
+			k++;
+		if (k < nx || k < ny)
+			rc = errf(e, "'%s': tile %lld, phase %d: instruction %d of its row does not match the "
+				  "STAGE's transfers (%s)", p->name, (long long)a->tile, a->phase, k,
+				  k >= nx || k >= ny ? "a different count" : x[k].kind != y[k].kind ? "another kind" :
+				  x[k].len != y[k].len ? "another length" : x[k].addr != y[k].addr ? "another address" :
+				  x[k].peer != y[k].peer ? "another peer" : x[k].iters != y[k].iters ?
+				  "another iteration count" : "another address step per iteration");
+		free(x);
+		free(y);
+	}
+	program_free(&q);
+	return rc;
+}
 
 int program_read(const char *path, Program *p, Plan *pl, Err *e)
 {
@@ -427,7 +486,7 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		     (unsigned long long)get(d + 8, 4), PROGRAM_VERSION);
 		goto out;
 	}
-	uint64_t nsec = get(d + 12, 4), off[4] = { 0 }, size[4] = { 0 }, enc[4] = { 0 };
+	uint64_t nsec = get(d + 12, 4), off[5] = { 0 }, size[5] = { 0 }, enc[5] = { 0 };
 	if (nsec > 64 || 16 + nsec * 24 > len) {
 		bad(e, name, "truncated section table");
 		goto out;
@@ -439,15 +498,24 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 			bad(e, name, "a section runs past the end of the file");
 			goto out;
 		}
-		if (id >= 1 && id <= 3)
+		if (id >= 1 && id <= 4)
 			off[id] = o, size[id] = n, enc[id] = get(s + 4, 4);
 	}
-	for (int id = 1; id <= 3; id++)
+	for (int id = 1; id <= 4; id++)
 		if (!off[id]) {
 			errf(e, "'%s': missing section %s", name, id == SEC_STAGE ? "STAGE" :
-			     id == SEC_ROWS ? "ROWS" : "TABLE");
+			     id == SEC_ROWS ? "ROWS" : id == SEC_TABLE ? "TABLE" : "HASH");
 			goto out;
 		}
+	if (enc[SEC_STAGE] != 0 || enc[SEC_HASH] != 0 || size[SEC_HASH] != 8) {
+		bad(e, name, "the STAGE and HASH sections must be raw, HASH 8 bytes");
+		goto out;
+	}
+	if (get(d + off[SEC_HASH], 8) != fnv1a(d + off[SEC_STAGE], size[SEC_STAGE])) {
+		bad(e, name, "the STAGE section does not match its hash (the stage text was changed "
+		    "or corrupted)");
+		goto out;
+	}
 	/* sections stored as zstd frames */
 	const uint8_t *sec_data[4] = { NULL, d + off[1], d + off[2], d + off[3] };
 	for (int id = 1; id <= 3; id++) {
@@ -564,6 +632,10 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 				bad(e, name, "a TABLE entry names a tile or phase the stage does not have");
 				goto out;
 			}
+		if (match_stage(p, pl, e)) {
+			plan_free(pl);
+			goto out;
+		}
 	}
 	rc = 0;
 out:

@@ -17,7 +17,7 @@
 #include "table.h"
 
 #define PROGRAM_MAGIC "AMPPROG"     /* 8 bytes with the NUL */
-#define PROGRAM_VERSION 2
+#define PROGRAM_VERSION 3
 
 typedef struct {
 	int64_t tile;

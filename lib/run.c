@@ -581,6 +581,60 @@ typedef struct {
 	int failed;
 } Exchange;
 
+/* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
+static int shard_range(Machine_ *m, int p, int64_t t, int64_t *lo, int64_t *hi)
+{
+	const Placement *pp = &m->pl->p[p];
+	int64_t idx[MAX_RANK], lin = shards_of(m, p)[t];
+	if (lin < 0)
+		return 0;
+	place_shard_idx(pp, lin, idx);
+	Layout l = place_layout(pp, idx);
+	*lo = pp->addr, *hi = pp->addr + layout_bytes(&l);
+	return 1;
+}
+
+/* A receive must write inside its step's destination on its tile: any
+ * other byte it wrote would be a stray write into another tensor (or into
+ * memory no placement owns), which the destinations' check cannot see. */
+static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int64_t len)
+{
+	Machine_ *m = x->m;
+	const Plan *pl = m->pl;
+	int dst = pl->s[xf->step].dst;
+	int64_t lo, hi;
+	if (shard_range(m, dst, t, &lo, &hi) && addr >= lo && addr + len <= hi)
+		return 0;
+	/* name what the bytes belong to: a placement live at this step first */
+	int *fi = xmalloc((size_t)pl->np * sizeof *fi), *la = xmalloc((size_t)pl->np * sizeof *la);
+	int *al = xmalloc((size_t)pl->np * sizeof *al), owner = -1, live = 0;
+	plan_lifetimes(pl, fi, la, al);
+	for (int p = 0; p < pl->np; p++) {
+		int64_t plo, phi;
+		if (p == dst || !shard_range(m, p, t, &plo, &phi))
+			continue;
+		if (plan_stacked(pl, p))
+			phi = plo + place_instance(&pl->p[p]) * pl->t[pl->p[p].tensor].count;
+		if (plo >= addr + len || addr >= phi)
+			continue;
+		int l = fi[p] <= xf->step && xf->step <= la[p];
+		if (owner < 0 || (l && !live))
+			owner = p, live = l;
+	}
+	free(fi);
+	free(la);
+	free(al);
+	char what[300];
+	if (owner >= 0)
+		snprintf(what, sizeof what, "placement '%s' (%s at this step)", pl->p[owner].name,
+			 live ? "live" : "dead");
+	else
+		snprintf(what, sizeof what, "memory no placement owns");
+	return errf(m->e, "tile %lld, phase %d: a receive writes bytes %lld..%lld outside the destination "
+		    "'%s' of its step %d, into %s", (long long)t, x->phase, (long long)addr,
+		    (long long)(addr + len), pl->p[dst].name, xf->step, what);
+}
+
 static Instr *next_instr(Exchange *x, int64_t t)
 {
 	if (!x->row[t] || x->cur[t] >= x->n[t])
@@ -615,6 +669,13 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 			return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the "
 				    "receive of %lld bytes from tile %lld the schedule needs (step %d)",
 				    (long long)t, x->phase, (long long)xf->len, (long long)st, xf->step);
+		}
+		if (r->addr < 0 || r->addr + xf->len > m->s.sram || check_stray(x, xf, t, r->addr, xf->len)) {
+			free(buf);
+			if (r->addr < 0 || r->addr + xf->len > m->s.sram)
+				return errf(m->e, "tile %lld, phase %d: receive address %lld out of SRAM",
+					    (long long)t, x->phase, (long long)r->addr);
+			return -1;
 		}
 		memcpy(sim_tile(&m->s, t) + r->addr, buf, (size_t)xf->len);
 	}

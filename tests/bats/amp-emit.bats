@@ -306,22 +306,25 @@ rejects_program() {
 	assert_output 'AMPPROG'
 }
 
-@test "emit writes version 2 with STAGE raw, ROWS and TABLE zstd, back to back to the end of the file" {
+@test "emit writes version 3 with STAGE raw, ROWS and TABLE zstd and the STAGE's hash, back to back to the end of the file" {
 	run field "$TINY_PROG" 8 4
-	assert_output 2
-	run field "$TINY_PROG" 12 4
 	assert_output 3
+	run field "$TINY_PROG" 12 4
+	assert_output 4
 	run sections "$TINY_PROG"
 	assert_success
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 4
 	read -r id enc off size <<< "${lines[0]}"
-	assert_equal "$id $enc $off" "1 0 $((16 + 3 * 24))"
+	assert_equal "$id $enc $off" "1 0 $((16 + 4 * 24))"
 	end=$((off + size))
 	read -r id enc off size <<< "${lines[1]}"
 	assert_equal "$id $enc $off" "2 1 $end"
 	end=$((off + size))
 	read -r id enc off size <<< "${lines[2]}"
 	assert_equal "$id $enc $off" "3 1 $end"
+	end=$((off + size))
+	read -r id enc off size <<< "${lines[3]}"
+	assert_equal "$id $enc $off $size" "4 0 $end 8"
 	assert_equal "$((off + size))" "$(stat -c %s "$TINY_PROG")"
 	section "$TINY_PROG" 2 rows.zst
 	section "$TINY_PROG" 3 table.zst
@@ -383,7 +386,7 @@ rejects_program() {
 	run cmp "$TINY_LIST" from-program.txt
 	assert_success
 	run sed -n 1p "$TINY_LIST"
-	assert_output --regexp '^amp-program 2 model tiny-mlp machine amp1472 tiles 1472 phases [0-9]+$'
+	assert_output --regexp '^amp-program 3 model tiny-mlp machine amp1472 tiles 1472 phases [0-9]+$'
 	run grep -c '^  recv ' "$TINY_LIST"
 	assert [ "$output" -ge 1000 ]
 }
@@ -393,7 +396,7 @@ rejects_program() {
 	amp-emit --list "$SIGLIP_PROG" > from-program.txt
 	amp-emit --list "$SIGLIP" > from-stage.txt
 	run sed -n 1p from-stage.txt
-	assert_output --regexp '^amp-program 2 model siglip-mlp machine amp1472 tiles 1472 phases [0-9]+$'
+	assert_output --regexp '^amp-program 3 model siglip-mlp machine amp1472 tiles 1472 phases [0-9]+$'
 	assert [ "$(stat -c %s from-stage.txt)" -gt 1000000 ]
 	run cmp from-stage.txt from-program.txt
 	assert_success
@@ -612,7 +615,7 @@ sram_case() {
 }
 
 @test "a program of an unsupported version is rejected" {
-	rejects_program "$BAD/program-version.amp" "unsupported program version 3"
+	rejects_program "$BAD/program-version.amp" "unsupported program version 4"
 }
 
 @test "a program cut inside its header is rejected" {
@@ -654,6 +657,20 @@ sram_case() {
 
 @test "a program whose last row holds an unknown opcode is rejected naming the file, with no partial listing" {
 	rejects_program "$BAD/program-row-opcode.amp" "program row 52 (tile 27, phase 8) is malformed"
+}
+
+# The STAGE text against the rows: its hash, and the program amp-emit would
+# build from it, decoded and compared instruction by instruction.
+@test "a program whose STAGE text was edited (one digit) is rejected by its hash" {
+	rejects_program "$BAD/program-stage-hash.amp" "the STAGE section does not match its hash"
+}
+
+@test "a program whose STAGE comes from another plan of the model is rejected: its entries differ" {
+	rejects_program "$BAD/program-stage-mismatch.amp" "the TABLE has 495 (tile, phase) entries, the STAGE's transfers make 555"
+}
+
+@test "a program whose STAGE moves one destination by 32 bytes, its hash made to match, is rejected by decoding" {
+	rejects_program "$BAD/program-stage-address.amp" "tile 5, phase 8: instruction 25 of its row does not match the STAGE's transfers (another address)"
 }
 
 @test "amp-run, amp-capture and amp-emit --list stop reading an endless input at 1 GiB" {

@@ -374,7 +374,7 @@ runs_pooled() {
 
 # ---- C. faults injected into tiny-mlp's grouped stage ----
 
-@test "run names tile and phase when a receive address is shifted by 32" {
+@test "run names tile, phase and the destination when a receive address is shifted by 32 past its end" {
 	s=$(step_of "$TINY" mlp_up a)
 	assert [ -n "$s" ]
 	awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " {
@@ -385,7 +385,8 @@ runs_pooled() {
 	} 1' "$TINY" > shifted.yaml
 	edited "$TINY" shifted.yaml
 	refuses shifted.yaml
-	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" '0x[0-9a-f]{2}'
+	# the stray-write check sees it first: the shifted receive leaves its destination
+	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase $(phase_of "$TINY" "$s"): a receive writes bytes [0-9]+\\.\\.[0-9]+ outside the destination '$(dst_tensor "$TINY" "$s")@[^']+' of its step $s, into "
 }
 
 @test "run names tile and phase when a send is dropped" {
@@ -451,6 +452,30 @@ runs_pooled() {
 	assert_equal "${#stderr_lines[@]}" 1
 	assert_regex "$stderr" "^amp-emit: tile [0-9]+, phase [0-9]+ \\(step [0-9]+, op [a-z_]+\\): a send of 16593 bytes, over max_transfer_bytes \\(16592\\)$"
 	assert [ ! -e faulty.amp ]
+}
+
+@test "run names tile, phase, bytes and the placement hit when a transfer also writes into another tensor" {
+	# the last send, duplicated with its destination address set to 0: its
+	# destination still gets every byte, so only the stray write is wrong
+	awk '/ kind: send, / { last = NR } { line[NR] = $0 }
+	END {
+		for (i = 1; i <= NR; i++) {
+			print line[i]
+			if (i == last) {
+				d = line[i]; match(d, /dst: \[[0-9]+, [0-9]+\]/)
+				t = substr(d, RSTART, RLENGTH); sub(/, [0-9]+\]$/, ", 0]", t)
+				print substr(d, 1, RSTART - 1) t substr(d, RSTART + RLENGTH)
+			}
+		}
+	}' "$TINY" > stray.yaml
+	edited "$TINY" stray.yaml
+	run amp-emit stray.yaml -o faulty.amp
+	assert_success
+	run --separate-stderr amp-run faulty.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase [0-9]+: a receive writes bytes 0\\.\\.[0-9]+ outside the destination '[^']+' of its step [0-9]+, into (placement '[^']+' \\((live|dead) at this step\\)|memory no placement owns)$"
 }
 
 @test "run names tile and phase when padding is left unwritten" {
