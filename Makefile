@@ -33,10 +33,9 @@ UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 .PHONY: all deps check unit bats demo regen clean
 all: $(TOOL_BINS)
 
-# deps: install what is missing on Debian (as root), otherwise say how.
-DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils
-deps:
-	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+# install_missing PACKAGES: install the Debian packages that are missing
+# (as root), otherwise say how and fail.
+install_missing = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			echo "deps: installing" $$missing; \
@@ -48,6 +47,11 @@ deps:
 			exit 1; \
 		fi; \
 	fi
+
+# deps: what the build and the tests need.
+DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils
+deps:
+	@$(call install_missing,$(DEB_PKGS))
 
 $(OBJ)/lib/%.o: lib/%.c lib/*.h | $(OBJ)/lib
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
@@ -72,7 +76,8 @@ check: deps
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
-include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk
+include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk \
+	pipelines/fuzz.mk
 
 clean:
 	rm -rf build bin

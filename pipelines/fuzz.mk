@@ -1,0 +1,48 @@
+# Fuzzing every reader of untrusted input with libFuzzer, AddressSanitizer
+# and UBSan (clang from Debian; `make fuzz` installs it):
+#
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_READERS="model npy"]
+#
+# Each reader (tests/fuzz/readers.h: model, machine, scales, the four stage
+# kinds, program, npy) runs for FUZZ_SECONDS from its seeds in
+# tests/fuzz/<reader>/, growing artifacts/fuzz/<reader>/corpus/. A crash,
+# leak, timeout or out-of-memory input is written to artifacts/fuzz/<reader>/
+# and the run fails; copy it into tests/fuzz/<reader>/ with the fix, where
+# make check replays it (tests/unit/test_fuzz.c). The summary prints each
+# reader's executions and findings. FUZZ_SECONDS=3600 is the long campaign.
+
+FUZZ_READERS ?= model machine scales plan expand exchange group program npy
+FUZZ_SECONDS ?= 60
+FUZZ_PKGS    := clang libclang-rt-dev
+FUZZ_OBJ     := build/fuzz
+FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=undefined -std=c11 -D_POSIX_C_SOURCE=200809L \
+		-DAMP_SHARE_DIR=\"$(CURDIR)/share\"
+FUZZ_LIB_OBJ := $(LIB_SRC:lib/%.c=$(FUZZ_OBJ)/lib/%.o)
+
+.PHONY: fuzz fuzz-deps
+fuzz-deps:
+	@$(call install_missing,$(FUZZ_PKGS))
+
+$(FUZZ_OBJ)/lib/%.o: lib/%.c lib/*.h | fuzz-deps
+	@mkdir -p $(@D)
+	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c $< -o $@
+
+$(FUZZ_OBJ)/fuzz-%: tests/fuzz/fuzz.c tests/fuzz/readers.h $(FUZZ_LIB_OBJ)
+	@echo "fuzz: building $@"
+	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Ilib -DFUZZ_READER='"$*"' $< \
+		$(FUZZ_LIB_OBJ) $(PKG_LIBS) -lm -pthread -o $@
+
+fuzz: fuzz-deps $(FUZZ_READERS:%=$(FUZZ_OBJ)/fuzz-%)
+	@fail=0; printf '%-9s %12s %8s  %s\n' reader executions found "(artifacts/fuzz/<reader>/)"; \
+	for r in $(FUZZ_READERS); do \
+		d=artifacts/fuzz/$$r; rm -f $$d/crash-* $$d/leak-* $$d/timeout-* $$d/oom-*; mkdir -p $$d/corpus; \
+		$(FUZZ_OBJ)/fuzz-$$r -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+			-max_len=65536 -print_final_stats=1 -artifact_prefix=$$d/ $$d/corpus tests/fuzz/$$r \
+			> $$d/log.txt 2>&1; \
+		n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$d/log.txt | tail -n 1); \
+		found=$$(ls $$d | grep -c -E '^(crash|leak|timeout|oom)-'); \
+		printf '%-9s %12s %8s\n' $$r "$${n:-?}" $$found; \
+		[ "$$found" = 0 ] && [ -n "$$n" ] || fail=1; \
+	done; \
+	[ $$fail = 0 ] || { echo "fuzz: findings or a failed run; see artifacts/fuzz/*/log.txt"; exit 1; }

@@ -1,0 +1,133 @@
+/* readers.h: one entry point per reader of untrusted input, for the
+ * libFuzzer harness (tests/fuzz/fuzz.c, `make fuzz`) and for the replay of
+ * the corpora under make check (tests/unit/test_fuzz.c).
+ *
+ * Each takes any bytes, hands them to the reader as a file (the model,
+ * machine, scales, program and .npy readers take paths) or as a memory
+ * input (the stage readers), and frees whatever was read. A reader may
+ * refuse the bytes; it must never crash, leak, hang or read out of bounds.
+ */
+#ifndef AMP_FUZZ_READERS_H
+#define AMP_FUZZ_READERS_H
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "machine.h"
+#include "model.h"
+#include "npy.h"
+#include "plan.h"
+#include "program.h"
+#include "scales.h"
+
+/* The bytes as a file this process owns (rewritten for every input). */
+static const char *fuzz_path(const uint8_t *d, size_t n)
+{
+	static char path[64];
+	if (!path[0])
+		snprintf(path, sizeof path, "/tmp/amp-fuzz.%ld", (long)getpid());
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		abort();
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, d + off, n - off);
+		if (w <= 0)
+			abort();
+		off += (size_t)w;
+	}
+	close(fd);
+	return path;
+}
+
+static void fuzz_cleanup(void)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/amp-fuzz.%ld", (long)getpid());
+	unlink(path);
+}
+
+static int fuzz_model(const uint8_t *d, size_t n)
+{
+	Model m;
+	Err e;
+	if (model_load(&m, fuzz_path(d, n), &e) == 0)
+		model_free(&m);
+	return 0;
+}
+
+static int fuzz_machine(const uint8_t *d, size_t n)
+{
+	Machine m;
+	Err e;
+	machine_load(&m, fuzz_path(d, n), &e);
+	return 0;
+}
+
+static int fuzz_scales(const uint8_t *d, size_t n)
+{
+	Scales s = { NULL, NULL, 0 };
+	Err e;
+	scales_load(&s, fuzz_path(d, n), &e);
+	scales_free(&s);
+	return 0;
+}
+
+static int fuzz_stage(const uint8_t *d, size_t n, StageKind k)
+{
+	Plan pl;
+	Err e;
+	Input *in = input_open_mem("fuzz", d, n, &e);
+	if (in && plan_read_input(&pl, in, k, &e) == 0)
+		plan_free(&pl);
+	return 0;
+}
+
+static int fuzz_plan(const uint8_t *d, size_t n) { return fuzz_stage(d, n, STAGE_PLAN); }
+static int fuzz_expand(const uint8_t *d, size_t n) { return fuzz_stage(d, n, STAGE_EXPAND); }
+static int fuzz_exchange(const uint8_t *d, size_t n) { return fuzz_stage(d, n, STAGE_EXCHANGE); }
+static int fuzz_group(const uint8_t *d, size_t n) { return fuzz_stage(d, n, STAGE_GROUP); }
+
+static int fuzz_program(const uint8_t *d, size_t n)
+{
+	Program p;
+	Plan pl;
+	Err e;
+	if (program_read(fuzz_path(d, n), &p, &pl, &e) == 0) {
+		program_free(&p);
+		plan_free(&pl);
+	}
+	return 0;
+}
+
+static int fuzz_npy(const uint8_t *d, size_t n)
+{
+	Npy a;
+	Err e;
+	float *f;
+	if (npy_read(fuzz_path(d, n), &a, &e) == 0) {
+		if (npy_floats(&a, &f, &e) == 0)
+			free(f);
+		npy_free(&a);
+	}
+	return 0;
+}
+
+typedef int (*FuzzFn)(const uint8_t *d, size_t n);
+
+/* Every reader, by the name of its corpus directory tests/fuzz/<name>/. */
+static const struct {
+	const char *name;
+	FuzzFn fn;
+} fuzz_readers[] = {
+	{ "model", fuzz_model }, { "machine", fuzz_machine }, { "scales", fuzz_scales },
+	{ "plan", fuzz_plan }, { "expand", fuzz_expand }, { "exchange", fuzz_exchange },
+	{ "group", fuzz_group }, { "program", fuzz_program }, { "npy", fuzz_npy },
+};
+#define FUZZ_READERS ((int)(sizeof fuzz_readers / sizeof *fuzz_readers))
+
+#endif
