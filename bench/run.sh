@@ -44,7 +44,7 @@ bench() {
 	bin/amp-emit "${ef[@]}" -o "$tmp/program.amp" "$tmp/grouped.yaml"
 	for ((i = 0; i < runs; i++)); do
 		t0=${EPOCHREALTIME/./}
-		/usr/bin/time -v -o "$tmp/time" bin/amp-run --timing "$tmp/program.amp" > "$tmp/out" 2> "$tmp/err"
+		/usr/bin/time -v -o "$tmp/time" bin/amp-run --timing --model "$m" --scales "$tmp/scales.yaml" "$tmp/program.amp" > "$tmp/out" 2> "$tmp/err"
 		t1=${EPOCHREALTIME/./}
 		us=$((t1 - t0))
 		if [ -z "$best" ] || [ "$us" -lt "$best" ]; then

@@ -1061,6 +1061,88 @@ int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
 	return run_reference_amax(pl, val, ref, NULL, e);
 }
 
+static int find_t(const Plan *pl, const char *name)
+{
+	for (int t = 0; t < pl->nt; t++)
+		if (strcmp(pl->t[t].name, name) == 0)
+			return t;
+	return -1;
+}
+
+static int tensor_is(const Plan *pl, int t, const Model *m, int mt)
+{
+	return t >= 0 && mt >= 0 && strcmp(pl->t[t].name, m->t[mt].name) == 0;
+}
+
+int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
+{
+	const char *f = m->file;
+	if (strcmp(pl->model, m->name))
+		return errf(e, "%s: the program lowers model '%s', not '%s'", f, pl->model, m->name);
+	for (int i = 0; i < m->nt; i++) {
+		const MTensor *x = &m->t[i];
+		int t = find_t(pl, x->name);
+		if (t < 0)
+			return err_at(e, f, x->line, x->col, "tensor '%s' is not in the program's stage", x->name);
+		const PTensor *y = &pl->t[t];
+		int same = y->rank == x->rank && y->count == x->count;
+		for (int k = 0; same && k < x->rank; k++)
+			same = y->shape[k] == x->shape[k];
+		if (!same)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage gives it another shape or "
+				      "instance count", x->name);
+		if (y->fmt != x->dtype)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage says %s, the model %s",
+				      x->name, fmt_name(y->fmt), fmt_name(x->dtype));
+		int want = x->scale;
+		if (x->dtype == FMT_FP8)
+			scales_find(sc, x->name, &want);
+		if (x->dtype == FMT_FP8 && y->scale != want)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's fp8 scale is %d, %s %d",
+				      x->name, y->scale, sc ? "the scales file's (or the model's)" : "the model's",
+				      want);
+		char cast[300];
+		snprintf(cast, sizeof cast, "%s.fp8", x->name);
+		int c = find_t(pl, cast), cw = 0;
+		scales_find(sc, x->name, &cw);
+		if (c >= 0 && pl->t[c].scale != cw)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's cast '%s' has fp8 scale %d, "
+				      "%s %d", x->name, cast, pl->t[c].scale, sc ? "the scales file's" : "the default",
+				      cw);
+	}
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		int steps = 0;
+		for (int s = 0; s < pl->ns; s++) {
+			const Step *st = &pl->s[s];
+			if (strcmp(st->op, op->name))
+				continue;
+			steps++;
+			if (op->kind == OP_LAYERNORM && st->kind == STEP_COMPUTE && st->compute == C_LAYERNORM &&
+			    st->eps != op->eps)
+				return err_at(e, f, op->line, op->col, "op '%s': the stage's layernorm step %d has "
+					      "eps %g, the model %g", op->name, s, st->eps, op->eps);
+		}
+		for (int h = 0; op->kind == OP_PATCHIFY && h < pl->nh; h++)
+			steps += strcmp(pl->h[h].op, op->name) == 0;
+		if (!steps)
+			return err_at(e, f, op->line, op->col, "op '%s' has no step in the program's stage",
+				      op->name);
+		if (op->kind != OP_MATMUL)
+			continue;
+		const Gemm *g = NULL;
+		for (int k = 0; k < pl->ng; k++)
+			if (strcmp(pl->g[k].op, op->name) == 0)
+				g = &pl->g[k];
+		if (!g || !tensor_is(pl, g->a, m, op->in[0]) || !tensor_is(pl, g->b, m, op->in[1]) ||
+		    !tensor_is(pl, g->out, m, op->out) ||
+		    (op->in[2] >= 0 ? !tensor_is(pl, g->bias, m, op->in[2]) : g->bias >= 0))
+			return err_at(e, f, op->line, op->col, "matmul '%s': the stage's GEMM record does not "
+				      "read and write the model's a, b, bias and out", op->name);
+	}
+	return 0;
+}
+
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs)
 {
 	double ab = 0, aa = 0, bb = 0, m = 0;

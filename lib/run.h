@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "plan.h"
+#include "model.h"
 #include "program.h"
 #include "scales.h"
 
@@ -59,6 +60,14 @@ void run_compare(const float *a, const float *b, int64_t n, double *cosine, doub
  * tensor `<source>.fp8`) from its source's reference values. pl is a plan
  * of the model; its fp8 tensors' scales are set on the way. */
 int run_calibrate(Plan *pl, const RunOpts *o, Scales *sc, Err *e);
+/* The stage agrees with the model it claims to lower (m, and the fp8
+ * scales sc, or NULL for the model's own): every model tensor is in the
+ * stage with its shape, instances, dtype and scale (a cast `<x>.fp8` with
+ * x's scale); every op has steps; every matmul's GEMM record reads the
+ * model's a, b and bias and writes its out; every layernorm step has the
+ * op's eps. The reference is computed from the stage's op-level steps, so
+ * this is what makes it the model's. The first disagreement is named. */
+int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e);
 int64_t tensor_count(const PTensor *t);
 /* Values of all instances of a tensor (count x tensor_count). */
 int64_t tensor_values(const PTensor *t);

@@ -4,7 +4,8 @@
 #       calibrates fp8 scales (artifacts/X/run/scales.yaml), plans with them
 #       (and PLAN_FLAGS),
 #       lowers, emits the program (LIMITS as for amp-emit) and runs it with
-#       amp-run: byte-exact movement after every phase, and the outputs'
+#       amp-run --model X --scales: the stage checked against the model and
+#       the scales, byte-exact movement after every phase, and the outputs'
 #       cosine against the FP32 reference (artifacts/X/run/run.txt).
 
 RUN := $(ART)/run
@@ -23,8 +24,9 @@ $(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $
 		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group -z -o $(RUN)/grouped.yaml.zst
 	$(BIN)/amp-emit $(LIMITS) -o $@ $(RUN)/grouped.yaml.zst
 
-$(RUN)/run.txt: $(RUN)/program.amp $(BIN)/amp-run
-	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; $(BIN)/amp-run $< > $@.tmp && mv $@.tmp $@
+$(RUN)/run.txt: $(RUN)/program.amp $(RUN)/scales.yaml $(MODEL) $(BIN)/amp-run
+	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
+		$(BIN)/amp-run --model $(MODEL) --scales $(RUN)/scales.yaml $< > $@.tmp && mv $@.tmp $@
 
 validate: all $(RUN)/run.txt
 	@cat $(RUN)/run.txt

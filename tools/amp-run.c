@@ -20,7 +20,7 @@ static void help(void)
 	       "with the numbers of docs/machine.md §3. Two checks: after every exchange\n"
 	       "phase each destination holds exactly its tensor's bytes (padding zero),\n"
 	       "else the first wrong byte is named (tile, phase, offset, tensor,\n"
-	       "expected, found);\n"
+	       "expected, found), and no receive writes outside its step's destination;\n"
 	       "and each output against an FP32 reference computed from the model's ops\n"
 	       "alone: minimum cosine similarity and maximum absolute error.\n"
 	       "\n"
@@ -31,6 +31,12 @@ static void help(void)
 	       "                        reference as DIR/<tensor>.ref.npy\n"
 	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
 	       "      --timing          print the matrix products' GFLOP and GFLOP/s on stderr\n"
+	       "      --model FILE      the model the program claims to lower: its stage must\n"
+	       "                        agree with it (every tensor's shape, dtype and fp8\n"
+	       "                        scale, every op, each matmul's operands, each\n"
+	       "                        layernorm's eps), else the first difference is named\n"
+	       "      --scales FILE     with --model: the fp8 scales the program was planned\n"
+	       "                        with (amp-plan --scales), checked the same way\n"
 	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
 	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
 	       "  -m, --machine FILE    machine for --calibrate's plan (default amp1472)\n"
@@ -94,6 +100,8 @@ int main(int argc, char **argv)
 		{ "save", required_argument, NULL, 'A' },
 		{ "min-cosine", required_argument, NULL, 'C' },
 		{ "timing", no_argument, NULL, 'T' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "scales", required_argument, NULL, 'L' },
 		{ "calibrate", required_argument, NULL, 'K' },
 		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
@@ -103,6 +111,7 @@ int main(int argc, char **argv)
 	};
 	RunOpts ro = { NULL, 1, 1 };
 	const char *save_dir = NULL, *calib = NULL, *out = NULL, *machine = NULL, *in_path;
+	const char *model_path = NULL, *scales_path = NULL;
 	double min_cos = 0.99;
 	int timing = 0;
 	int64_t n;
@@ -126,6 +135,8 @@ int main(int argc, char **argv)
 			break;
 		case 'K': calib = optarg; break;
 		case 'T': timing = 1; break;
+		case 'M': model_path = optarg; break;
+		case 'L': scales_path = optarg; break;
 		case 'm': machine = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
@@ -142,6 +153,8 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	in_path = one_input(argc, argv, optind, "program");
+	if (scales_path && !model_path)
+		usage_error("--scales needs --model");
 
 	Program prog;
 	Plan pl;
@@ -152,6 +165,15 @@ int main(int argc, char **argv)
 		errf(&e, "'%s': not a program (amp-emit writes one from a grouped stage)",
 		     in_path ? in_path : "<stdin>");
 		fail(&e);
+	}
+	if (model_path) {
+		Model md;
+		Scales sc = { NULL, NULL, 0 };
+		if (model_load(&md, model_path, &e) || (scales_path && scales_load(&sc, scales_path, &e)) ||
+		    run_check_model(&pl, &md, scales_path ? &sc : NULL, &e))
+			fail(&e);
+		model_free(&md);
+		scales_free(&sc);
 	}
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
 	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e) ||

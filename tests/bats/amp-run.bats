@@ -372,6 +372,44 @@ runs_pooled() {
 	done
 }
 
+@test "run --model --scales accepts a program whose stage agrees with its model and scales" {
+	passes "$TINY_PROG" --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES"
+}
+
+@test "run --scales without --model is a usage error" {
+	run --separate-stderr amp-run --scales "$TINY_SCALES" "$TINY_PROG"
+	assert_failure 2
+	assert_regex "$stderr" "^amp-run: --scales needs --model"
+}
+
+# A stage whose fp8 scale or layernorm eps was changed runs byte-exact with
+# a good cosine, since the reference is computed from the same stage; the
+# model and its scales are what catch it.
+@test "run --model --scales names a parameter whose fp8 scale the stage changed" {
+	sed 's/^\(- {name: w_up, role: param, .* scale: \)-\?[0-9]*}$/\19}/' "$TINY" > scaled.yaml
+	edited "$TINY" scaled.yaml
+	run amp-emit scaled.yaml -o scaled.amp
+	assert_success
+	run amp-run scaled.amp
+	assert_success
+	run --separate-stderr amp-run --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" scaled.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: .*tiny-mlp.yaml:[0-9]+:[0-9]+: tensor 'w_up': the stage's fp8 scale is 9, the scales file's \\(or the model's\\) -?[0-9]+$"
+}
+
+@test "run --model names a layernorm whose eps the stage changed" {
+	sed 's/^\(- {step: [0-9]*, compute: layernorm, .*\), eps: [0-9.e+-]*}$/\1, eps: 0.5}/' "$TINY" > eps.yaml
+	edited "$TINY" eps.yaml
+	run amp-emit eps.yaml -o eps.amp
+	assert_success
+	run amp-run eps.amp
+	assert_success
+	run --separate-stderr amp-run --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" eps.amp
+	assert_failure 1
+	assert_regex "$stderr" "^amp-run: .*tiny-mlp.yaml:[0-9]+:[0-9]+: op 'ln': the stage's layernorm step [0-9]+ has eps 0.5, the model 1e-06$"
+}
+
 # ---- C. faults injected into tiny-mlp's grouped stage ----
 
 @test "run names tile, phase and the destination when a receive address is shifted by 32 past its end" {
