@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Writes the fault catalogue (run by hand from the repository root, with
+# bin/ built; the files are committed): one small corrupted stage or program
+# per kind of fault, each made from tiny-mlp's golden grouped stage
+# (tests/golden/tiny-mlp/grouped.yaml) by one edit. verdicts.tsv says who
+# must catch each and with what message; tests/bats/faults.bats checks it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+G=tests/golden/tiny-mlp/grouped.yaml
+F=tests/faults
+B=bin
+
+# stray-write: the last send duplicated with its destination address 0
+awk '/ kind: send, / { last = NR } { line[NR] = $0 }
+END { for (i = 1; i <= NR; i++) { print line[i]
+	if (i == last) { d = line[i]; match(d, /dst: \[[0-9]+, [0-9]+\]/); t = substr(d, RSTART, RLENGTH)
+		sub(/, [0-9]+\]$/, ", 0]", t); print substr(d, 1, RSTART - 1) t substr(d, RSTART + RLENGTH) } } }' \
+	"$G" > $F/stray-write.yaml
+# outside-placements: the last send duplicated into the top of SRAM, which no placement owns
+awk '/ kind: send, / { last = NR } { line[NR] = $0 }
+END { for (i = 1; i <= NR; i++) { print line[i]
+	if (i == last) { d = line[i]; match(d, /dst: \[[0-9]+, [0-9]+\]/); t = substr(d, RSTART, RLENGTH)
+		sub(/, [0-9]+\]$/, ", 586240]", t); print substr(d, 1, RSTART - 1) t substr(d, RSTART + RLENGTH) } } }' \
+	"$G" > $F/outside-placements.yaml
+# oversize-fragment: the first send one byte over max_transfer_bytes
+awk '!done && / kind: send, len: [0-9]+, / { sub(/ len: [0-9]+,/, " len: 16593,"); done = 1 } { print }' \
+	"$G" > $F/oversize-fragment.yaml
+# wrong-scale: w_up's fp8 scale 0 -> 9
+sed 's/^\(- {name: w_up, role: param, .* scale: \)-\{0,1\}[0-9]*}$/\19}/' "$G" > $F/wrong-scale.yaml
+# wrong-eps: ln's eps 1e-06 -> 0.5
+sed 's/^\(- {step: [0-9]*, compute: layernorm, .*\), eps: [0-9.e+-]*}$/\1, eps: 0.5}/' "$G" > $F/wrong-eps.yaml
+# dropped-receiver: the first multicast with more than one receiver loses its last
+awk '!done && / kind: send, / && match($0, /recv: \[[0-9]+,/) { n = substr($0, RSTART + 7, RLENGTH - 8) + 0
+	if (n > 1) { $0 = substr($0, 1, RSTART - 1) "recv: [" n - 1 "," substr($0, RSTART + RLENGTH); done = 1 } } 1' \
+	"$G" > $F/dropped-receiver.yaml
+# shifted-address: the first send of mlp_up's a lands 32 bytes further
+s=$(sed -n 's/^- {step: \([0-9]*\), copy: [a-z]*, op: mlp_up, operand: a, .*/\1/p' "$G" | head -n 1)
+awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " { match($0, /dst: \[[0-9]+, [0-9]+\]/)
+	split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
+	$0 = substr($0, 1, RSTART - 1) "dst: [" f[2] ", " f[3] + 32 "]" substr($0, RSTART + RLENGTH); done = 1 } 1' \
+	"$G" > $F/shifted-address.yaml
+# reordered-forward: weights forwarded, then a delivery and the forward that reads it swapped
+$B/amp-group --weights forward tests/golden/tiny-mlp/exchange.yaml -o $F/forwarded.tmp
+awk 'function at(s, k) { if (!match(s, k ": \\[-?[0-9]+, -?[0-9]+\\]")) return ""; return substr(s, RSTART, RLENGTH) }
+{ line[NR] = $0 }
+END { for (i = 1; i < NR; i++) { a = line[i]; b = line[i + 1]; da = at(a, "dst"); sb = at(b, "src")
+	sub(/^dst/, "", da); sub(/^src/, "", sb)
+	if (a ~ / kind: send, .* recv: \[1, 0\]/ && b ~ / kind: send, / && da == sb) { line[i] = b; line[i + 1] = a; break } }
+	for (i = 1; i <= NR; i++) print line[i] }' $F/forwarded.tmp > $F/reordered-forward.yaml
+rm -f $F/forwarded.tmp
+# stage-rows-mismatch: a program whose STAGE moves one destination by 32
+# bytes, its hash made to match (tests/bad/programs.py)
+cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp
+for f in $F/*.yaml; do cmp -s "$G" "$f" && { echo "make.sh: $f is unchanged" >&2; exit 1; }; done
+echo "wrote $(ls $F/*.yaml $F/*.amp | wc -l) faults"
