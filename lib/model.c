@@ -639,6 +639,16 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 
 int model_load(Model *m, const char *path, Err *e)
 {
+	Input *in = input_open(path, e);
+	if (!in) {
+		memset(m, 0, sizeof *m);
+		return -1;
+	}
+	return model_load_input(m, in, e);
+}
+
+int model_load_input(Model *m, Input *in, Err *e)
+{
 	static const char *keys[] = { "amp-model", "name", "inputs", "params", "ops",
 				      "outputs", "pins", NULL };
 	YReader r;
@@ -649,7 +659,7 @@ int model_load(Model *m, const char *path, Err *e)
 	int rc = -1;
 
 	memset(m, 0, sizeof *m);
-	if (yr_open(&r, path, e))
+	if (yr_open_input(&r, in, e))
 		goto out;
 	f = r.name;
 	m->file = xstrdup(f);

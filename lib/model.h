@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "diag.h"
+#include "io.h"
 #include "layout.h"
 
 #define MODEL_VERSION 2       /* reads 1 (no repeat, no whole-model ops) and 2 */
@@ -89,6 +90,8 @@ typedef struct {
 } Model;
 
 int model_load(Model *m, const char *path, Err *e);
+/* The same from an input (taken over), e.g. a program's MODEL section. */
+int model_load_input(Model *m, Input *in, Err *e);
 void model_free(Model *m);
 int model_find(const Model *m, const char *name);   /* tensor index or -1 */
 const char *op_name(OpKind k);

@@ -5,7 +5,7 @@
 
 #include <zstd.h>
 
-enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, SEC_HASH = 4, NSEC = 4 };
+enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, SEC_HASH = 4, SEC_MODEL = 5, SEC_SCALES = 6, NSEC = 6 };
 
 /* FNV-1a, 64 bits: the STAGE section's digest (a check against corruption). */
 static uint64_t fnv1a(const void *data, size_t n)
@@ -228,6 +228,8 @@ void program_free(Program *p)
 	free(p->patches);
 	free(p->stage);
 	free(p->name);
+	free(p->model);
+	free(p->scales);
 	memset(p, 0, sizeof *p);
 }
 
@@ -367,27 +369,45 @@ int program_write(const Program *p, Output *out, Err *e)
 		}
 		z[i]->n = n;
 	}
-	Buf hash = { 0 };
+	Buf hash = { 0 }, emb[2] = { { 0 }, { 0 } };
 	u64(&hash, fnv1a(p->stage, p->stage_len));
+	const char *etext[2] = { p->model, p->scales };
+	size_t elen[2] = { p->model_len, p->scales_len };
+	for (int i = 0; i < 2; i++)             /* MODEL, SCALES: the text's hash, then the text */
+		if (etext[i]) {
+			u64(&emb[i], fnv1a(etext[i], elen[i]));
+			grow(&emb[i], elen[i]);
+			memcpy(emb[i].b + emb[i].n, etext[i], elen[i]);
+			emb[i].n += elen[i];
+		}
+	int nsec = 4 + (p->model != NULL) + (p->scales != NULL);
 	grow(&h, 16);
 	memcpy(h.b, PROGRAM_MAGIC, 8);
 	h.n = 8;
 	u32(&h, PROGRAM_VERSION);
-	u32(&h, NSEC);
-	uint64_t off = 16 + NSEC * 24;
-	const struct { int id, enc; const void *b; size_t n; } sec[NSEC] = {
+	u32(&h, (uint64_t)nsec);
+	uint64_t off = 16 + (uint64_t)nsec * 24;
+	struct { int id, enc; const void *b; size_t n; } sec[NSEC] = {
 		{ SEC_STAGE, 0, p->stage, p->stage_len }, { SEC_ROWS, 1, zr.b, zr.n },
 		{ SEC_TABLE, 1, zt.b, zt.n }, { SEC_HASH, 0, hash.b, hash.n },
 	};
-	for (int i = 0; i < NSEC; i++) {
+	for (int i = 0, k = 4; i < 2; i++)
+		if (etext[i]) {
+			sec[k].id = i ? SEC_SCALES : SEC_MODEL, sec[k].enc = 0;
+			sec[k].b = emb[i].b, sec[k].n = emb[i].n;
+			k++;
+		}
+	for (int i = 0; i < nsec; i++) {
 		u32(&h, (uint64_t)sec[i].id), u32(&h, (uint64_t)sec[i].enc), u64(&h, off), u64(&h, sec[i].n);
 		off += sec[i].n;
 	}
 	rc = output_write(out, h.b, h.n, e);
-	for (int i = 0; i < NSEC && !rc; i++)
+	for (int i = 0; i < nsec && !rc; i++)
 		rc = output_write(out, sec[i].b, sec[i].n, e);
 	free(h.b);
 	free(hash.b);
+	free(emb[0].b);
+	free(emb[1].b);
 	free(rows.b);
 	free(tab.b);
 	free(zr.b);
@@ -486,7 +506,7 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		     (unsigned long long)get(d + 8, 4), PROGRAM_VERSION);
 		goto out;
 	}
-	uint64_t nsec = get(d + 12, 4), off[5] = { 0 }, size[5] = { 0 }, enc[5] = { 0 };
+	uint64_t nsec = get(d + 12, 4), off[7] = { 0 }, size[7] = { 0 }, enc[7] = { 0 };
 	if (nsec > 64 || 16 + nsec * 24 > len) {
 		bad(e, name, "truncated section table");
 		goto out;
@@ -498,7 +518,7 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 			bad(e, name, "a section runs past the end of the file");
 			goto out;
 		}
-		if (id >= 1 && id <= 4)
+		if (id >= 1 && id <= 6)
 			off[id] = o, size[id] = n, enc[id] = get(s + 4, 4);
 	}
 	for (int id = 1; id <= 4; id++)
@@ -515,6 +535,22 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		bad(e, name, "the STAGE section does not match its hash (the stage text was changed "
 		    "or corrupted)");
 		goto out;
+	}
+	for (int id = SEC_MODEL; id <= SEC_SCALES; id++) {      /* optional: a hash, then the text */
+		if (!off[id])
+			continue;
+		const char *what = id == SEC_MODEL ? "MODEL" : "SCALES";
+		if (enc[id] != 0 || size[id] < 8 ||
+		    get(d + off[id], 8) != fnv1a(d + off[id] + 8, size[id] - 8)) {
+			errf(e, "'%s': the %s section is not raw or does not match its hash", name, what);
+			goto out;
+		}
+		char **text = id == SEC_MODEL ? &p->model : &p->scales;
+		size_t *tl = id == SEC_MODEL ? &p->model_len : &p->scales_len;
+		*tl = size[id] - 8;
+		*text = xmalloc(*tl + 1);
+		memcpy(*text, d + off[id] + 8, *tl);
+		(*text)[*tl] = 0;
 	}
 	/* sections stored as zstd frames */
 	const uint8_t *sec_data[4] = { NULL, d + off[1], d + off[2], d + off[3] };

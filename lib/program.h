@@ -37,6 +37,9 @@ typedef struct {
 	char *stage;            /* the grouped stage, as text */
 	size_t stage_len;
 	char *name;             /* the file it was read from, for errors */
+	char *model, *scales;   /* the model and fp8 scales files embedded (amp-emit
+				 * --model/--scales), as text, or NULL */
+	size_t model_len, scales_len;
 } Program;
 
 int program_build(const Plan *pl, Program *prog, Err *e);

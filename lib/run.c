@@ -1143,6 +1143,26 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 	return 0;
 }
 
+int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *mname,
+		    const char *scales, size_t slen, const char *sname, Err *e)
+{
+	Model md;
+	Scales sc = { NULL, NULL, 0 };
+	Input *in = input_open_mem(mname, model, mlen, e);
+	if (!in || model_load_input(&md, in, e))
+		return -1;
+	int rc = 0;
+	if (scales) {
+		Input *si = input_open_mem(sname, scales, slen, e);
+		rc = !si || scales_load_input(&sc, si, e) ? -1 : 0;
+	}
+	if (!rc)
+		rc = run_check_model(pl, &md, scales ? &sc : NULL, e);
+	scales_free(&sc);
+	model_free(&md);
+	return rc;
+}
+
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs)
 {
 	double ab = 0, aa = 0, bb = 0, m = 0;

@@ -68,6 +68,11 @@ int run_calibrate(Plan *pl, const RunOpts *o, Scales *sc, Err *e);
  * op's eps. The reference is computed from the stage's op-level steps, so
  * this is what makes it the model's. The first disagreement is named. */
 int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e);
+/* The same from the files' texts (a program's MODEL and SCALES sections,
+ * or what amp-emit embeds), named mname and sname in messages; scales may
+ * be NULL. */
+int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *mname,
+		    const char *scales, size_t slen, const char *sname, Err *e);
 int64_t tensor_count(const PTensor *t);
 /* Values of all instances of a tensor (count x tensor_count). */
 int64_t tensor_values(const PTensor *t);

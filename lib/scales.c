@@ -51,6 +51,16 @@ int scale_for_amax(double amax)
 
 int scales_load(Scales *s, const char *path, Err *e)
 {
+	Input *in = input_open(path, e);
+	if (!in) {
+		memset(s, 0, sizeof *s);
+		return -1;
+	}
+	return scales_load_input(s, in, e);
+}
+
+int scales_load_input(Scales *s, Input *in, Err *e)
+{
 	static const char *keys[] = { "amp-scales", "scales", NULL };
 	YReader r;
 	Val *root;
@@ -59,7 +69,7 @@ int scales_load(Scales *s, const char *path, Err *e)
 	int rc = -1;
 
 	memset(s, 0, sizeof *s);
-	if (yr_open(&r, path, e) || yr_node(&r, &root, e))
+	if (yr_open_input(&r, in, e) || yr_node(&r, &root, e))
 		goto out;
 	if (map_keys(r.name, root, keys, e) || get_int(r.name, root, "amp-scales", 0, INT64_MAX, &version, e))
 		goto out;

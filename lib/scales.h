@@ -15,6 +15,7 @@
 #define AMP_SCALES_H
 
 #include "diag.h"
+#include "io.h"
 
 typedef struct {
 	char **name;
@@ -23,6 +24,7 @@ typedef struct {
 } Scales;
 
 int scales_load(Scales *s, const char *path, Err *e);
+int scales_load_input(Scales *s, Input *in, Err *e);     /* takes over in */
 int scales_find(const Scales *s, const char *name, int *scale);  /* 1 found */
 void scales_add(Scales *s, const char *name, int scale);
 int scales_write(const Scales *s, const char *path, Err *e);

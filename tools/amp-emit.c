@@ -7,6 +7,7 @@
 #include "num.h"
 #include "plan.h"
 #include "program.h"
+#include "run.h"
 #include "table.h"
 #include "tool.h"
 
@@ -30,6 +31,13 @@ static void help(void)
 	       "                             reserved_bytes); a study override: a program\n"
 	       "                             over the machine's bytes cannot run on it\n"
 	       "      --report               print per-tile SRAM use (tensors + tables) on stderr\n"
+	       "      --model FILE           the model the stage lowers: the stage must agree\n"
+	       "                             with it (every tensor's shape, dtype and fp8\n"
+	       "                             scale, every op, each matmul's operands, each\n"
+	       "                             layernorm's eps), and the program embeds it, so\n"
+	       "                             amp-run checks it and its reference against it\n"
+	       "      --scales FILE          with --model: the fp8 scales amp-plan planned\n"
+	       "                             with, checked and embedded the same way\n"
 	       "      --list                 print the listing to stdout instead\n"
 	       "  -o, --output FILE          write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress             compress the output with zstd\n"
@@ -120,13 +128,15 @@ int main(int argc, char **argv)
 		{ "report", no_argument, NULL, 'R' },
 		{ "sram-limit", required_argument, NULL, 'S' },
 		{ "list", no_argument, NULL, 'L' },
+		{ "model", required_argument, NULL, 'M' },
+		{ "scales", required_argument, NULL, 'C' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *out_path = NULL, *in_path;
+	const char *out_path = NULL, *in_path, *model_path = NULL, *scales_path = NULL;
 	int compress = 0, list = 0, report = 0, c;
 	int64_t budget = -1, limit = -1, sram = -1;
 	Plan pl;
@@ -142,6 +152,8 @@ int main(int argc, char **argv)
 		case 'R': report = 1; break;
 		case 'S': sram = count_arg("--sram-limit", optarg); break;
 		case 'L': list = 1; break;
+		case 'M': model_path = optarg; break;
+		case 'C': scales_path = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;
@@ -150,6 +162,8 @@ int main(int argc, char **argv)
 		}
 	}
 	in_path = one_input(argc, argv, optind, list ? "program or grouped stage" : "grouped stage");
+	if (scales_path && !model_path)
+		usage_error("--scales needs --model");
 
 	if (list) {
 		int is_prog;
@@ -171,8 +185,16 @@ int main(int argc, char **argv)
 		pl.machine.fragment_limit = limit;
 	if (check_stage(&pl, &e) || check_limits(&pl, report, sram, &e))
 		fail(&e);
+	char *mtext = NULL, *stext = NULL;
+	size_t mlen = 0, slen = 0;
+	if (model_path && (input_slurp(model_path, &mtext, &mlen, &e) ||
+			   (scales_path && input_slurp(scales_path, &stext, &slen, &e)) ||
+			   run_check_texts(&pl, mtext, mlen, model_path, stext, slen, scales_path, &e)))
+		fail(&e);
 	if (program_build(&pl, &prog, &e))
 		fail(&e);
+	prog.model = mtext, prog.model_len = mlen;      /* freed with the program */
+	prog.scales = stext, prog.scales_len = slen;
 	Output *o = output_open(out_path, compress, &e);
 	if (!o)
 		fail(&e);

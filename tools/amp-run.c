@@ -31,7 +31,8 @@ static void help(void)
 	       "                        reference as DIR/<tensor>.ref.npy\n"
 	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
 	       "      --timing          print the matrix products' GFLOP and GFLOP/s on stderr\n"
-	       "      --model FILE      the model the program claims to lower: its stage must\n"
+	       "      --model FILE      the model the program claims to lower (default: the\n"
+	       "                        one amp-emit --model embedded, if any): its stage must\n"
 	       "                        agree with it (every tensor's shape, dtype and fp8\n"
 	       "                        scale, every op, each matmul's operands, each\n"
 	       "                        layernorm's eps), else the first difference is named\n"
@@ -165,6 +166,14 @@ int main(int argc, char **argv)
 		errf(&e, "'%s': not a program (amp-emit writes one from a grouped stage)",
 		     in_path ? in_path : "<stdin>");
 		fail(&e);
+	}
+	if (!model_path && prog.model) {        /* the model amp-emit embedded */
+		char mname[300], sname[300];
+		snprintf(mname, sizeof mname, "%s(MODEL)", in_path ? in_path : "<stdin>");
+		snprintf(sname, sizeof sname, "%s(SCALES)", in_path ? in_path : "<stdin>");
+		if (run_check_texts(&pl, prog.model, prog.model_len, mname, prog.scales, prog.scales_len,
+				    sname, &e))
+			fail(&e);
 	}
 	if (model_path) {
 		Model md;

@@ -99,3 +99,15 @@ addr, rest = rest.split(b']', 1)
 lines[k] = pre + b'dst: [' + tile + b', ' + str(int(addr) + 32).encode() + b']' + rest
 st2 = b'\n'.join(lines)
 write('program-stage-address.amp', build([[1, 0, st2], sa[1], sa[2], [4, 0, fnv1a(st2)]]))
+
+
+# MODEL sections (amp-emit --model): the hash of the text, then the text
+import os
+model = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'share', 'models',
+                          'tiny-mlp.yaml'), 'rb').read()
+eps = model.replace(b'eps: 1e-6', b'eps: 0.5', 1)
+assert eps != model
+# a model whose layernorm eps differs from the stage's, its hash right
+write('program-model-eps.amp', build(sa + [[5, 0, fnv1a(eps) + eps]]))
+# the model text edited after its hash was taken
+write('program-model-hash.amp', build(sa + [[5, 0, fnv1a(model) + eps]]))

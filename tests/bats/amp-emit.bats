@@ -673,6 +673,50 @@ sram_case() {
 	rejects_program "$BAD/program-stage-address.amp" "tile 5, phase 8: instruction 25 of its row does not match the STAGE's transfers (another address)"
 }
 
+@test "emit --model --scales embeds both, hashed, and amp-run checks the stage against them" {
+	amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o scales.yaml
+	amp-plan --scales scales.yaml "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange |
+		amp-group > scaled.yaml
+	run amp-emit --model "$MODELS/tiny-mlp.yaml" --scales scales.yaml -o embedded.amp scaled.yaml
+	assert_success
+	run sections embedded.amp
+	local secs=("${lines[@]}")
+	assert_equal "${#secs[@]}" 6
+	read -r id enc off size <<< "${secs[4]}"
+	assert_equal "$id $enc" "5 0"
+	tail -c +$((off + 9)) embedded.amp | head -c $((size - 8)) > model.txt
+	run cmp model.txt "$MODELS/tiny-mlp.yaml"
+	assert_success
+	read -r id enc off size <<< "${secs[5]}"
+	assert_equal "$id $enc" "6 0"
+	tail -c +$((off + 9)) embedded.amp | head -c $((size - 8)) > scales.txt
+	run cmp scales.txt scales.yaml
+	assert_success
+	run --separate-stderr amp-run embedded.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase'
+}
+
+@test "emit --model refuses a stage that disagrees with the model, naming it, and writes nothing" {
+	run --separate-stderr amp-emit --model "$MODELS/tiny-mlp.yaml" -o out.amp "$ROOT/tests/faults/wrong-eps.yaml"
+	assert_failure 1
+	assert_regex "$stderr" "^amp-emit: .*tiny-mlp.yaml:[0-9]+:[0-9]+: op 'ln': the stage's layernorm step 2 has eps 0.5, the model 1e-06$"
+	assert [ ! -e out.amp ]
+	run --separate-stderr amp-emit --scales "$ROOT/tests/fuzz/scales/one.yaml" -o out.amp "$TINY"
+	assert_failure 2
+	assert_regex "$stderr" "^amp-emit: --scales needs --model"
+}
+
+@test "a program whose embedded model was edited after its hash is rejected" {
+	rejects_program "$BAD/program-model-hash.amp" "the MODEL section is not raw or does not match its hash"
+}
+
+@test "amp-run checks a program against its embedded model: a model whose eps differs is named" {
+	run --separate-stderr amp-run "$BAD/program-model-eps.amp"
+	assert_failure 1
+	assert_regex "$stderr" "^amp-run: .*program-model-eps.amp\\(MODEL\\):[0-9]+:[0-9]+: op 'ln': the stage's layernorm step 2 has eps 1e-06, the model 0.5$"
+}
+
 @test "amp-run, amp-capture and amp-emit --list stop reading an endless input at 1 GiB" {
 	for tool in "amp-run" "amp-capture" "amp-emit --list"; do
 		run --separate-stderr $tool /dev/zero
