@@ -639,12 +639,7 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 
 int model_load(Model *m, const char *path, Err *e)
 {
-	Input *in = input_open(path, e);
-	if (!in) {
-		memset(m, 0, sizeof *m);
-		return -1;
-	}
-	return model_load_input(m, in, e);
+	return model_load_input(m, input_open(path, e), e);
 }
 
 int model_load_input(Model *m, Input *in, Err *e)

@@ -325,7 +325,7 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 
 /* ---- reading ---- */
 
-static int find_tensor(const Plan *pl, const char *s)
+int plan_find_tensor(const Plan *pl, const char *s)
 {
 	for (int i = 0; i < pl->nt; i++)
 		if (strcmp(pl->t[i].name, s) == 0)
@@ -346,7 +346,7 @@ static int ref_tensor(const Plan *pl, const char *f, const Val *r, const char *k
 	const char *s;
 	if (get_str(f, r, key, &s, e))
 		return -1;
-	if ((*out = find_tensor(pl, s)) < 0)
+	if ((*out = plan_find_tensor(pl, s)) < 0)
 		return val_err(f, map_get(r, key), e, "unknown tensor '%s'", s);
 	return 0;
 }
@@ -389,7 +389,7 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 
 	memset(&t, 0, sizeof t);
 	if (map_keys(f, r, keys, e) || get_str(f, r, "name", &name, e) ||
-	    unique(f, r, name, find_tensor(pl, name) >= 0, e) ||
+	    unique(f, r, name, plan_find_tensor(pl, name) >= 0, e) ||
 	    ref_enum(f, r, "role", role_names, R_COUNT, &role, e) ||
 	    ref_enum(f, r, "dtype", (const char *const[]){ "fp32", "fp16", "fp8" }, 3, &fmt, e))
 		return -1;

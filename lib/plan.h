@@ -134,6 +134,7 @@ typedef struct {
 } Plan;
 
 /* The repeat holding step s, or -1. */
+int plan_find_tensor(const Plan *p, const char *name);  /* index or -1 */
 int plan_repeat_of(const Plan *p, int step);
 /* How many times step s runs (its repeat's count, or 1). */
 int64_t plan_step_count(const Plan *p, int step);

@@ -49,14 +49,6 @@ static int add_tensor(Plan *pl, const char *name, PRole role, int rank, const in
 	return pl->nt++;
 }
 
-static int find_tensor(const Plan *pl, const char *name)
-{
-	for (int i = 0; i < pl->nt; i++)
-		if (strcmp(pl->t[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /* Adds p under name (made unique), or returns the identical placement that
  * already exists and sets *existed. */
 static int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed)
@@ -231,7 +223,7 @@ static void tile_load(Builder *b, int op, int64_t *acc)
 	memcpy(acc, b->base, (size_t)T * sizeof *acc);
 	for (int t = 0; t < b->m->nt; t++) {
 		const MTensor *mt = &b->m->t[t];
-		int pt = find_tensor(b->pl, mt->name);
+		int pt = plan_find_tensor(b->pl, mt->name);
 		if (mt->role == T_PARAM || pt < 0 || b->canon[pt] < 0)
 			continue;
 		if (b->last_use[t] >= op || mt->output)
@@ -263,7 +255,7 @@ static int cast_tensor(Builder *b, const char *op, int src, Format to, int scale
 	Placement p;
 
 	snprintf(name, sizeof name, "%s.%s", pl->t[src].name, fmt_name(to));
-	if ((t = find_tensor(pl, name)) >= 0 && b->canon[t] >= 0)
+	if ((t = plan_find_tensor(pl, name)) >= 0 && b->canon[t] >= 0)
 		return t;
 	t = add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
 	in = canonical(b, src);
@@ -409,8 +401,8 @@ static int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int a = find_tensor(pl, m->t[op->in[0]].name), w = find_tensor(pl, m->t[op->in[1]].name);
-	int bias = op->in[2] >= 0 ? find_tensor(pl, m->t[op->in[2]].name) : -1;
+	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
 	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
 	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
 			 bias >= 0, 0, 0, 0, 0 };
@@ -442,9 +434,9 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	const Model *m = b->m;
 	GemmShape gs = *gsp;
 	Candidate c = *cp;
-	int a = find_tensor(pl, m->t[op->in[0]].name), w = find_tensor(pl, m->t[op->in[1]].name);
-	int bias = op->in[2] >= 0 ? find_tensor(pl, m->t[op->in[2]].name) : -1;
-	int out = find_tensor(pl, m->t[op->out].name);
+	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
+	int out = plan_find_tensor(pl, m->t[op->out].name);
 	Placement gp[GP_COUNT], cp2;
 	int idx[GP_COUNT], existed, ain = canonical(b, a);
 
@@ -496,7 +488,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	if (c.cast == CAST_LATE) {
 		char name[200];
 		snprintf(name, sizeof name, "%s.%s", pl->t[a].name, fmt_name(gs.fmt));
-		int t8 = find_tensor(pl, name);
+		int t8 = plan_find_tensor(pl, name);
 		if (t8 < 0) {
 			int sc = 0;
 			scales_find(b->o->scales, pl->t[a].name, &sc);
@@ -666,6 +658,19 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 	trial_build(b, op, build_gemm_try, &g, load, c);
 }
 
+/* The largest ratio of a tile's figure to the machine's limit for it:
+ * table bytes to the table budget, fragments to the fragment limit, SRAM
+ * (tensors and tables) to the available SRAM. At most 1 fits. */
+static double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram)
+{
+	double x = (double)table / (double)mc->table_budget_bytes;
+	if ((double)frags / (double)mc->fragment_limit > x)
+		x = (double)frags / (double)mc->fragment_limit;
+	if ((double)sram / (double)machine_avail(mc) > x)
+		x = (double)sram / (double)machine_avail(mc);
+	return x;
+}
+
 /* Builds a choice with build(arg), lowers it against what earlier ops put
  * on every tile, fills c's exact fields, and takes the choice back. */
 static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
@@ -673,8 +678,7 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 {
 	Plan *pl = b->pl;
 	const Machine *mc = b->mc;
-	int64_t T = mc->tiles, avail = machine_avail(mc);
-	int64_t budget = mc->table_budget_bytes, limit = mc->fragment_limit;
+	int64_t T = mc->tiles;
 	int64_t *tt = xcalloc((size_t)T, sizeof *tt), *tf = xcalloc((size_t)T, sizeof *tf);
 	int64_t *ob = xcalloc((size_t)T, sizeof *ob);
 	Snap sn;
@@ -693,11 +697,7 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 		new_bytes(pl, sn.np, sn.ns, ob);
 		for (int64_t t = 0; t < T; t++) {
 			int64_t tab = b->tab[t] + tt[t], fr = b->frg[t] + tf[t], mem = load[t] + ob[t];
-			double x = (double)tab / (double)budget;
-			if ((double)fr / (double)limit > x)
-				x = (double)fr / (double)limit;
-			if ((double)(mem + tab) / (double)avail > x)
-				x = (double)(mem + tab) / (double)avail;
+			double x = limit_excess(mc, tab, fr, mem + tab);
 			if (x > c->x_excess)
 				c->x_excess = x;
 			c->x_table = tab > c->x_table ? tab : c->x_table;
@@ -862,22 +862,22 @@ static void rowlocal(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int in[3], nin = 0, out = find_tensor(pl, m->t[op->out].name), existed;
+	int in[3], nin = 0, out = plan_find_tensor(pl, m->t[op->out].name), existed;
 	static const ComputeKind kinds[OP_COUNT] = {
 		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
 	};
 	Placement p;
 
-	in[nin++] = canonical(b, find_tensor(pl, m->t[op->in[0]].name));
+	in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[0]].name));
 	if (op->kind == OP_ADD) {
-		int bt = find_tensor(pl, m->t[op->in[1]].name);
+		int bt = plan_find_tensor(pl, m->t[op->in[1]].name);
 		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
 						      : canonical(b, bt);
 	}
 	if (op->kind == OP_LAYERNORM)
 		for (int k = 1; k < 3; k++)
 			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
-					      find_tensor(pl, m->t[op->in[k]].name), in[0]);
+					      plan_find_tensor(pl, m->t[op->in[k]].name), in[0]);
 	p = pl->p[in[0]];
 	p.name = NULL;
 	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
@@ -889,7 +889,7 @@ static void rowlocal(Builder *b, const MOp *op)
 static void broadcast(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
-	int out = find_tensor(pl, b->m->t[op->out].name), x = find_tensor(pl, b->m->t[op->in[0]].name);
+	int out = plan_find_tensor(pl, b->m->t[op->out].name), x = plan_find_tensor(pl, b->m->t[op->in[0]].name);
 	Placement cp;
 	int existed;
 
@@ -962,8 +962,8 @@ static int attention(Builder *b, const MOp *op, Err *e)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int q = find_tensor(pl, m->t[op->in[0]].name), kv = find_tensor(pl, m->t[op->in[1]].name);
-	int out = find_tensor(pl, m->t[op->out].name);
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name);
 	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], Tk = kt->shape[1], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
@@ -1015,8 +1015,8 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	const AttnTry *at = arg;
 	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int q = find_tensor(pl, m->t[op->in[0]].name), kv = find_tensor(pl, m->t[op->in[1]].name);
-	int out = find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
 	const PTensor *qt = &pl->t[q];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
@@ -1191,7 +1191,7 @@ typedef struct {
 static void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 {
 	const Machine *mc = &pl->machine;
-	int64_t T = mc->tiles, avail = machine_avail(mc);
+	int64_t T = mc->tiles;
 	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
 	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
 	Plan q;
@@ -1215,11 +1215,7 @@ static void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	}
 	f->table = table[f->wt], f->frags = frags[f->wf];
 	f->peak = peak[f->ws], f->sram_table = table[f->ws];
-	f->excess = (double)f->table / (double)mc->table_budget_bytes;
-	if ((double)f->frags / (double)mc->fragment_limit > f->excess)
-		f->excess = (double)f->frags / (double)mc->fragment_limit;
-	if ((double)(f->peak + f->sram_table) / (double)avail > f->excess)
-		f->excess = (double)(f->peak + f->sram_table) / (double)avail;
+	f->excess = limit_excess(mc, f->table, f->frags, f->peak + f->sram_table);
 	if (want_cycles) {
 		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
 		capture_metrics(&q, ph, NULL, &sum);

@@ -51,12 +51,7 @@ int scale_for_amax(double amax)
 
 int scales_load(Scales *s, const char *path, Err *e)
 {
-	Input *in = input_open(path, e);
-	if (!in) {
-		memset(s, 0, sizeof *s);
-		return -1;
-	}
-	return scales_load_input(s, in, e);
+	return scales_load_input(s, input_open(path, e), e);
 }
 
 int scales_load_input(Scales *s, Input *in, Err *e)

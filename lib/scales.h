@@ -24,7 +24,7 @@ typedef struct {
 } Scales;
 
 int scales_load(Scales *s, const char *path, Err *e);
-int scales_load_input(Scales *s, Input *in, Err *e);     /* takes over in */
+int scales_load_input(Scales *s, Input *in, Err *e);     /* takes over in; NULL in: -1 */
 int scales_find(const Scales *s, const char *name, int *scale);  /* 1 found */
 void scales_add(Scales *s, const char *name, int scale);
 int scales_write(const Scales *s, const char *path, Err *e);

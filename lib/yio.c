@@ -89,17 +89,15 @@ static int next(YReader *r, Err *e)
 
 int yr_open(YReader *r, const char *path, Err *e)
 {
-	Input *in = input_open(path, e);
-	if (!in) {
-		memset(r, 0, sizeof *r);
-		return -1;
-	}
-	return yr_open_input(r, in, e);
+	return yr_open_input(r, input_open(path, e), e);
 }
 
+/* in NULL (its opening failed, e says why): -1 with r closed. */
 int yr_open_input(YReader *r, Input *in, Err *e)
 {
 	memset(r, 0, sizeof *r);
+	if (!in)
+		return -1;
 	r->in = in;
 	r->name = input_name(r->in);
 	r->arena = xcalloc(1, sizeof *r->arena);

@@ -42,7 +42,7 @@ typedef struct {
 } YReader;
 
 int yr_open(YReader *r, const char *path, Err *e);  /* through DOCUMENT_START */
-int yr_open_input(YReader *r, Input *in, Err *e);   /* takes over in */
+int yr_open_input(YReader *r, Input *in, Err *e);   /* takes over in; NULL in: -1 */
 void yr_close(YReader *r);
 void yr_reset(YReader *r);            /* free Vals read so far */
 /* The next node, whole. */

@@ -21,3 +21,28 @@ setup() {
 siglip_ok() {
 	[ -z "${AMP_SAN:-}" ] || skip "siglip-mlp under the sanitizers: covered by the plain run"
 }
+
+# The fixed-string FILE as an extended regular expression.
+re_quote() {
+	printf '%s' "$1" | sed 's/[][\.*^$(){}?+|/]/\\&/g'
+}
+
+# plan_rejects FILE LINE:COL MESSAGE [ARG]...
+# Runs `amp-plan -o out.plan ARG...` and checks the bad-input contract:
+# exit 1, nothing on standard output, one line on standard error of the
+# form `amp-plan: FILE:LINE:COL: ...MESSAGE...`, and neither out.plan nor a
+# temporary left behind. LINE:COL is an extended regular expression.
+plan_rejects() {
+	local file=$1 at=$2 msg=$3 re left
+	shift 3
+	run --separate-stderr amp-plan -o out.plan "$@"
+	assert_failure 1
+	assert_equal "$output" ""
+	re="^amp-plan: $(re_quote "$file"):($at): "
+	[[ $stderr =~ $re ]] || fail "expected a message at $file:$at, got: $stderr"
+	[[ $stderr == *"$msg"* ]] || fail "expected '$msg' in: $stderr"
+	[[ $stderr != *$'\n'* ]] || fail "expected one line of message, got: $stderr"
+	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
+	left=$(find . -name '*.tmp.*')
+	[[ -z $left ]] || fail "temporary left behind: $left"
+}

@@ -7,28 +7,10 @@ load common
 
 TINY=$MODELS/tiny-mlp.yaml
 
-# The fixed-string FILE as an extended regular expression.
-re_quote() {
-	printf '%s' "$1" | sed 's/[][\.*^$(){}?+|/]/\\&/g'
-}
-
-# rejects MACHINE LINE:COL MESSAGE
-# Runs `amp-plan --machine MACHINE -o out.plan tiny-mlp.yaml` and checks the
-# bad-input contract: exit 1, nothing on standard output, one line on
-# standard error `amp-plan: MACHINE:LINE:COL: ...MESSAGE...`, and neither
-# out.plan nor a temporary left behind.
+# rejects MACHINE LINE:COL MESSAGE: `amp-plan --machine MACHINE -o out.plan
+# tiny-mlp.yaml` fails as plan_rejects (common.bash) checks.
 rejects() {
-	local file=$1 at=$2 msg=$3 re left
-	run --separate-stderr amp-plan --machine "$file" -o out.plan "$TINY"
-	assert_failure 1
-	assert_equal "$output" ""
-	re="^amp-plan: $(re_quote "$file"):$at: "
-	[[ $stderr =~ $re ]] || fail "expected a message at $file:$at, got: $stderr"
-	[[ $stderr == *"$msg"* ]] || fail "expected '$msg' in: $stderr"
-	[[ $stderr != *$'\n'* ]] || fail "expected one line of message, got: $stderr"
-	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
-	left=$(find . -name '*.tmp.*')
-	[[ -z $left ]] || fail "temporary left behind: $left"
+	plan_rejects "$1" "$2" "$3" --machine "$1" "$TINY"
 }
 
 # ---- valid machines ----

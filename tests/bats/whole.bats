@@ -18,19 +18,11 @@ SMALL=$ROOT/tests/models/siglip-small.yaml
 SO400M=$MODELS/siglip-so400m.yaml
 STAGES=(plan composed expanded exchange grouped)
 
-# rejects FILE LINE:COL MESSAGE: `amp-plan -o out.plan $BAD/FILE` exits 1,
-# prints nothing on standard output and one line on standard error,
-# `amp-plan: $BAD/FILE:LINE:COL: ...MESSAGE...`, and writes no out.plan.
+# rejects FILE LINE:COL MESSAGE: `amp-plan -o out.plan $BAD/FILE` fails as
+# plan_rejects (common.bash) checks, at $BAD/FILE:LINE:COL.
 rejects() {
-	local file=$BAD/$1 at=$2 msg=$3
-	[ -f "$file" ] || fail "no such test input: $file"
-	run --separate-stderr amp-plan -o out.plan "$file"
-	assert_failure 1
-	assert_equal "$output" ""
-	assert_equal "${#stderr_lines[@]}" 1
-	[[ $stderr == "amp-plan: $file:$at: "* ]] || fail "expected a message at $file:$at, got: $stderr"
-	[[ $stderr == *"$msg"* ]] || fail "expected '$msg' in: $stderr"
-	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
+	[ -f "$BAD/$1" ] || fail "no such test input: $BAD/$1"
+	plan_rejects "$BAD/$1" "$2" "$3" "$BAD/$1"
 }
 
 # stages MODEL DIR [SCALES]: MODEL planned (with SCALES), composed,
@@ -281,7 +273,7 @@ restride() {
 	# default table budget and fragment limit, so amp-emit gets no override
 	set -o pipefail
 	amp-plan --scales scales.yaml "$SMALL" | amp-compose | amp-expand | amp-exchange | amp-group |
-		amp-emit -o small.amp
+		amp-emit --model "$SMALL" --scales scales.yaml -o small.amp
 	set +o pipefail
 	assert [ -s small.amp ]
 	run amp-emit --list small.amp
@@ -291,10 +283,12 @@ restride() {
 	run --separate-stderr amp-run small.amp
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "${#lines[@]}" 2
+	assert_equal "${#lines[@]}" 3
 	assert_line --index 0 "movement: byte-exact after every phase ($phases phases)"
-	assert_line --index 1 --regexp '^output pooled: cosine [0-9.]+, max abs error [0-9.e+-]+ \(against FP32\)$'
-	[[ ${lines[1]} =~ cosine\ ([0-9.]+), ]] || fail "no cosine in: ${lines[1]}"
+	# the reference is the model's, embedded by amp-emit --model
+	assert_line --index 1 "reference: FP32 from the model's ops (small.amp(MODEL))"
+	assert_line --index 2 --regexp '^output pooled: cosine [0-9.]+, max abs error [0-9.e+-]+ \(against FP32\)$'
+	[[ ${lines[2]} =~ cosine\ ([0-9.]+), ]] || fail "no cosine in: ${lines[2]}"
 	run awk -v c="${BASH_REMATCH[1]}" 'BEGIN { exit !(c + 0 >= 0.99) }'
 	assert_success
 }
