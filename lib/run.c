@@ -136,42 +136,133 @@ static void normals(float *v, int64_t n, uint64_t seed, const char *name, double
 	}
 }
 
-/* How a parameter is used decides its realistic scale. */
-static void generate(const Plan *pl, int t, uint64_t seed, float *v)
+/* How a tensor's values are made when no --data file holds them: normal
+ * with this mean and deviation. How a parameter is used decides its
+ * realistic scale: a matmul's weight 1/sqrt(K), its bias 0.02, a
+ * layernorm's scale around 1, anything else 0.02; an input 1. */
+typedef struct {
+	double mean, sd;
+} Dist;
+
+static Dist plan_dist(const Plan *pl, int t)
 {
-	const PTensor *x = &pl->t[t];
-	int64_t n = tensor_values(x);
-	if (x->role == R_INPUT) {
-		normals(v, n, seed, x->name, 0, 1);
-		return;
-	}
+	if (pl->t[t].role == R_INPUT)
+		return (Dist){ 0, 1 };
 	for (int g = 0; g < pl->ng; g++) {
-		if (pl->g[g].b == t) {
-			normals(v, n, seed, x->name, 0, 1 / sqrt((double)pl->g[g].k));
-			return;
-		}
-		if (pl->g[g].bias == t) {
-			normals(v, n, seed, x->name, 0, 0.02);
-			return;
-		}
+		if (pl->g[g].b == t)
+			return (Dist){ 0, 1 / sqrt((double)pl->g[g].k) };
+		if (pl->g[g].bias == t)
+			return (Dist){ 0, 0.02 };
 	}
 	for (int s = 0; s < pl->ns; s++)
-		if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_LAYERNORM) {
-			if (pl->p[pl->s[s].in[1]].tensor == t) {
-				normals(v, n, seed, x->name, 1, 0.1);
-				return;
-			}
+		if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_LAYERNORM &&
+		    pl->p[pl->s[s].in[1]].tensor == t)
+			return (Dist){ 1, 0.1 };
+	return (Dist){ 0, 0.02 };
+}
+
+/* The same from the model's ops alone. */
+static Dist model_dist(const Model *m, int t)
+{
+	if (m->t[t].role == T_INPUT)
+		return (Dist){ 0, 1 };
+	for (int k = 0; k < m->nops; k++) {
+		const MOp *op = &m->ops[k];
+		if (op->kind == OP_MATMUL && op->in[1] == t)
+			return (Dist){ 0, 1 / sqrt((double)m->t[t].shape[0]) };
+		if (op->kind == OP_MATMUL && op->in[2] == t)
+			return (Dist){ 0, 0.02 };
+	}
+	for (int k = 0; k < m->nops; k++)
+		if (m->ops[k].kind == OP_LAYERNORM && m->ops[k].in[1] == t)
+			return (Dist){ 1, 0.1 };
+	return (Dist){ 0, 0.02 };
+}
+
+/* What makes one input's or parameter's values: equal descriptions give
+ * equal values, so the model's reference shares the program's arrays. */
+typedef struct {
+	const char *name;
+	int rank;
+	const int64_t *shape;
+	int64_t count;          /* stacked instances */
+	Format fmt;
+	int scale;
+	Dist d;
+} DataSpec;
+
+static int same_spec(const DataSpec *a, const DataSpec *b)
+{
+	if (strcmp(a->name, b->name) || a->rank != b->rank || a->count != b->count || a->fmt != b->fmt ||
+	    (a->fmt == FMT_FP8 && a->scale != b->scale) || a->d.mean != b->d.mean || a->d.sd != b->d.sd)
+		return 0;
+	for (int k = 0; k < a->rank; k++)
+		if (a->shape[k] != b->shape[k])
+			return 0;
+	return 1;
+}
+
+static int64_t spec_values(const DataSpec *x)
+{
+	int64_t n = x->count;
+	for (int k = 0; k < x->rank; k++)
+		n *= x->shape[k];
+	return n;
+}
+
+/* v: x's values from DIR/<name>.npy when --data has it, else generated
+ * from the seed; quantized into x's format when o asks. */
+static int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
+{
+	int64_t n = spec_values(x);
+	char path[4096];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/%s.npy", o->data_dir ? o->data_dir : "", x->name);
+	if (o->data_dir && stat(path, &st) == 0) {
+		Npy a;
+		float *f;
+		if (npy_read(path, &a, e))
+			return -1;
+		int stk = x->count > 1;     /* stacked: [count, shape...] */
+		int same = a.rank == x->rank + stk && (!stk || a.shape[0] == x->count);
+		for (int k = 0; same && k < x->rank; k++)
+			same = a.shape[k + stk] == x->shape[k];
+		if (!same) {
+			npy_free(&a);
+			return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path, x->name,
+				    stk ? " (a stacked parameter: [count, ...])" : "");
 		}
-	normals(v, n, seed, x->name, 0, 0.02);
+		if (npy_floats(&a, &f, e)) {
+			char why[sizeof e->msg];
+			memcpy(why, e->msg, sizeof why);
+			npy_free(&a);
+			return errf(e, "'%s': %s (tensor '%s' needs floats)", path, why, x->name);
+		}
+		memcpy(v, f, (size_t)n * sizeof *f);
+		free(f);
+		npy_free(&a);
+	} else {
+		normals(v, n, o->seed, x->name, x->d.mean, x->d.sd);
+	}
+	if (o->quantized)
+		for (int64_t i = 0; i < n; i++)
+			v[i] = quantize(v[i], x->fmt, x->scale);
+	return 0;
+}
+
+static DataSpec plan_spec(const Plan *pl, int t)
+{
+	const PTensor *x = &pl->t[t];
+	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->fmt, x->scale, plan_dist(pl, t) };
 }
 
 /* Image [B, C, H, W] to patches [B, cls + (H/p)(W/p), C*p*p]: cls zero
  * rows, then patch (i, j) in row-major order, its features ordered
  * channel, row, column (a convolution weight's order). Values move
  * unchanged. */
-static void patchify(const PTensor *img, const float *x, int64_t p, int64_t cls, float *y)
+static void patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,
+		     float *y)
 {
-	int64_t B = img->shape[0], C = img->shape[1], H = img->shape[2], W = img->shape[3];
 	int64_t gw = W / p, n = 0;
 	for (int64_t b = 0; b < B; b++) {
 		for (int64_t z = 0; z < cls * C * p * p; z++)
@@ -185,11 +276,18 @@ static void patchify(const PTensor *img, const float *x, int64_t p, int64_t cls,
 	}
 }
 
-int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
+static int data_dir_ok(const RunOpts *o, Err *e)
 {
 	struct stat dir;
 	if (o->data_dir && (stat(o->data_dir, &dir) != 0 || !S_ISDIR(dir.st_mode)))
 		return errf(e, "cannot read data directory '%s'", o->data_dir);
+	return 0;
+}
+
+int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
+{
+	if (data_dir_ok(o, e))
+		return -1;
 	for (int t = 0; t < pl->nt; t++) {
 		const PTensor *x = &pl->t[t];
 		val[t] = NULL;
@@ -200,44 +298,17 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			host |= pl->h[h].out == t;
 		if (host)
 			continue;               /* made from its host op's input below */
-		int64_t n = tensor_values(x);
-		val[t] = xmalloc((size_t)n * sizeof **val);
-		char path[4096];
-		struct stat st;
-		snprintf(path, sizeof path, "%s/%s.npy", o->data_dir ? o->data_dir : "", x->name);
-		if (o->data_dir && stat(path, &st) == 0) {
-			Npy a;
-			float *f;
-			if (npy_read(path, &a, e))
-				return -1;
-			int st = x->count > 1;      /* stacked: [count, shape...] */
-			int same = a.rank == x->rank + st && (!st || a.shape[0] == x->count);
-			for (int k = 0; same && k < x->rank; k++)
-				same = a.shape[k + st] == x->shape[k];
-			if (!same) {
-				npy_free(&a);
-				return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path,
-					    x->name, st ? " (a stacked parameter: [count, ...])" : "");
-			}
-			if (npy_floats(&a, &f, e)) {
-				char why[sizeof e->msg];
-				memcpy(why, e->msg, sizeof why);
-				npy_free(&a);
-				return errf(e, "'%s': %s (tensor '%s' needs floats)", path, why, x->name);
-			}
-			memcpy(val[t], f, (size_t)n * sizeof *f);
-			free(f);
-			npy_free(&a);
-		} else {
-			generate(pl, t, o->seed, val[t]);
-		}
-		if (o->quantized)
-			for (int64_t i = 0; i < n; i++)
-				val[t][i] = quantize(val[t][i], x->fmt, x->scale);
+		DataSpec d = plan_spec(pl, t);
+		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
+		if (tensor_data(&d, o, val[t], e))
+			return -1;
 	}
-	for (int h = 0; h < pl->nh; h++)
-		patchify(&pl->t[pl->h[h].in], val[pl->h[h].in], pl->h[h].patch, pl->h[h].cls,
+	for (int h = 0; h < pl->nh; h++) {
+		const PTensor *img = &pl->t[pl->h[h].in];
+		patchify(val[pl->h[h].in], img->shape[0], img->shape[1], img->shape[2], img->shape[3],
+			 pl->h[h].patch, pl->h[h].cls,
 			 val[pl->h[h].out] = xmalloc((size_t)tensor_count(&pl->t[pl->h[h].out]) * sizeof **val));
+	}
 	return 0;
 }
 
@@ -873,12 +944,13 @@ static void track(double *amax, int t, const float *y, int64_t n)
 }
 
 /* Attention in double for the reference: every (batch entry, head) with
- * index % parts == part. Keys by column so the score loop runs over keys. */
+ * index % parts == part. q [B, Tq, qw] (the head's columns from h * D),
+ * kv [B, Tk, kw] (keys from column ko, values from ko + C), y [B, Tq, C].
+ * Keys by column so the score loop runs over keys. */
 typedef struct {
 	const float *q, *kv;
 	float *y;
-	const PTensor *Q, *KV;
-	int64_t C, H, ko;
+	int64_t B, Tq, Tk, qw, kw, C, H, ko;
 	double scale;
 	int part, parts;
 } RefAttn;
@@ -886,8 +958,8 @@ typedef struct {
 static void *ref_attention(void *arg)
 {
 	RefAttn *a = arg;
-	int64_t B = a->Q->shape[0], Tq = a->Q->shape[1], Tk = a->KV->shape[1], H = a->H, C = a->C;
-	int64_t D = C / H, qw = a->Q->shape[2], kw = a->KV->shape[2], vo = a->ko + C;
+	int64_t B = a->B, Tq = a->Tq, Tk = a->Tk, H = a->H, C = a->C;
+	int64_t D = C / H, qw = a->qw, kw = a->kw, vo = a->ko + C;
 	double *kt = xmalloc((size_t)(Tk * D) * sizeof *kt), *vv = xmalloc((size_t)(Tk * D) * sizeof *vv);
 	double *p = xmalloc((size_t)Tk * sizeof *p), *acc = xmalloc((size_t)D * sizeof *acc);
 	for (int64_t bh = a->part; bh < B * H; bh += a->parts) {
@@ -925,6 +997,52 @@ static void *ref_attention(void *arg)
 	return NULL;
 }
 
+/* The reference's attention on two threads: q [B, Tq, qw], kv [B, Tk, kw]
+ * (fused: kv == q, keys after the C query columns), y [B, Tq, C]. */
+static void ref_attend(const float *q, const float *kv, float *y, int64_t B, int64_t Tq, int64_t Tk,
+		       int64_t qw, int64_t kw, int64_t C, int64_t H, int fused, double scale)
+{
+	RefAttn ra = { q, kv, y, B, Tq, Tk, qw, kw, C, H, fused ? C : 0, scale, 0, 2 };
+	RefAttn rb = ra;
+	pthread_t th;
+	rb.part = 1;
+	if (pthread_create(&th, NULL, ref_attention, &rb) == 0) {
+		ref_attention(&ra);
+		pthread_join(th, NULL);
+	} else {
+		ra.parts = 1;
+		ref_attention(&ra);
+	}
+}
+
+/* Layernorm of rows of C values in double: mean and variance over the
+ * row, then (x - mean) / sqrt(var + eps) * g + b. */
+static void ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
+			  double eps)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * C;
+		double mean = 0, var = 0;
+		for (int64_t c = 0; c < C; c++)
+			mean += xr[c];
+		mean /= (double)C;
+		for (int64_t c = 0; c < C; c++)
+			var += (xr[c] - mean) * (xr[c] - mean);
+		var /= (double)C;
+		double inv = 1 / sqrt(var + eps);
+		for (int64_t c = 0; c < C; c++)
+			y[r * C + c] = (float)((xr[c] - mean) * inv * g[c] + b[c]);
+	}
+}
+
+/* y[i] = x[i] + b[i % nb]: b may be a [tokens, features] table added to
+ * every batch entry. */
+static void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = x[i] + b[i % nb];
+}
+
 /* One op-level step of the reference (GEMMs at their first step). */
 static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, double *amax, int64_t iter)
 {
@@ -956,52 +1074,23 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 		for (int64_t i = 0; i < n; i++)
 			y[i] = gelu(x[i]);
 		break;
-	case C_ADD: {           /* b may be a [tokens, features] table for every batch entry */
+	case C_ADD: {
 		int bt = pl->p[st->in[1]].tensor;
-		const float *b = inst(pl, ref, bt, iter);
-		int64_t nb = tensor_count(&pl->t[bt]);
-		for (int64_t i = 0; i < n; i++)
-			y[i] = x[i] + b[i % nb];
+		ref_add(x, inst(pl, ref, bt, iter), y, n, tensor_count(&pl->t[bt]));
 		break;
 	}
-	case C_BROADCAST: {
-		int64_t nx = tensor_count(&pl->t[in]);
-		for (int64_t i = 0; i < n; i++)
+	case C_BROADCAST:
+		for (int64_t i = 0, nx = tensor_count(&pl->t[in]); i < n; i++)
 			y[i] = x[i % nx];
 		break;
-	}
-	case C_LAYERNORM: {
-		const float *g = inst(pl, ref, pl->p[st->in[1]].tensor, iter);
-		const float *b = inst(pl, ref, pl->p[st->in[2]].tensor, iter);
-		for (int64_t r = 0; r < n / C; r++) {
-			const float *xr = x + r * C;
-			double mean = 0, var = 0;
-			for (int64_t c = 0; c < C; c++)
-				mean += xr[c];
-			mean /= (double)C;
-			for (int64_t c = 0; c < C; c++)
-				var += (xr[c] - mean) * (xr[c] - mean);
-			var /= (double)C;
-			double inv = 1 / sqrt(var + st->eps);
-			for (int64_t c = 0; c < C; c++)
-				y[r * C + c] = (float)((xr[c] - mean) * inv * g[c] + b[c]);
-		}
+	case C_LAYERNORM:
+		ref_layernorm(x, inst(pl, ref, pl->p[st->in[1]].tensor, iter),
+			      inst(pl, ref, pl->p[st->in[2]].tensor, iter), y, n / C, C, st->eps);
 		break;
-	}
 	case C_ATTENTION: {
-		int kvt = pl->p[st->in[1]].tensor;
-		RefAttn ra = { x, ref[kvt], y, &pl->t[in], &pl->t[kvt], C, st->heads, in == kvt ? C : 0,
-			       st->scale, 0, 2 };
-		RefAttn rb = ra;
-		pthread_t th;
-		rb.part = 1;
-		if (pthread_create(&th, NULL, ref_attention, &rb) == 0) {
-			ref_attention(&ra);
-			pthread_join(th, NULL);
-		} else {
-			ra.parts = 1;
-			ref_attention(&ra);
-		}
+		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
+		ref_attend(x, ref[pl->p[st->in[1]].tensor], y, Q->shape[0], Q->shape[1], KV->shape[1],
+			   Q->shape[2], KV->shape[2], C, st->heads, Q == KV, st->scale);
 		break;
 	}
 	default:        /* a cast op or a carry: activations stay fp32 */
@@ -1061,12 +1150,161 @@ int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
 	return run_reference_amax(pl, val, ref, NULL, e);
 }
 
-static int find_t(const Plan *pl, const char *name)
+/* ---- the reference from the model ---- */
+
+static int64_t mtensor_count(const MTensor *t)
 {
-	for (int t = 0; t < pl->nt; t++)
-		if (strcmp(pl->t[t].name, name) == 0)
-			return t;
-	return -1;
+	int64_t n = 1;
+	for (int a = 0; a < t->rank; a++)
+		n *= t->shape[a];
+	return n;
+}
+
+static DataSpec model_spec(const Model *m, const Scales *sc, int t)
+{
+	const MTensor *x = &m->t[t];
+	int scale = x->scale;
+	if (x->dtype == FMT_FP8)
+		scales_find(sc, x->name, &scale);
+	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->dtype, scale, model_dist(m, t) };
+}
+
+int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl, float *const *pval,
+		   ModelRef *r, Err *e)
+{
+	memset(r, 0, sizeof *r);
+	r->n = m->nt;
+	r->v = xcalloc((size_t)m->nt + 1, sizeof *r->v);
+	r->own = xcalloc((size_t)m->nt + 1, 1);
+	if (data_dir_ok(o, e))
+		return -1;
+	for (int i = 0; i < m->nt; i++) {
+		if (m->t[i].role == T_ACT)
+			continue;
+		DataSpec d = model_spec(m, sc, i);
+		int t = pl && pval ? plan_find_tensor(pl, d.name) : -1;
+		if (t >= 0 && pval[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
+			DataSpec q = plan_spec(pl, t);
+			if (same_spec(&d, &q)) {        /* made the same way: the same values */
+				r->v[i] = pval[t];
+				continue;
+			}
+		}
+		r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
+		r->own[i] = 1;
+		if (tensor_data(&d, o, r->v[i], e))
+			return -1;
+	}
+	return 0;
+}
+
+/* Tensor t's values in iteration iter: a stacked parameter's instance. */
+static float *minst(const Model *m, const ModelRef *r, int t, int64_t iter)
+{
+	return m->t[t].count > 1 ? r->v[t] + iter * mtensor_count(&m->t[t]) : r->v[t];
+}
+
+static void mset(const Model *m, ModelRef *r, int t, float *y)
+{
+	if (r->own[t])
+		free(r->v[t]);
+	r->v[t] = y;
+	r->own[t] = 1;
+	track(r->amax, t, y, mtensor_count(&m->t[t]));
+}
+
+/* One op of the model on fp32 values (formats/model.md): no cast inside a
+ * matmul, a cast op keeps its input's values, every result fp32. */
+static void model_op(const Model *m, ModelRef *r, int k, int64_t iter)
+{
+	const MOp *op = &m->ops[k];
+	const MTensor *out = &m->t[op->out], *in = &m->t[op->in[0]];
+	int64_t n = mtensor_count(out), C = out->shape[out->rank - 1];
+	const float *x = minst(m, r, op->in[0], iter);
+	float *y;
+	if (op->kind == OP_MATMUL) {
+		const MTensor *b = &m->t[op->in[1]];
+		int64_t K = b->shape[0], N = b->shape[1], M = mtensor_count(in) / K;
+		y = xcalloc((size_t)(M * N), sizeof *y);
+		gemm2(x, minst(m, r, op->in[1], iter), op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL, y,
+		      M, K, N);
+		mset(m, r, op->out, y);
+		return;
+	}
+	y = xmalloc((size_t)n * sizeof *y);
+	switch (op->kind) {
+	case OP_GELU:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = gelu(x[i]);
+		break;
+	case OP_ADD:
+		ref_add(x, minst(m, r, op->in[1], iter), y, n, mtensor_count(&m->t[op->in[1]]));
+		break;
+	case OP_BROADCAST:
+		for (int64_t i = 0, nx = mtensor_count(in); i < n; i++)
+			y[i] = x[i % nx];
+		break;
+	case OP_LAYERNORM:
+		ref_layernorm(x, minst(m, r, op->in[1], iter), minst(m, r, op->in[2], iter), y, n / C, C, op->eps);
+		break;
+	case OP_ATTENTION: {
+		const MTensor *kv = &m->t[op->in[1]];
+		ref_attend(x, minst(m, r, op->in[1], iter), y, in->shape[0], in->shape[1], kv->shape[1],
+			   in->shape[2], kv->shape[2], C, op->heads, op->in[0] == op->in[1],
+			   1.0 / sqrt((double)(C / op->heads)));
+		break;
+	}
+	case OP_PATCHIFY:
+		patchify(x, in->shape[0], in->shape[1], in->shape[2], in->shape[3], op->patch, op->cls, y);
+		break;
+	default:        /* cast: the reference keeps fp32 */
+		memcpy(y, x, (size_t)n * sizeof *y);
+		break;
+	}
+	mset(m, r, op->out, y);
+}
+
+void run_model_ops(const Model *m, ModelRef *r)
+{
+	for (int k = 0; k < m->nops; k++) {
+		int ri = m->ops[k].rep;
+		if (ri < 0) {
+			model_op(m, r, k, 0);
+			continue;
+		}
+		const MRepeat *rp = &m->rep[ri];
+		int64_t n = mtensor_count(&m->t[rp->carry]);
+		float *c = xmalloc((size_t)n * sizeof *c);
+		memcpy(c, r->v[rp->in], (size_t)n * sizeof *c);
+		mset(m, r, rp->carry, c);
+		for (int64_t it = 0; it < rp->count; it++) {
+			for (int b = rp->first; b <= rp->last; b++)
+				model_op(m, r, b, it);
+			memcpy(r->v[rp->carry], r->v[m->ops[rp->last].out], (size_t)n * sizeof *c);
+			track(r->amax, rp->carry, r->v[rp->carry], n);
+		}
+		k = rp->last;
+	}
+}
+
+int run_model_reference(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl,
+			float *const *pval, ModelRef *r, Err *e)
+{
+	if (run_model_data(m, sc, o, pl, pval, r, e))
+		return -1;
+	run_model_ops(m, r);
+	return 0;
+}
+
+void model_ref_free(ModelRef *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->own[i])
+			free(r->v[i]);
+	free(r->v);
+	free(r->own);
+	free(r->amax);
+	memset(r, 0, sizeof *r);
 }
 
 static int tensor_is(const Plan *pl, int t, const Model *m, int mt)
@@ -1081,7 +1319,7 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 		return errf(e, "%s: the program lowers model '%s', not '%s'", f, pl->model, m->name);
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *x = &m->t[i];
-		int t = find_t(pl, x->name);
+		int t = plan_find_tensor(pl, x->name);
 		if (t < 0)
 			return err_at(e, f, x->line, x->col, "tensor '%s' is not in the program's stage", x->name);
 		const PTensor *y = &pl->t[t];
@@ -1101,14 +1339,24 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's fp8 scale is %d, %s %d",
 				      x->name, y->scale, sc ? "the scales file's (or the model's)" : "the model's",
 				      want);
+		if (x->output != (y->role == R_OUTPUT))
+			return err_at(e, f, x->line, x->col, "tensor '%s' is %san output of the model but %san "
+				      "output of the stage", x->name, x->output ? "" : "not ", x->output ? "not " : "");
 		char cast[300];
 		snprintf(cast, sizeof cast, "%s.fp8", x->name);
-		int c = find_t(pl, cast), cw = 0;
+		int c = plan_find_tensor(pl, cast), cw = 0;
 		scales_find(sc, x->name, &cw);
 		if (c >= 0 && pl->t[c].scale != cw)
 			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's cast '%s' has fp8 scale %d, "
 				      "%s %d", x->name, cast, pl->t[c].scale, sc ? "the scales file's" : "the default",
 				      cw);
+	}
+	for (int t = 0; t < pl->nt; t++) {
+		int known = 0;
+		for (int i = 0; !known && i < m->nt; i++)
+			known = strcmp(m->t[i].name, pl->t[t].name) == 0;
+		if (pl->t[t].role == R_OUTPUT && !known)
+			return errf(e, "%s: the stage's output '%s' is not a tensor of the model", f, pl->t[t].name);
 	}
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
@@ -1188,54 +1436,43 @@ static double amax_of(const float *v, int64_t n)
 	return m;
 }
 
-int run_calibrate(Plan *pl, const RunOpts *ro, Scales *sc, Err *e)
+int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
 {
 	RunOpts raw = *ro;
-	float **val = xcalloc((size_t)pl->nt, sizeof *val), **ref = xcalloc((size_t)pl->nt, sizeof *ref);
-	double *amax = xcalloc((size_t)pl->nt, sizeof *amax);
+	ModelRef r;
 	int rc = -1;
 
 	raw.quantized = 0;
-	if (run_data(pl, &raw, val, e))
+	if (run_model_data(m, NULL, &raw, NULL, NULL, &r, e))
 		goto out;
 	/* fp8 parameters and inputs: from their own values, then quantized */
-	for (int t = 0; t < pl->nt; t++) {
-		PTensor *x = &pl->t[t];
-		if (!val[t])
+	for (int t = 0; t < m->nt; t++) {
+		const MTensor *x = &m->t[t];
+		if (x->role == T_ACT)
 			continue;
-		if (x->fmt == FMT_FP8) {
-			x->scale = scale_for_amax(amax_of(val[t], tensor_values(x)));
-			scales_add(sc, x->name, x->scale);
+		int scale = x->scale;
+		int64_t n = mtensor_count(x) * x->count;
+		if (x->dtype == FMT_FP8) {
+			scale = scale_for_amax(amax_of(r.v[t], n));
+			scales_add(sc, x->name, scale);
 		}
-		for (int64_t i = 0; i < tensor_values(x); i++)
-			val[t][i] = quantize(val[t][i], x->fmt, x->scale);
+		for (int64_t i = 0; i < n; i++)
+			r.v[t][i] = quantize(r.v[t][i], x->dtype, scale);
 	}
-	if (run_reference_amax(pl, val, ref, amax, e))    /* amax over every iteration */
-		goto out;
-	/* activations cast to fp8: <source>.fp8 takes its source's amax */
-	for (int t = 0; t < pl->nt; t++) {
-		const PTensor *x = &pl->t[t];
-		if (x->fmt != FMT_FP8 || x->role == R_PARAM || x->role == R_INPUT)
-			continue;
-		char src[256];
-		snprintf(src, sizeof src, "%s", x->name);
-		size_t n = strlen(src);
-		if (n > 4 && strcmp(src + n - 4, ".fp8") == 0)
-			src[n - 4] = 0;
-		for (int k = 0; k < pl->nt; k++)
-			if (strcmp(pl->t[k].name, src) == 0 && ref[k]) {
-				scales_add(sc, src, scale_for_amax(amax[k]));
-				break;
-			}
+	r.amax = xcalloc((size_t)m->nt + 1, sizeof *r.amax);
+	run_model_ops(m, &r);          /* amax over every iteration */
+	/* activations cast to fp8: a matmul's a when its b is fp8 (amp-plan's
+	 * <a>.fp8), and a cast op's fp8 result */
+	for (int t = 0; t < m->nt; t++) {
+		int cast = m->t[t].role == T_ACT && m->t[t].dtype == FMT_FP8;
+		for (int k = 0; !cast && k < m->nops; k++)
+			cast = m->ops[k].kind == OP_MATMUL && m->ops[k].in[0] == t &&
+			       m->t[m->ops[k].in[1]].dtype == FMT_FP8 && m->t[t].dtype != FMT_FP8;
+		if (cast)
+			scales_add(sc, m->t[t].name, scale_for_amax(r.amax[t]));
 	}
 	rc = 0;
 out:
-	for (int t = 0; t < pl->nt; t++) {
-		free(val[t]);
-		free(ref[t]);
-	}
-	free(val);
-	free(ref);
-	free(amax);
+	model_ref_free(&r);
 	return rc;
 }

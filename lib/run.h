@@ -46,27 +46,51 @@ typedef struct {
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e);
 /* Executes prog on the machine model; fills val for every other tensor. */
 int run_program(const Program *prog, const Plan *pl, float **val, Err *e);
-/* The FP32 reference from the ops alone (no placement, no cast inside a
- * matmul, every activation fp32), on the same input and parameter values:
- * ref[t] for every activation and output. */
+/* The FP32 reference from the stage's op-level steps (no placement, no
+ * cast inside a matmul, every activation fp32), on the same input and
+ * parameter values: ref[t] for every activation and output. It follows
+ * the stage, so amp-run uses it only when the program names no model;
+ * run_model_reference is the independent one. */
 int run_reference(const Plan *pl, float *const *val, float **ref, Err *e);
 /* The same, and the largest magnitude each activation takes in any
  * iteration (amax[nt], zeroed by the caller). */
 int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *amax, Err *e);
 /* Minimum-cosine inputs: cosine similarity and largest absolute error. */
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs);
-/* Scales from the FP32 reference's amax (lib/scales.h): fp8 parameters
- * and inputs from their own values, each activation cast to fp8 (the
- * tensor `<source>.fp8`) from its source's reference values. pl is a plan
- * of the model; its fp8 tensors' scales are set on the way. */
-int run_calibrate(Plan *pl, const RunOpts *o, Scales *sc, Err *e);
+/* The FP32 reference from the model's definition and the data alone, never
+ * the lowering's records: the model's inputs and parameters made as
+ * run_data makes them, but from the model's own tensors (dtype; fp8 scale
+ * from sc, else the model's), then every op interpreted in order, a
+ * repeat's body count times (formats/model.md). v[i] per model tensor.
+ * An input or parameter of the program's data (pval of pl, or NULL) made
+ * the same way (name, shape, format, scale, distribution) is shared, not
+ * copied. */
+typedef struct {
+	float **v;
+	char *own;              /* v[i] allocated here */
+	double *amax;           /* NULL, or the largest magnitude per tensor over every iteration */
+	int n;
+} ModelRef;
+int run_model_reference(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl,
+			float *const *pval, ModelRef *r, Err *e);
+/* Its two halves: the data, then the ops. */
+int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl, float *const *pval,
+		   ModelRef *r, Err *e);
+void run_model_ops(const Model *m, ModelRef *r);
+void model_ref_free(ModelRef *r);
+/* Scales from the model's FP32 reference amax (lib/scales.h): fp8
+ * parameters and inputs from their own values; each activation a matmul
+ * casts to fp8 (its a, when b is fp8) and each cast op's fp8 result from
+ * its reference values. Reads the model only: no plan, no machine. */
+int run_calibrate(const Model *m, const RunOpts *o, Scales *sc, Err *e);
 /* The stage agrees with the model it claims to lower (m, and the fp8
  * scales sc, or NULL for the model's own): every model tensor is in the
  * stage with its shape, instances, dtype and scale (a cast `<x>.fp8` with
  * x's scale); every op has steps; every matmul's GEMM record reads the
  * model's a, b and bias and writes its out; every layernorm step has the
- * op's eps. The reference is computed from the stage's op-level steps, so
- * this is what makes it the model's. The first disagreement is named. */
+ * op's eps; the model's outputs are the stage's. The first disagreement
+ * is named (the model's reference, run_model_reference, then shows what
+ * the disagreement costs). */
 int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e);
 /* The same from the files' texts (a program's MODEL and SCALES sections,
  * or what amp-emit embeds), named mname and sname in messages; scales may

@@ -9,7 +9,9 @@
 # leak, timeout or out-of-memory input is written to artifacts/fuzz/<reader>/
 # and the run fails; copy it into tests/fuzz/<reader>/ with the fix, where
 # make check replays it (tests/unit/test_fuzz.c). The summary prints each
-# reader's executions and findings. FUZZ_SECONDS=3600 is the long campaign.
+# reader's executions, CPU seconds, CPU seconds over every run so far (the
+# corpus grows across runs) and findings. FUZZ_SECONDS=3600 is the long
+# campaign; `make -j2 fuzz` runs two readers at once.
 
 FUZZ_READERS ?= model machine scales plan expand exchange group program npy
 FUZZ_SECONDS ?= 60
@@ -33,16 +35,31 @@ $(FUZZ_OBJ)/fuzz-%: tests/fuzz/fuzz.c tests/fuzz/readers.h $(FUZZ_LIB_OBJ)
 	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Ilib -DFUZZ_READER='"$*"' $< \
 		$(FUZZ_LIB_OBJ) $(PKG_LIBS) -lm -pthread -o $@
 
-fuzz: fuzz-deps $(FUZZ_READERS:%=$(FUZZ_OBJ)/fuzz-%)
-	@fail=0; printf '%-9s %12s %8s  %s\n' reader executions found "(artifacts/fuzz/<reader>/)"; \
+# One reader's run: its executions, CPU seconds (user + system, measured by
+# GNU time) and findings in $(FUZZ_ART)/<reader>/result.txt, and the CPU
+# seconds appended to cpu-history.txt, so a campaign split over several
+# runs adds up. Readers are independent: make -j2 fuzz runs two at once.
+FUZZ_ART := artifacts/fuzz
+FUZZ_RUNS := $(FUZZ_READERS:%=fuzz-run-%)
+.PHONY: $(FUZZ_RUNS)
+$(FUZZ_RUNS): fuzz-run-%: $(FUZZ_OBJ)/fuzz-%
+	@d=$(FUZZ_ART)/$*; rm -f $$d/crash-* $$d/leak-* $$d/timeout-* $$d/oom-* $$d/result.txt; \
+	mkdir -p $$d/corpus; \
+	/usr/bin/time -f '%U %S' -o $$d/cpu.txt $(FUZZ_OBJ)/fuzz-$* -max_total_time=$(FUZZ_SECONDS) \
+		-timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix=$$d/ \
+		$$d/corpus tests/fuzz/$* > $$d/log.txt 2>&1; \
+	n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$d/log.txt | tail -n 1); \
+	cpu=$$(awk 'NF == 2 && $$1 ~ /^[0-9.]+$$/ { printf "%.0f", $$1 + $$2 }' $$d/cpu.txt); \
+	found=$$(ls $$d | grep -c -E '^(crash|leak|timeout|oom)-'); \
+	echo "$${cpu:-0}" >> $$d/cpu-history.txt; \
+	total=$$(awk '{ s += $$1 } END { printf "%.0f", s }' $$d/cpu-history.txt); \
+	echo "$* $${n:-?} $${cpu:-?} $$total $$found" > $$d/result.txt
+
+fuzz: fuzz-deps $(FUZZ_RUNS)
+	@fail=0; printf '%-9s %12s %8s %10s %6s  %s\n' reader executions cpu-s all-cpu-s found "($(FUZZ_ART)/<reader>/)"; \
 	for r in $(FUZZ_READERS); do \
-		d=artifacts/fuzz/$$r; rm -f $$d/crash-* $$d/leak-* $$d/timeout-* $$d/oom-*; mkdir -p $$d/corpus; \
-		$(FUZZ_OBJ)/fuzz-$$r -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-			-max_len=65536 -print_final_stats=1 -artifact_prefix=$$d/ $$d/corpus tests/fuzz/$$r \
-			> $$d/log.txt 2>&1; \
-		n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$d/log.txt | tail -n 1); \
-		found=$$(ls $$d | grep -c -E '^(crash|leak|timeout|oom)-'); \
-		printf '%-9s %12s %8s\n' $$r "$${n:-?}" $$found; \
-		[ "$$found" = 0 ] && [ -n "$$n" ] || fail=1; \
+		read -r name n cpu total found < $(FUZZ_ART)/$$r/result.txt || { fail=1; continue; }; \
+		printf '%-9s %12s %8s %10s %6s\n' $$r $$n $$cpu $$total $$found; \
+		[ "$$found" = 0 ] && [ "$$n" != "?" ] || fail=1; \
 	done; \
-	[ $$fail = 0 ] || { echo "fuzz: findings or a failed run; see artifacts/fuzz/*/log.txt"; exit 1; }
+	[ $$fail = 0 ] || { echo "fuzz: findings or a failed run; see $(FUZZ_ART)/*/log.txt"; exit 1; }

@@ -21,8 +21,12 @@ static void help(void)
 	       "phase each destination holds exactly its tensor's bytes (padding zero),\n"
 	       "else the first wrong byte is named (tile, phase, offset, tensor,\n"
 	       "expected, found), and no receive writes outside its step's destination;\n"
-	       "and each output against an FP32 reference computed from the model's ops\n"
-	       "alone: minimum cosine similarity and maximum absolute error.\n"
+	       "and each output against an FP32 reference: minimum cosine similarity and\n"
+	       "maximum absolute error. The reference interprets the model file's ops on\n"
+	       "data made from the model's tensors and scales, never the stage's records,\n"
+	       "when the program names its model (--model, or amp-emit --model embedded\n"
+	       "it); otherwise it follows the stage's own ops, which checks movement and\n"
+	       "arithmetic only. The report's second line says which one ran.\n"
 	       "\n"
 	       "      --data DIR        read inputs and parameters from DIR/<tensor>.npy;\n"
 	       "                        missing ones are generated from the seed\n"
@@ -40,7 +44,7 @@ static void help(void)
 	       "                        with (amp-plan --scales), checked the same way\n"
 	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
 	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
-	       "  -m, --machine FILE    machine for --calibrate's plan (default amp1472)\n"
+	       "  -m, --machine FILE    accepted for old scripts; calibration reads the model only\n"
 	       "  -o, --output FILE     the scales file for --calibrate\n"
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
@@ -72,25 +76,47 @@ static int save(const char *dir, const char *name, const char *suffix, const PTe
 	return npy_write(path, &a, e);
 }
 
-static void calibrate(const char *model_path, const char *machine_path, const char *out,
-		      const RunOpts *ro)
+static void calibrate(const char *model_path, const char *out, const RunOpts *ro)
 {
-	Machine mc;
 	Model md;
-	Plan pl;
 	Err e;
 	Scales sc = { NULL, NULL, 0 };
-	/* Calibration reads only the plan's tensors and op-level steps; the
-	 * plan amp-plan would write (its pins judged exactly), unchecked. */
-	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 1, NULL };
 
-	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
-	    model_load(&md, model_path, &e) || plan_build(&pl, &md, &mc, &po, NULL, &e) ||
-	    run_calibrate(&pl, ro, &sc, &e) || scales_write(&sc, out, &e))
+	if (model_load(&md, model_path, &e) || run_calibrate(&md, ro, &sc, &e) || scales_write(&sc, out, &e))
 		fail(&e);
 	scales_free(&sc);
-	plan_free(&pl);
 	model_free(&md);
+}
+
+/* The model (and scales) the program claims to lower: --model (--scales)
+ * or the ones amp-emit --model embedded. 0 when there is none. */
+static int claimed_model(const Program *prog, const char *in_path, const char *model_path,
+			 const char *scales_path, Model *md, Scales *sc, int *has_sc, char *name, size_t nn)
+{
+	Err e;
+	const char *p = in_path ? in_path : "<stdin>";
+	*has_sc = 0;
+	if (model_path) {
+		snprintf(name, nn, "%s", model_path);
+		if (model_load(md, model_path, &e) || (scales_path && scales_load(sc, scales_path, &e)))
+			fail(&e);
+		*has_sc = scales_path != NULL;
+		return 1;
+	}
+	if (!prog->model)
+		return 0;
+	char mname[4200], sname[4200];
+	snprintf(mname, sizeof mname, "%s(MODEL)", p);
+	snprintf(sname, sizeof sname, "%s(SCALES)", p);
+	snprintf(name, nn, "%s", mname);
+	if (model_load_input(md, input_open_mem(mname, prog->model, prog->model_len, &e), &e))
+		fail(&e);
+	if (prog->scales) {
+		if (scales_load_input(sc, input_open_mem(sname, prog->scales, prog->scales_len, &e), &e))
+			fail(&e);
+		*has_sc = 1;
+	}
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -111,7 +137,7 @@ int main(int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	RunOpts ro = { NULL, 1, 1 };
-	const char *save_dir = NULL, *calib = NULL, *out = NULL, *machine = NULL, *in_path;
+	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path;
 	const char *model_path = NULL, *scales_path = NULL;
 	double min_cos = 0.99;
 	int timing = 0;
@@ -138,7 +164,7 @@ int main(int argc, char **argv)
 		case 'T': timing = 1; break;
 		case 'M': model_path = optarg; break;
 		case 'L': scales_path = optarg; break;
-		case 'm': machine = optarg; break;
+		case 'm': break;                 /* calibration needs no machine */
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
 		case 'V': version(); break;
@@ -150,7 +176,7 @@ int main(int argc, char **argv)
 			usage_error("--calibrate needs -o SCALES");
 		if (optind < argc)
 			usage_error("--calibrate takes no program, found '%s'", argv[optind]);
-		calibrate(calib, machine, out, &ro);
+		calibrate(calib, out, &ro);
 		return EXIT_OK;
 	}
 	in_path = one_input(argc, argv, optind, "program");
@@ -167,39 +193,43 @@ int main(int argc, char **argv)
 		     in_path ? in_path : "<stdin>");
 		fail(&e);
 	}
-	if (!model_path && prog.model) {        /* the model amp-emit embedded */
-		char mname[300], sname[300];
-		snprintf(mname, sizeof mname, "%s(MODEL)", in_path ? in_path : "<stdin>");
-		snprintf(sname, sizeof sname, "%s(SCALES)", in_path ? in_path : "<stdin>");
-		if (run_check_texts(&pl, prog.model, prog.model_len, mname, prog.scales, prog.scales_len,
-				    sname, &e))
-			fail(&e);
-	}
-	if (model_path) {
-		Model md;
-		Scales sc = { NULL, NULL, 0 };
-		if (model_load(&md, model_path, &e) || (scales_path && scales_load(&sc, scales_path, &e)) ||
-		    run_check_model(&pl, &md, scales_path ? &sc : NULL, &e))
-			fail(&e);
-		model_free(&md);
-		scales_free(&sc);
-	}
+	Model md;
+	Scales sc = { NULL, NULL, 0 };
+	ModelRef mr = { NULL, NULL, NULL, 0 };
+	char mname[4200];
+	int has_sc, has_model = claimed_model(&prog, in_path, model_path, scales_path, &md, &sc, &has_sc, mname,
+					      sizeof mname);
+	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
+		fail(&e);
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
-	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e) ||
-	    run_reference(&pl, val, ref, &e))
+	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e))
+		fail(&e);
+	/* The reference: the model's ops on the model's data when the program
+	 * names its model; else only the stage's own ops. */
+	if (has_model ? run_model_reference(&md, has_sc ? &sc : NULL, &ro, &pl, val, &mr, &e)
+		      : run_reference(&pl, val, ref, &e))
 		fail(&e);
 	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
+	if (has_model)
+		printf("reference: FP32 from the model's ops (%s)\n", mname);
+	else
+		printf("reference: FP32 from the stage's own ops (no model: amp-emit --model or amp-run "
+		       "--model makes it the model's)\n");
 	int low = 0;
 	for (int t = 0; t < pl.nt; t++) {
 		if (pl.t[t].role != R_OUTPUT)
 			continue;
+		const float *r = ref[t];
+		for (int i = 0; has_model && i < md.nt; i++)
+			if (strcmp(md.t[i].name, pl.t[t].name) == 0)
+				r = mr.v[i];
 		double cosv, mabs;
-		run_compare(val[t], ref[t], tensor_count(&pl.t[t]), &cosv, &mabs);
+		run_compare(val[t], r, tensor_count(&pl.t[t]), &cosv, &mabs);
 		printf("output %s: cosine %.6f, max abs error %.6g (against FP32)\n", pl.t[t].name, cosv, mabs);
 		if (!(cosv >= min_cos))
 			low = 1;
 		if (save_dir && (save(save_dir, pl.t[t].name, "", &pl.t[t], val[t], &e) ||
-				 save(save_dir, pl.t[t].name, ".ref", &pl.t[t], ref[t], &e)))
+				 save(save_dir, pl.t[t].name, ".ref", &pl.t[t], r, &e)))
 			fail(&e);
 	}
 	if (timing) {
@@ -210,6 +240,11 @@ int main(int argc, char **argv)
 	}
 	free_vals(val, pl.nt);
 	free_vals(ref, pl.nt);
+	if (has_model) {
+		model_ref_free(&mr);
+		model_free(&md);
+		scales_free(&sc);
+	}
 	program_free(&prog);
 	plan_free(&pl);
 	if (low) {

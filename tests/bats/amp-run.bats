@@ -39,7 +39,8 @@ setup_file() {
 	if [ -z "${AMP_SAN:-}" ]; then
 		amp-run --calibrate "$MODELS/siglip-mlp.yaml" -o siglip-scales.yaml
 		pipeline "$MODELS/siglip-mlp.yaml" siglip.yaml siglip-scales.yaml
-		amp-emit siglip.yaml -o "$SIGLIP_PROG"          # the machine's own limits
+		# the machine's own limits; the model embedded, so its reference is the model's
+		amp-emit --model "$MODELS/siglip-mlp.yaml" --scales siglip-scales.yaml siglip.yaml -o "$SIGLIP_PROG"
 	fi
 }
 
@@ -277,10 +278,11 @@ names_byte() {
 		grep -q "^- {name: ${l% *}\(\.fp8\)\{0,1\}, .* dtype: fp8, scale: ${l#* }}$" g.yaml ||
 			fail "scale '$l' is not in the stage"
 	done
-	run amp-emit g.yaml -o p.amp
+	run amp-emit --model "$MODELS/tiny-mlp.yaml" --scales scales.yaml g.yaml -o p.amp
 	assert_success
 	passes p.amp
-	assert_equal "${#lines[@]}" 2
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 1 "reference: FP32 from the model's ops (p.amp(MODEL))"
 	assert_line --index 0 --regexp "^movement: byte-exact after every phase \\($(grep -c '^- {phase: ' g.yaml) phases\\)$"
 }
 
@@ -311,7 +313,8 @@ names_byte() {
 	siglip_ok
 	assert [ -s "$SIGLIP_PROG" ]
 	passes "$SIGLIP_PROG"
-	assert_equal "${#lines[@]}" 2
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 1 --regexp "^reference: FP32 from the model's ops "
 }
 
 # vit_pinned NAME PINS: vit-tiny named NAME with PINS (the lines after
@@ -325,14 +328,16 @@ vit_pinned() {
 	assert_success
 }
 
-# runs_pooled GROUPED: emitted and run, byte-exact and output pooled's
-# cosine at least 0.99.
+# runs_pooled GROUPED: emitted with its model and scales (NAME.yaml and
+# NAME-scales.yaml for NAME.grouped) and run, byte-exact and output
+# pooled's cosine at least 0.99 against the model's reference.
 runs_pooled() {
-	run amp-emit "$1" -o "$1.amp"
+	run amp-emit --model "${1%.grouped}.yaml" --scales "${1%.grouped}-scales.yaml" "$1" -o "$1.amp"
 	assert_success
 	run --separate-stderr amp-run "$1.amp"
 	assert_success
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+	assert_line --index 1 "reference: FP32 from the model's ops ($1.amp(MODEL))"
 	c=$(cosine "$output" pooled) || fail "no cosine for pooled in: $output"
 	at_least "$c" 0.99
 }
@@ -362,10 +367,11 @@ runs_pooled() {
 	# the case under test: a matmul in the repeat body reads the stacked home itself
 	run grep -c '^- {step: [0-9]*, compute: matmul, op: up, in: \[n2@up.a, wu@home\], ' stacked.grouped
 	assert_output 1
-	run amp-emit stacked.grouped -o stacked.amp
+	run amp-emit --model "$m/vit-stacked-home.yaml" stacked.grouped -o stacked.amp
 	assert_success
 	run --separate-stderr amp-run stacked.amp
 	assert_success
+	assert_line --index 1 "reference: FP32 from the model's ops (stacked.amp(MODEL))"
 	for t in h enc pooled; do
 		c=$(cosine "$output" $t) || fail "no cosine for $t in: $output"
 		at_least "$c" 0.99
@@ -376,6 +382,32 @@ runs_pooled() {
 	passes "$TINY_PROG" --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES"
 }
 
+@test "run says which reference ran: the model's when given or embedded, else the stage's own ops" {
+	passes "$TINY_PROG"
+	assert_line --index 1 "reference: FP32 from the stage's own ops (no model: amp-emit --model or amp-run --model makes it the model's)"
+	passes "$TINY_PROG" --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES"
+	assert_line --index 1 "reference: FP32 from the model's ops ($MODELS/tiny-mlp.yaml)"
+	amp-emit --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" "$TINY" -o embedded.amp
+	passes embedded.amp
+	assert_line --index 1 "reference: FP32 from the model's ops (embedded.amp(MODEL))"
+	# on a faithful stage both references give the same figures
+	local stage model
+	passes "$TINY_PROG"
+	stage=$(sed -n 3p <<< "$output")
+	passes embedded.amp
+	assert_line --index 2 "$stage"
+}
+
+@test "run --model names a model output that the stage does not compute as an output" {
+	sed 's/^outputs: \[z\]$/outputs: [z, h]/' "$MODELS/tiny-mlp.yaml" > more.yaml
+	run grep -c '^outputs: \[z, h\]$' more.yaml
+	assert_output 1
+	run --separate-stderr amp-run --model more.yaml --scales "$TINY_SCALES" "$TINY_PROG"
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-run: more.yaml:[0-9]+:[0-9]+: tensor 'h' is an output of the model but not an output of the stage$"
+}
+
 @test "run --scales without --model is a usage error" {
 	run --separate-stderr amp-run --scales "$TINY_SCALES" "$TINY_PROG"
 	assert_failure 2
@@ -384,30 +416,30 @@ runs_pooled() {
 
 # A stage whose fp8 scale or layernorm eps was changed runs byte-exact with
 # a good cosine, since the reference is computed from the same stage; the
-# model and its scales are what catch it.
-@test "run --model --scales names a parameter whose fp8 scale the stage changed" {
-	sed 's/^\(- {name: w_up, role: param, .* scale: \)-\?[0-9]*}$/\19}/' "$TINY" > scaled.yaml
-	edited "$TINY" scaled.yaml
-	run amp-emit scaled.yaml -o scaled.amp
+# model and its scales are what catch it. caught_by_model SED NAME REGEX:
+# tiny-mlp's stage edited by SED emits and runs alone, and amp-run given
+# the model and scales fails with one line matching REGEX.
+caught_by_model() {
+	sed "$1" "$TINY" > "$2.yaml"
+	edited "$TINY" "$2.yaml"
+	run amp-emit "$2.yaml" -o "$2.amp"
 	assert_success
-	run amp-run scaled.amp
+	run amp-run "$2.amp"
 	assert_success
-	run --separate-stderr amp-run --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" scaled.amp
+	run --separate-stderr amp-run --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" "$2.amp"
 	assert_failure 1
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^amp-run: .*tiny-mlp.yaml:[0-9]+:[0-9]+: tensor 'w_up': the stage's fp8 scale is 9, the scales file's \\(or the model's\\) -?[0-9]+$"
+	assert_regex "$stderr" "$3"
+}
+
+@test "run --model --scales names a parameter whose fp8 scale the stage changed" {
+	caught_by_model 's/^\(- {name: w_up, role: param, .* scale: \)-\?[0-9]*}$/\19}/' scaled \
+		"^amp-run: .*tiny-mlp.yaml:[0-9]+:[0-9]+: tensor 'w_up': the stage's fp8 scale is 9, the scales file's \\(or the model's\\) -?[0-9]+$"
 }
 
 @test "run --model names a layernorm whose eps the stage changed" {
-	sed 's/^\(- {step: [0-9]*, compute: layernorm, .*\), eps: [0-9.e+-]*}$/\1, eps: 0.5}/' "$TINY" > eps.yaml
-	edited "$TINY" eps.yaml
-	run amp-emit eps.yaml -o eps.amp
-	assert_success
-	run amp-run eps.amp
-	assert_success
-	run --separate-stderr amp-run --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" eps.amp
-	assert_failure 1
-	assert_regex "$stderr" "^amp-run: .*tiny-mlp.yaml:[0-9]+:[0-9]+: op 'ln': the stage's layernorm step [0-9]+ has eps 0.5, the model 1e-06$"
+	caught_by_model 's/^\(- {step: [0-9]*, compute: layernorm, .*\), eps: [0-9.e+-]*}$/\1, eps: 0.5}/' eps \
+		"^amp-run: .*tiny-mlp.yaml:[0-9]+:[0-9]+: op 'ln': the stage's layernorm step [0-9]+ has eps 0.5, the model 1e-06$"
 }
 
 # ---- C. faults injected into tiny-mlp's grouped stage ----
@@ -451,6 +483,16 @@ runs_pooled() {
 	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")" 0xa5
 }
 
+# emit_refuses STAGE REGEX: amp-emit fails with status 1 and one line
+# matching REGEX, and writes no program.
+emit_refuses() {
+	run --separate-stderr amp-emit "$1" -o faulty.amp
+	assert_failure 1
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "$2"
+	assert [ ! -e faulty.amp ]
+}
+
 @test "emit refuses a stage whose forward is moved before the delivery it reads, naming phase and tile" {
 	# a delivery (one receiver) followed by the forward that reads its
 	# destination, swapped
@@ -474,22 +516,14 @@ runs_pooled() {
 	}' "$TINY" > reordered.yaml
 	edited "$TINY" reordered.yaml
 	s=$(cat step.txt)
-	run --separate-stderr amp-emit reordered.yaml -o faulty.amp
-	assert_failure 1
-	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "$stderr" "^amp-emit: phase $(phase_of "$TINY" "$s") \\(.*\\), tile [0-9]+: bytes [0-9]+\\.\\.[0-9]+ are read before the transfer that writes them in this phase"
-	assert [ ! -e faulty.amp ]
+	emit_refuses reordered.yaml "^amp-emit: phase $(phase_of "$TINY" "$s") \\(.*\\), tile [0-9]+: bytes [0-9]+\\.\\.[0-9]+ are read before the transfer that writes them in this phase"
 }
 
 @test "emit refuses a send longer than max_transfer_bytes, naming tile, phase and bytes" {
 	awk '!done && / kind: send, len: [0-9]+, / { sub(/ len: [0-9]+,/, " len: 16593,"); done = 1 } { print }' \
 		"$TINY" > long.yaml
 	edited "$TINY" long.yaml
-	run --separate-stderr amp-emit long.yaml -o faulty.amp
-	assert_failure 1
-	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "$stderr" "^amp-emit: tile [0-9]+, phase [0-9]+ \\(step [0-9]+, op [a-z_]+\\): a send of 16593 bytes, over max_transfer_bytes \\(16592\\)$"
-	assert [ ! -e faulty.amp ]
+	emit_refuses long.yaml "^amp-emit: tile [0-9]+, phase [0-9]+ \\(step [0-9]+, op [a-z_]+\\): a send of 16593 bytes, over max_transfer_bytes \\(16592\\)$"
 }
 
 @test "run names tile, phase, bytes and the placement hit when a transfer also writes into another tensor" {

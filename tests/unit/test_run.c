@@ -69,6 +69,95 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 	fclose(f);
 }
 
+/* The output z's cosine and largest error against both references: the
+ * stage's own (from pl's steps) and the model's. */
+static void against_both(const Model *md, const Scales *sc, Plan *pl, const Program *prog, double *stage_cos,
+			 double *model_cos, double *stage_abs, double *model_abs)
+{
+	RunOpts ro = { NULL, 7, 1 };
+	float **val = calloc((size_t)pl->nt, sizeof *val), **ref = calloc((size_t)pl->nt, sizeof *ref);
+	ModelRef mr = { NULL, NULL, NULL, 0 };
+	Err e;
+	*stage_cos = *model_cos = -2;
+	*stage_abs = *model_abs = 0;
+	int z = plan_find_tensor(pl, "z"), mz = -1;
+	for (int i = 0; i < md->nt; i++)
+		mz = strcmp(md->t[i].name, "z") ? mz : i;
+	if (z >= 0 && mz >= 0 && !run_data(pl, &ro, val, &e) && !run_program(prog, pl, val, &e) &&
+	    !run_reference(pl, val, ref, &e) && !run_model_reference(md, sc, &ro, pl, val, &mr, &e)) {
+		run_compare(val[z], ref[z], tensor_count(&pl->t[z]), stage_cos, stage_abs);
+		run_compare(val[z], mr.v[mz], tensor_count(&pl->t[z]), model_cos, model_abs);
+	}
+	for (int t = 0; t < pl->nt; t++)
+		free(val[t]), free(ref[t]);
+	free(val);
+	free(ref);
+	model_ref_free(&mr);
+}
+
+/* Stage corruptions that run byte-exact: an fp8 weight's scale that
+ * flushes it to zero, a layernorm's eps, the residual add reading another
+ * tensor. The stage's reference computes from the same corrupted stage
+ * and passes them; the model's reference must not: its cosine falls below
+ * 0.9, or (eps scales every row alike, which a cosine cannot see) its
+ * largest error is over ten times the stage's. */
+static void independence(const char *path)
+{
+	static const char *kinds[] = { "an fp8 weight's scale that flushes it to zero",
+				       "a layernorm's eps", "the residual add reading the layernorm's result" };
+	FILE *f = fopen(path, "w");
+	fprintf(f, "amp-model: 1\nname: ind\ninputs:\n  x: {shape: [2, 16, 64], dtype: fp16}\n"
+		"params:\n  s: {shape: [64], dtype: fp16}\n  o: {shape: [64], dtype: fp16}\n"
+		"  w: {shape: [64, 64], dtype: fp8}\n"
+		"ops:\n  - {op: layernorm, name: ln, x: x, scale: s, bias: o, out: xn, eps: 1e-6}\n"
+		"  - {op: matmul, name: mm, a: xn, b: w, out: y}\n"
+		"  - {op: add, name: res, a: xn, b: y, out: z}\noutputs: [z]\n");
+	fclose(f);
+	for (int k = 0; k < 3; k++) {
+		Machine mc = test_machine(16);
+		Model md;
+		Plan pl;
+		Program prog;
+		Scales sc = { NULL, NULL, 0 };
+		RunOpts ro = { NULL, 7, 1 };
+		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL };
+		Err e;
+		double sgood, mgood, sbad, mbad, sa, ma, sab, mab;
+		t_case("a stage corruption that runs byte-exact fools the stage's reference, not the model's");
+		int ok = model_load(&md, path, &e) == 0 && run_calibrate(&md, &ro, &sc, &e) == 0 &&
+			 plan_build(&pl, &md, &mc, &po, NULL, &e) == 0;
+		ok = ok && plan_expand(&pl, &e) == 0 && plan_exchange(&pl, &e) == 0 &&
+		     plan_group(&pl, WEIGHTS_DEFAULT, &e) == 0 && program_build(&pl, &prog, &e) == 0;
+		CHECK(ok, "%s: %s", kinds[k], e.msg);
+		if (!ok)
+			continue;
+		against_both(&md, &sc, &pl, &prog, &sgood, &mgood, &sa, &ma);
+		CHECK(sgood >= 0.99 && mgood >= 0.99, "%s: the faithful stage: cosine %.5f (stage), %.5f (model)",
+		      kinds[k], sgood, mgood);
+		if (k == 0) {
+			int w = plan_find_tensor(&pl, "w");
+			pl.t[w].scale += 40;
+		}
+		for (int st = 0; st < pl.ns; st++) {
+			Step *x = &pl.s[st];
+			if (k == 1 && x->kind == STEP_COMPUTE && x->compute == C_LAYERNORM)
+				x->eps = 4;
+			if (k == 2 && x->kind == STEP_COMPUTE && x->compute == C_ADD && !strcmp(x->op, "res"))
+				x->in[0] = x->in[1];    /* z = y + y */
+		}
+		program_free(&prog);
+		CHECK(program_build(&pl, &prog, &e) == 0, "%s: %s", kinds[k], e.msg);
+		against_both(&md, &sc, &pl, &prog, &sbad, &mbad, &sab, &mab);
+		CHECK(sbad >= 0.99, "%s: the stage's reference should follow the stage: cosine %.5f", kinds[k], sbad);
+		CHECK(mbad < 0.9 || mab > 10 * sab, "%s: the model's reference passed it: cosine %.5f, "
+		      "largest error %.4g (the stage's %.4g)", kinds[k], mbad, mab, sab);
+		program_free(&prog);
+		plan_free(&pl);
+		scales_free(&sc);
+		model_free(&md);
+	}
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
@@ -102,11 +191,11 @@ int main(void)
 			model_free(&md);
 			continue;               /* a pinned grid that does not fit */
 		}
-		t_case("random model: calibrates");
-		CHECK(run_calibrate(&pl, &ro, &sc, &e) == 0, "%s: %s", desc, e.msg);
+		t_case("random model: calibrates from the model alone");
+		CHECK(run_calibrate(&md, &ro, &sc, &e) == 0, "%s: %s", desc, e.msg);
 		plan_free(&pl);
 		po.scales = &sc;
-		t_case("random model: runs byte-exact on the machine model within cosine 0.99 of FP32");
+		t_case("random model: plans and lowers with its calibrated scales");
 		int ok = plan_build(&pl, &md, &mc, &po, NULL, &e) == 0;
 		CHECK(ok, "%s: plan: %s", desc, e.msg);
 		if (ok) {
@@ -118,16 +207,29 @@ int main(void)
 		}
 		if (ok) {
 			float **val = calloc((size_t)pl.nt, sizeof *val), **ref = calloc((size_t)pl.nt, sizeof *ref);
+			ModelRef mr = { NULL, NULL, NULL, 0 };
 			int rc = run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e) ||
-				 run_reference(&pl, val, ref, &e);
+				 run_reference(&pl, val, ref, &e) ||
+				 run_model_reference(&md, &sc, &ro, &pl, val, &mr, &e);
 			CHECK(rc == 0, "%s: %s", desc, e.msg);
 			for (int t = 0; !rc && t < pl.nt; t++)
 				if (pl.t[t].role == R_OUTPUT) {
+					int mt = -1;
+					for (int i = 0; i < md.nt; i++)
+						mt = strcmp(md.t[i].name, pl.t[t].name) ? mt : i;
 					double cs, ma;
-					run_compare(val[t], ref[t], tensor_count(&pl.t[t]), &cs, &ma);
+					t_case("random model: the model's reference is the stage's, bit for bit, "
+					       "when the lowering is faithful");
+					CHECK(mt >= 0 && memcmp(mr.v[mt], ref[t], (size_t)tensor_count(&pl.t[t]) *
+								sizeof *ref[t]) == 0, "%s: output %s", desc, pl.t[t].name);
+					if (mt < 0)
+						continue;
+					t_case("random model: runs byte-exact on the machine model within cosine 0.99 of FP32");
+					run_compare(val[t], mr.v[mt], tensor_count(&pl.t[t]), &cs, &ma);
 					CHECK(cs >= 0.99, "%s: output %s cosine %.5f, max abs %.4g", desc, pl.t[t].name,
 					      cs, ma);
 				}
+			model_ref_free(&mr);
 			for (int t = 0; t < pl.nt; t++)
 				free(val[t]), free(ref[t]);
 			free(val);
@@ -139,6 +241,7 @@ int main(void)
 		scales_free(&sc);
 		model_free(&md);
 	}
+	independence(path);
 	unlink(path);
 	return t_summary();
 }
