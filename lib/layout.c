@@ -39,6 +39,38 @@ int layout_is_panel(LayoutKind k)
 	return k != LAYOUT_ROW_MAJOR;
 }
 
+void layout_row(const Layout *l, int64_t r, int64_t *off)
+{
+	int64_t mu = fmt_mu(l->fmt), R = l->rows, C = l->cols, c = 0;
+
+	switch (l->kind) {
+	case LAYOUT_ROW_MAJOR:
+		for (; c < C; c++)
+			off[c] = r * C + c;
+		return;
+	case LAYOUT_AMP_LEFT:           /* runs of mu, R * mu apart */
+		for (int64_t base = r * mu; c < C; base += R * mu)
+			for (int64_t j = 0; j < mu && c < C; j++)
+				off[c++] = base + j;
+		return;
+	case LAYOUT_TRANSPOSED_RIGHT: { /* 16 columns mu apart per group */
+		int64_t step = cdiv(R, mu) * mu * 16;
+		for (int64_t base = (r / mu) * mu * 16 + r % mu; c < C; base += step)
+			for (int64_t j = 0; j < 16 && c < C; j++)
+				off[c++] = base + j * mu;
+		return;
+	}
+	case LAYOUT_AMP_OUTPUT:         /* runs of 16, R * 16 apart */
+		for (int64_t base = r * 16; c < C; base += R * 16)
+			for (int64_t j = 0; j < 16 && c < C; j++)
+				off[c++] = base + j;
+		return;
+	default:
+		for (; c < C; c++)
+			off[c] = -1;
+	}
+}
+
 int64_t layout_offset(const Layout *l, int64_t r, int64_t c)
 {
 	int64_t mu = fmt_mu(l->fmt), R = l->rows;

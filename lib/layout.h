@@ -45,6 +45,9 @@ int layout_parse(const char *s, LayoutKind *k);
 int layout_is_panel(LayoutKind k);
 
 int64_t layout_offset(const Layout *l, int64_t r, int64_t c);
+/* off[c] = layout_offset(l, r, c) for every column of row r, in one pass
+ * with no division per element. */
+void layout_row(const Layout *l, int64_t r, int64_t *off);
 int64_t layout_elems(const Layout *l);    /* storage, padding included */
 int64_t layout_bytes(const Layout *l);
 

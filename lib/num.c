@@ -100,33 +100,42 @@ static long rne(double a, int p, int emin)
  * output deterministic). Zeros and infinities keep their sign, as IEEE. */
 uint16_t f32_to_f16(float x)
 {
-	uint16_t s;
-	long k;
-
-	if (isnan(x))
-		return 0x7e00;
-	s = signbit(x) ? 0x8000 : 0;
-	if (isinf(x))
-		return s | 0x7c00;
-	k = rne(fabs((double)x), 10, -14);
-	if (k > 0x7c00)
-		k = 0x7c00;
-	return s | (uint16_t)k;
+	uint32_t u, a, r, rem;
+	memcpy(&u, &x, sizeof u);
+	uint16_t s = (uint16_t)(u >> 16 & 0x8000);
+	a = u & 0x7fffffff;
+	if (a > 0x7f800000)
+		return 0x7e00;                  /* NaN */
+	if (a >= 0x47800000)
+		return s | 0x7c00;              /* 2^16 and beyond, infinity: overflows */
+	if (a < 0x38800000) {                   /* below 2^-14: a multiple of 2^-24 */
+		if (a <= 0x33000000)
+			return s;               /* at most 2^-25 (a tie with 0: even) */
+		uint32_t m = (a & 0x7fffff) | 0x800000, sh = 126 - (a >> 23);   /* 14..23 */
+		r = m >> sh, rem = m & ((1u << sh) - 1);
+		uint32_t half = 1u << (sh - 1);
+		r += rem > half || (rem == half && (r & 1));
+		return s | (uint16_t)r;
+	}
+	r = (a - 0x38000000) >> 13, rem = a & 0x1fff;       /* the exponent rebiased */
+	r += rem > 0x1000 || (rem == 0x1000 && (r & 1));    /* a carry moves into the exponent */
+	return s | (uint16_t)(r > 0x7c00 ? 0x7c00 : r);
 }
 
 /* Every NaN code decodes to a quiet NaN with the code's sign; the payload
  * is not kept. */
 float f16_to_f32(uint16_t h)
 {
-	int e = h >> 10 & 31, m = h & 0x3ff;
+	uint32_t e = h >> 10 & 31, m = h & 0x3ff, u;
 	float v;
-
 	if (e == 31)
-		v = m ? NAN : INFINITY;
-	else if (e)
-		v = ldexpf((float)(0x400 | m), e - 25);
-	else
-		v = ldexpf((float)m, -24);
+		return h & 0x8000 ? -(m ? NAN : INFINITY) : (m ? NAN : INFINITY);
+	if (e) {
+		u = (e + 112) << 23 | m << 13;  /* rebias 15 -> 127 */
+		memcpy(&v, &u, sizeof v);
+	} else {
+		v = (float)m * 0x1p-24f;        /* exact */
+	}
 	return h & 0x8000 ? -v : v;
 }
 
@@ -145,22 +154,21 @@ static uint8_t enc8(double d)
 
 uint8_t f32_to_f8(float x)
 {
-	if (!isfinite(x))
-		return F8_NAN;
-	return enc8(x);
+	return f32_to_f8s(x, 0);
 }
 
 float f8_to_f32(uint8_t b)
 {
-	int e = b >> 3 & 15, m = b & 7;
+	uint32_t e = b >> 3 & 15, m = b & 7, u;
 	float v;
-
 	if (b == F8_NAN)
 		return NAN;
-	if (e)
-		v = ldexpf((float)(8 | m), e - 11);
-	else
-		v = ldexpf((float)m, -10);
+	if (e) {
+		u = (e + 119) << 23 | m << 20;  /* 1.m * 2^(e - 8) */
+		memcpy(&v, &u, sizeof v);
+	} else {
+		v = (float)m * 0x1p-10f;
+	}
 	return b & 0x80 ? -v : v;
 }
 
@@ -169,13 +177,39 @@ float f8_to_f32(uint8_t b)
  * it saturates. Scales beyond +-4096 behave as +-4096 (same result). */
 uint8_t f32_to_f8s(float x, int scale)
 {
-	if (!isfinite(x))
-		return F8_NAN;
+	uint32_t u, a;
+	memcpy(&u, &x, sizeof u);
+	a = u & 0x7fffffff;
+	if (a >= 0x7f800000)
+		return F8_NAN;                  /* NaN, infinity */
+	if (a < 0x00800000) {                   /* zero, or an fp32 subnormal: the double path */
+		if (scale > 4096)
+			scale = 4096;
+		if (scale < -4096)
+			scale = -4096;
+		return enc8(ldexp((double)x, -scale));
+	}
 	if (scale > 4096)
 		scale = 4096;
 	if (scale < -4096)
 		scale = -4096;
-	return enc8(ldexp((double)x, -scale));
+	/* x * 2^-scale = m * 2^(E - 23), m = 1.f in 24 bits */
+	int32_t E = (int32_t)(a >> 23) - 127 - scale;
+	uint32_t m = (a & 0x7fffff) | 0x800000, k, rem, half;
+	uint8_t sg = u >> 31 ? 0x80 : 0;
+	if (E > 7 || (E == 7 && m > 0xf00000))
+		return sg | 0x7f;               /* beyond 240: saturates */
+	if (E >= -7) {                          /* normal: 3 fraction bits */
+		k = m >> 20, rem = m & 0xfffff, half = 0x80000;
+		k += rem > half || (rem == half && (k & 1));
+		return sg | (uint8_t)(((uint32_t)(E + 7) << 3) + k);   /* k 8..16: the carry moves up */
+	}
+	int32_t sh = 13 - E;                    /* subnormal: multiples of 2^-10; sh >= 21 */
+	if (sh > 25)
+		return 0;                       /* below 2^-11: rounds to the one zero */
+	k = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+	k += rem > half || (rem == half && (k & 1));
+	return k ? (uint8_t)(sg | k) : 0;
 }
 
 float f8s_to_f32(uint8_t b, int scale)

@@ -77,22 +77,35 @@ static void tables(void)
 	pthread_once(&tables_once, build_tables);
 }
 
-static float f8_decode(uint8_t b, int scale)
-{
-	return scale ? f8_table[b] * pow2[scale + 126] : f8_table[b];
-}
-
-static float decode(const uint8_t *b, Format f, int scale)
+/* n values at byte offsets off[i] * esz of mem, decoded into v (fmt,
+ * scale); off NULL: consecutive. */
+static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v)
 {
 	switch (f) {
-	case FMT_FP16: return f16_table[b[0] | b[1] << 8];
-	case FMT_FP8: return f8_decode(b[0], scale);
-	default: {
-		float x;
-		memcpy(&x, b, 4);
-		return x;
+	case FMT_FP16:
+		for (int64_t i = 0; i < n; i++) {
+			const uint8_t *b = mem + (off ? off[i] : i) * 2;
+			v[i] = f16_table[b[0] | b[1] << 8];
+		}
+		return;
+	case FMT_FP8: {
+		float k = pow2[scale + 126];
+		for (int64_t i = 0; i < n; i++)
+			v[i] = f8_table[mem[off ? off[i] : i]] * k;
+		return;
 	}
+	default:
+		for (int64_t i = 0; i < n; i++)
+			memcpy(v + i, mem + (off ? off[i] : i) * 4, 4);
 	}
+}
+
+/* The inverse: n values of v encoded at off[i] * esz (NULL: consecutive). */
+static void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem)
+{
+	int esz = fmt_bytes(f);
+	for (int64_t i = 0; i < n; i++)
+		encode(v[i], f, scale, mem + (off ? off[i] : i) * esz);
 }
 
 /* Time and work spent in matrix products (machine and reference). */
@@ -319,11 +332,11 @@ typedef struct {
 	float *const *val;
 } Values;
 
-static void elem_bytes(void *ctx, int t, int64_t e, uint8_t *out)
+static void elem_bytes(void *ctx, int t, int64_t e, int64_t n, uint8_t *out)
 {
 	const Values *v = ctx;
 	const PTensor *x = &v->pl->t[t];
-	encode(v->val[t][e], x->fmt, x->scale, out);
+	encode_run(v->val[t] + e, NULL, n, x->fmt, x->scale, out);
 }
 
 /* Shard index on each tile of a placement (-1: none), replicas included. */
@@ -349,6 +362,7 @@ static const int64_t *shards_of(Machine_ *m, int p)
 }
 
 /* A shard as a float matrix (rows x cols), and back with zero padding. */
+/* Shard p of tile t decoded into floats, row-major. */
 static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 {
 	const Placement *pp = &m->pl->p[p];
@@ -358,16 +372,18 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	if (plan_stacked(m->pl, p))     /* a stacked home read in place: this iteration's instance */
 		mem += m->s.iter * place_instance(pp);
-	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
+	int sc = m->pl->t[pp->tensor].scale;
 	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
 	if (l->kind == LAYOUT_ROW_MAJOR) {      /* offset = r * cols + c */
-		for (int64_t q = 0; q < l->rows * l->cols; q++)
-			v[q] = decode(mem + q * esz, pp->fmt, sc);
+		decode_run(mem, NULL, l->rows * l->cols, pp->fmt, sc, v);
 		return v;
 	}
-	for (int64_t r = 0; r < l->rows; r++)
-		for (int64_t c = 0; c < l->cols; c++)
-			v[r * l->cols + c] = decode(mem + layout_offset(l, r, c) * esz, pp->fmt, sc);
+	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);
+	for (int64_t r = 0; r < l->rows; r++) {
+		layout_row(l, r, off);
+		decode_run(mem, off, l->cols, pp->fmt, sc, v + r * l->cols);
+	}
+	free(off);
 	return v;
 }
 
@@ -378,16 +394,18 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 	place_shard_idx(pp, shards_of(m, p)[t], idx);
 	Layout l = place_layout(pp, idx);
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
-	int esz = fmt_bytes(pp->fmt), sc = m->pl->t[pp->tensor].scale;
+	int sc = m->pl->t[pp->tensor].scale;
 	memset(mem, 0, (size_t)layout_bytes(&l));
 	if (l.kind == LAYOUT_ROW_MAJOR) {
-		for (int64_t q = 0; q < l.rows * l.cols; q++)
-			encode(v[q], pp->fmt, sc, mem + q * esz);
+		encode_run(v, NULL, l.rows * l.cols, pp->fmt, sc, mem);
 		return;
 	}
-	for (int64_t r = 0; r < l.rows; r++)
-		for (int64_t c = 0; c < l.cols; c++)
-			encode(v[r * l.cols + c], pp->fmt, sc, mem + layout_offset(&l, r, c) * esz);
+	int64_t *off = xmalloc((size_t)l.cols * sizeof *off);
+	for (int64_t r = 0; r < l.rows; r++) {
+		layout_row(&l, r, off);
+		encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem);
+	}
+	free(off);
 }
 
 /* acc[n] += x * b[n]: the inner loop of every GEMM here, vectorized (no
@@ -400,6 +418,71 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
 {
 	for (int64_t i = 0; i < n; i++)
 		acc[i] += x * b[i];
+}
+
+/* C[M x N] += A[M x K] B[K x N], all row-major and dense: each element
+ * summed in K order, one rounding per multiply and per add
+ * (-ffp-contract=off), so any blocking gives the plain loop's bits (the
+ * machine's definition; tests/unit/test_run.c compares them). Register
+ * tiles of GEMM_MR rows by 16 columns run over a packed 16-column panel
+ * of B, K in order; rows past M read a zero row and columns past N a zero
+ * panel, and neither is stored. */
+#define GEMM_MR 6
+typedef float v8f __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
+{
+	float *bp = xmalloc((size_t)(K * 16) * sizeof *bp + 32), *zrow = xcalloc((size_t)K + 1, sizeof *zrow);
+	float tile[GEMM_MR][16];
+	for (int64_t j0 = 0; j0 < N; j0 += 16) {
+		int64_t nj = N - j0 < 16 ? N - j0 : 16;
+		for (int64_t k = 0; k < K; k++) {
+			memcpy(bp + k * 16, B + k * N + j0, (size_t)nj * sizeof *bp);
+			memset(bp + k * 16 + nj, 0, (size_t)(16 - nj) * sizeof *bp);
+		}
+		for (int64_t i0 = 0; i0 < M; i0 += GEMM_MR) {
+			int64_t ni = M - i0 < GEMM_MR ? M - i0 : GEMM_MR;
+			const float *a[GEMM_MR];
+			for (int r = 0; r < GEMM_MR; r++) {
+				a[r] = r < ni ? A + (i0 + r) * K : zrow;
+				memset(tile[r], 0, sizeof tile[r]);
+				if (r < ni)
+					memcpy(tile[r], C + (i0 + r) * N + j0, (size_t)nj * sizeof **tile);
+			}
+			v8f c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+			memcpy(&c00, tile[0], 32), memcpy(&c01, tile[0] + 8, 32);
+			memcpy(&c10, tile[1], 32), memcpy(&c11, tile[1] + 8, 32);
+			memcpy(&c20, tile[2], 32), memcpy(&c21, tile[2] + 8, 32);
+			memcpy(&c30, tile[3], 32), memcpy(&c31, tile[3] + 8, 32);
+			memcpy(&c40, tile[4], 32), memcpy(&c41, tile[4] + 8, 32);
+			memcpy(&c50, tile[5], 32), memcpy(&c51, tile[5] + 8, 32);
+			const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+			for (int64_t k = 0; k < K; k++) {
+				v8f b0, b1;
+				memcpy(&b0, bp + k * 16, 32);
+				memcpy(&b1, bp + k * 16 + 8, 32);
+				c00 += b0 * a0[k], c01 += b1 * a0[k];
+				c10 += b0 * a1[k], c11 += b1 * a1[k];
+				c20 += b0 * a2[k], c21 += b1 * a2[k];
+				c30 += b0 * a3[k], c31 += b1 * a3[k];
+				c40 += b0 * a4[k], c41 += b1 * a4[k];
+				c50 += b0 * a5[k], c51 += b1 * a5[k];
+			}
+			memcpy(tile[0], &c00, 32), memcpy(tile[0] + 8, &c01, 32);
+			memcpy(tile[1], &c10, 32), memcpy(tile[1] + 8, &c11, 32);
+			memcpy(tile[2], &c20, 32), memcpy(tile[2] + 8, &c21, 32);
+			memcpy(tile[3], &c30, 32), memcpy(tile[3] + 8, &c31, 32);
+			memcpy(tile[4], &c40, 32), memcpy(tile[4] + 8, &c41, 32);
+			memcpy(tile[5], &c50, 32), memcpy(tile[5] + 8, &c51, 32);
+			for (int r = 0; r < ni; r++)
+				memcpy(C + (i0 + r) * N + j0, tile[r], (size_t)nj * sizeof **tile);
+		}
+	}
+	free(bp);
+	free(zrow);
 }
 
 static float gelu(float x)
@@ -554,14 +637,10 @@ static void *compute_tiles(void *arg)
 			int64_t K = la.cols;
 			if (st->nin > 2)
 				bias = read_shard(m, st->in[2], t, &lc);
-			for (int64_t r = 0; r < R; r++) {
-				float *acc = res + r * C;
-				for (int64_t k = 0; k < K; k++)     /* K order; n contiguous */
-					axpy(acc, b + k * C, a[r * K + k], C);
-				if (bias)
-					for (int64_t n = 0; n < C; n++)
-						acc[n] += bias[n];
-			}
+			run_gemm(a, b, res, R, K, C);      /* K order */
+			for (int64_t r = 0; bias && r < R; r++)
+				for (int64_t n = 0; n < C; n++)
+					res[r * C + n] += bias[n];
 			free(b);
 			free(bias);
 			break;
@@ -634,9 +713,9 @@ static int compute(Machine_ *m, int i)
 		int64_t t = place_tile(out, idx, z, T);
 		Layout l;
 		float *v = read_shard(m, st->out, t, &l);
-		for (int64_t r = 0; r < l.rows; r++)
-			for (int64_t c = 0; c < l.cols; c++)
-				m->val[out->tensor][shard_elem(out, idx, r, c)] = v[r * l.cols + c];
+		for (int64_t r = 0; r < l.rows; r++)    /* a row: consecutive elements */
+			memcpy(m->val[out->tensor] + shard_elem(out, idx, r, 0), v + r * l.cols,
+			       (size_t)l.cols * sizeof *v);
 		free(v);
 	}
 	return 0;
@@ -903,13 +982,10 @@ typedef struct {
 static void *gemm_rows(void *arg)
 {
 	Gemm_ *g = arg;
-	for (int64_t r = g->r0; r < g->r1; r++) {
-		for (int64_t k = 0; k < g->K; k++)
-			axpy(g->C + r * g->N, g->B + k * g->N, g->A[r * g->K + k], g->N);
-		if (g->bias)
-			for (int64_t n = 0; n < g->N; n++)
-				g->C[r * g->N + n] += g->bias[n];
-	}
+	run_gemm(g->A + g->r0 * g->K, g->B, g->C + g->r0 * g->N, g->r1 - g->r0, g->K, g->N);
+	for (int64_t r = g->r0; g->bias && r < g->r1; r++)
+		for (int64_t n = 0; n < g->N; n++)
+			g->C[r * g->N + n] += g->bias[n];
 	return NULL;
 }
 

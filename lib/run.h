@@ -105,5 +105,9 @@ int64_t tensor_values(const PTensor *t);
  * seconds they took. */
 void run_gemm_stats(double *flops, double *secs);
 float quantize(float x, Format f, int scale);
+/* C[M x N] += A[M x K] B[K x N] (row-major, dense), every element summed
+ * in K order with one rounding per multiply and per add: the machine's
+ * and the reference's matrix product, blocked. */
+void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N);
 
 #endif

@@ -109,22 +109,53 @@ typedef struct {
 	int64_t aoff;           /* fill: the instance's offset from the address */
 } Walk;
 
-/* Element index of shard-local (r, c) in the whole tensor. */
-static void expect(const Sim *s, int tensor, int64_t e, int esz, uint8_t *out)
+/* The expected bytes of elements e .. e + n - 1 of a tensor, packed
+ * (n x esz): this iteration's instance of a stacked one. */
+static void expect_row(const Sim *s, int tensor, int64_t e, int64_t n, int esz, uint8_t *out)
 {
 	const PTensor *t = s->plan ? &s->plan->t[tensor] : NULL;
 	if (t && t->count > 1) {
-		int64_t n = 1;
+		int64_t size = 1;
 		for (int a = 0; a < t->rank; a++)
-			n *= t->shape[a];
-		e += s->iter * n;
+			size *= t->shape[a];
+		e += s->iter * size;
 	}
 	if (s->elem) {
-		s->elem(s->elem_ctx, tensor, e, out);
+		s->elem(s->elem_ctx, tensor, e, n, out);
 		return;
 	}
-	for (int k = 0; k < esz; k++)
-		out[k] = ref_byte(tensor, e, k);
+	for (int64_t i = 0; i < n; i++)
+		for (int k = 0; k < esz; k++)
+			out[i * esz + k] = ref_byte(tensor, e + i, k);
+}
+
+/* A shard's row r: its elements' offsets in the layout (off, elements)
+ * and their expected bytes (want, packed); a row's elements are
+ * consecutive in the tensor (the last axis is the columns). */
+typedef struct {
+	int64_t *off;
+	uint8_t *want;
+} Row;
+
+static void row_init(Row *w, const Layout *l, int esz)
+{
+	w->off = xmalloc((size_t)l->cols * sizeof *w->off);
+	w->want = xmalloc((size_t)(l->cols * esz));
+}
+
+static int64_t row_at(Row *w, const Sim *s, const Placement *p, const int64_t *idx, const Layout *l, int64_t r)
+{
+	int esz = fmt_bytes(p->fmt);
+	int64_t e0 = elem_of(p, idx, r, 0);
+	layout_row(l, r, w->off);
+	expect_row(s, p->tensor, e0, l->cols, esz, w->want);
+	return e0;
+}
+
+static void row_free(Row *w)
+{
+	free(w->off);
+	free(w->want);
 }
 
 int64_t shard_elem(const Placement *p, const int64_t *idx, int64_t r, int64_t c)
@@ -154,12 +185,15 @@ static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 	int esz = fmt_bytes(p->fmt);
 	uint8_t *m = sim_tile(w->s, t) + p->addr + w->aoff;
 	(void)rep;
+	Row row;
 	memset(m, 0, (size_t)layout_bytes(&l));
-	for (int64_t r = 0; r < l.rows; r++)
-		for (int64_t c = 0; c < l.cols; c++) {
-			int64_t e = elem_of(p, idx, r, c), off = layout_offset(&l, r, c) * esz;
-			expect(w->s, p->tensor, e, esz, m + off);
-		}
+	row_init(&row, &l, esz);
+	for (int64_t r = 0; r < l.rows; r++) {
+		row_at(&row, w->s, p, idx, &l, r);
+		for (int64_t c = 0; c < l.cols; c++)
+			memcpy(m + row.off[c] * esz, row.want + c * esz, (size_t)esz);
+	}
+	row_free(&row);
 	return 0;
 }
 
@@ -213,43 +247,52 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	/* An alias is the source's buffer: the copy writes nothing there (the
 	 * source may have been written earlier in the same phase), and the
 	 * data is in place. */
+	Row row;
+	row_init(&row, &l, esz);
 	if (is_alias(w, p, idx, t)) {
-		for (int64_t r = 0; r < l.rows; r++)
+		for (int64_t r = 0; r < l.rows; r++) {
+			row_at(&row, w->s, p, idx, &l, r);
 			for (int64_t cc = 0; cc < l.cols; cc++) {
-				int64_t e = elem_of(p, idx, r, cc), off = layout_offset(&l, r, cc) * esz;
-				uint8_t want[8];
-				expect(w->s, p->tensor, e, esz, want);
+				int64_t off = row.off[cc] * esz;
+				const uint8_t *want = row.want + cc * esz;
 				for (int k = 0; k < esz; k++)
-					if (m[off + k] != want[k])
+					if (m[off + k] != want[k]) {
+						row_free(&row);
 						return errf(w->e, "tile %lld, step %d: tensor '%s' (placement "
 							    "'%s', an alias of its source) offset %lld: expected "
 							    "0x%02x, found 0x%02x", (long long)t, w->step, tn,
 							    p->name, (long long)(p->addr + off), want[k], m[off + k]);
+					}
 			}
+		}
+		row_free(&row);
 		return 0;
 	}
 	int alias = 0;
 	uint8_t *seen = xcalloc((size_t)bytes, 1);
-	for (int64_t r = 0; r < l.rows; r++)
+	for (int64_t r = 0; r < l.rows; r++) {
+		int64_t e0 = row_at(&row, w->s, p, idx, &l, r);
 		for (int64_t cc = 0; cc < l.cols; cc++) {
-			int64_t e = elem_of(p, idx, r, cc), off = layout_offset(&l, r, cc) * esz;
-			uint8_t wants[8];
-			expect(w->s, p->tensor, e, esz, wants);
+			int64_t off = row.off[cc] * esz;
+			const uint8_t *wants = row.want + cc * esz;
 			for (int k = 0; k < esz; k++) {
 				uint8_t want = wants[k], got = m[off + k];
 				int n = c[off + k];
 				seen[off + k] = 1;
 				if (got != want || (!alias && n != 1) || (alias && n != 0)) {
 					free(seen);
+					row_free(&row);
 					return errf(w->e, "tile %lld, step %d: tensor '%s' (placement '%s') "
 						    "offset %lld (element %lld byte %d): expected 0x%02x, "
 						    "found 0x%02x, written %d times%s", (long long)t, w->step,
-						    tn, p->name, (long long)(p->addr + off), (long long)e, k,
+						    tn, p->name, (long long)(p->addr + off), (long long)(e0 + cc), k,
 						    want, got, n, n == 0 ? " (missing)" : n > 1 ? " (overwritten)" :
 						    " (misrouted)");
 				}
 			}
 		}
+	}
+	row_free(&row);
 	for (int64_t off = 0; off < bytes; off++) {
 		if (seen[off])
 			continue;
@@ -323,14 +366,24 @@ static void shard_image(Plain *w, const Placement *p, const int64_t *idx, const 
 		w->image = xrealloc(w->image, (size_t)bytes);
 		w->valid = xrealloc(w->valid, (size_t)bytes);
 	}
+	Row row;
 	memset(w->image, 0, (size_t)bytes);
 	memset(w->valid, 0, (size_t)bytes);
-	for (int64_t r = 0; r < l->rows; r++)
+	row_init(&row, l, esz);
+	for (int64_t r = 0; r < l->rows; r++) {
+		row_at(&row, w->s, p, idx, l, r);
+		if (l->kind == LAYOUT_ROW_MAJOR) {      /* one run */
+			memcpy(w->image + row.off[0] * esz, row.want, (size_t)(l->cols * esz));
+			memset(w->valid + row.off[0] * esz, 1, (size_t)(l->cols * esz));
+			continue;
+		}
 		for (int64_t c = 0; c < l->cols; c++) {
-			int64_t off = layout_offset(l, r, c) * esz;
-			expect(w->s, p->tensor, elem_of(p, idx, r, c), esz, w->image + off);
+			int64_t off = row.off[c] * esz;
+			memcpy(w->image + off, row.want + c * esz, (size_t)esz);
 			memset(w->valid + off, 1, (size_t)esz);
 		}
+	}
+	row_free(&row);
 }
 
 static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)

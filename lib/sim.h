@@ -16,8 +16,9 @@
 
 #include "plan.h"
 
-/* The bytes element e of tensor t should have (fmt_bytes of its format). */
-typedef void (*ElemFn)(void *ctx, int tensor, int64_t elem, uint8_t *out);
+/* The bytes elements elem .. elem + n - 1 of tensor t should have, packed
+ * (n x fmt_bytes of its format). */
+typedef void (*ElemFn)(void *ctx, int tensor, int64_t elem, int64_t n, uint8_t *out);
 
 typedef struct {
 	int64_t tiles, sram;

@@ -156,6 +156,19 @@ static void check_shape(LayoutKind k, Format f, int64_t R, int64_t C)
 				bad = 1;
 			}
 		}
+	/* layout_row gives each row's offsets in one pass: the reference's. */
+	int64_t *row = malloc((size_t)C * sizeof *row);
+	for (int64_t r = 0; r < R && !bad; r++) {
+		layout_row(&l, r, row);
+		for (int64_t c = 0; c < C && !bad; c++)
+			if (row[c] != ref_off[r * C + c]) {
+				CHECK(0, "%s %s %lldx%lld: layout_row %lld column %lld = %lld, reference %lld",
+				      kind_str[k], fmt_str[f], (long long)R, (long long)C, (long long)r,
+				      (long long)c, (long long)row[c], (long long)ref_off[r * C + c]);
+				bad = 1;
+			}
+	}
+	free(row);
 	if (bad)
 		return;
 	/* Every non-padding slot exactly once, padding never. */

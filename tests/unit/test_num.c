@@ -376,6 +376,81 @@ static void test_f16_random(void)
 	}
 }
 
+/* Every fp16 rounding boundary: each positive finite code's value, the
+ * midpoint to the next code (2^16 past the largest: the overflow tie),
+ * one float either side of it, both signs; and floats spread over every
+ * bit pattern (stride 4099). */
+static void test_f16_boundaries(void)
+{
+	unsigned h, got, want;
+	float in[5];
+	int k;
+
+	t_case("f16: every code, every midpoint and the floats beside it round as the bisection says");
+	for (h = 0; h < 0x7c00; h++) {
+		double next = h + 1 < 0x7c00 ? v16[h + 1] : 65536.0;
+		float mid = (float)((v16[h] + next) / 2);      /* exact: 12 significant bits */
+		in[0] = (float)v16[h], in[1] = mid, in[2] = nextafterf(mid, 0), in[3] = nextafterf(mid, INFINITY);
+		in[4] = nextafterf((float)v16[h], INFINITY);
+		for (k = 0; k < 10; k++) {
+			float x = k < 5 ? in[k] : -in[k - 5];
+			got = f32_to_f16(x);
+			want = near16(x);
+			CHECK(got == want, "%a -> 0x%04x, want 0x%04x", x, got, want);
+		}
+	}
+	t_case("f16: floats over every bit pattern (stride 4099) round as the bisection says");
+	for (uint64_t u = 0; u < 0x100000000u; u += 4099) {
+		float x = bitsf((uint32_t)u);
+		got = f32_to_f16(x);
+		want = near16(x);
+		CHECK(got == want, "%a -> 0x%04x, want 0x%04x", x, got, want);
+	}
+}
+
+/* Every fp8 rounding boundary at every scale from -140 to 140 (each
+ * code's value, the midpoint to the next code, 248 past the largest, the
+ * floats beside it, both signs), where the scaled float is exact; and
+ * floats over every bit pattern at random scales. */
+static void test_f8_boundaries(void)
+{
+	unsigned c, got, want;
+	int s, k;
+
+	t_case("f8: every code, midpoint and neighbour at every scale -140..140 rounds to the nearest code");
+	for (s = -140; s <= 140; s++)
+		for (c = 0; c < 0x80; c++) {
+			double next = c + 1 < 0x80 ? v8[c + 1] : 248.0;
+			float mid = (float)((v8[c] + next) / 2), in[5];
+			in[0] = (float)v8[c], in[1] = mid, in[2] = nextafterf(mid, 0);
+			in[3] = nextafterf(mid, INFINITY), in[4] = nextafterf((float)v8[c], INFINITY);
+			for (k = 0; k < 10; k++) {
+				float u = k < 5 ? in[k] : -in[k - 5], x = ldexpf(u, s);
+				if (x == 0 || !isfinite(x) || ldexpf(x, -s) != u || fabsf(x) < FLT_MIN)
+					continue;       /* the scaled value is not exact in fp32 */
+				got = f32_to_f8s(x, s);
+				want = near8(u);
+				CHECK(got == want, "%a scale %d -> 0x%02x, want 0x%02x", x, s, got, want);
+			}
+		}
+	t_case("f8: floats over every bit pattern (stride 4099) at scales -140..140 round to the nearest code");
+	for (uint64_t u = 0; u < 0x100000000u; u += 4099) {
+		float x = bitsf((uint32_t)u);
+		s = (int)(rnd() % 281) - 140;
+		double y = ldexp((double)x, -s);        /* exact in double */
+		got = f32_to_f8s(x, s);
+		if (isnan(x) || isinf(x))
+			want = 0x80;
+		else if (fabs(y) > 240)
+			want = signbit(y) ? 0xff : 0x7f;
+		else if (fabs(y) < 0x1p-12)
+			want = 0;
+		else
+			want = near8((float)y);         /* |y| in [2^-12, 240]: exact in fp32 */
+		CHECK(got == want, "%a scale %d -> 0x%02x, want 0x%02x", x, s, got, want);
+	}
+}
+
 static void test_scaled(void)
 {
 	static const int sc[] = { -20, -8, -3, 0, 1, 5, 12 };
@@ -487,6 +562,8 @@ int main(void)
 	test_f16_rne();
 	test_f16_random();
 	test_scaled();
+	test_f16_boundaries();
+	test_f8_boundaries();
 	test_parse_i64();
 	test_parse_f64();
 	return t_summary();

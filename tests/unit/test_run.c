@@ -158,6 +158,33 @@ static void independence(const char *path)
 	}
 }
 
+/* run_gemm against the plain loop, bit for bit: each element summed in K
+ * order, one rounding per multiply and per add, from a nonzero C; sizes
+ * that leave partial register tiles (rows past 6, columns past 16). */
+static void gemm_bits(void)
+{
+	t_case("run_gemm gives the plain K-order loop's bits on random sizes and values");
+	for (int i = 0; i < 200; i++) {
+		int64_t M = pick(1, 40), K = pick(1, 90), N = pick(1, 70);
+		float *A = malloc((size_t)(M * K) * sizeof *A), *B = malloc((size_t)(K * N) * sizeof *B);
+		float *C = malloc((size_t)(M * N) * sizeof *C), *D = malloc((size_t)(M * N) * sizeof *D);
+		for (int64_t q = 0; q < M * K; q++)
+			A[q] = (float)((int64_t)(next() % 20001) - 10000) * 0x1p-7f * (float)(1 << (next() % 12));
+		for (int64_t q = 0; q < K * N; q++)
+			B[q] = (float)((int64_t)(next() % 20001) - 10000) * 0x1p-13f;
+		for (int64_t q = 0; q < M * N; q++)
+			C[q] = D[q] = (float)((int64_t)(next() % 201) - 100) * 0.37f;
+		run_gemm(A, B, C, M, K, N);
+		for (int64_t r = 0; r < M; r++)
+			for (int64_t k = 0; k < K; k++)
+				for (int64_t n = 0; n < N; n++)
+					D[r * N + n] += A[r * K + k] * B[k * N + n];
+		CHECK(memcmp(C, D, (size_t)(M * N) * sizeof *C) == 0, "M %lld K %lld N %lld", (long long)M,
+		      (long long)K, (long long)N);
+		free(A), free(B), free(C), free(D);
+	}
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
@@ -242,6 +269,7 @@ int main(void)
 		model_free(&md);
 	}
 	independence(path);
+	gemm_bits();
 	unlink(path);
 	return t_summary();
 }
