@@ -39,23 +39,6 @@ float quantize(float x, Format f, int scale)
 	}
 }
 
-static void encode(float x, Format f, int scale, uint8_t *out)
-{
-	switch (f) {
-	case FMT_FP16: {
-		uint16_t h = f32_to_f16(x);
-		out[0] = (uint8_t)h, out[1] = (uint8_t)(h >> 8);
-		break;
-	}
-	case FMT_FP8:
-		out[0] = f32_to_f8s(x, scale);
-		break;
-	default:
-		memcpy(out, &x, 4);
-		break;
-	}
-}
-
 /* Codes decoded once (fp16: all 65536; fp8: 256, and the powers of two
  * of every scale): a scale is a multiplication by a power of two, exact,
  * as f8s_to_f32's ldexpf is. Built once, before any thread reads them. */
@@ -90,8 +73,13 @@ static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format
 		return;
 	case FMT_FP8: {
 		float k = pow2[scale + 126];
+		if (!off) {
+			for (int64_t i = 0; i < n; i++)
+				v[i] = f8_table[mem[i]] * k;
+			return;
+		}
 		for (int64_t i = 0; i < n; i++)
-			v[i] = f8_table[mem[off ? off[i] : i]] * k;
+			v[i] = f8_table[mem[off[i]]] * k;
 		return;
 	}
 	default:
@@ -103,9 +91,27 @@ static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format
 /* The inverse: n values of v encoded at off[i] * esz (NULL: consecutive). */
 static void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem)
 {
-	int esz = fmt_bytes(f);
-	for (int64_t i = 0; i < n; i++)
-		encode(v[i], f, scale, mem + (off ? off[i] : i) * esz);
+	switch (f) {
+	case FMT_FP16:
+		for (int64_t i = 0; i < n; i++) {
+			uint16_t h = f32_to_f16(v[i]);
+			uint8_t *b = mem + (off ? off[i] : i) * 2;
+			b[0] = (uint8_t)h, b[1] = (uint8_t)(h >> 8);
+		}
+		return;
+	case FMT_FP8:
+		if (!off) {
+			for (int64_t i = 0; i < n; i++)
+				mem[i] = f32_to_f8s(v[i], scale);
+			return;
+		}
+		for (int64_t i = 0; i < n; i++)
+			mem[off[i]] = f32_to_f8s(v[i], scale);
+		return;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			memcpy(mem + (off ? off[i] : i) * 4, v + i, 4);
+	}
 }
 
 /* Time and work spent in matrix products (machine and reference). */
@@ -327,16 +333,31 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 
 /* ---- the machine ---- */
 
+/* The values the movement check expects: each tensor's values encoded in
+ * its format once (every instance), re-encoded when a compute step
+ * replaces them, so a check copies bytes instead of encoding. */
 typedef struct {
 	const Plan *pl;
 	float *const *val;
+	uint8_t **enc;
 } Values;
+
+static void enc_update(Values *v, int t)
+{
+	const PTensor *x = &v->pl->t[t];
+	int64_t n = tensor_values(x);
+	if (!v->val[t])
+		return;
+	if (!v->enc[t])
+		v->enc[t] = xmalloc((size_t)(n * fmt_bytes(x->fmt)));
+	encode_run(v->val[t], NULL, n, x->fmt, x->scale, v->enc[t]);
+}
 
 static void elem_bytes(void *ctx, int t, int64_t e, int64_t n, uint8_t *out)
 {
 	const Values *v = ctx;
-	const PTensor *x = &v->pl->t[t];
-	encode_run(v->val[t] + e, NULL, n, x->fmt, x->scale, out);
+	int esz = fmt_bytes(v->pl->t[t].fmt);
+	memcpy(out, v->enc[t] + e * esz, (size_t)(n * esz));
 }
 
 /* Shard index on each tile of a placement (-1: none), replicas included. */
@@ -349,6 +370,7 @@ typedef struct {
 	const Plan *pl;
 	float **val;
 	TileShards *ts;         /* per placement, built on first use */
+	Values *vs;
 	Err *e;
 } Machine_;
 
@@ -718,6 +740,7 @@ static int compute(Machine_ *m, int i)
 			       (size_t)l.cols * sizeof *v);
 		free(v);
 	}
+	enc_update(m->vs, out->tensor);
 	return 0;
 }
 
@@ -908,12 +931,15 @@ int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
 {
 	tables();
 	Machine_ m;
-	Values vs = { pl, val };
+	Values vs = { pl, val, xcalloc((size_t)pl->nt + 1, sizeof *vs.enc) };
 	int rc = 0, ph = 0;
 
 	memset(&m, 0, sizeof m);
 	m.pl = pl;
 	m.val = val;
+	m.vs = &vs;
+	for (int t = 0; t < pl->nt; t++)
+		enc_update(&vs, t);
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
 	sim_init(&m.s, &pl->machine, 0);
@@ -957,6 +983,9 @@ int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
 	}
 	for (int p = 0; p < pl->np; p++)
 		free(m.ts[p].shard);
+	for (int t = 0; t < pl->nt; t++)
+		free(vs.enc[t]);
+	free(vs.enc);
 	free(m.ts);
 	sim_free(&m.s);
 	return rc;
