@@ -140,12 +140,12 @@ static uint64_t mix(uint64_t x)
 }
 
 /* Normal values from a seed and a name (Box-Muller): value i depends only
- * on (seed, name, i), so any split of the range gives the same values.
- * Values lo .. hi - 1 (lo even) of the sequence, into v[lo .. hi - 1], then
- * quantized into fmt when asked. */
+ * on (seed, name, i) (pair i & ~1 gives its cosine and sine halves), so
+ * any range, split any way, gives the same values. Values lo .. hi - 1
+ * into v[lo - base ..], then quantized into fmt when asked. */
 typedef struct {
 	float *v;
-	int64_t lo, hi, n;
+	int64_t base, lo, hi;
 	uint64_t s;
 	double mean, sd;
 	Format fmt;
@@ -155,35 +155,36 @@ typedef struct {
 static void *gen_part(void *arg)
 {
 	const Gen *g = arg;
-	for (int64_t i = g->lo; i < g->hi; i += 2) {
+	for (int64_t i = g->lo & ~(int64_t)1; i < g->hi; i += 2) {
 		double u1 = ((mix(g->s + 2 * (uint64_t)i) >> 11) + 1.0) / 9007199254740993.0;
 		double u2 = (mix(g->s + 2 * (uint64_t)i + 1) >> 11) / 9007199254740992.0;
 		double r = sqrt(-2 * log(u1)), th = 6.283185307179586 * u2;
-		g->v[i] = (float)(g->mean + g->sd * r * cos(th));
-		if (i + 1 < g->n)
-			g->v[i + 1] = (float)(g->mean + g->sd * r * sin(th));
+		if (i >= g->lo)
+			g->v[i - g->base] = (float)(g->mean + g->sd * r * cos(th));
+		if (i + 1 < g->hi)
+			g->v[i + 1 - g->base] = (float)(g->mean + g->sd * r * sin(th));
 	}
-	for (int64_t i = g->lo; g->quantized && i < g->hi && i < g->n; i++)
-		g->v[i] = quantize(g->v[i], g->fmt, g->scale);
+	for (int64_t i = g->lo; g->quantized && i < g->hi; i++)
+		g->v[i - g->base] = quantize(g->v[i - g->base], g->fmt, g->scale);
 	return NULL;
 }
 
-/* n values on two threads (split at an even index), the same values as one. */
-static void normals(float *v, int64_t n, uint64_t seed, const char *name, double mean, double sd, Format fmt,
-		    int scale, int quantized)
+/* Values first .. first + n - 1 into v, on two threads. */
+static void normals(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, double mean, double sd,
+		    Format fmt, int scale, int quantized)
 {
 	uint64_t s = seed * 0x9E3779B97F4A7C15u;
 	for (const char *c = name; *c; c++)
 		s = mix(s ^ (uint8_t)*c);
-	int64_t mid = n >= 1 << 16 ? (n / 2) & ~(int64_t)1 : n;
-	Gen a = { v, 0, mid, n, s, mean, sd, fmt, scale, quantized }, b = a;
+	int64_t mid = n >= 1 << 16 ? first + n / 2 : first + n;
+	Gen a = { v, first, first, mid, s, mean, sd, fmt, scale, quantized }, b = a;
 	pthread_t th;
-	b.lo = mid, b.hi = n;
-	if (mid < n && pthread_create(&th, NULL, gen_part, &b) == 0) {
+	b.lo = mid, b.hi = first + n;
+	if (mid < first + n && pthread_create(&th, NULL, gen_part, &b) == 0) {
 		gen_part(&a);
 		pthread_join(th, NULL);
 	} else {
-		a.hi = n;
+		a.hi = first + n;
 		gen_part(&a);
 	}
 }
@@ -264,13 +265,70 @@ static int64_t spec_values(const DataSpec *x)
 
 /* v: x's values from DIR/<name>.npy when --data has it, else generated
  * from the seed; quantized into x's format when o asks. */
+static int data_file(const DataSpec *x, const RunOpts *o, char *path, size_t n)
+{
+	struct stat st;
+	snprintf(path, n, "%s/%s.npy", o->data_dir ? o->data_dir : "", x->name);
+	return o->data_dir && stat(path, &st) == 0;
+}
+
+/* A stacked parameter made from the seed is kept by no one whole: each
+ * user makes the instance it needs (instance_data), so 27 layers of
+ * weights never sit in memory as floats. */
+static int lazy(const DataSpec *x, const RunOpts *o)
+{
+	char path[4096];
+	return x->count > 1 && o->quantized && !data_file(x, o, path, sizeof path);
+}
+
+/* Instance iter of a lazy tensor: its values iter * size .. */
+static void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v)
+{
+	int64_t size = spec_values(x) / x->count;
+	normals(v, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
+}
+
+/* Per tensor, the one instance of a lazy tensor made last (by index). */
+typedef struct {
+	float **buf;
+	int64_t *at;
+	int n;
+} Lazy;
+
+static void lazy_init(Lazy *z, int n)
+{
+	z->n = n;
+	z->buf = xcalloc((size_t)n + 1, sizeof *z->buf);
+	z->at = xmalloc(((size_t)n + 1) * sizeof *z->at);
+	for (int i = 0; i < n; i++)
+		z->at[i] = -1;
+}
+
+static float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter)
+{
+	if (z->at[t] != iter) {
+		if (!z->buf[t])
+			z->buf[t] = xmalloc((size_t)(spec_values(x) / x->count) * sizeof *z->buf[t]);
+		instance_data(x, o, iter, z->buf[t]);
+		z->at[t] = iter;
+	}
+	return z->buf[t];
+}
+
+static void lazy_free(Lazy *z)
+{
+	for (int i = 0; i < z->n; i++)
+		free(z->buf[i]);
+	free(z->buf);
+	free(z->at);
+	memset(z, 0, sizeof *z);
+}
+
 static int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 {
 	int64_t n = spec_values(x);
 	char path[4096];
-	struct stat st;
-	snprintf(path, sizeof path, "%s/%s.npy", o->data_dir ? o->data_dir : "", x->name);
-	if (o->data_dir && stat(path, &st) == 0) {
+	if (data_file(x, o, path, sizeof path)) {
 		Npy a;
 		float *f;
 		if (npy_read(path, &a, e))
@@ -297,7 +355,7 @@ static int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 			for (int64_t i = 0; i < n; i++)
 				v[i] = quantize(v[i], x->fmt, x->scale);
 	} else {
-		normals(v, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
+		normals(v, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 	}
 	return 0;
 }
@@ -351,6 +409,8 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		if (host)
 			continue;               /* made from its host op's input below */
 		DataSpec d = plan_spec(pl, t);
+		if (lazy(&d, o))
+			continue;               /* made an instance at a time by its users */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
 		if (tensor_data(&d, o, val[t], e))
 			return -1;
@@ -371,6 +431,7 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
  * replaces them, so a check copies bytes instead of encoding. */
 typedef struct {
 	const Plan *pl;
+	const RunOpts *o;
 	float *const *val;
 	uint8_t **enc;
 } Values;
@@ -378,12 +439,24 @@ typedef struct {
 static void enc_update(Values *v, int t)
 {
 	const PTensor *x = &v->pl->t[t];
-	int64_t n = tensor_values(x);
-	if (!v->val[t])
+	int64_t n = tensor_values(x), size = tensor_count(x);
+	int esz = fmt_bytes(x->fmt);
+	DataSpec d = plan_spec(v->pl, t);
+	int lz = !v->val[t] && (x->role == R_PARAM || x->role == R_INPUT) && lazy(&d, v->o);
+	if (!v->val[t] && !lz)
 		return;
 	if (!v->enc[t])
-		v->enc[t] = xmalloc((size_t)(n * fmt_bytes(x->fmt)));
-	encode_run(v->val[t], NULL, n, x->fmt, x->scale, v->enc[t]);
+		v->enc[t] = xmalloc((size_t)(n * esz));
+	if (!lz) {
+		encode_run(v->val[t], NULL, n, x->fmt, x->scale, v->enc[t]);
+		return;
+	}
+	float *buf = xmalloc((size_t)size * sizeof *buf);
+	for (int64_t i = 0; i < x->count; i++) {
+		instance_data(&d, v->o, i, buf);
+		encode_run(buf, NULL, size, x->fmt, x->scale, v->enc[t] + i * size * esz);
+	}
+	free(buf);
 }
 
 static void elem_bytes(void *ctx, int t, int64_t e, int64_t n, uint8_t *out)
@@ -960,11 +1033,11 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	return rc;
 }
 
-int run_program(const Program *prog, const Plan *pl, float **val, Err *e)
+int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
 	tables();
 	Machine_ m;
-	Values vs = { pl, val, xcalloc((size_t)pl->nt + 1, sizeof *vs.enc) };
+	Values vs = { pl, o, val, xcalloc((size_t)pl->nt + 1, sizeof *vs.enc) };
 	int rc = 0, ph = 0;
 
 	memset(&m, 0, sizeof m);
@@ -1068,10 +1141,25 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 	gemm_secs += now() - t0;
 }
 
+/* The stage's reference as it runs: values per plan tensor (inputs and
+ * parameters shared with the data, not copied) and the lazy parameters'
+ * current instances. */
+typedef struct {
+	const Plan *pl;
+	const RunOpts *o;
+	float **ref;
+	Lazy lz;
+} PRef;
+
 /* A tensor's values in the current iteration: a stacked one's instance. */
-static float *inst(const Plan *pl, float *const *v, int t, int64_t iter)
+static float *inst(PRef *c, int t, int64_t iter)
 {
-	return pl->t[t].count > 1 ? v[t] + iter * tensor_count(&pl->t[t]) : v[t];
+	const Plan *pl = c->pl;
+	if (!c->ref[t]) {
+		DataSpec d = plan_spec(pl, t);
+		return lazy_get(&c->lz, t, &d, c->o, iter);
+	}
+	return pl->t[t].count > 1 ? c->ref[t] + iter * tensor_count(&pl->t[t]) : c->ref[t];
 }
 
 static void track(double *amax, int t, const float *y, int64_t n)
@@ -1182,18 +1270,20 @@ static void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t
 }
 
 /* One op-level step of the reference (GEMMs at their first step). */
-static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, double *amax, int64_t iter)
+static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 {
+	const Plan *pl = c->pl;
+	float **ref = c->ref;
 	const Step *st = &pl->s[s];
 	if (gemm_at[s] >= 0) {
 		const Gemm *G = &pl->g[gemm_at[s]];
 		int64_t M = G->m, K = G->k, N = G->n;
-		float *c = xcalloc((size_t)(M * N), sizeof *c);
-		gemm2(ref[G->a], inst(pl, ref, G->b, iter), G->bias >= 0 ? inst(pl, ref, G->bias, iter) : NULL,
-		      c, M, K, N);
+		float *y = xcalloc((size_t)(M * N), sizeof *y);
+		gemm2(ref[G->a], inst(c, G->b, iter), G->bias >= 0 ? inst(c, G->bias, iter) : NULL,
+		      y, M, K, N);
 		free(ref[G->out]);
-		ref[G->out] = c;
-		track(amax, G->out, c, M * N);
+		ref[G->out] = y;
+		
 		return;
 	}
 	int out = pl->p[st->out].tensor, in = pl->p[st->in[0]].tensor;
@@ -1206,7 +1296,7 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 			}
 	int64_t n = tensor_count(&pl->t[out]), C = pl->t[out].shape[pl->t[out].rank - 1];
 	float *y = xmalloc((size_t)n * sizeof *y);
-	const float *x = inst(pl, ref, in, iter);
+	const float *x = inst(c, in, iter);
 	switch (st->compute) {
 	case C_GELU:
 		for (int64_t i = 0; i < n; i++)
@@ -1214,7 +1304,7 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 		break;
 	case C_ADD: {
 		int bt = pl->p[st->in[1]].tensor;
-		ref_add(x, inst(pl, ref, bt, iter), y, n, tensor_count(&pl->t[bt]));
+		ref_add(x, inst(c, bt, iter), y, n, tensor_count(&pl->t[bt]));
 		break;
 	}
 	case C_BROADCAST:
@@ -1222,8 +1312,8 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 			y[i] = x[i % nx];
 		break;
 	case C_LAYERNORM:
-		ref_layernorm(x, inst(pl, ref, pl->p[st->in[1]].tensor, iter),
-			      inst(pl, ref, pl->p[st->in[2]].tensor, iter), y, n / C, C, st->eps);
+		ref_layernorm(x, inst(c, pl->p[st->in[1]].tensor, iter),
+			      inst(c, pl->p[st->in[2]].tensor, iter), y, n / C, C, st->eps);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
@@ -1237,20 +1327,16 @@ static void ref_step(const Plan *pl, int s, const int *gemm_at, float **ref, dou
 	}
 	free(ref[out]);
 	ref[out] = y;
-	track(amax, out, y, n);
+	
 }
 
-int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *amax, Err *e)
+int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **ref, Err *e)
 {
+	PRef c = { pl, o, ref, { NULL, NULL, 0 } };
 	(void)e;
+	lazy_init(&c.lz, pl->nt);
 	for (int t = 0; t < pl->nt; t++)
-		ref[t] = NULL;
-	for (int t = 0; t < pl->nt; t++)
-		if (val[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
-			int64_t n = tensor_values(&pl->t[t]);
-			ref[t] = xmalloc((size_t)n * sizeof **ref);
-			memcpy(ref[t], val[t], (size_t)n * sizeof **ref);
-		}
+		ref[t] = pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM ? val[t] : NULL;
 	/* Op-level steps: every compute but those inside a matmul (casts,
 	 * packs, partial products, reductions), which stand for the GEMM
 	 * record at the op's first compute step. */
@@ -1270,22 +1356,21 @@ int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *a
 			for (int64_t it = 0; it < pl->r[r].count; it++)
 				for (int b = pl->r[r].first; b <= pl->r[r].last; b++)
 					if (!skip[b])
-						ref_step(pl, b, gemm_at, ref, amax, it);
+						ref_step(&c, b, gemm_at, it);
 			s = pl->r[r].last;
 			continue;
 		}
 		if (!skip[s])
-			ref_step(pl, s, gemm_at, ref, amax, 0);
+			ref_step(&c, s, gemm_at, 0);
 	}
+	for (int t = 0; t < pl->nt; t++)        /* the shared data stays the caller's */
+		if (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)
+			ref[t] = NULL;
+	lazy_free(&c.lz);
 	free(gemm_at);
 	free(skip);
 	free(seen);
 	return 0;
-}
-
-int run_reference(const Plan *pl, float *const *val, float **ref, Err *e)
-{
-	return run_reference_amax(pl, val, ref, NULL, e);
 }
 
 /* ---- the reference from the model ---- */
@@ -1314,12 +1399,19 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 	r->n = m->nt;
 	r->v = xcalloc((size_t)m->nt + 1, sizeof *r->v);
 	r->own = xcalloc((size_t)m->nt + 1, 1);
+	Lazy z;
+	lazy_init(&z, m->nt);
+	r->inst = z.buf, r->at = z.at;
+	r->sc = sc;
+	r->o = *o;
 	if (data_dir_ok(o, e))
 		return -1;
 	for (int i = 0; i < m->nt; i++) {
 		if (m->t[i].role == T_ACT)
 			continue;
 		DataSpec d = model_spec(m, sc, i);
+		if (lazy(&d, o))
+			continue;               /* made an instance at a time (minst) */
 		int t = pl && pval ? plan_find_tensor(pl, d.name) : -1;
 		if (t >= 0 && pval[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
 			DataSpec q = plan_spec(pl, t);
@@ -1337,8 +1429,13 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 }
 
 /* Tensor t's values in iteration iter: a stacked parameter's instance. */
-static float *minst(const Model *m, const ModelRef *r, int t, int64_t iter)
+static float *minst(const Model *m, ModelRef *r, int t, int64_t iter)
 {
+	if (!r->v[t]) {
+		Lazy z = { r->inst, r->at, r->n };
+		DataSpec d = model_spec(m, r->sc, t);
+		return lazy_get(&z, t, &d, &r->o, iter);
+	}
 	return m->t[t].count > 1 ? r->v[t] + iter * mtensor_count(&m->t[t]) : r->v[t];
 }
 
@@ -1436,9 +1533,14 @@ int run_model_reference(const Model *m, const Scales *sc, const RunOpts *o, cons
 
 void model_ref_free(ModelRef *r)
 {
-	for (int i = 0; i < r->n; i++)
+	for (int i = 0; i < r->n; i++) {
 		if (r->own[i])
 			free(r->v[i]);
+		if (r->inst)
+			free(r->inst[i]);
+	}
+	free(r->inst);
+	free(r->at);
 	free(r->v);
 	free(r->own);
 	free(r->amax);

@@ -44,17 +44,16 @@ typedef struct {
 
 /* val[t] for every input and parameter of pl (others NULL). */
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e);
-/* Executes prog on the machine model; fills val for every other tensor. */
-int run_program(const Program *prog, const Plan *pl, float **val, Err *e);
+/* Executes prog on the machine model; fills val for every other tensor. A
+ * stacked parameter made from the seed has no val (NULL): its users make
+ * the instance they need (o), so no layer's weights are kept as floats. */
+int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **val, Err *e);
 /* The FP32 reference from the stage's op-level steps (no placement, no
  * cast inside a matmul, every activation fp32), on the same input and
- * parameter values: ref[t] for every activation and output. It follows
- * the stage, so amp-run uses it only when the program names no model;
- * run_model_reference is the independent one. */
-int run_reference(const Plan *pl, float *const *val, float **ref, Err *e);
-/* The same, and the largest magnitude each activation takes in any
- * iteration (amax[nt], zeroed by the caller). */
-int run_reference_amax(const Plan *pl, float *const *val, float **ref, double *amax, Err *e);
+ * parameter values (shared, not copied): ref[t] for every activation and
+ * output. It follows the stage, so amp-run uses it only when the program
+ * names no model; run_model_reference is the independent one. */
+int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **ref, Err *e);
 /* Minimum-cosine inputs: cosine similarity and largest absolute error. */
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs);
 /* The FP32 reference from the model's definition and the data alone, never
@@ -66,10 +65,14 @@ void run_compare(const float *a, const float *b, int64_t n, double *cosine, doub
  * the same way (name, shape, format, scale, distribution) is shared, not
  * copied. */
 typedef struct {
-	float **v;
+	float **v;              /* NULL for a stacked parameter made from the seed: */
+	float **inst;           /* ... its instance being used, made when needed */
+	int64_t *at;            /* which instance inst[i] holds */
 	char *own;              /* v[i] allocated here */
 	double *amax;           /* NULL, or the largest magnitude per tensor over every iteration */
 	int n;
+	const Scales *sc;
+	RunOpts o;
 } ModelRef;
 int run_model_reference(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl,
 			float *const *pval, ModelRef *r, Err *e);

@@ -195,19 +195,20 @@ int main(int argc, char **argv)
 	}
 	Model md;
 	Scales sc = { NULL, NULL, 0 };
-	ModelRef mr = { NULL, NULL, NULL, 0 };
+	ModelRef mr;
+	memset(&mr, 0, sizeof mr);
 	char mname[4200];
 	int has_sc, has_model = claimed_model(&prog, in_path, model_path, scales_path, &md, &sc, &has_sc, mname,
 					      sizeof mname);
 	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
 		fail(&e);
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
-	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e))
+	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, &ro, val, &e))
 		fail(&e);
 	/* The reference: the model's ops on the model's data when the program
 	 * names its model; else only the stage's own ops. */
 	if (has_model ? run_model_reference(&md, has_sc ? &sc : NULL, &ro, &pl, val, &mr, &e)
-		      : run_reference(&pl, val, ref, &e))
+		      : run_reference(&pl, &ro, val, ref, &e))
 		fail(&e);
 	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
 	if (has_model)

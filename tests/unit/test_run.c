@@ -76,15 +76,16 @@ static void against_both(const Model *md, const Scales *sc, Plan *pl, const Prog
 {
 	RunOpts ro = { NULL, 7, 1 };
 	float **val = calloc((size_t)pl->nt, sizeof *val), **ref = calloc((size_t)pl->nt, sizeof *ref);
-	ModelRef mr = { NULL, NULL, NULL, 0 };
+	ModelRef mr;
+	memset(&mr, 0, sizeof mr);
 	Err e;
 	*stage_cos = *model_cos = -2;
 	*stage_abs = *model_abs = 0;
 	int z = plan_find_tensor(pl, "z"), mz = -1;
 	for (int i = 0; i < md->nt; i++)
 		mz = strcmp(md->t[i].name, "z") ? mz : i;
-	if (z >= 0 && mz >= 0 && !run_data(pl, &ro, val, &e) && !run_program(prog, pl, val, &e) &&
-	    !run_reference(pl, val, ref, &e) && !run_model_reference(md, sc, &ro, pl, val, &mr, &e)) {
+	if (z >= 0 && mz >= 0 && !run_data(pl, &ro, val, &e) && !run_program(prog, pl, &ro, val, &e) &&
+	    !run_reference(pl, &ro, val, ref, &e) && !run_model_reference(md, sc, &ro, pl, val, &mr, &e)) {
 		run_compare(val[z], ref[z], tensor_count(&pl->t[z]), stage_cos, stage_abs);
 		run_compare(val[z], mr.v[mz], tensor_count(&pl->t[z]), model_cos, model_abs);
 	}
@@ -234,9 +235,10 @@ int main(void)
 		}
 		if (ok) {
 			float **val = calloc((size_t)pl.nt, sizeof *val), **ref = calloc((size_t)pl.nt, sizeof *ref);
-			ModelRef mr = { NULL, NULL, NULL, 0 };
-			int rc = run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, val, &e) ||
-				 run_reference(&pl, val, ref, &e) ||
+			ModelRef mr;
+			memset(&mr, 0, sizeof mr);
+			int rc = run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, &ro, val, &e) ||
+				 run_reference(&pl, &ro, val, ref, &e) ||
 				 run_model_reference(&md, &sc, &ro, &pl, val, &mr, &e);
 			CHECK(rc == 0, "%s: %s", desc, e.msg);
 			for (int t = 0; !rc && t < pl.nt; t++)
