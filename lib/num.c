@@ -214,5 +214,10 @@ uint8_t f32_to_f8s(float x, int scale)
 
 float f8s_to_f32(uint8_t b, int scale)
 {
-	return ldexpf(f8_to_f32(b), scale);
+	if (scale < -126 || scale > 127)
+		return ldexpf(f8_to_f32(b), scale);
+	uint32_t u = (uint32_t)(scale + 127) << 23;    /* 2^scale, a normal float */
+	float k;
+	memcpy(&k, &u, sizeof k);
+	return f8_to_f32(b) * k;        /* rounds as ldexpf does: one correctly rounded product */
 }

@@ -627,37 +627,42 @@ static float gelu(float x)
 static void attend(const float *q, const float *k, const float *v, float *o, int64_t R, int64_t N,
 		   int64_t D, float scale, int partial)
 {
-	float *p = xmalloc((size_t)N * sizeof *p), *kt = xmalloc((size_t)(N * D) * sizeof *kt);
-	for (int64_t j = 0; j < N; j++)         /* keys by column: each score sums in D order */
+	float *s = xcalloc((size_t)(R * N), sizeof *s), *kt = xmalloc((size_t)(N * D) * sizeof *kt);
+	float *acc = xcalloc((size_t)(R * D), sizeof *acc);
+	for (int64_t j = 0; j < N; j++)         /* keys by column */
 		for (int64_t d = 0; d < D; d++)
 			kt[d * N + j] = k[j * D + d];
+	run_gemm(q, kt, s, R, D, N);            /* every score summed in D order */
+	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
-		float mx = -INFINITY, sum = 0;
-		memset(p, 0, (size_t)N * sizeof *p);
-		for (int64_t d = 0; d < D; d++)
-			axpy(p, kt + d * N, q[i * D + d], N);
+		float *p = s + i * N, m = -INFINITY, l = 0;
 		for (int64_t j = 0; j < N; j++) {
 			p[j] *= scale;
-			mx = p[j] > mx ? p[j] : mx;
+			m = p[j] > m ? p[j] : m;
 		}
 		for (int64_t j = 0; j < N; j++) {
-			p[j] = expf(p[j] - mx);
-			sum += p[j];
+			p[j] = expf(p[j] - m);
+			l += p[j];
 		}
+		mx[i] = m, sum[i] = l;
+	}
+	run_gemm(s, v, acc, R, N, D);           /* every output summed in key order */
+	for (int64_t i = 0; i < R; i++) {
 		float *out = partial ? o + i * (D + 2) + 2 : o + i * D;
-		memset(out, 0, (size_t)D * sizeof *out);
-		for (int64_t j = 0; j < N; j++)
-			axpy(out, v + j * D, p[j], D);
 		if (partial) {
-			out[-2] = mx;
-			out[-1] = sum;
+			memcpy(out, acc + i * D, (size_t)D * sizeof *out);
+			out[-2] = mx[i];
+			out[-1] = sum[i];
 		} else {
 			for (int64_t d = 0; d < D; d++)
-				out[d] /= sum;
+				out[d] = acc[i * D + d] / sum[i];
 		}
 	}
-	free(p);
+	free(s);
 	free(kt);
+	free(acc);
+	free(mx);
+	free(sum);
 }
 
 /* Online-softmax merge of KB key blocks' partials (rows kb*R + r, each m,
@@ -1169,10 +1174,11 @@ static void track(double *amax, int t, const float *y, int64_t n)
 			amax[t] = fabs((double)y[i]);
 }
 
-/* Attention in double for the reference: every (batch entry, head) with
- * index % parts == part. q [B, Tq, qw] (the head's columns from h * D),
- * kv [B, Tk, kw] (keys from column ko, values from ko + C), y [B, Tq, C].
- * Keys by column so the score loop runs over keys. */
+/* Attention for the reference: every (batch entry, head) with index %
+ * parts == part. q [B, Tq, qw] (the head's columns from h * D), kv [B, Tk,
+ * kw] (keys from column ko, values from ko + C), y [B, Tq, C]. Products
+ * in fp32 (run_gemm), the softmax's statistics and exponentials in
+ * double. */
 typedef struct {
 	const float *q, *kv;
 	float *y;
@@ -1186,40 +1192,45 @@ static void *ref_attention(void *arg)
 	RefAttn *a = arg;
 	int64_t B = a->B, Tq = a->Tq, Tk = a->Tk, H = a->H, C = a->C;
 	int64_t D = C / H, qw = a->qw, kw = a->kw, vo = a->ko + C;
-	double *kt = xmalloc((size_t)(Tk * D) * sizeof *kt), *vv = xmalloc((size_t)(Tk * D) * sizeof *vv);
-	double *p = xmalloc((size_t)Tk * sizeof *p), *acc = xmalloc((size_t)D * sizeof *acc);
+	float *qh = xmalloc((size_t)(Tq * D) * sizeof *qh), *kt = xmalloc((size_t)(Tk * D) * sizeof *kt);
+	float *vv = xmalloc((size_t)(Tk * D) * sizeof *vv), *s = xmalloc((size_t)(Tq * Tk) * sizeof *s);
+	float *o = xmalloc((size_t)(Tq * D) * sizeof *o);
+	double *l = xmalloc((size_t)Tq * sizeof *l);
 	for (int64_t bh = a->part; bh < B * H; bh += a->parts) {
 		int64_t bb = bh / H, h = bh % H;
+		for (int64_t i = 0; i < Tq; i++)
+			memcpy(qh + i * D, a->q + (bb * Tq + i) * qw + h * D, (size_t)D * sizeof *qh);
 		for (int64_t j = 0; j < Tk; j++)
 			for (int64_t d = 0; d < D; d++) {
 				kt[d * Tk + j] = a->kv[(bb * Tk + j) * kw + a->ko + h * D + d];
 				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + h * D + d];
 			}
+		memset(s, 0, (size_t)(Tq * Tk) * sizeof *s);
+		run_gemm(qh, kt, s, Tq, D, Tk);
 		for (int64_t i = 0; i < Tq; i++) {
-			const float *q = a->q + (bb * Tq + i) * qw + h * D;
+			float *p = s + i * Tk;
 			double mx = -INFINITY, sum = 0;
-			memset(p, 0, (size_t)Tk * sizeof *p);
-			for (int64_t d = 0; d < D; d++)
-				for (int64_t j = 0; j < Tk; j++)
-					p[j] += (double)q[d] * kt[d * Tk + j];
+			for (int64_t j = 0; j < Tk; j++)
+				mx = p[j] * a->scale > mx ? p[j] * a->scale : mx;
 			for (int64_t j = 0; j < Tk; j++) {
-				p[j] *= a->scale;
-				mx = p[j] > mx ? p[j] : mx;
+				double x = exp(p[j] * a->scale - mx);
+				sum += x;
+				p[j] = (float)x;
 			}
-			for (int64_t j = 0; j < Tk; j++)
-				sum += p[j] = exp(p[j] - mx);
-			memset(acc, 0, (size_t)D * sizeof *acc);
-			for (int64_t j = 0; j < Tk; j++)
-				for (int64_t d = 0; d < D; d++)
-					acc[d] += p[j] * vv[j * D + d];
-			for (int64_t d = 0; d < D; d++)
-				a->y[(bb * Tq + i) * C + h * D + d] = (float)(acc[d] / sum);
+			l[i] = sum;
 		}
+		memset(o, 0, (size_t)(Tq * D) * sizeof *o);
+		run_gemm(s, vv, o, Tq, Tk, D);
+		for (int64_t i = 0; i < Tq; i++)
+			for (int64_t d = 0; d < D; d++)
+				a->y[(bb * Tq + i) * C + h * D + d] = (float)(o[i * D + d] / l[i]);
 	}
+	free(qh);
 	free(kt);
 	free(vv);
-	free(p);
-	free(acc);
+	free(s);
+	free(o);
+	free(l);
 	return NULL;
 }
 

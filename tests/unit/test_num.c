@@ -433,6 +433,14 @@ static void test_f8_boundaries(void)
 				CHECK(got == want, "%a scale %d -> 0x%02x, want 0x%02x", x, s, got, want);
 			}
 		}
+	t_case("f8: every code decodes at every scale -150..150 to value * 2^scale rounded once to fp32");
+	for (s = -150; s <= 150; s++)
+		for (c = 0; c < 256; c++) {
+			if (c == 0x80)
+				continue;
+			float got8 = f8s_to_f32((uint8_t)c, s), want8 = (float)ldexp(v8[c], s);
+			CHECK(same(got8, want8), "0x%02x scale %d: %a, want %a", c, s, got8, want8);
+		}
 	t_case("f8: floats over every bit pattern (stride 4099) at scales -140..140 round to the nearest code");
 	for (uint64_t u = 0; u < 0x100000000u; u += 4099) {
 		float x = bitsf((uint32_t)u);
