@@ -100,10 +100,15 @@ int64_t place_tile(const Placement *p, const int64_t *idx, const int64_t *rep, i
 
 int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx)
 {
+	return place_each_part(p, tiles, fn, ctx, 0, 1);
+}
+
+int place_each_part(const Placement *p, int64_t tiles, ShardFn fn, void *ctx, int part, int parts)
+{
 	int64_t idx[MAX_RANK] = { 0 }, rep[MAX_REP] = { 0 };
 	int64_t n = place_shards(p), r = place_replicas(p);
 
-	for (int64_t s = 0; s < n; s++) {
+	for (int64_t s = part; s < n; s += parts) {
 		int64_t q = s;
 		for (int a = p->rank - 1; a >= 0; a--) {
 			idx[a] = q % p->split[a];

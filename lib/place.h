@@ -63,6 +63,8 @@ int64_t place_tile(const Placement *p, const int64_t *idx, const int64_t *rep, i
 typedef int (*ShardFn)(void *ctx, const Placement *p, const int64_t *idx,
 		       const int64_t *rep, int64_t tile);
 int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx);
+/* The same over the shards s with s % parts == part, in order. */
+int place_each_part(const Placement *p, int64_t tiles, ShardFn fn, void *ctx, int part, int parts);
 
 /* at[tiles]: the linear index (axis 0 slowest) of the shard p holds on
  * each tile, -1 where it holds none; place_shard_idx turns one back into

@@ -1,5 +1,6 @@
 #include "sim.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -353,6 +354,7 @@ typedef struct {
 	int64_t shard;          /* the shard whose expected image is cached */
 	uint8_t *image, *valid;
 	int64_t cap;
+	int shard_of;           /* the placement checked */
 } Plain;
 
 /* The expected bytes of a shard (padding zero) and which bytes are data,
@@ -417,14 +419,71 @@ static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	return 0;
 }
 
+/* One thread's half of a placement's check: its first failure, by shard
+ * and replica, so the two halves report what one pass would. */
+typedef struct {
+	Plain w;
+	Err e;
+	int part, rc;
+	int64_t bad_shard, bad_rep;
+} Half;
+
+static int half_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	Half *h = ctx;
+	if (!plain_shard(&h->w, p, idx, rep, t))
+		return 0;
+	h->bad_shard = h->bad_rep = 0;
+	for (int a = 0; a < p->rank; a++)
+		h->bad_shard = h->bad_shard * p->split[a] + idx[a];
+	for (int k = 0; k < p->nrep; k++)
+		h->bad_rep = h->bad_rep * p->rep[k] + rep[k];
+	return -1;
+}
+
+static void *check_half(void *arg)
+{
+	Half *h = arg;
+	h->rc = place_each_part(&h->w.pl->p[h->w.shard_of], h->w.s->tiles, half_shard, h, h->part, 2);
+	return NULL;
+}
+
+static int touch(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	(void)p, (void)idx, (void)rep;
+	sim_tile(ctx, t);               /* allocated here, before the threads read */
+	return 0;
+}
+
 int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 {
-	Plain w = { s, pl, phase, e, -1, NULL, NULL, 0 };
+	Half h[2];
+	pthread_t th;
 	s->plan = pl;
-	int rc = place_each(&pl->p[i], s->tiles, plain_shard, &w) ? -1 : 0;
-	free(w.image);
-	free(w.valid);
-	return rc;
+	place_each(&pl->p[i], s->tiles, touch, s);
+	for (int k = 0; k < 2; k++) {
+		h[k] = (Half){ { s, pl, phase, NULL, -1, NULL, NULL, 0, i }, { { 0 } }, k, 0, 0, 0 };
+		h[k].w.e = &h[k].e;
+	}
+	int two = place_shards(&pl->p[i]) > 1 && pthread_create(&th, NULL, check_half, &h[1]) == 0;
+	if (two) {
+		check_half(&h[0]);
+		pthread_join(th, NULL);
+	} else {
+		h[0].rc = place_each(&pl->p[i], s->tiles, half_shard, &h[0]);
+	}
+	const Half *bad = NULL;
+	for (int k = 0; k < (two ? 2 : 1); k++)
+		if (h[k].rc && (!bad || h[k].bad_shard < bad->bad_shard ||
+				(h[k].bad_shard == bad->bad_shard && h[k].bad_rep < bad->bad_rep)))
+			bad = &h[k];
+	if (bad)
+		*e = bad->e;
+	for (int k = 0; k < 2; k++) {
+		free(h[k].w.image);
+		free(h[k].w.valid);
+	}
+	return bad ? -1 : 0;
 }
 
 int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e)
