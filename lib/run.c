@@ -180,7 +180,7 @@ static void normals(float *v, int64_t first, int64_t n, uint64_t seed, const cha
 	Gen a = { v, first, first, mid, s, mean, sd, fmt, scale, quantized }, b = a;
 	pthread_t th;
 	b.lo = mid, b.hi = first + n;
-	if (mid < first + n && pthread_create(&th, NULL, gen_part, &b) == 0) {
+	if (mid < first + n && sim_threads() > 1 && pthread_create(&th, NULL, gen_part, &b) == 0) {
 		gen_part(&a);
 		pthread_join(th, NULL);
 	} else {
@@ -820,7 +820,7 @@ static int compute(Machine_ *m, int i)
 	Work w[2] = { { m, i, 0, 2 }, { m, i, 1, 2 } };
 	pthread_t th;
 	double t0 = now();
-	if (pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
+	if (sim_threads() > 1 && pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
 		compute_tiles(&w[0]);
 		pthread_join(th, NULL);
 	} else {
@@ -1136,7 +1136,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 	pthread_t th;
 	double t0 = now();
 	gemm_flops += 2.0 * (double)M * (double)K * (double)N;
-	if (M >= 64 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
+	if (M >= 64 && sim_threads() > 1 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
 		gemm_rows(&g[0]);
 		pthread_join(th, NULL);
 	} else {
@@ -1243,7 +1243,7 @@ static void ref_attend(const float *q, const float *kv, float *y, int64_t B, int
 	RefAttn rb = ra;
 	pthread_t th;
 	rb.part = 1;
-	if (pthread_create(&th, NULL, ref_attention, &rb) == 0) {
+	if (sim_threads() > 1 && pthread_create(&th, NULL, ref_attention, &rb) == 0) {
 		ref_attention(&ra);
 		pthread_join(th, NULL);
 	} else {

@@ -30,6 +30,21 @@ void sim_free(Sim *s)
 	memset(s, 0, sizeof *s);
 }
 
+static int threads = 2;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+
+static void read_threads(void)
+{
+	const char *v = getenv("AMP_THREADS");
+	threads = v && strcmp(v, "1") == 0 ? 1 : 2;
+}
+
+int sim_threads(void)
+{
+	pthread_once(&threads_once, read_threads);
+	return threads;
+}
+
 uint8_t *sim_tile(Sim *s, int64_t t)
 {
 	if (!s->mem[t])
@@ -465,7 +480,8 @@ int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 		h[k] = (Half){ { s, pl, phase, NULL, -1, NULL, NULL, 0, i }, { { 0 } }, k, 0, 0, 0 };
 		h[k].w.e = &h[k].e;
 	}
-	int two = place_shards(&pl->p[i]) > 1 && pthread_create(&th, NULL, check_half, &h[1]) == 0;
+	int two = sim_threads() > 1 && place_shards(&pl->p[i]) > 1 &&
+		  pthread_create(&th, NULL, check_half, &h[1]) == 0;
 	if (two) {
 		check_half(&h[0]);
 		pthread_join(th, NULL);

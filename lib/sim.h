@@ -32,6 +32,9 @@ typedef struct {
 	const Plan *plan;       /* the plan of the last fill or check */
 } Sim;
 
+/* Threads the machine model uses: 2, or 1 when the environment has
+ * AMP_THREADS=1. Every result is the same either way. */
+int sim_threads(void);
 void sim_init(Sim *s, const Machine *m, int counting);
 void sim_free(Sim *s);
 uint8_t *sim_tile(Sim *s, int64_t tile);

@@ -49,6 +49,9 @@ static void help(void)
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
 	       "\n"
+	       "It runs on two threads; AMP_THREADS=1 in the environment runs on one, with\n"
+	       "the same results.\n"
+	       "\n"
 	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte or an output\n"
 	       "below --min-cosine, 2 usage error.\n");
 	exit(EXIT_OK);

@@ -317,6 +317,33 @@ names_byte() {
 	assert_line --index 1 --regexp "^reference: FP32 from the model's ops "
 }
 
+@test "run gives the same bits on one thread (AMP_THREADS=1) as on two: outputs, references and the first wrong byte" {
+	siglip_ok
+	mkdir one two
+	run --separate-stderr amp-run --save two "$SIGLIP_PROG"
+	assert_success
+	local out2=$output
+	AMP_THREADS=1 run --separate-stderr amp-run --save one "$SIGLIP_PROG"
+	assert_success
+	assert_equal "$output" "$out2"
+	for f in two/*.npy; do
+		cmp "$f" "one/${f#two/}" || fail "$f differs on one thread"
+	done
+	# a faulty program: receivers dropped from every third send
+	awk '/ kind: send, / && match($0, /recv: \[[0-9]+,/) { c++; k = substr($0, RSTART + 7, RLENGTH - 8) + 0
+		if (k > 1 && c % 3 == 0) $0 = substr($0, 1, RSTART - 1) "recv: [" k - 1 "," substr($0, RSTART + RLENGTH) } 1' \
+		"$BATS_FILE_TMPDIR/siglip.yaml" > fewer.yaml
+	run amp-emit fewer.yaml -o fewer.amp
+	assert_success
+	run --separate-stderr amp-run fewer.amp
+	assert_failure 1
+	local err2=$stderr
+	AMP_THREADS=1 run --separate-stderr amp-run fewer.amp
+	assert_failure 1
+	assert_equal "$stderr" "$err2"
+	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase [0-9]+: "
+}
+
 # vit_pinned NAME PINS: vit-tiny named NAME with PINS (the lines after
 # `pins:`) as NAME.yaml, calibrated and lowered into NAME.grouped.
 vit_pinned() {
