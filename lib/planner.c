@@ -1425,6 +1425,7 @@ static void *build_fit(void *arg)
 	b->rc = build_one(b->pl, b->m, b->mc, &b->o, b->ex, b->margin, &b->e);
 	if (!b->rc)
 		plan_fit(b->pl, b->want_cycles, &b->fit);
+	table_release();                /* this thread's rows */
 	return NULL;
 }
 

@@ -72,15 +72,52 @@ static int mark(void *ctx, const Placement *p, const int64_t *idx, const int64_t
 	return 0;
 }
 
+/* phase_rows' per-tile lists, kept per thread from call to call (the
+ * planner builds rows for every phase of every trial): only the tiles a
+ * call touched are reset. */
+static _Thread_local Rows kept;
+static _Thread_local char *kept_home;
+
+static void rows_take(Rows *r, int64_t T)
+{
+	if (kept.tiles != T) {
+		table_release();
+		kept.ins = xcalloc((size_t)T, sizeof *kept.ins);
+		kept.n = xcalloc((size_t)T, sizeof *kept.n);
+		kept.cap = xcalloc((size_t)T, sizeof *kept.cap);
+		kept.touched = xmalloc((size_t)T * sizeof *kept.touched);
+		kept_home = xcalloc((size_t)T, 1);
+		kept.tiles = T;
+	}
+	*r = kept;
+	r->ntouched = 0;
+}
+
+static void rows_give(Rows *r)
+{
+	for (int64_t k = 0; k < r->ntouched; k++)
+		r->n[r->touched[k]] = 0;
+	kept.ins = r->ins, kept.n = r->n, kept.cap = r->cap, kept.touched = r->touched;
+	kept.tiles = r->tiles;
+}
+
+void table_release(void)
+{
+	for (int64_t t = 0; t < kept.tiles; t++)
+		free(kept.ins[t]);
+	free(kept.ins), free(kept.n), free(kept.cap), free(kept.touched), free(kept_home);
+	memset(&kept, 0, sizeof kept);
+	kept_home = NULL;
+}
+
 int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 {
 	int64_t T = pl->machine.tiles;
-	Rows r = { xcalloc((size_t)T, sizeof *r.ins), xcalloc((size_t)T, sizeof *r.n),
-		   xcalloc((size_t)T, sizeof *r.cap), xmalloc((size_t)T * sizeof *r.touched), 0, T, 0, 0, 0,
-		   0, 0, NULL };
+	Rows r;
 	int rc = 0, home_of = -1;
-	char *home = xcalloc((size_t)T, 1);
 
+	rows_take(&r, T);
+	char *home = kept_home;
 	for (int i = 0; i < pl->nx; i++) {
 		const Xfer *x = &pl->x[i];
 		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
@@ -104,13 +141,7 @@ int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 		int64_t t = r.touched[k];
 		rc = fn(ctx, t, r.ins[t], r.n[t]);
 	}
-	for (int64_t t = 0; t < T; t++)
-		free(r.ins[t]);
-	free(r.ins);
-	free(r.n);
-	free(r.cap);
-	free(r.touched);
-	free(home);
+	rows_give(&r);
 	return rc;
 }
 

@@ -46,6 +46,10 @@ int64_t instr_bytes(const Instr *ins, int i, int64_t prev_recv_end);
  * a non-zero return stops the walk and is returned. */
 typedef int (*RowFn)(void *ctx, int64_t tile, const Instr *ins, int n);
 int phase_rows(const Plan *pl, int phase, RowFn fn, void *ctx);
+/* phase_rows keeps its per-tile lists per thread between calls (fn must
+ * not call phase_rows); a thread that built rows frees them with this
+ * before it ends. */
+void table_release(void);
 
 /* Per-tile totals over all phases: table bytes after row sharing (a row
  * identical to one the tile already holds costs nothing) and fragments
