@@ -724,7 +724,7 @@ int program_row(const Program *p, int i, Instr **out, int *nout, Err *e)
 	ins = xcalloc((size_t)n + 1, sizeof *ins);
 	b += 8;
 	for (int k = 0; k < n; k++) {
-		Instr x = { 0, 0, 0, -1, -1, 0, 0 };
+		Instr x = { .peer = -1, .xfer = -1 };
 		int size = 8, addr = 0;
 		if (end - b < 8)
 			goto bad;

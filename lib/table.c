@@ -50,10 +50,11 @@ static int member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, i
 	/* A send from the stacked home moves each iteration; a forward of
 	 * bytes received earlier in the phase does not. */
 	int mv = r->iters && r->home[st] && sa >= r->hlo && sa < r->hhi;
-	Instr s = { I_SEND, x->len, sa, -1, r->xfer, mv ? r->iters : 0, mv ? r->istride : 0 };
+	Instr s = { .len = x->len, .addr = sa, .istride = mv ? r->istride : 0, .peer = -1, .xfer = r->xfer,
+		     .iters = mv ? (int32_t)r->iters : 0, .kind = I_SEND };
 	put(r, st, s);
 	for (int64_t j = 0; j < x->nrecv; j++) {
-		Instr v = { I_RECV, x->len, da, st, r->xfer, 0, 0 };
+		Instr v = { .len = x->len, .addr = da, .peer = (int32_t)st, .xfer = r->xfer, .kind = I_RECV };
 		put(r, tile_mod(dt + j * x->recv_step, r->tiles), v);
 	}
 	return 0;

@@ -24,14 +24,14 @@
 typedef enum { I_SEND, I_RECV } IKind;
 
 typedef struct {
-	uint8_t kind;
 	int64_t len;
 	int64_t addr;           /* SEND: source address; RECV: destination */
-	int64_t peer;           /* RECV: the sending tile; SEND: -1 */
-	int xfer;               /* the transfer record it comes from */
-	int64_t iters;          /* SEND in a repeat whose source moves: addresses carried (0, 1: one) */
-	int64_t istride;        /* ... and how far the source moves each iteration */
-} Instr;
+	int64_t istride;        /* SEND whose source moves: how far each iteration */
+	int32_t peer;           /* RECV: the sending tile; SEND: -1 */
+	int32_t xfer;           /* the transfer record it comes from */
+	int32_t iters;          /* SEND in a repeat whose source moves: addresses carried (0, 1: one) */
+	uint8_t kind;
+} Instr;                        /* 40 bytes */
 
 #define SEND_BYTES(len) ((len) > 256 ? 12 : 8)
 /* A SEND whose source moves each iteration of its repeat carries one
