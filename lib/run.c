@@ -263,8 +263,7 @@ static int64_t spec_values(const DataSpec *x)
 	return n;
 }
 
-/* v: x's values from DIR/<name>.npy when --data has it, else generated
- * from the seed; quantized into x's format when o asks. */
+/* Whether --data has DIR/<name>.npy for x (its path in path). */
 static int data_file(const DataSpec *x, const RunOpts *o, char *path, size_t n)
 {
 	struct stat st;
@@ -324,6 +323,8 @@ static void lazy_free(Lazy *z)
 	memset(z, 0, sizeof *z);
 }
 
+/* v: x's values from DIR/<name>.npy when --data has it, else generated
+ * from the seed; quantized into x's format when o asks. */
 static int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 {
 	int64_t n = spec_values(x);
@@ -1160,8 +1161,8 @@ typedef struct {
 static float *inst(PRef *c, int t, int64_t iter)
 {
 	const Plan *pl = c->pl;
-	if (!c->ref[t]) {
-		DataSpec d = plan_spec(pl, t);
+	if (!c->ref[t] && pl->t[t].count > 1 && (pl->t[t].role == R_PARAM || pl->t[t].role == R_INPUT)) {
+		DataSpec d = plan_spec(pl, t);   /* a lazy one (run_data left it NULL) */
 		return lazy_get(&c->lz, t, &d, c->o, iter);
 	}
 	return pl->t[t].count > 1 ? c->ref[t] + iter * tensor_count(&pl->t[t]) : c->ref[t];
@@ -1442,8 +1443,8 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 /* Tensor t's values in iteration iter: a stacked parameter's instance. */
 static float *minst(const Model *m, ModelRef *r, int t, int64_t iter)
 {
-	if (!r->v[t]) {
-		Lazy z = { r->inst, r->at, r->n };
+	if (!r->v[t] && m->t[t].count > 1 && m->t[t].role != T_ACT) {
+		Lazy z = { r->inst, r->at, r->n };     /* a lazy one */
 		DataSpec d = model_spec(m, r->sc, t);
 		return lazy_get(&z, t, &d, &r->o, iter);
 	}
