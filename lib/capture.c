@@ -99,6 +99,12 @@ static int cmp_i64(const void *a, const void *b)
 
 void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 {
+	capture_metrics_tiles(pl, ph, st, sum, NULL, NULL, NULL);
+}
+
+void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum, int64_t *table_out,
+			   int64_t *peak_out, int *peak_step_out)
+{
 	int64_t T = pl->machine.tiles;
 	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8);
 	Metrics *own = st ? NULL : xcalloc((size_t)pl->ns + 1, sizeof *own);
@@ -125,6 +131,12 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum)
 	qsort(sorted, (size_t)T, sizeof *sorted, cmp_i64);
 	sum->median_table_bytes = T % 2 ? sorted[T / 2] : (sorted[T / 2 - 1] + sorted[T / 2]) / 2;
 	free(sorted);
+	if (table_out)
+		memcpy(table_out, table, (size_t)T * sizeof *table);
+	if (peak_out)
+		memcpy(peak_out, peak, (size_t)T * sizeof *peak);
+	if (peak_step_out)
+		memcpy(peak_step_out, peak_step, (size_t)T * sizeof *peak_step);
 	free(peak);
 	free(peak_step);
 	RowScan rs = { NULL, sum->worst_table_tile, sum->worst_fragment_tile, -1, -1, 0, 0, 0 };

@@ -48,6 +48,11 @@ typedef struct {
  * steps, and copy steps whose local copies are in no phase) and the
  * summary. */
 void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum);
+/* The same, and the per-tile figures behind the summary (each array of
+ * tiles entries, or NULL): table bytes after sharing, tensor bytes at
+ * their peak and the step of that peak. */
+void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum, int64_t *table,
+			   int64_t *peak, int *peak_step);
 int capture_write(const Plan *pl, Output *out, Err *e);
 
 #endif

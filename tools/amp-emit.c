@@ -71,14 +71,12 @@ static int check_stage(const Plan *pl, Err *e)
 static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 {
 	int64_t T = pl->machine.tiles, avail = sram_limit >= 0 ? sram_limit : machine_avail(&pl->machine);
-	int64_t *table = xcalloc((size_t)T, 8), *frags = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
+	int64_t *table = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
 	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
 	int rc = 0;
 
-	capture_metrics(pl, ph, NULL, &sum);
-	table_totals(pl, table, frags, NULL);
-	plan_memory(pl, peak, peak_step, NULL, NULL, NULL);
+	capture_metrics_tiles(pl, ph, NULL, &sum, table, peak, peak_step);     /* rows built once */
 	int64_t worst = 0;
 	for (int64_t t = 1; t < T; t++)
 		if (peak[t] + table[t] > peak[worst] + table[worst])
@@ -113,7 +111,6 @@ static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 		     sram_limit >= 0 ? "--sram-limit" : "sram_bytes - reserved_bytes");
 	}
 	free(table);
-	free(frags);
 	free(peak);
 	free(peak_step);
 	free(ph);
