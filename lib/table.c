@@ -79,10 +79,22 @@ static int mark(void *ctx, const Placement *p, const int64_t *idx, const int64_t
 static _Thread_local Rows kept;
 static _Thread_local char *kept_home;
 
+/* phase_row_sums' per-tile sums, kept the same way. A tile's row as it
+ * grows: its bytes so far (before the 8-byte header and rounding),
+ * instructions, and where its last RECV ended. */
+typedef struct {
+	int64_t bytes, n, prev_end;
+} RowSum;
+
+static _Thread_local RowSum *kept_sums;
+static _Thread_local int64_t *kept_sum_touched, kept_sum_tiles;
+
+static void rows_release(void);
+
 static void rows_take(Rows *r, int64_t T)
 {
 	if (kept.tiles != T) {
-		table_release();
+		rows_release();
 		kept.ins = xcalloc((size_t)T, sizeof *kept.ins);
 		kept.n = xcalloc((size_t)T, sizeof *kept.n);
 		kept.cap = xcalloc((size_t)T, sizeof *kept.cap);
@@ -102,13 +114,21 @@ static void rows_give(Rows *r)
 	kept.tiles = r->tiles;
 }
 
-void table_release(void)
+static void rows_release(void)
 {
 	for (int64_t t = 0; t < kept.tiles; t++)
 		free(kept.ins[t]);
 	free(kept.ins), free(kept.n), free(kept.cap), free(kept.touched), free(kept_home);
 	memset(&kept, 0, sizeof kept);
 	kept_home = NULL;
+}
+
+void table_release(void)
+{
+	rows_release();
+	free(kept_sums);
+	free(kept_sum_touched);
+	kept_sums = NULL, kept_sum_touched = NULL, kept_sum_tiles = 0;
 }
 
 int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
@@ -144,6 +164,85 @@ int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 	}
 	rows_give(&r);
 	return rc;
+}
+
+/* ---- row sizes without the rows ---- */
+
+
+typedef struct {
+	RowSum *rs;
+	int64_t *touched, ntouched, tiles;
+	int64_t iters, istride, hlo, hhi;
+	const char *home;
+} Sums;
+
+
+static void sum_put(Sums *u, int64_t t, int send, int64_t len, int64_t addr, int64_t iters)
+{
+	RowSum *r = &u->rs[t];
+	if (r->n == 0) {
+		u->touched[u->ntouched++] = t;
+		r->prev_end = -1;
+	}
+	if (send) {
+		r->bytes += SEND_BYTES(len) + MOVING_BYTES(iters);
+	} else {
+		r->bytes += addr == r->prev_end ? 8 : 12;
+		r->prev_end = addr + len;
+	}
+	r->n++;
+}
+
+static int sum_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Sums *u = ctx;
+	(void)m;
+	int mv = u->iters && u->home[st] && sa >= u->hlo && sa < u->hhi;   /* as member() */
+	sum_put(u, st, 1, x->len, sa, mv ? u->iters : 0);
+	for (int64_t j = 0; j < x->nrecv; j++)
+		sum_put(u, tile_mod(dt + j * x->recv_step, u->tiles), 0, x->len, da, 0);
+	return 0;
+}
+
+void phase_row_sums(const Plan *pl, int p, int64_t *table, int64_t *frags)
+{
+	int64_t T = pl->machine.tiles;
+	int home_of = -1;
+	if (kept_sum_tiles != T) {
+		free(kept_sums), free(kept_sum_touched);
+		kept_sums = xcalloc((size_t)T, sizeof *kept_sums);
+		kept_sum_touched = xmalloc((size_t)T * sizeof *kept_sum_touched);
+		kept_sum_tiles = T;
+	}
+	if (kept.tiles != T) {                  /* the home marks' array */
+		Rows tmp;
+		rows_take(&tmp, T);
+	}
+	Sums u = { kept_sums, kept_sum_touched, 0, T, 0, 0, 0, 0, kept_home };
+	for (int i = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
+			continue;
+		int src = pl->nr ? pl->s[x->step].src : -1;
+		u.iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
+		u.istride = u.iters ? place_instance(&pl->p[src]) : 0;
+		if (u.iters && src != home_of) {
+			home_of = src;
+			memset(kept_home, 0, (size_t)T);
+			place_each(&pl->p[src], T, mark, kept_home);
+		}
+		u.hlo = src >= 0 ? pl->p[src].addr : 0;
+		u.hhi = u.hlo + u.istride;
+		xfer_each(x, T, sum_member, &u);
+	}
+	for (int64_t k = 0; k < u.ntouched; k++) {
+		int64_t t = u.touched[k];
+		if (table)
+			table[t] += (8 + u.rs[t].bytes + 7) / 8 * 8;
+		if (frags)
+			frags[t] += u.rs[t].n;
+		memset(&u.rs[t], 0, sizeof u.rs[t]);
+	}
 }
 
 /* ---- totals with sharing ---- */

@@ -46,6 +46,10 @@ int64_t instr_bytes(const Instr *ins, int i, int64_t prev_recv_end);
  * a non-zero return stops the walk and is returned. */
 typedef int (*RowFn)(void *ctx, int64_t tile, const Instr *ins, int n);
 int phase_rows(const Plan *pl, int phase, RowFn fn, void *ctx);
+/* What phase_rows' rows would add to each tile's table bytes (row_bytes)
+ * and fragments, without making the rows: table and frags (tiles
+ * entries, either NULL) are added to. */
+void phase_row_sums(const Plan *pl, int phase, int64_t *table, int64_t *frags);
 /* phase_rows keeps its per-tile lists per thread between calls (fn must
  * not call phase_rows); a thread that built rows frees them with this
  * before it ends. */

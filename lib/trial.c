@@ -11,20 +11,6 @@
 #include "replay.h"
 #include "table.h"
 
-typedef struct {
-	int64_t *table, *frags;
-} Acc;
-
-static int add_row(void *ctx, int64_t t, const Instr *ins, int n)
-{
-	Acc *a = ctx;
-	if (a->table)
-		a->table[t] += row_bytes(ins, n);
-	if (a->frags)
-		a->frags[t] += n;
-	return 0;
-}
-
 /* Does every shard of dst sit where src holds the same region, on every
  * tile both use (lib/alloc.h's condition for one buffer)? */
 typedef struct {
@@ -59,7 +45,6 @@ int plan_trial(const Plan *pl, int first, int last, int weights, int64_t *table,
 {
 	Plan q;
 	int rc = -1;
-	Acc acc = { table, frags };
 
 	/* The steps first..last alone, over copies of every placement, as
 	 * amp-compose would leave them. Tensors are shared (read only). */
@@ -111,7 +96,7 @@ int plan_trial(const Plan *pl, int first, int last, int weights, int64_t *table,
 	    plan_group(&q, weights, e))
 		goto out;
 	for (int p = 0; p < q.nph; p++)
-		phase_rows(&q, p, add_row, &acc);
+		phase_row_sums(&q, p, table, frags);    /* row_bytes of every row, without the rows */
 	if (cycles) {
 		*cycles = local_copy_cycles(&q, 0, q.ns - 1, NULL);
 		for (int p = 0; p < q.nph; p++)

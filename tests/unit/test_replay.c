@@ -128,6 +128,48 @@ static void random_phases(void)
 	}
 }
 
+typedef struct {
+	int64_t table[16], frags[16];
+} Sum16;
+
+static int sum_row(void *ctx, int64_t t, const Instr *ins, int n)
+{
+	Sum16 *s = ctx;
+	s->table[t] += row_bytes(ins, n);
+	s->frags[t] += n;
+	return 0;
+}
+
+/* phase_row_sums against the rows themselves (phase_rows, row_bytes) on
+ * random phases: sends short and long, multicasts, loops whose receives
+ * continue or jump. */
+static void random_sums(void)
+{
+	t_case("phase_row_sums adds each tile's row_bytes and fragments, as the rows give them");
+	for (int c = 0; c < 300; c++) {
+		int n = (int)t_pick(1, 30);
+		Xfer *x = calloc((size_t)n, sizeof *x);
+		for (int i = 0; i < n; i++) {
+			x[i] = send(t_pick(0, 15), t_pick(0, 4096), t_pick(0, 15), t_pick(0, 4096), t_pick(1, 3),
+				    t_pick(1, 600));
+			if (t_upto(3) == 0) {
+				x[i].nloop = 1;
+				x[i].loop[0] = (XLoop){ t_pick(2, 6), t_pick(0, 1), t_pick(0, 700), t_pick(0, 1),
+							t_upto(2) ? x[i].len : t_pick(0, 700) };
+			}
+		}
+		Plan pl = phase_of(x, n);
+		Sum16 want, got;
+		memset(&want, 0, sizeof want);
+		memset(&got, 0, sizeof got);
+		phase_rows(&pl, 0, sum_row, &want);
+		phase_row_sums(&pl, 0, got.table, got.frags);
+		CHECK(!memcmp(&want, &got, sizeof want), "case %d differs", c);
+		done(&pl);
+		free(x);
+	}
+}
+
 int main(void)
 {
 	Plan pl;
@@ -202,5 +244,6 @@ int main(void)
 	CHECK(phase_cycles(&pl, 0) == 21, "got %lld", (long long)phase_cycles(&pl, 0));
 	done(&pl);
 	random_phases();
+	random_sums();
 	return t_summary();
 }
