@@ -57,15 +57,6 @@ static void add_xfer(Plan *pl, const Xfer *x, int fwd)
 	plan_add_xfer(pl, &f);
 }
 
-static int max_row(void *ctx, int64_t t, const Instr *ins, int n)
-{
-	int64_t *m = ctx, b = row_bytes(ins, n);
-	(void)t;
-	if (b > *m)
-		*m = b;
-	return 0;
-}
-
 /* Phase p's records [lo, hi) of old, parameters forwarded or not: its
  * modelled cycles and its largest row. */
 static void phase_cost(const Plan *pl, const Xfer *old, int lo, int hi, int p, int fwd,
@@ -77,8 +68,7 @@ static void phase_cost(const Plan *pl, const Xfer *old, int lo, int hi, int p, i
 	for (int i = lo; i < hi; i++)
 		add_xfer(&q, &old[i], fwd && forwardable(pl, &old[i]));
 	*cycles = phase_cycles(&q, p);
-	*row = 0;
-	phase_rows(&q, p, max_row, row);
+	*row = phase_max_row(&q, p);
 	free(q.x);
 }
 

@@ -245,6 +245,16 @@ void phase_row_sums(const Plan *pl, int p, int64_t *table, int64_t *frags)
 	}
 }
 
+int64_t phase_max_row(const Plan *pl, int p)
+{
+	int64_t T = pl->machine.tiles, *b = xcalloc((size_t)T, sizeof *b), m = 0;
+	phase_row_sums(pl, p, b, NULL);
+	for (int64_t t = 0; t < T; t++)
+		m = b[t] > m ? b[t] : m;
+	free(b);
+	return m;
+}
+
 /* ---- totals with sharing ---- */
 
 /* Two independent 64-bit hashes of a row: rows a tile already holds are

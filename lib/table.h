@@ -50,6 +50,8 @@ int phase_rows(const Plan *pl, int phase, RowFn fn, void *ctx);
  * and fragments, without making the rows: table and frags (tiles
  * entries, either NULL) are added to. */
 void phase_row_sums(const Plan *pl, int phase, int64_t *table, int64_t *frags);
+/* The largest row_bytes of any tile's row in the phase (0: none). */
+int64_t phase_max_row(const Plan *pl, int phase);
 /* phase_rows keeps its per-tile lists per thread between calls (fn must
  * not call phase_rows); a thread that built rows frees them with this
  * before it ends. */

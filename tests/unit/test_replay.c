@@ -165,6 +165,11 @@ static void random_sums(void)
 		phase_rows(&pl, 0, sum_row, &want);
 		phase_row_sums(&pl, 0, got.table, got.frags);
 		CHECK(!memcmp(&want, &got, sizeof want), "case %d differs", c);
+		int64_t mr = 0;
+		for (int t = 0; t < 16; t++)
+			mr = want.table[t] > mr ? want.table[t] : mr;
+		CHECK(phase_max_row(&pl, 0) == mr, "case %d: largest row %lld, the rows' %lld", c,
+		      (long long)phase_max_row(&pl, 0), (long long)mr);
 		done(&pl);
 		free(x);
 	}
