@@ -88,5 +88,3 @@ include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/expe
 clean:
 	rm -rf build bin
 
-# The numeric kernels vectorize at -O3 (checked with -fopt-info-vec).
-$(OBJ)/lib/run.o: CFLAGS += -O3

@@ -21,49 +21,41 @@ int64_t row_bytes(const Instr *ins, int n)
 	return (b + 7) / 8 * 8;
 }
 
+/* ---- one walk over a phase's transfers ----
+ *
+ * A phase's rows and the row sizes without the rows are the same walk
+ * over its transfers: each member puts a SEND on its sender's row and a
+ * RECV on each receiver's, in transfer order. phase_walk makes those
+ * instructions; a sink keeps them (phase_rows) or only adds them up
+ * (phase_row_sums). */
+
+typedef void (*PutFn)(void *sink, int64_t t, const Instr *in);
+
 typedef struct {
-	Instr **ins;
-	int *n, *cap;
-	int64_t *touched;
-	int64_t ntouched, tiles;
+	PutFn put;
+	void *sink;
+	int64_t tiles;
 	int xfer;
 	int64_t iters, istride;         /* of the current transfer's sends from a stacked home */
 	int64_t hlo, hhi;               /* the home's first instance: addresses */
 	const char *home;               /* and tiles (per tile: holds a shard) */
-} Rows;
+} Walk;
 
-static void put(Rows *r, int64_t t, Instr in)
+static int walk_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
 {
-	if (r->n[t] == 0)
-		r->touched[r->ntouched++] = t;
-	if (r->n[t] == r->cap[t]) {
-		r->cap[t] = r->cap[t] ? 2 * r->cap[t] : 16;
-		r->ins[t] = xrealloc(r->ins[t], (size_t)r->cap[t] * sizeof **r->ins);
-	}
-	r->ins[t][r->n[t]++] = in;
-}
-
-static int member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
-{
-	Rows *r = ctx;
+	Walk *w = ctx;
 	(void)m;
 	/* A send from the stacked home moves each iteration; a forward of
 	 * bytes received earlier in the phase does not. */
-	int mv = r->iters && r->home[st] && sa >= r->hlo && sa < r->hhi;
-	Instr s = { .len = x->len, .addr = sa, .istride = mv ? r->istride : 0, .peer = -1, .xfer = r->xfer,
-		     .iters = mv ? (int32_t)r->iters : 0, .kind = I_SEND };
-	put(r, st, s);
+	int mv = w->iters && w->home[st] && sa >= w->hlo && sa < w->hhi;
+	Instr s = { .len = x->len, .addr = sa, .istride = mv ? w->istride : 0, .peer = -1, .xfer = w->xfer,
+		     .iters = mv ? (int32_t)w->iters : 0, .kind = I_SEND };
+	w->put(w->sink, st, &s);
 	for (int64_t j = 0; j < x->nrecv; j++) {
-		Instr v = { .len = x->len, .addr = da, .peer = (int32_t)st, .xfer = r->xfer, .kind = I_RECV };
-		put(r, tile_mod(dt + j * x->recv_step, r->tiles), v);
+		Instr v = { .len = x->len, .addr = da, .peer = (int32_t)st, .xfer = w->xfer, .kind = I_RECV };
+		w->put(w->sink, tile_mod(dt + j * x->recv_step, w->tiles), &v);
 	}
 	return 0;
-}
-
-static int cmp64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
 }
 
 static int mark(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
@@ -73,168 +65,147 @@ static int mark(void *ctx, const Placement *p, const int64_t *idx, const int64_t
 	return 0;
 }
 
-/* phase_rows' per-tile lists, kept per thread from call to call (the
- * planner builds rows for every phase of every trial): only the tiles a
- * call touched are reset. */
-static _Thread_local Rows kept;
-static _Thread_local char *kept_home;
+/* Per-thread arrays kept from call to call (the planner walks every phase
+ * of every trial); table_release() frees them. */
+static _Thread_local char *kept_home;   /* the stacked home's tiles */
+static _Thread_local int64_t kept_home_tiles;
 
-/* phase_row_sums' per-tile sums, kept the same way. A tile's row as it
- * grows: its bytes so far (before the 8-byte header and rounding),
- * instructions, and where its last RECV ended. */
-typedef struct {
-	int64_t bytes, n, prev_end;
-} RowSum;
-
-static _Thread_local RowSum *kept_sums;
-static _Thread_local int64_t *kept_sum_touched, kept_sum_tiles;
-
-static void rows_release(void);
-
-static void rows_take(Rows *r, int64_t T)
+static void phase_walk(const Plan *pl, int p, PutFn put, void *sink)
 {
-	if (kept.tiles != T) {
-		rows_release();
-		kept.ins = xcalloc((size_t)T, sizeof *kept.ins);
-		kept.n = xcalloc((size_t)T, sizeof *kept.n);
-		kept.cap = xcalloc((size_t)T, sizeof *kept.cap);
-		kept.touched = xmalloc((size_t)T * sizeof *kept.touched);
+	int64_t T = pl->machine.tiles;
+	int home_of = -1;
+	if (kept_home_tiles != T) {
+		free(kept_home);
 		kept_home = xcalloc((size_t)T, 1);
-		kept.tiles = T;
+		kept_home_tiles = T;
 	}
-	*r = kept;
-	r->ntouched = 0;
+	Walk w = { .put = put, .sink = sink, .tiles = T, .home = kept_home };
+	for (int i = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
+			continue;
+		w.xfer = i;
+		int src = pl->nr ? pl->s[x->step].src : -1;       /* no repeat: nothing moves */
+		w.iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
+		w.istride = w.iters ? place_instance(&pl->p[src]) : 0;
+		if (w.iters && src != home_of) {
+			home_of = src;
+			memset(kept_home, 0, (size_t)T);
+			place_each(&pl->p[src], T, mark, kept_home);
+		}
+		w.hlo = src >= 0 ? pl->p[src].addr : 0;
+		w.hhi = w.hlo + w.istride;
+		xfer_each(x, T, walk_member, &w);
+	}
 }
 
-static void rows_give(Rows *r)
+/* ---- the rows ---- */
+
+typedef struct {
+	Instr **ins;
+	int *n, *cap;
+	int64_t *touched;
+	int64_t ntouched, tiles;
+} Rows;
+
+static _Thread_local Rows kept;         /* only the tiles a call touched are reset */
+
+static void rows_put(void *sink, int64_t t, const Instr *in)
 {
-	for (int64_t k = 0; k < r->ntouched; k++)
-		r->n[r->touched[k]] = 0;
-	kept.ins = r->ins, kept.n = r->n, kept.cap = r->cap, kept.touched = r->touched;
-	kept.tiles = r->tiles;
+	Rows *r = sink;
+	if (r->n[t] == 0)
+		r->touched[r->ntouched++] = t;
+	if (r->n[t] == r->cap[t]) {
+		r->cap[t] = r->cap[t] ? 2 * r->cap[t] : 16;
+		r->ins[t] = xrealloc(r->ins[t], (size_t)r->cap[t] * sizeof **r->ins);
+	}
+	r->ins[t][r->n[t]++] = *in;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
 }
 
 static void rows_release(void)
 {
 	for (int64_t t = 0; t < kept.tiles; t++)
 		free(kept.ins[t]);
-	free(kept.ins), free(kept.n), free(kept.cap), free(kept.touched), free(kept_home);
+	free(kept.ins), free(kept.n), free(kept.cap), free(kept.touched);
 	memset(&kept, 0, sizeof kept);
-	kept_home = NULL;
-}
-
-void table_release(void)
-{
-	rows_release();
-	free(kept_sums);
-	free(kept_sum_touched);
-	kept_sums = NULL, kept_sum_touched = NULL, kept_sum_tiles = 0;
 }
 
 int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 {
 	int64_t T = pl->machine.tiles;
-	Rows r;
-	int rc = 0, home_of = -1;
-
-	rows_take(&r, T);
-	char *home = kept_home;
-	for (int i = 0; i < pl->nx; i++) {
-		const Xfer *x = &pl->x[i];
-		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
-			continue;
-		r.xfer = i;
-		int src = pl->nr ? pl->s[x->step].src : -1;       /* no repeat: nothing moves */
-		r.iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
-		r.istride = r.iters ? place_instance(&pl->p[src]) : 0;
-		if (r.iters && src != home_of) {
-			home_of = src;
-			memset(home, 0, (size_t)T);
-			place_each(&pl->p[src], T, mark, home);
-		}
-		r.home = home;
-		r.hlo = src >= 0 ? pl->p[src].addr : 0;
-		r.hhi = r.hlo + r.istride;
-		xfer_each(x, T, member, &r);
+	int rc = 0;
+	if (kept.tiles != T) {
+		rows_release();
+		kept.ins = xcalloc((size_t)T, sizeof *kept.ins);
+		kept.n = xcalloc((size_t)T, sizeof *kept.n);
+		kept.cap = xcalloc((size_t)T, sizeof *kept.cap);
+		kept.touched = xmalloc((size_t)T * sizeof *kept.touched);
+		kept.tiles = T;
 	}
-	qsort(r.touched, (size_t)r.ntouched, sizeof *r.touched, cmp64);
-	for (int64_t k = 0; k < r.ntouched && !rc; k++) {
-		int64_t t = r.touched[k];
-		rc = fn(ctx, t, r.ins[t], r.n[t]);
+	Rows *r = &kept;
+	r->ntouched = 0;
+	phase_walk(pl, p, rows_put, r);
+	qsort(r->touched, (size_t)r->ntouched, sizeof *r->touched, cmp64);
+	for (int64_t k = 0; k < r->ntouched && !rc; k++) {
+		int64_t t = r->touched[k];
+		rc = fn(ctx, t, r->ins[t], r->n[t]);
 	}
-	rows_give(&r);
+	for (int64_t k = 0; k < r->ntouched; k++)
+		r->n[r->touched[k]] = 0;
 	return rc;
 }
 
 /* ---- row sizes without the rows ---- */
 
+/* A tile's row as it grows: its bytes so far (before the 8-byte header
+ * and rounding), instructions, and where its last RECV ended. The same
+ * sizes as row_bytes() gives for the row phase_rows builds. */
+typedef struct {
+	int64_t bytes, n, prev_end;
+} RowSum;
 
 typedef struct {
 	RowSum *rs;
-	int64_t *touched, ntouched, tiles;
-	int64_t iters, istride, hlo, hhi;
-	const char *home;
+	int64_t *touched, ntouched;
 } Sums;
 
+static _Thread_local RowSum *kept_sums;
+static _Thread_local int64_t *kept_sum_touched, kept_sum_tiles;
 
-static void sum_put(Sums *u, int64_t t, int send, int64_t len, int64_t addr, int64_t iters)
+static void sum_put(void *sink, int64_t t, const Instr *in)
 {
+	Sums *u = sink;
 	RowSum *r = &u->rs[t];
 	if (r->n == 0) {
 		u->touched[u->ntouched++] = t;
 		r->prev_end = -1;
 	}
-	if (send) {
-		r->bytes += SEND_BYTES(len) + MOVING_BYTES(iters);
+	if (in->kind == I_SEND) {
+		r->bytes += SEND_BYTES(in->len) + MOVING_BYTES(in->iters);
 	} else {
-		r->bytes += addr == r->prev_end ? 8 : 12;
-		r->prev_end = addr + len;
+		r->bytes += in->addr == r->prev_end ? 8 : 12;
+		r->prev_end = in->addr + in->len;
 	}
 	r->n++;
-}
-
-static int sum_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
-{
-	Sums *u = ctx;
-	(void)m;
-	int mv = u->iters && u->home[st] && sa >= u->hlo && sa < u->hhi;   /* as member() */
-	sum_put(u, st, 1, x->len, sa, mv ? u->iters : 0);
-	for (int64_t j = 0; j < x->nrecv; j++)
-		sum_put(u, tile_mod(dt + j * x->recv_step, u->tiles), 0, x->len, da, 0);
-	return 0;
 }
 
 void phase_row_sums(const Plan *pl, int p, int64_t *table, int64_t *frags)
 {
 	int64_t T = pl->machine.tiles;
-	int home_of = -1;
 	if (kept_sum_tiles != T) {
 		free(kept_sums), free(kept_sum_touched);
 		kept_sums = xcalloc((size_t)T, sizeof *kept_sums);
 		kept_sum_touched = xmalloc((size_t)T * sizeof *kept_sum_touched);
 		kept_sum_tiles = T;
 	}
-	if (kept.tiles != T) {                  /* the home marks' array */
-		Rows tmp;
-		rows_take(&tmp, T);
-	}
-	Sums u = { kept_sums, kept_sum_touched, 0, T, 0, 0, 0, 0, kept_home };
-	for (int i = 0; i < pl->nx; i++) {
-		const Xfer *x = &pl->x[i];
-		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
-			continue;
-		int src = pl->nr ? pl->s[x->step].src : -1;
-		u.iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
-		u.istride = u.iters ? place_instance(&pl->p[src]) : 0;
-		if (u.iters && src != home_of) {
-			home_of = src;
-			memset(kept_home, 0, (size_t)T);
-			place_each(&pl->p[src], T, mark, kept_home);
-		}
-		u.hlo = src >= 0 ? pl->p[src].addr : 0;
-		u.hhi = u.hlo + u.istride;
-		xfer_each(x, T, sum_member, &u);
-	}
+	Sums u = { kept_sums, kept_sum_touched, 0 };
+	phase_walk(pl, p, sum_put, &u);
 	for (int64_t k = 0; k < u.ntouched; k++) {
 		int64_t t = u.touched[k];
 		if (table)
@@ -243,6 +214,16 @@ void phase_row_sums(const Plan *pl, int p, int64_t *table, int64_t *frags)
 			frags[t] += u.rs[t].n;
 		memset(&u.rs[t], 0, sizeof u.rs[t]);
 	}
+}
+
+void table_release(void)
+{
+	rows_release();
+	free(kept_home);
+	kept_home = NULL, kept_home_tiles = 0;
+	free(kept_sums);
+	free(kept_sum_touched);
+	kept_sums = NULL, kept_sum_touched = NULL, kept_sum_tiles = 0;
 }
 
 int64_t phase_max_row(const Plan *pl, int p)
