@@ -17,6 +17,7 @@
 #define AMP_LAYOUT_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef enum { FMT_FP32, FMT_FP16, FMT_FP8, FMT_COUNT } Format;
 
@@ -46,8 +47,30 @@ int layout_is_panel(LayoutKind k);
 
 int64_t layout_offset(const Layout *l, int64_t r, int64_t c);
 /* off[c] = layout_offset(l, r, c) for every column of row r, in one pass
- * with no division per element. */
+ * with no division per element. Every layout is separable: row r's
+ * offsets are row 0's plus layout_offset(l, r, 0), so a shard's rows need
+ * row 0's once (tests/unit/test_layout.c checks it on every shape). */
 void layout_row(const Layout *l, int64_t r, int64_t *off);
+
+/* n elements of esz (1, 2 or 4) bytes: gathered from src at element
+ * offsets off[i] into packed dst, or scattered from packed src. */
+static inline void elems_gather(uint8_t *dst, const uint8_t *src, const int64_t *off, int64_t n, int esz)
+{
+	switch (esz) {
+	case 1: for (int64_t i = 0; i < n; i++) dst[i] = src[off[i]]; return;
+	case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + 2 * off[i], 2); return;
+	default: for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + 4 * off[i], 4); return;
+	}
+}
+
+static inline void elems_scatter(uint8_t *dst, const int64_t *off, const uint8_t *src, int64_t n, int esz)
+{
+	switch (esz) {
+	case 1: for (int64_t i = 0; i < n; i++) dst[off[i]] = src[i]; return;
+	case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * off[i], src + 2 * i, 2); return;
+	default: for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * off[i], src + 4 * i, 4); return;
+	}
+}
 int64_t layout_elems(const Layout *l);    /* storage, padding included */
 int64_t layout_bytes(const Layout *l);
 

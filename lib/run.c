@@ -114,20 +114,18 @@ static void encode_run(const float *v, const int64_t *off, int64_t n, Format f, 
 	}
 }
 
-/* Time and work spent in matrix products (machine and reference). */
-static double gemm_flops, gemm_secs;
+static RunStats stats;
 
-static double now(void)
+double run_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-void run_gemm_stats(double *flops, double *secs)
+void run_stats(RunStats *s)
 {
-	*flops = gemm_flops;
-	*secs = gemm_secs;
+	*s = stats;
 }
 
 /* ---- data ---- */
@@ -508,10 +506,10 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 		return v;
 	}
 	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);
-	for (int64_t r = 0; r < l->rows; r++) {
-		layout_row(l, r, off);
-		decode_run(mem, off, l->cols, pp->fmt, sc, v + r * l->cols);
-	}
+	layout_row(l, 0, off);                  /* row r's: row 0's, from its first */
+	for (int64_t r = 0; r < l->rows; r++)
+		decode_run(mem + layout_offset(l, r, 0) * fmt_bytes(pp->fmt), off, l->cols, pp->fmt, sc,
+			   v + r * l->cols);
 	free(off);
 	return v;
 }
@@ -530,10 +528,9 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 		return;
 	}
 	int64_t *off = xmalloc((size_t)l.cols * sizeof *off);
-	for (int64_t r = 0; r < l.rows; r++) {
-		layout_row(&l, r, off);
-		encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem);
-	}
+	layout_row(&l, 0, off);
+	for (int64_t r = 0; r < l.rows; r++)
+		encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem + layout_offset(&l, r, 0) * fmt_bytes(pp->fmt));
 	free(off);
 }
 
@@ -820,7 +817,7 @@ static int compute(Machine_ *m, int i)
 			sim_tile(&m->s, t);
 	Work w[2] = { { m, i, 0, 2 }, { m, i, 1, 2 } };
 	pthread_t th;
-	double t0 = now();
+	double t0 = run_now();
 	if (sim_threads() > 1 && pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
 		compute_tiles(&w[0]);
 		pthread_join(th, NULL);
@@ -833,26 +830,45 @@ static int compute(Machine_ *m, int i)
 		double mm = 1;
 		for (int a = 0; a + 1 < A->rank; a++)
 			mm *= (double)A->shape[a];
-		gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
-		gemm_secs += now() - t0;
+		stats.gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
+		stats.gemm_secs += run_now() - t0;
 	}
-	/* The tensor's values, from the first replica of every shard. */
+	/* The tensor's bytes as the movement check expects them: the first
+	 * replica of every shard, as write_shard encoded it, copied element by
+	 * element through the layout (no decode and encode again). Only an
+	 * output's values are kept as floats. */
 	const PTensor *x = &m->pl->t[out->tensor];
 	int64_t n = tensor_count(x), z[MAX_REP] = { 0 };
-	if (!m->val[out->tensor])
-		m->val[out->tensor] = xcalloc((size_t)n, sizeof **m->val);
+	int esz = fmt_bytes(out->fmt);
+	uint8_t **enc = &m->vs->enc[out->tensor];
+	if (!*enc)
+		*enc = xmalloc((size_t)(tensor_values(x) * esz));
+	int64_t *off = NULL, offcap = 0;
 	for (int64_t lin = 0; lin < place_shards(out); lin++) {
 		int64_t idx[MAX_RANK];
 		place_shard_idx(out, lin, idx);
-		int64_t t = place_tile(out, idx, z, T);
-		Layout l;
-		float *v = read_shard(m, st->out, t, &l);
-		for (int64_t r = 0; r < l.rows; r++)    /* a row: consecutive elements */
-			memcpy(m->val[out->tensor] + shard_elem(out, idx, r, 0), v + r * l.cols,
-			       (size_t)l.cols * sizeof *v);
-		free(v);
+		const uint8_t *mem = sim_tile(&m->s, place_tile(out, idx, z, T)) + out->addr;
+		Layout l = place_layout(out, idx);
+		if (l.kind != LAYOUT_ROW_MAJOR) {
+			if (l.cols > offcap)
+				off = xrealloc(off, (size_t)(offcap = l.cols) * sizeof *off);
+			layout_row(&l, 0, off);
+		}
+		for (int64_t r = 0; r < l.rows; r++) {  /* a row: consecutive elements */
+			uint8_t *d = *enc + shard_elem(out, idx, r, 0) * esz;
+			const uint8_t *s = mem + layout_offset(&l, r, 0) * esz;
+			if (l.kind == LAYOUT_ROW_MAJOR)
+				memcpy(d, s, (size_t)(l.cols * esz));
+			else
+				elems_gather(d, s, off, l.cols, esz);
+		}
 	}
-	enc_update(m->vs, out->tensor);
+	free(off);
+	if (x->role == R_OUTPUT) {
+		if (!m->val[out->tensor])
+			m->val[out->tensor] = xmalloc((size_t)n * sizeof **m->val);
+		decode_run(*enc, NULL, n, x->fmt, x->scale, m->val[out->tensor]);
+	}
 	return 0;
 }
 
@@ -1077,16 +1093,21 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 			m.s.iter = 0;           /* entering a repeat */
 		while (ph < pl->nph && pl->ph[ph].last < i)
 			ph++;
+		double t0 = run_now();
 		if (pl->s[i].kind == STEP_COMPUTE) {
 			rc = compute(&m, i);
 			i++;
-		} else if (ph < pl->nph && pl->ph[ph].first <= i) {
+			stats.compute_secs += run_now() - t0;
+			continue;
+		}
+		if (ph < pl->nph && pl->ph[ph].first <= i) {
 			rc = run_phase(&m, prog, ph, pl->ph[ph].first, pl->ph[ph].last);
 			i = pl->ph[ph].last + 1;
 		} else {
 			rc = run_phase(&m, prog, -1, i, i);     /* on-tile copies only */
 			i++;
 		}
+		stats.phase_secs += run_now() - t0;
 	}
 	if (rc && rep >= 0) {
 		char why[sizeof e->msg];
@@ -1135,8 +1156,8 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 {
 	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N }, { A, B, bias, C, M / 2, M, K, N } };
 	pthread_t th;
-	double t0 = now();
-	gemm_flops += 2.0 * (double)M * (double)K * (double)N;
+	double t0 = run_now();
+	stats.gemm_flops += 2.0 * (double)M * (double)K * (double)N;
 	if (M >= 64 && sim_threads() > 1 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
 		gemm_rows(&g[0]);
 		pthread_join(th, NULL);
@@ -1144,7 +1165,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 		g[0].r1 = M;
 		gemm_rows(&g[0]);
 	}
-	gemm_secs += now() - t0;
+	stats.gemm_secs += run_now() - t0;
 }
 
 /* The stage's reference as it runs: values per plan tensor (inputs and

@@ -103,10 +103,16 @@ int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *
 int64_t tensor_count(const PTensor *t);
 /* Values of all instances of a tensor (count x tensor_count). */
 int64_t tensor_values(const PTensor *t);
-/* Floating-point operations done in matrix products so far (machine and
- * reference; the machine's include reading and writing shards), and the
- * seconds they took. */
-void run_gemm_stats(double *flops, double *secs);
+/* Where the time went so far (wall seconds): the floating-point
+ * operations done in matrix products (machine and reference; the
+ * machine's include reading and writing shards) and the seconds they
+ * took; the machine's compute steps, all ops; its phases and on-tile
+ * copies, with their movement checks. */
+typedef struct {
+	double gemm_flops, gemm_secs, compute_secs, phase_secs;
+} RunStats;
+void run_stats(RunStats *s);
+double run_now(void);
 float quantize(float x, Format f, int scale);
 /* C[M x N] += A[M x K] B[K x N] (row-major, dense), every element summed
  * in K order with one rounding per multiply and per add: the machine's

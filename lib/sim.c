@@ -149,21 +149,24 @@ static void expect_row(const Sim *s, int tensor, int64_t e, int64_t n, int esz, 
  * and their expected bytes (want, packed); a row's elements are
  * consecutive in the tensor (the last axis is the columns). */
 typedef struct {
-	int64_t *off;
+	int64_t *off, *off0;    /* off0: row 0's (layouts are separable) */
 	uint8_t *want;
 } Row;
 
 static void row_init(Row *w, const Layout *l, int esz)
 {
 	w->off = xmalloc((size_t)l->cols * sizeof *w->off);
+	w->off0 = xmalloc((size_t)l->cols * sizeof *w->off0);
 	w->want = xmalloc((size_t)(l->cols * esz));
+	layout_row(l, 0, w->off0);
 }
 
 static int64_t row_at(Row *w, const Sim *s, const Placement *p, const int64_t *idx, const Layout *l, int64_t r)
 {
 	int esz = fmt_bytes(p->fmt);
-	int64_t e0 = elem_of(p, idx, r, 0);
-	layout_row(l, r, w->off);
+	int64_t e0 = elem_of(p, idx, r, 0), base = layout_offset(l, r, 0);
+	for (int64_t c = 0; c < l->cols; c++)
+		w->off[c] = w->off0[c] + base;
 	expect_row(s, p->tensor, e0, l->cols, esz, w->want);
 	return e0;
 }
@@ -171,6 +174,7 @@ static int64_t row_at(Row *w, const Sim *s, const Placement *p, const int64_t *i
 static void row_free(Row *w)
 {
 	free(w->off);
+	free(w->off0);
 	free(w->want);
 }
 
@@ -206,8 +210,7 @@ static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 	row_init(&row, &l, esz);
 	for (int64_t r = 0; r < l.rows; r++) {
 		row_at(&row, w->s, p, idx, &l, r);
-		for (int64_t c = 0; c < l.cols; c++)
-			memcpy(m + row.off[c] * esz, row.want + c * esz, (size_t)esz);
+		elems_scatter(m, row.off, row.want, l.cols, esz);
 	}
 	row_free(&row);
 	return 0;
@@ -394,11 +397,9 @@ static void shard_image(Plain *w, const Placement *p, const int64_t *idx, const 
 			memset(w->valid + row.off[0] * esz, 1, (size_t)(l->cols * esz));
 			continue;
 		}
-		for (int64_t c = 0; c < l->cols; c++) {
-			int64_t off = row.off[c] * esz;
-			memcpy(w->image + off, row.want + c * esz, (size_t)esz);
-			memset(w->valid + off, 1, (size_t)esz);
-		}
+		elems_scatter(w->image, row.off, row.want, l->cols, esz);
+		for (int64_t c = 0; c < l->cols; c++)
+			memset(w->valid + row.off[c] * esz, 1, (size_t)esz);
 	}
 	row_free(&row);
 }

@@ -34,7 +34,10 @@ static void help(void)
 	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
 	       "                        reference as DIR/<tensor>.ref.npy\n"
 	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
-	       "      --timing          print the matrix products' GFLOP and GFLOP/s on stderr\n"
+	       "      --timing          print on stderr the matrix products' GFLOP and GFLOP/s,\n"
+	       "                        and where the wall time went: data, the machine's\n"
+	       "                        compute steps, its phases with their checks, the\n"
+	       "                        reference\n"
 	       "      --model FILE      the model the program claims to lower (default: the\n"
 	       "                        one amp-emit --model embedded, if any): its stage must\n"
 	       "                        agree with it (every tensor's shape, dtype and fp8\n"
@@ -206,13 +209,19 @@ int main(int argc, char **argv)
 	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
 		fail(&e);
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
-	if (run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, &ro, val, &e))
+	double t0 = run_now(), t_data, t_prog, t_ref;
+	if (run_data(&pl, &ro, val, &e))
 		fail(&e);
+	t_data = run_now();
+	if (run_program(&prog, &pl, &ro, val, &e))
+		fail(&e);
+	t_prog = run_now();
 	/* The reference: the model's ops on the model's data when the program
 	 * names its model; else only the stage's own ops. */
 	if (has_model ? run_model_reference(&md, has_sc ? &sc : NULL, &ro, &pl, val, &mr, &e)
 		      : run_reference(&pl, &ro, val, ref, &e))
 		fail(&e);
+	t_ref = run_now();
 	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
 	if (has_model)
 		printf("reference: FP32 from the model's ops (%s)\n", mname);
@@ -237,10 +246,14 @@ int main(int argc, char **argv)
 			fail(&e);
 	}
 	if (timing) {
-		double fl, sec;
-		run_gemm_stats(&fl, &sec);
+		RunStats st;
+		run_stats(&st);
 		fprintf(stderr, "amp-run: matrix products: %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
-			fl / 1e9, sec, sec > 0 ? fl / 1e9 / sec : 0);
+			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0);
+		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (compute steps %.3f, phases and "
+			"checks %.3f, other %.3f), reference %.3f\n", t_data - t0, t_prog - t_data,
+			st.compute_secs, st.phase_secs, t_prog - t_data - st.compute_secs - st.phase_secs,
+			t_ref - t_prog);
 	}
 	free_vals(val, pl.nt);
 	free_vals(ref, pl.nt);

@@ -168,6 +168,16 @@ static void check_shape(LayoutKind k, Format f, int64_t R, int64_t C)
 				bad = 1;
 			}
 	}
+	/* Separable: the reference's (r, c) is its (r, 0) plus its (0, c),
+	 * which read_shard, write_shard and the checks rely on. */
+	for (int64_t r = 0; r < R && !bad; r++)
+		for (int64_t c = 0; c < C && !bad; c++)
+			if (ref_off[r * C + c] != ref_off[r * C] + ref_off[c] - ref_off[0] || ref_off[0] != 0) {
+				CHECK(0, "%s %s %lldx%lld: (%lld,%lld) is not row %lld's first plus row 0's "
+				      "column %lld", kind_str[k], fmt_str[f], (long long)R, (long long)C,
+				      (long long)r, (long long)c, (long long)r, (long long)c);
+				bad = 1;
+			}
 	free(row);
 	if (bad)
 		return;
