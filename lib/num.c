@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,49 @@ uint16_t f32_to_f16(float x)
 	r = (a - 0x38000000) >> 13, rem = a & 0x1fff;       /* the exponent rebiased */
 	r += rem > 0x1000 || (rem == 0x1000 && (r & 1));    /* a carry moves into the exponent */
 	return s | (uint16_t)(r > 0x7c00 ? 0x7c00 : r);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+__attribute__((target("avx,f16c")))
+static int64_t f16c_run(const float *v, int64_t n, uint16_t *h)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(v + i);
+		__m128i r = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		__m128i nan = _mm256_castsi256_si128(_mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
+		nan = _mm_packs_epi32(nan, _mm256_extractf128_si256(_mm256_castps_si256(
+				_mm256_cmp_ps(x, x, _CMP_UNORD_Q)), 1));
+		r = _mm_or_si128(_mm_andnot_si128(nan, r), _mm_and_si128(nan, _mm_set1_epi16(0x7e00)));
+		_mm_storeu_si128((__m128i *)(void *)(h + i), r);
+	}
+	return i;
+}
+
+static int have_f16c(void)
+{
+	static atomic_int known = -1;   /* every thread that asks stores the same */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (k < 0) {
+		__builtin_cpu_init();
+		k = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k;
+}
+#endif
+
+void f32_to_f16_n(const float *v, int64_t n, uint16_t *h)
+{
+	int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (have_f16c())
+		i = f16c_run(v, n, h);
+#endif
+	for (; i < n; i++)
+		h[i] = f32_to_f16(v[i]);
 }
 
 /* Every NaN code decodes to a quiet NaN with the code's sign; the payload

@@ -26,6 +26,10 @@ int parse_f64(const char *s, double *out);    /* 0 ok, -1 not a number */
 
 uint16_t f32_to_f16(float x);
 float f16_to_f32(uint16_t h);
+/* h[i] = f32_to_f16(v[i]) for n values: eight at a time with the CPU's
+ * F16C conversion (round to nearest even) where it has one, NaN lanes
+ * set to the one quiet NaN, so the codes are the same bits either way. */
+void f32_to_f16_n(const float *v, int64_t n, uint16_t *h);
 
 uint8_t f32_to_f8(float x);
 float f8_to_f32(uint8_t b);

@@ -29,6 +29,25 @@ int64_t tensor_values(const PTensor *t)
 	return tensor_count(t) * t->count;
 }
 
+static float f16_table[65536];
+
+void quantize_n(float *v, int64_t n, Format f, int scale)
+{
+	tables();
+	if (f == FMT_FP16) {
+		uint16_t h[256];
+		for (int64_t i0 = 0; i0 < n; i0 += 256) {
+			int64_t k = n - i0 < 256 ? n - i0 : 256;
+			f32_to_f16_n(v + i0, k, h);
+			for (int64_t i = 0; i < k; i++)
+				v[i0 + i] = f16_table[h[i]];
+		}
+		return;
+	}
+	for (int64_t i = 0; f == FMT_FP8 && i < n; i++)
+		v[i] = f8s_to_f32(f32_to_f8s(v[i], scale), scale);
+}
+
 float quantize(float x, Format f, int scale)
 {
 	tables();
@@ -42,7 +61,7 @@ float quantize(float x, Format f, int scale)
 /* Codes decoded once (fp16: all 65536; fp8: 256, and the powers of two
  * of every scale): a scale is a multiplication by a power of two, exact,
  * as f8s_to_f32's ldexpf is. Built once, before any thread reads them. */
-static float f16_table[65536], f8_table[256], pow2[253];
+static float f8_table[256], pow2[253];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void build_tables(void)
@@ -92,13 +111,18 @@ static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format
 static void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem)
 {
 	switch (f) {
-	case FMT_FP16:
-		for (int64_t i = 0; i < n; i++) {
-			uint16_t h = f32_to_f16(v[i]);
-			uint8_t *b = mem + (off ? off[i] : i) * 2;
-			b[0] = (uint8_t)h, b[1] = (uint8_t)(h >> 8);
+	case FMT_FP16: {
+		uint16_t h[256];
+		for (int64_t i0 = 0; i0 < n; i0 += 256) {
+			int64_t k = n - i0 < 256 ? n - i0 : 256;
+			f32_to_f16_n(v + i0, k, h);
+			for (int64_t i = 0; i < k; i++) {       /* little-endian bytes */
+				uint8_t *b = mem + (off ? off[i0 + i] : i0 + i) * 2;
+				b[0] = (uint8_t)h[i], b[1] = (uint8_t)(h[i] >> 8);
+			}
 		}
 		return;
+	}
 	case FMT_FP8:
 		if (!off) {
 			for (int64_t i = 0; i < n; i++)
@@ -162,8 +186,8 @@ static void *gen_part(void *arg)
 		if (i + 1 < g->hi)
 			g->v[i + 1 - g->base] = (float)(g->mean + g->sd * r * sin(th));
 	}
-	for (int64_t i = g->lo; g->quantized && i < g->hi; i++)
-		g->v[i - g->base] = quantize(g->v[i - g->base], g->fmt, g->scale);
+	if (g->quantized)
+		quantize_n(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale);
 	return NULL;
 }
 
@@ -351,8 +375,7 @@ static int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 		free(f);
 		npy_free(&a);
 		if (o->quantized)
-			for (int64_t i = 0; i < n; i++)
-				v[i] = quantize(v[i], x->fmt, x->scale);
+			quantize_n(v, n, x->fmt, x->scale);
 	} else {
 		normals(v, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 	}
@@ -1729,8 +1752,7 @@ int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
 			scale = scale_for_amax(amax_of(r.v[t], n));
 			scales_add(sc, x->name, scale);
 		}
-		for (int64_t i = 0; i < n; i++)
-			r.v[t][i] = quantize(r.v[t][i], x->dtype, scale);
+		quantize_n(r.v[t], n, x->dtype, scale);
 	}
 	r.amax = xcalloc((size_t)m->nt + 1, sizeof *r.amax);
 	run_model_ops(m, &r);          /* amax over every iteration */

@@ -114,6 +114,8 @@ typedef struct {
 void run_stats(RunStats *s);
 double run_now(void);
 float quantize(float x, Format f, int scale);
+/* v[i] = quantize(v[i], f, scale) for n values. */
+void quantize_n(float *v, int64_t n, Format f, int scale);
 /* C[M x N] += A[M x K] B[K x N] (row-major, dense), every element summed
  * in K order with one rounding per multiply and per add: the machine's
  * and the reference's matrix product, blocked. */

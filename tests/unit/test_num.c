@@ -6,6 +6,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double v8[256];		/* reference fp8 values, by code */
@@ -552,6 +553,57 @@ static void test_parse_f64(void)
 		CHECK(parse_f64(bad[i], &v) == -1, "accepted \"%s\"", bad[i]);
 }
 
+
+/* f32_to_f16_n (F16C where the CPU has it) gives f32_to_f16's code for
+ * every value: every fp16 code's value, the midpoints to the next code
+ * and their neighbours, both signs; NaNs with payloads; floats over every
+ * bit pattern (stride 4099, from 13 starting points). Runs of odd length
+ * put each value in every vector lane and the scalar tail. */
+static void test_f16_batch(void)
+{
+	int64_t cap = 1 << 23, n = 0;
+	float *v = malloc((size_t)cap * sizeof *v);
+	uint16_t *got = malloc((size_t)cap * sizeof *got);
+	t_case("f32_to_f16_n gives f32_to_f16's code for every value");
+	for (unsigned h = 0; h < 0x7c00; h++) {
+		float lo = f16_to_f32((uint16_t)h), hi = f16_to_f32((uint16_t)(h + 1));
+		float mid = (float)(((double)lo + (double)hi) / 2);
+		float c[] = { lo, -lo, mid, -mid, nextafterf(mid, lo), nextafterf(mid, hi), -nextafterf(mid, hi) };
+		for (size_t k = 0; k < sizeof c / sizeof *c; k++)
+			v[n++] = c[k];
+	}
+	for (uint32_t p = 0; p < 64; p++) {     /* NaNs: quiet and signalling, payloads, signs */
+		uint32_t u[] = { 0x7fc00000u | p, 0x7f800001u + p * 4099u, 0xffc00000u | p << 10, 0xff800001u + p };
+		for (size_t k = 0; k < 4; k++)
+			memcpy(&v[n++], &u[k], 4);
+	}
+	v[n++] = INFINITY, v[n++] = -INFINITY, v[n++] = FLT_MAX, v[n++] = -FLT_MAX;
+	v[n++] = 0x1p-149f, v[n++] = -0x1p-149f, v[n++] = 0.0f, v[n++] = -0.0f;
+	for (uint64_t s = 0; s < 13; s++)
+		for (uint64_t u = s * 317; u < 0x100000000u && n < cap; u += 4099) {
+			uint32_t w = (uint32_t)u;
+			memcpy(&v[n++], &w, 4);
+		}
+	int bad = 0;
+	for (int64_t run = 1; run <= 23 && !bad; run += 2) {  /* every alignment of lanes and tail */
+		for (int64_t i = 0; i < n; i += run)
+			f32_to_f16_n(v + i, i + run <= n ? run : n - i, got + i);
+		for (int64_t i = 0; i < n && !bad; i++) {
+			uint16_t want = f32_to_f16(v[i]);
+			if (got[i] != want) {
+				uint32_t u;
+				memcpy(&u, &v[i], 4);
+				CHECK(0, "runs of %lld: 0x%08x gives 0x%04x, f32_to_f16 0x%04x", (long long)run, u, got[i],
+				      want);
+				bad = 1;
+			}
+		}
+	}
+	CHECK(!bad, "%lld values", (long long)n);
+	free(v);
+	free(got);
+}
+
 int main(void)
 {
 	unsigned i;
@@ -569,6 +621,7 @@ int main(void)
 	test_f16_roundtrip();
 	test_f16_rne();
 	test_f16_random();
+	test_f16_batch();
 	test_scaled();
 	test_f16_boundaries();
 	test_f8_boundaries();

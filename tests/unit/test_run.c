@@ -186,6 +186,36 @@ static void gemm_bits(void)
 	}
 }
 
+
+/* quantize_n against quantize, value by value: fp16 (through F16C where
+ * the CPU has it), fp8 at several scales, fp32 untouched; random bit
+ * patterns, NaNs and infinities included. */
+static void quantize_bits(void)
+{
+	t_case("quantize_n gives quantize's bits for every value");
+	enum { N = 4099 };
+	static float v[N], w[N];
+	Format fm[] = { FMT_FP16, FMT_FP8, FMT_FP8, FMT_FP8, FMT_FP32 };
+	int sc[] = { 0, 0, -5, 7, 0 };
+	for (int k = 0; k < 5; k++) {
+		for (int i = 0; i < N; i++) {
+			uint32_t u = (uint32_t)next();
+			if (i % 3 == 0)                 /* near the formats' ranges */
+				u = (u & 0x807fffffu) | (uint32_t)(100 + next() % 60) << 23;
+			memcpy(&v[i], &u, 4);
+		}
+		memcpy(w, v, sizeof w);
+		quantize_n(w, N, fm[k], sc[k]);
+		for (int i = 0; i < N; i++) {
+			float q = quantize(v[i], fm[k], sc[k]);
+			if (memcmp(&q, &w[i], 4)) {
+				CHECK(0, "format %d scale %d: %a gives %a, quantize %a", (int)fm[k], sc[k], v[i], w[i], q);
+				break;
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
@@ -272,6 +302,7 @@ int main(void)
 	}
 	independence(path);
 	gemm_bits();
+	quantize_bits();
 	unlink(path);
 	return t_summary();
 }
