@@ -126,7 +126,7 @@ uint16_t f32_to_f16(float x)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-__attribute__((target("avx,f16c")))
+__attribute__((target("avx2,f16c")))
 static int64_t f16c_run(const float *v, int64_t n, uint16_t *h)
 {
 	int64_t i = 0;
@@ -142,18 +142,50 @@ static int64_t f16c_run(const float *v, int64_t n, uint16_t *h)
 	return i;
 }
 
+__attribute__((target("avx2,f16c")))
+static int64_t f16c_widen(const uint16_t *h, int64_t n, float *v)
+{
+	int64_t i = 0;
+	const __m256i expo = _mm256_set1_epi32(0x7c00), sign = _mm256_set1_epi32(0x8000);
+	for (; i + 8 <= n; i += 8) {
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(h + i));
+		__m256 x = _mm256_cvtph_ps(c);
+		__m256i w = _mm256_cvtepu16_epi32(c);
+		/* NaN codes (exponent 31, fraction nonzero): the quiet NaN, signed */
+		__m256i nan = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x3ff)),
+								     _mm256_setzero_si256()),
+						  _mm256_cmpeq_epi32(_mm256_and_si256(w, expo), expo));
+		__m256i q = _mm256_or_si256(_mm256_set1_epi32(0x7fc00000),
+					    _mm256_slli_epi32(_mm256_and_si256(w, sign), 16));
+		x = _mm256_blendv_ps(x, _mm256_castsi256_ps(q), _mm256_castsi256_ps(nan));
+		_mm256_storeu_ps(v + i, x);
+	}
+	return i;
+}
+
 static int have_f16c(void)
 {
 	static atomic_int known = -1;   /* every thread that asks stores the same */
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
 	if (k < 0) {
 		__builtin_cpu_init();
-		k = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+		k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
 		atomic_store_explicit(&known, k, memory_order_relaxed);
 	}
 	return k;
 }
 #endif
+
+void f16_to_f32_n(const uint16_t *h, int64_t n, float *v)
+{
+	int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (have_f16c())
+		i = f16c_widen(h, n, v);
+#endif
+	for (; i < n; i++)
+		v[i] = f16_to_f32(h[i]);
+}
 
 void f32_to_f16_n(const float *v, int64_t n, uint16_t *h)
 {

@@ -30,6 +30,9 @@ float f16_to_f32(uint16_t h);
  * F16C conversion (round to nearest even) where it has one, NaN lanes
  * set to the one quiet NaN, so the codes are the same bits either way. */
 void f32_to_f16_n(const float *v, int64_t n, uint16_t *h);
+/* v[i] = f16_to_f32(h[i]) for n codes, the same bits (F16C where the CPU
+ * has it; a NaN code gives the quiet NaN with its sign and no payload). */
+void f16_to_f32_n(const uint16_t *h, int64_t n, float *v);
 
 uint8_t f32_to_f8(float x);
 float f8_to_f32(uint8_t b);

@@ -84,12 +84,18 @@ static void tables(void)
 static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v)
 {
 	switch (f) {
-	case FMT_FP16:
-		for (int64_t i = 0; i < n; i++) {
-			const uint8_t *b = mem + (off ? off[i] : i) * 2;
-			v[i] = f16_table[b[0] | b[1] << 8];
+	case FMT_FP16: {
+		uint16_t h[256];
+		for (int64_t i0 = 0; i0 < n; i0 += 256) {
+			int64_t k = n - i0 < 256 ? n - i0 : 256;
+			for (int64_t i = 0; i < k; i++) {       /* little-endian bytes */
+				const uint8_t *b = mem + (off ? off[i0 + i] : i0 + i) * 2;
+				h[i] = (uint16_t)(b[0] | b[1] << 8);
+			}
+			f16_to_f32_n(h, k, v + i0);
 		}
 		return;
+	}
 	case FMT_FP8: {
 		float k = pow2[scale + 126];
 		if (!off) {

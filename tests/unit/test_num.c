@@ -604,6 +604,29 @@ static void test_f16_batch(void)
 	free(got);
 }
 
+/* f16_to_f32_n gives f16_to_f32's bits for every code, NaNs included, in
+ * runs that put each code in every vector lane and the scalar tail. */
+static void test_f16_widen(void)
+{
+	static uint16_t h[0x10000];
+	static float v[0x10000];
+	t_case("f16_to_f32_n gives f16_to_f32's bits for every code");
+	for (unsigned i = 0; i < 0x10000; i++)
+		h[i] = (uint16_t)(i * 40503u);          /* every code, in a scattered order */
+	int bad = 0;
+	for (int64_t run = 1; run <= 23 && !bad; run += 2) {
+		for (int64_t i = 0; i < 0x10000; i += run)
+			f16_to_f32_n(h + i, i + run <= 0x10000 ? run : 0x10000 - i, v + i);
+		for (unsigned i = 0; i < 0x10000 && !bad; i++) {
+			float want = f16_to_f32(h[i]);
+			if (memcmp(&want, &v[i], 4)) {
+				CHECK(0, "runs of %lld: 0x%04x gives %a, f16_to_f32 %a", (long long)run, h[i], v[i], want);
+				bad = 1;
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	unsigned i;
@@ -622,6 +645,7 @@ int main(void)
 	test_f16_rne();
 	test_f16_random();
 	test_f16_batch();
+	test_f16_widen();
 	test_scaled();
 	test_f16_boundaries();
 	test_f8_boundaries();
