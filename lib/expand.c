@@ -272,12 +272,109 @@ static void zero_pad(XList *l, int step, const Placement *D, const int64_t *didx
 static int by_shape(const void *a, const void *b);
 static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *));
 
-/* Folds the requests added since `from` (one destination shard's), so the
- * step's list stays small; plan_expand folds the whole step again. */
-static void fold_tail(XList *l, int from)
+/* One destination shard's requests, folded as they are made. Folding them
+ * would be a stable sort by shape (by_shape) and xfer_compress, whose
+ * first pass makes runs of alike requests with a constant delta into
+ * families. The copies' requests have no loops, so their shape is their
+ * kind, length and receivers: each shape's group folds its run as it
+ * grows, in generation order, and the groups are laid out in by_shape's
+ * order afterwards. That is the first pass's result without moving a
+ * request; xfer_compress does the rest. Zero padding (with loops) is
+ * sorted and folded as before. */
+typedef struct {
+	XKind kind;
+	int64_t len, nrecv, recv_step;
+	XList out;              /* folded; the last may still grow */
+} Group;
+
+typedef struct {
+	Group *g;
+	int n, cap, last;
+	XList zeros;
+} Stream;
+
+static int group_cmp(const Group *a, const Group *b)
 {
-	stable_sort(l->x + from, l->n - from, by_shape);
+	int64_t k[4] = { (int64_t)a->kind - (int64_t)b->kind, a->len - b->len, a->nrecv - b->nrecv,
+			 a->recv_step - b->recv_step };
+	for (int i = 0; i < 4; i++)
+		if (k[i])
+			return k[i] < 0 ? -1 : 1;
+	return 0;
+}
+
+static void stream_push(Stream *s, const Xfer *x)
+{
+	Group key = { x->kind, x->len, x->nrecv, x->recv_step, { NULL, 0, 0 } }, *g = NULL;
+	if (s->n && !group_cmp(&s->g[s->last], &key))
+		g = &s->g[s->last];
+	for (int i = 0; !g && i < s->n; i++)
+		if (!group_cmp(&s->g[i], &key))
+			g = &s->g[s->last = i];
+	if (!g) {
+		if (s->n == s->cap) {
+			s->cap = s->cap ? 2 * s->cap : 8;
+			s->g = xrealloc(s->g, (size_t)s->cap * sizeof *s->g);
+			for (int i = s->n; i < s->cap; i++)
+				s->g[i].out = (XList){ NULL, 0, 0 };
+		}
+		g = &s->g[s->last = s->n++];
+		XList keep = g->out;
+		*g = key;
+		g->out = keep;
+		g->out.n = 0;
+	}
+	if (g->out.n) {
+		Xfer *f = &g->out.x[g->out.n - 1];
+		XLoop d = { 0, x->src_tile - f->src_tile, x->src_addr - f->src_addr,
+			    x->dst_tile - f->dst_tile, x->dst_addr - f->dst_addr };
+		if (f->nloop == 0) {            /* a single: a family of two */
+			d.count = 2;
+			f->loop[f->nloop++] = d;
+			return;
+		}
+		const XLoop *v = &f->loop[0];   /* the family's last member is count - 1 steps on */
+		int64_t c = v->count - 1;
+		if (x->src_tile - f->src_tile == (c + 1) * v->src_tile &&
+		    x->src_addr - f->src_addr == (c + 1) * v->src_addr &&
+		    x->dst_tile - f->dst_tile == (c + 1) * v->dst_tile &&
+		    x->dst_addr - f->dst_addr == (c + 1) * v->dst_addr) {
+			f->loop[0].count++;
+			return;
+		}
+	}
+	push(&g->out, x);
+}
+
+/* The shard's requests into l (after from), folded: the groups in
+ * by_shape's order, then the zero padding. */
+static void stream_flush(Stream *s, XList *l, int from)
+{
+	for (int i = 1; i < s->n; i++)          /* insertion sort: a few groups */
+		for (int j = i; j > 0 && group_cmp(&s->g[j - 1], &s->g[j]) > 0; j--) {
+			Group t = s->g[j];
+			s->g[j] = s->g[j - 1];
+			s->g[j - 1] = t;
+		}
+	for (int i = 0; i < s->n; i++)
+		for (int k = 0; k < s->g[i].out.n; k++)
+			push(l, &s->g[i].out.x[k]);
+	stable_sort(s->zeros.x, s->zeros.n, by_shape);
+	for (int k = 0; k < s->zeros.n; k++)
+		push(l, &s->zeros.x[k]);
+	for (int i = 0; i < s->n; i++)
+		s->g[i].out.n = 0;
+	s->n = s->last = 0;
+	s->zeros.n = 0;
 	l->n = from + xfer_compress(l->x + from, l->n - from);
+}
+
+static void stream_free(Stream *s)
+{
+	for (int i = 0; i < s->cap; i++)
+		free(s->g[i].out.x);
+	free(s->g);
+	free(s->zeros.x);
 }
 
 static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, Err *e)
@@ -291,6 +388,8 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 	if (D->nrep > 1)
 		return errf(e, "step %d: destination '%s' is replicated over %d axes; amp-expand "
 			    "handles one", step, D->name, D->nrep);
+	Stream sm;
+	memset(&sm, 0, sizeof sm);
 	for (int64_t dl = 0; dl < nd; dl++) {
 		int64_t didx[MAX_RANK], dlo[MAX_RANK], dhi[MAX_RANK], q = dl;
 		int64_t slo[MAX_RANK], shi[MAX_RANK], sidx[MAX_RANK];
@@ -302,9 +401,11 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 		int64_t t0 = place_tile(D, didx, rep0, T);
 		int from = l->n;
 		for (int a = 0; a < S->rank; a++) {
-			if (dlo[a] < S->off[a] || dhi[a] > S->off[a] + S->shape[a])
+			if (dlo[a] < S->off[a] || dhi[a] > S->off[a] + S->shape[a]) {
+				stream_free(&sm);
 				return errf(e, "step %d: '%s' holds data outside the window of its source '%s'",
 					    step, D->name, S->name);
+			}
 			slo[a] = (dlo[a] - S->off[a]) / S->block[a];
 			shi[a] = (dhi[a] - S->off[a] - 1) / S->block[a] + 1;
 			sidx[a] = slo[a];
@@ -327,7 +428,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 		if (panel && !whole)
 			for (int64_t r = 0; r < nrep; r++) {
 				int64_t t = tile_mod(t0 + r * rstride, T);
-				zero_pad(l, step, D, didx, t);
+				zero_pad(&sm.zeros, step, D, didx, t);
 			}
 		for (;;) {
 			int64_t lo[MAX_RANK], hi[MAX_RANK], s_lo[MAX_RANK], s_hi[MAX_RANK];
@@ -368,7 +469,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 					x.kind = count == 1 && td == ts ? X_LOCAL : X_SEND;
 					if (x.kind == X_LOCAL)
 						x.nrecv = 1;
-					push(l, &x);
+					stream_push(&sm, &x);
 				}
 			}
 			int a = S->rank - 1;
@@ -379,8 +480,9 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			if (a < 0)
 				break;
 		}
-		fold_tail(l, from);
+		stream_flush(&sm, l, from);
 	}
+	stream_free(&sm);
 	return 0;
 }
 
