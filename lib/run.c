@@ -578,66 +578,127 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
 /* C[M x N] += A[M x K] B[K x N], all row-major and dense: each element
  * summed in K order, one rounding per multiply and per add
  * (-ffp-contract=off), so any blocking gives the plain loop's bits (the
- * machine's definition; tests/unit/test_run.c compares them). Register
- * tiles of GEMM_MR rows by 16 columns run over a packed 16-column panel
- * of B, K in order; rows past M read a zero row and columns past N a zero
- * panel, and neither is stored. */
+ * machine's definition; tests/unit/test_run.c compares them). Blocked
+ * for the caches as BLAS kernels are: K in slices of GEMM_KC (a C
+ * element's sum goes on in the next slice from where it stopped, so K
+ * stays in order), B's slice packed in 16-column panels, A in blocks of
+ * GEMM_MC rows packed GEMM_MR rows at a time, k-major; a register tile of
+ * GEMM_MR rows by 16 columns runs over a panel. Rows past M and columns
+ * past N are zeros in the packed copies and are not stored. */
 #define GEMM_MR 6
+#define GEMM_KC 256
+#define GEMM_MC 120
 typedef float v8f __attribute__((vector_size(32)));
+
+/* c[ni x nj] (row stride ldc) += a b over kc: a's row r, step k at
+ * a[r * ars + k * aks], b a packed 16-column panel (k-major). */
+static inline __attribute__((always_inline)) void gemm_tile(const float *a, int64_t ars, int64_t aks,
+							     const float *b, int64_t kc, float *c, int64_t ldc,
+							     int64_t ni, int64_t nj)
+{
+	float tile[GEMM_MR][16];
+	for (int r = 0; r < GEMM_MR; r++) {
+		memset(tile[r], 0, sizeof tile[r]);
+		if (r < ni)
+			memcpy(tile[r], c + r * ldc, (size_t)nj * sizeof **tile);
+	}
+	v8f c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+	memcpy(&c00, tile[0], 32), memcpy(&c01, tile[0] + 8, 32);
+	memcpy(&c10, tile[1], 32), memcpy(&c11, tile[1] + 8, 32);
+	memcpy(&c20, tile[2], 32), memcpy(&c21, tile[2] + 8, 32);
+	memcpy(&c30, tile[3], 32), memcpy(&c31, tile[3] + 8, 32);
+	memcpy(&c40, tile[4], 32), memcpy(&c41, tile[4] + 8, 32);
+	memcpy(&c50, tile[5], 32), memcpy(&c51, tile[5] + 8, 32);
+	const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars,
+		    *a5 = a + 5 * ars;
+	for (int64_t k = 0; k < kc; k++) {
+		v8f b0, b1;
+		int64_t q = k * aks;
+		memcpy(&b0, b + k * 16, 32);
+		memcpy(&b1, b + k * 16 + 8, 32);
+		c00 += b0 * a0[q], c01 += b1 * a0[q];
+		c10 += b0 * a1[q], c11 += b1 * a1[q];
+		c20 += b0 * a2[q], c21 += b1 * a2[q];
+		c30 += b0 * a3[q], c31 += b1 * a3[q];
+		c40 += b0 * a4[q], c41 += b1 * a4[q];
+		c50 += b0 * a5[q], c51 += b1 * a5[q];
+	}
+	memcpy(tile[0], &c00, 32), memcpy(tile[0] + 8, &c01, 32);
+	memcpy(tile[1], &c10, 32), memcpy(tile[1] + 8, &c11, 32);
+	memcpy(tile[2], &c20, 32), memcpy(tile[2] + 8, &c21, 32);
+	memcpy(tile[3], &c30, 32), memcpy(tile[3] + 8, &c31, 32);
+	memcpy(tile[4], &c40, 32), memcpy(tile[4] + 8, &c41, 32);
+	memcpy(tile[5], &c50, 32), memcpy(tile[5] + 8, &c51, 32);
+	for (int r = 0; r < ni; r++)
+		memcpy(c + r * ldc, tile[r], (size_t)nj * sizeof **tile);
+}
+
+/* B[k0 .. k0 + kc) x [j0 .. j0 + nj) as a 16-column panel, zeros past nj. */
+static void pack_panel(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
+{
+	for (int64_t k = 0; k < kc; k++) {
+		memcpy(d + k * 16, B + (k0 + k) * N + j0, (size_t)nj * sizeof *d);
+		memset(d + k * 16 + nj, 0, (size_t)(16 - nj) * sizeof *d);
+	}
+}
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
 {
-	float *bp = xmalloc((size_t)(K * 16) * sizeof *bp + 32), *zrow = xcalloc((size_t)K + 1, sizeof *zrow);
-	float tile[GEMM_MR][16];
-	for (int64_t j0 = 0; j0 < N; j0 += 16) {
-		int64_t nj = N - j0 < 16 ? N - j0 : 16;
-		for (int64_t k = 0; k < K; k++) {
-			memcpy(bp + k * 16, B + k * N + j0, (size_t)nj * sizeof *bp);
-			memset(bp + k * 16 + nj, 0, (size_t)(16 - nj) * sizeof *bp);
+	int64_t np = (N + 15) / 16;             /* column panels */
+	if (M <= 2 * GEMM_MC) {                 /* a shard's product: A's rows read in place */
+		float *bp = xmalloc((size_t)(K * 16) * sizeof *bp + 32);
+		for (int64_t p = 0; p < np; p++) {
+			int64_t j0 = p * 16, nj = N - j0 < 16 ? N - j0 : 16;
+			pack_panel(B, N, 0, K, j0, nj, bp);
+			for (int64_t i0 = 0; i0 < M; i0 += GEMM_MR) {
+				int64_t ni = M - i0 < GEMM_MR ? M - i0 : GEMM_MR;
+				if (ni == GEMM_MR) {
+					gemm_tile(A + i0 * K, K, 1, bp, K, C + i0 * N + j0, N, ni, nj);
+					continue;
+				}
+				float *a = xcalloc((size_t)(GEMM_MR * K), sizeof *a);   /* the last rows, zeros past M */
+				memcpy(a, A + i0 * K, (size_t)(ni * K) * sizeof *a);
+				gemm_tile(a, K, 1, bp, K, C + i0 * N + j0, N, ni, nj);
+				free(a);
+			}
 		}
-		for (int64_t i0 = 0; i0 < M; i0 += GEMM_MR) {
-			int64_t ni = M - i0 < GEMM_MR ? M - i0 : GEMM_MR;
-			const float *a[GEMM_MR];
-			for (int r = 0; r < GEMM_MR; r++) {
-				a[r] = r < ni ? A + (i0 + r) * K : zrow;
-				memset(tile[r], 0, sizeof tile[r]);
-				if (r < ni)
-					memcpy(tile[r], C + (i0 + r) * N + j0, (size_t)nj * sizeof **tile);
+		free(bp);
+		return;
+	}
+	float *bp = xmalloc((size_t)(GEMM_KC * 16 * np) * sizeof *bp + 32);
+	float *ap = xmalloc((size_t)(GEMM_KC * GEMM_MC) * sizeof *ap + 32);
+	for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
+		int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
+		for (int64_t p = 0; p < np; p++)
+			pack_panel(B, N, k0, kc, p * 16, N - p * 16 < 16 ? N - p * 16 : 16, bp + p * kc * 16);
+		for (int64_t m0 = 0; m0 < M; m0 += GEMM_MC) {
+			int64_t mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
+			for (int64_t i0 = 0; i0 < mc; i0 += GEMM_MR) {  /* A's rows, GEMM_MR at a time, k-major */
+				float *d = ap + i0 * kc;
+				for (int r = 0; r < GEMM_MR; r++) {
+					if (i0 + r >= mc) {
+						for (int64_t k = 0; k < kc; k++)
+							d[k * GEMM_MR + r] = 0;
+						continue;
+					}
+					const float *s = A + (m0 + i0 + r) * K + k0;
+					for (int64_t k = 0; k < kc; k++)
+						d[k * GEMM_MR + r] = s[k];
+				}
 			}
-			v8f c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-			memcpy(&c00, tile[0], 32), memcpy(&c01, tile[0] + 8, 32);
-			memcpy(&c10, tile[1], 32), memcpy(&c11, tile[1] + 8, 32);
-			memcpy(&c20, tile[2], 32), memcpy(&c21, tile[2] + 8, 32);
-			memcpy(&c30, tile[3], 32), memcpy(&c31, tile[3] + 8, 32);
-			memcpy(&c40, tile[4], 32), memcpy(&c41, tile[4] + 8, 32);
-			memcpy(&c50, tile[5], 32), memcpy(&c51, tile[5] + 8, 32);
-			const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
-			for (int64_t k = 0; k < K; k++) {
-				v8f b0, b1;
-				memcpy(&b0, bp + k * 16, 32);
-				memcpy(&b1, bp + k * 16 + 8, 32);
-				c00 += b0 * a0[k], c01 += b1 * a0[k];
-				c10 += b0 * a1[k], c11 += b1 * a1[k];
-				c20 += b0 * a2[k], c21 += b1 * a2[k];
-				c30 += b0 * a3[k], c31 += b1 * a3[k];
-				c40 += b0 * a4[k], c41 += b1 * a4[k];
-				c50 += b0 * a5[k], c51 += b1 * a5[k];
+			for (int64_t p = 0; p < np; p++) {
+				int64_t j0 = p * 16, nj = N - j0 < 16 ? N - j0 : 16;
+				for (int64_t i0 = 0; i0 < mc; i0 += GEMM_MR)
+					gemm_tile(ap + i0 * kc, 1, GEMM_MR, bp + p * kc * 16, kc, C + (m0 + i0) * N + j0,
+						  N, mc - i0 < GEMM_MR ? mc - i0 : GEMM_MR, nj);
 			}
-			memcpy(tile[0], &c00, 32), memcpy(tile[0] + 8, &c01, 32);
-			memcpy(tile[1], &c10, 32), memcpy(tile[1] + 8, &c11, 32);
-			memcpy(tile[2], &c20, 32), memcpy(tile[2] + 8, &c21, 32);
-			memcpy(tile[3], &c30, 32), memcpy(tile[3] + 8, &c31, 32);
-			memcpy(tile[4], &c40, 32), memcpy(tile[4] + 8, &c41, 32);
-			memcpy(tile[5], &c50, 32), memcpy(tile[5] + 8, &c51, 32);
-			for (int r = 0; r < ni; r++)
-				memcpy(C + (i0 + r) * N + j0, tile[r], (size_t)nj * sizeof **tile);
 		}
 	}
 	free(bp);
-	free(zrow);
+	free(ap);
 }
 
 static float gelu(float x)

@@ -161,12 +161,15 @@ static void independence(const char *path)
 
 /* run_gemm against the plain loop, bit for bit: each element summed in K
  * order, one rounding per multiply and per add, from a nonzero C; sizes
- * that leave partial register tiles (rows past 6, columns past 16). */
+ * that leave partial register tiles (rows past 6, columns past 16), and
+ * larger ones that cross its K slices (256) and row blocks (120). */
 static void gemm_bits(void)
 {
 	t_case("run_gemm gives the plain K-order loop's bits on random sizes and values");
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 224; i++) {
 		int64_t M = pick(1, 40), K = pick(1, 90), N = pick(1, 70);
+		if (i >= 200)
+			M = pick(100, 300), K = pick(200, 800), N = pick(1, 50);
 		float *A = malloc((size_t)(M * K) * sizeof *A), *B = malloc((size_t)(K * N) * sizeof *B);
 		float *C = malloc((size_t)(M * N) * sizeof *C), *D = malloc((size_t)(M * N) * sizeof *D);
 		for (int64_t q = 0; q < M * K; q++)
