@@ -36,10 +36,20 @@
 #include "program.h"
 #include "scales.h"
 
+/* Stacked parameters made from the seed, as the machine encoded every
+ * instance of them (run_program puts them here): the reference decodes
+ * an instance whose description (name, shape, format, scale,
+ * distribution, seed) is the same instead of making it again, the same
+ * bits. Start from run_cache_new(); run_cache_free() frees it. */
+typedef struct RunCache RunCache;
+RunCache *run_cache_new(void);
+void run_cache_free(RunCache *c);
+
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
 	uint64_t seed;
 	int quantized;          /* store values in their formats (0: raw fp32, for calibration) */
+	RunCache *cache;        /* NULL: nothing shared */
 } RunOpts;
 
 /* val[t] for every input and parameter of pl (others NULL). */

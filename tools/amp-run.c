@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	RunOpts ro = { NULL, 1, 1 };
+	RunOpts ro = { NULL, 1, 1, NULL };
 	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path;
 	const char *model_path = NULL, *scales_path = NULL;
 	double min_cos = 0.99;
@@ -209,6 +209,9 @@ int main(int argc, char **argv)
 	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
 		fail(&e);
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
+	/* The machine's encoded stacked parameters, decoded by the reference
+	 * instead of made again (the same bits). */
+	ro.cache = run_cache_new();
 	double t0 = run_now(), t_data, t_prog, t_ref;
 	if (run_data(&pl, &ro, val, &e))
 		fail(&e);
@@ -257,6 +260,7 @@ int main(int argc, char **argv)
 	}
 	free_vals(val, pl.nt);
 	free_vals(ref, pl.nt);
+	run_cache_free(ro.cache);
 	if (has_model) {
 		model_ref_free(&mr);
 		model_free(&md);

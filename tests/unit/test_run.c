@@ -74,7 +74,7 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 static void against_both(const Model *md, const Scales *sc, Plan *pl, const Program *prog, double *stage_cos,
 			 double *model_cos, double *stage_abs, double *model_abs)
 {
-	RunOpts ro = { NULL, 7, 1 };
+	RunOpts ro = { NULL, 7, 1, NULL };
 	float **val = calloc((size_t)pl->nt, sizeof *val), **ref = calloc((size_t)pl->nt, sizeof *ref);
 	ModelRef mr;
 	memset(&mr, 0, sizeof mr);
@@ -120,7 +120,7 @@ static void independence(const char *path)
 		Plan pl;
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
-		RunOpts ro = { NULL, 7, 1 };
+		RunOpts ro = { NULL, 7, 1, NULL };
 		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL };
 		Err e;
 		double sgood, mgood, sbad, mbad, sa, ma, sab, mab;
@@ -234,7 +234,7 @@ int main(void)
 		Plan pl;
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
-		RunOpts ro = { NULL, (uint64_t)i + 1, 1 };
+		RunOpts ro = { NULL, (uint64_t)i + 1, 1, NULL };
 		/* the capacity baseline, or the default: exact costing (trial lowering) */
 		PlanOpts po = { next() % 2 ? OBJ_MEMORY : OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL };
 		Err e;
@@ -268,12 +268,30 @@ int main(void)
 		}
 		if (ok) {
 			float **val = calloc((size_t)pl.nt, sizeof *val), **ref = calloc((size_t)pl.nt, sizeof *ref);
-			ModelRef mr;
+			ModelRef mr, mr0;
 			memset(&mr, 0, sizeof mr);
+			memset(&mr0, 0, sizeof mr0);
+			RunOpts ro0 = ro;               /* nothing shared: every instance made again */
+			ro.cache = run_cache_new();
 			int rc = run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, &ro, val, &e) ||
 				 run_reference(&pl, &ro, val, ref, &e) ||
-				 run_model_reference(&md, &sc, &ro, &pl, val, &mr, &e);
+				 run_model_reference(&md, &sc, &ro, &pl, val, &mr, &e) ||
+				 run_model_reference(&md, &sc, &ro0, &pl, val, &mr0, &e);
 			CHECK(rc == 0, "%s: %s", desc, e.msg);
+			t_case("random model: the reference decoding the machine's instances is the one making "
+			       "them, bit for bit");
+			for (int t = 0; !rc && t < md.nt; t++) {
+				if (md.t[t].role != T_ACT)
+					continue;
+				int64_t n = 1;
+				for (int k = 0; k < md.t[t].rank; k++)
+					n *= md.t[t].shape[k];
+				CHECK(mr.v[t] && mr0.v[t] && !memcmp(mr.v[t], mr0.v[t], (size_t)n * sizeof *mr.v[t]),
+				      "%s: activation %s", desc, md.t[t].name);
+			}
+			model_ref_free(&mr0);
+			run_cache_free(ro.cache);
+			ro.cache = NULL;
 			for (int t = 0; !rc && t < pl.nt; t++)
 				if (pl.t[t].role == R_OUTPUT) {
 					int mt = -1;
