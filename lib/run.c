@@ -326,17 +326,42 @@ typedef struct {
 struct RunCache {
 	CacheEnt *e;
 	int n, cap;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int filling;            /* run_cache_expect until run_program marks it filled */
 };
 
 RunCache *run_cache_new(void)
 {
-	return xcalloc(1, sizeof(RunCache));
+	RunCache *c = xcalloc(1, sizeof(RunCache));
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	return c;
+}
+
+void run_cache_expect(RunCache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->filling = 1;
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void cache_filled(RunCache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->filling = 0;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
 }
 
 void run_cache_free(RunCache *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
 	for (int i = 0; i < c->n; i++) {
 		free((char *)c->e[i].d.name);
 		free((int64_t *)c->e[i].d.shape);
@@ -370,8 +395,14 @@ static void cache_put(RunCache *c, const DataSpec *x, uint64_t seed, uint8_t *en
 	e->enc = enc;
 }
 
-static const uint8_t *cache_get(const RunCache *c, const DataSpec *x, uint64_t seed)
+static const uint8_t *cache_get(RunCache *c, const DataSpec *x, uint64_t seed)
 {
+	if (c) {                        /* entries are added only while filling */
+		pthread_mutex_lock(&c->mu);
+		while (c->filling)
+			pthread_cond_wait(&c->cv, &c->mu);
+		pthread_mutex_unlock(&c->mu);
+	}
 	for (int i = 0; c && i < c->n; i++)
 		if (c->e[i].seed == seed && same_spec(&c->e[i].d, x) && c->e[i].d.scale == x->scale)
 			return c->e[i].enc;
@@ -1236,6 +1267,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	m.vs = &vs;
 	for (int t = 0; t < pl->nt; t++)
 		enc_update(&vs, t);
+	cache_filled(o->cache);
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
 	sim_init(&m.s, &pl->machine, 0);
@@ -1284,6 +1316,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	}
 	for (int p = 0; p < pl->np; p++)
 		free(m.ts[p].shard);
+	cache_filled(o->cache);
 	for (int t = 0; t < pl->nt; t++)
 		if (!cache_holds(o->cache, vs.enc[t]))
 			free(vs.enc[t]);
@@ -1326,7 +1359,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N }, { A, B, bias, C, M / 2, M, K, N } };
 	pthread_t th;
 	double t0 = run_now();
-	stats.gemm_flops += 2.0 * (double)M * (double)K * (double)N;
+	stats.ref_gemm_flops += 2.0 * (double)M * (double)K * (double)N;
 	if (M >= 64 && sim_threads() > 1 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
 		gemm_rows(&g[0]);
 		pthread_join(th, NULL);
@@ -1334,7 +1367,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 		g[0].r1 = M;
 		gemm_rows(&g[0]);
 	}
-	stats.gemm_secs += run_now() - t0;
+	stats.ref_gemm_secs += run_now() - t0;
 }
 
 /* The stage's reference as it runs: values per plan tensor (inputs and

@@ -44,6 +44,10 @@
 typedef struct RunCache RunCache;
 RunCache *run_cache_new(void);
 void run_cache_free(RunCache *c);
+/* The machine will fill c: the reference, running alongside, waits for
+ * it before it looks an instance up (run_program marks it filled once
+ * its parameters are encoded, or when it ends). */
+void run_cache_expect(RunCache *c);
 
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
@@ -113,13 +117,15 @@ int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *
 int64_t tensor_count(const PTensor *t);
 /* Values of all instances of a tensor (count x tensor_count). */
 int64_t tensor_values(const PTensor *t);
-/* Where the time went so far (wall seconds): the floating-point
- * operations done in matrix products (machine and reference; the
- * machine's include reading and writing shards) and the seconds they
- * took; the machine's compute steps, all ops; its phases and on-tile
- * copies, with their movement checks. */
+/* Where the time went so far (wall seconds): the machine's matrix
+ * products (floating-point operations, and seconds including reading and
+ * writing shards), its compute steps (all ops) and its phases and
+ * on-tile copies with their movement checks; the reference's matrix
+ * products. Each field has one writer: the machine's thread or the
+ * reference's. */
 typedef struct {
 	double gemm_flops, gemm_secs, compute_secs, phase_secs;
+	double ref_gemm_flops, ref_gemm_secs;
 } RunStats;
 void run_stats(RunStats *s);
 double run_now(void);

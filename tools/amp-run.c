@@ -1,5 +1,6 @@
 /* amp-run: execute a program on the machine model and check it. */
 #include <getopt.h>
+#include <pthread.h>
 #include <math.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "program.h"
 #include "run.h"
 #include "scales.h"
+#include "sim.h"
 #include "tool.h"
 
 static void help(void)
@@ -34,10 +36,11 @@ static void help(void)
 	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
 	       "                        reference as DIR/<tensor>.ref.npy\n"
 	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
-	       "      --timing          print on stderr the matrix products' GFLOP and GFLOP/s,\n"
-	       "                        and where the wall time went: data, the machine's\n"
-	       "                        compute steps, its phases with their checks, the\n"
-	       "                        reference\n"
+	       "      --timing          print on stderr the machine's and the reference's matrix\n"
+	       "                        products (GFLOP, GFLOP/s) and where the wall time went:\n"
+	       "                        data, the machine's compute steps, its phases with their\n"
+	       "                        checks, the reference (which runs alongside the machine;\n"
+	       "                        AMP_THREADS=1 runs everything on one thread)\n"
 	       "      --model FILE      the model the program claims to lower (default: the\n"
 	       "                        one amp-emit --model embedded, if any): its stage must\n"
 	       "                        agree with it (every tensor's shape, dtype and fp8\n"
@@ -125,6 +128,30 @@ static int claimed_model(const Program *prog, const char *in_path, const char *m
 	return 1;
 }
 
+/* The reference, on its own thread: the model's ops on the model's data
+ * when the program names its model, else only the stage's own ops. */
+typedef struct {
+	const Model *md;        /* NULL: the stage's own ops */
+	const Scales *sc;
+	const RunOpts *ro;
+	const Plan *pl;
+	float **val, **ref;
+	ModelRef *mr;
+	int rc;
+	double secs;
+	Err e;
+} RefJob;
+
+static void *ref_job(void *arg)
+{
+	RefJob *j = arg;
+	double t0 = run_now();
+	j->rc = j->md ? run_model_reference(j->md, j->sc, j->ro, j->pl, j->val, j->mr, &j->e)
+		      : run_reference(j->pl, j->ro, j->val, j->ref, &j->e);
+	j->secs = run_now() - t0;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -209,22 +236,33 @@ int main(int argc, char **argv)
 	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
 		fail(&e);
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
-	/* The machine's encoded stacked parameters, decoded by the reference
-	 * instead of made again (the same bits). */
+	/* The reference runs alongside the machine (AMP_THREADS=1: after it)
+	 * and decodes the machine's encoded stacked parameters instead of
+	 * making them again (the same bits). */
 	ro.cache = run_cache_new();
-	double t0 = run_now(), t_data, t_prog, t_ref;
+	double t0 = run_now(), t_data, t_prog;
 	if (run_data(&pl, &ro, val, &e))
 		fail(&e);
 	t_data = run_now();
-	if (run_program(&prog, &pl, &ro, val, &e))
-		fail(&e);
+	RefJob job = { has_model ? &md : NULL, has_sc ? &sc : NULL, &ro, &pl, val, ref, &mr, 0, 0, { { 0 } } };
+	pthread_t th;
+	int along = sim_threads() > 1;
+	if (along) {
+		run_cache_expect(ro.cache);
+		along = pthread_create(&th, NULL, ref_job, &job) == 0;
+		if (!along)
+			run_cache_free(ro.cache), ro.cache = run_cache_new();
+	}
+	int prc = run_program(&prog, &pl, &ro, val, &e);
 	t_prog = run_now();
-	/* The reference: the model's ops on the model's data when the program
-	 * names its model; else only the stage's own ops. */
-	if (has_model ? run_model_reference(&md, has_sc ? &sc : NULL, &ro, &pl, val, &mr, &e)
-		      : run_reference(&pl, &ro, val, ref, &e))
+	if (along)
+		pthread_join(th, NULL);
+	if (prc)
 		fail(&e);
-	t_ref = run_now();
+	if (!along)
+		ref_job(&job);
+	if (job.rc)
+		fail(&job.e);
 	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
 	if (has_model)
 		printf("reference: FP32 from the model's ops (%s)\n", mname);
@@ -251,12 +289,16 @@ int main(int argc, char **argv)
 	if (timing) {
 		RunStats st;
 		run_stats(&st);
-		fprintf(stderr, "amp-run: matrix products: %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
+		fprintf(stderr, "amp-run: matrix products (the machine's): %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
 			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0);
 		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (compute steps %.3f, phases and "
 			"checks %.3f, other %.3f), reference %.3f\n", t_data - t0, t_prog - t_data,
 			st.compute_secs, st.phase_secs, t_prog - t_data - st.compute_secs - st.phase_secs,
-			t_ref - t_prog);
+			job.secs);
+		fprintf(stderr, "amp-run: the reference %s; its matrix products: %.2f GFLOP in %.3f s, "
+			"%.2f GFLOP/s\n", along ? "ran alongside the machine" : "ran after the machine",
+			st.ref_gemm_flops / 1e9, st.ref_gemm_secs,
+			st.ref_gemm_secs > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_secs : 0);
 	}
 	free_vals(val, pl.nt);
 	free_vals(ref, pl.nt);
