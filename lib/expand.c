@@ -186,7 +186,11 @@ int64_t shard_runs(const Placement *S, const int64_t *sidx, const Placement *D,
 			break;
 	}
 
-	qsort(rs.r, (size_t)rs.n, sizeof *rs.r, by_dst);
+	int64_t u = 1;                          /* often made in order already */
+	while (u < rs.n && rs.r[u - 1].dst <= rs.r[u].dst)
+		u++;
+	if (u < rs.n)
+		qsort(rs.r, (size_t)rs.n, sizeof *rs.r, by_dst);
 	int64_t n = 0;
 	for (int64_t i = 0; i < rs.n; i++) {
 		Run r = rs.r[i];
@@ -303,7 +307,14 @@ static int group_cmp(const Group *a, const Group *b)
 	return 0;
 }
 
-static void stream_push(Stream *s, const Xfer *x)
+/* One request of a copy as it is made: a record with no loops. */
+typedef struct {
+	XKind kind;
+	int step;
+	int64_t len, src_tile, src_addr, dst_tile, dst_addr, nrecv, recv_step;
+} Req;
+
+static void stream_push(Stream *s, const Req *x)
 {
 	Group key = { x->kind, x->len, x->nrecv, x->recv_step, { NULL, 0, 0 } }, *g = NULL;
 	if (s->n && !group_cmp(&s->g[s->last], &key))
@@ -343,7 +354,12 @@ static void stream_push(Stream *s, const Xfer *x)
 			return;
 		}
 	}
-	push(&g->out, x);
+	Xfer r;                                 /* a new record: a single */
+	memset(&r, 0, sizeof r);
+	r.kind = x->kind, r.step = x->step, r.len = x->len;
+	r.src_tile = x->src_tile, r.src_addr = x->src_addr, r.dst_tile = x->dst_tile, r.dst_addr = x->dst_addr;
+	r.nrecv = x->nrecv, r.recv_step = x->recv_step;
+	push(&g->out, &r);
 }
 
 /* The shard's requests into l (after from), folded: the groups in
@@ -456,8 +472,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 					continue;
 				int64_t td = tile_mod(t0 + first * rstride, T);
 				for (int64_t k = 0; k < nr; k++) {
-					Xfer x;
-					memset(&x, 0, sizeof x);
+					Req x;
 					x.step = step;
 					x.len = (*runs)[k].len;
 					x.src_tile = ts;
@@ -544,6 +559,94 @@ static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *))
 	free(tmp);
 }
 
+/* ---- copies already expanded ---- */
+
+/* A copy's requests depend on its placements' shapes, tiles and formats,
+ * whether they share an address, and the machine's tiles; addresses only
+ * move them. The key holds those as integers. */
+#define KEY_MAX (2 * (8 + 6 * MAX_RANK + 2 * MAX_REP) + 2)
+
+typedef struct {
+	uint64_t hash;
+	int64_t key[KEY_MAX];
+	int nkey;
+	Xfer *x;                /* step 0, relative to saddr and daddr */
+	int n;
+	int64_t saddr, daddr;
+} Expanded;
+
+static _Thread_local Expanded *done;
+static _Thread_local int64_t done_cap, done_n;
+
+static int place_key(const Placement *p, int64_t *k)
+{
+	int n = 0;
+	k[n++] = p->layout, k[n++] = p->fmt, k[n++] = p->rank, k[n++] = p->base, k[n++] = p->nrep;
+	for (int a = 0; a < p->rank; a++) {
+		k[n++] = p->shape[a], k[n++] = p->off[a], k[n++] = p->whole[a];
+		k[n++] = p->split[a], k[n++] = p->block[a], k[n++] = p->stride[a];
+	}
+	for (int r = 0; r < p->nrep; r++)
+		k[n++] = p->rep[r], k[n++] = p->rstride[r];
+	return n;
+}
+
+static uint64_t key_hash(const int64_t *k, int n)
+{
+	uint64_t h = 0x9E3779B97F4A7C15u;
+	for (int i = 0; i < n; i++)
+		h = (h ^ (uint64_t)k[i]) * 0x100000001B3u, h ^= h >> 29;
+	return h ? h : 1;
+}
+
+static Expanded *done_find(const int64_t *k, int n, uint64_t h)
+{
+	for (int64_t i = done_cap ? (int64_t)(h % (uint64_t)done_cap) : 0; done_cap && done[i].hash;
+	     i = (i + 1) % done_cap)
+		if (done[i].hash == h && done[i].nkey == n && !memcmp(done[i].key, k, (size_t)n * sizeof *k))
+			return &done[i];
+	return NULL;
+}
+
+static void done_put(const int64_t *k, int n, uint64_t h, const Xfer *x, int nx, int64_t saddr, int64_t daddr)
+{
+	if (2 * (done_n + 1) > done_cap) {      /* grow: at most half full */
+		Expanded *old = done;
+		int64_t oc = done_cap;
+		done_cap = oc ? 2 * oc : 1024;
+		done = xcalloc((size_t)done_cap, sizeof *done);
+		for (int64_t i = 0; i < oc; i++) {
+			if (!old[i].hash)
+				continue;
+			int64_t j = (int64_t)(old[i].hash % (uint64_t)done_cap);
+			while (done[j].hash)
+				j = (j + 1) % done_cap;
+			done[j] = old[i];
+		}
+		free(old);
+	}
+	int64_t j = (int64_t)(h % (uint64_t)done_cap);
+	while (done[j].hash)
+		j = (j + 1) % done_cap;
+	Expanded *d = &done[j];
+	d->hash = h;
+	memcpy(d->key, k, (size_t)n * sizeof *k);
+	d->nkey = n;
+	d->x = xmalloc((size_t)(nx + 1) * sizeof *d->x);
+	memcpy(d->x, x, (size_t)nx * sizeof *x);
+	d->n = nx;
+	d->saddr = saddr, d->daddr = daddr;
+	done_n++;
+}
+
+void expand_release(void)
+{
+	for (int64_t i = 0; i < done_cap; i++)
+		free(done[i].x);
+	free(done);
+	done = NULL, done_cap = done_n = 0;
+}
+
 int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 {
 	XList l = { NULL, 0, 0 };
@@ -554,6 +657,25 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 	for (int s = first; s <= last; s++) {
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
+		const Placement *S = &pl->p[pl->s[s].src], *D = &pl->p[pl->s[s].dst];
+		int64_t key[KEY_MAX];
+		int nk = place_key(S, key);
+		nk += place_key(D, key + nk);
+		key[nk++] = S->addr == D->addr;
+		key[nk++] = pl->machine.tiles;
+		uint64_t h = key_hash(key, nk);
+		const Expanded *d = done_find(key, nk, h);
+		if (d) {                        /* the same requests, moved */
+			for (int i = 0; i < d->n; i++) {
+				Xfer x = d->x[i];
+				x.step = s;
+				if (x.kind != X_ZERO)
+					x.src_addr += S->addr - d->saddr;
+				x.dst_addr += D->addr - d->daddr;
+				plan_add_xfer(pl, &x);
+			}
+			continue;
+		}
 		l.n = 0;
 		if (expand_copy(pl, s, &l, &runs, &cap, e))
 			goto out;
@@ -561,6 +683,7 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 		int n = xfer_compress(l.x, l.n);
 		for (int i = 0; i < n; i++)
 			plan_add_xfer(pl, &l.x[i]);
+		done_put(key, nk, h, l.x, n, S->addr, D->addr);
 	}
 	rc = 0;
 out:

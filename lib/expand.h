@@ -34,6 +34,11 @@ int plan_expand(Plan *pl, Err *e);
  * addresses (no allocation): plan_expand's second half, and the planner's
  * trial lowering (lib/trial.h). */
 int plan_expand_steps(Plan *pl, int first, int last, Err *e);
+/* plan_expand_steps keeps, per thread, each copy's requests by the shape
+ * of its two placements (everything but names and addresses): a copy of
+ * the same shapes again is the same requests moved by the address
+ * differences. This frees the calling thread's. */
+void expand_release(void);
 
 /* One run of a shard-to-shard mapping, in bytes from each shard's start. */
 typedef struct {

@@ -1426,6 +1426,7 @@ static void *build_fit(void *arg)
 	if (!b->rc)
 		plan_fit(b->pl, b->want_cycles, &b->fit);
 	table_release();                /* this thread's rows */
+	expand_release();               /* and copies */
 	return NULL;
 }
 

@@ -80,6 +80,53 @@ static void random_model(const char *path, int64_t tiles, char *desc, size_t dn)
 	fclose(f);
 }
 
+/* Field by field (a record's padding is not compared). */
+static int same_xfer(const Xfer *a, const Xfer *b)
+{
+	if (a->kind != b->kind || a->step != b->step || a->len != b->len || a->src_tile != b->src_tile ||
+	    a->src_addr != b->src_addr || a->dst_tile != b->dst_tile || a->dst_addr != b->dst_addr ||
+	    a->nrecv != b->nrecv || a->recv_step != b->recv_step || a->nloop != b->nloop)
+		return 0;
+	for (int k = 0; k < a->nloop; k++)
+		if (memcmp(&a->loop[k], &b->loop[k], sizeof a->loop[k]))
+			return 0;
+	return 1;
+}
+
+/* Copies expanded before (kept per thread by their placements' shapes)
+ * give the requests a fresh expansion gives, moved to the new addresses:
+ * every placement moved, expanded with the copies kept, then again with
+ * none kept. pl's requests are left as they were. */
+static void kept_copies(Plan *pl, const char *desc)
+{
+	int n0 = pl->nx;
+	Xfer *x0 = malloc((size_t)(n0 + 1) * sizeof *x0), *x1;
+	Err e;
+	memcpy(x0, pl->x, (size_t)n0 * sizeof *x0);
+	for (int i = 0; i < pl->np; i++)
+		pl->p[i].addr += 4096;
+	pl->nx = 0;
+	int rc = plan_expand_steps(pl, 0, pl->ns - 1, &e);
+	int n1 = pl->nx;
+	x1 = malloc((size_t)(n1 + 1) * sizeof *x1);
+	memcpy(x1, pl->x, (size_t)n1 * sizeof *x1);
+	expand_release();
+	pl->nx = 0;
+	rc = rc || plan_expand_steps(pl, 0, pl->ns - 1, &e);
+	t_case("random model: a copy expanded before gives a fresh expansion's requests at new addresses");
+	int same = !rc && n1 == pl->nx;
+	for (int k = 0; same && k < n1; k++)
+		same = same_xfer(&x1[k], &pl->x[k]);
+	CHECK(same, "%s: %d kept requests, %d fresh", desc, n1, pl->nx);
+	for (int i = 0; i < pl->np; i++)
+		pl->p[i].addr -= 4096;
+	pl->nx = 0;
+	for (int k = 0; k < n0; k++)
+		plan_add_xfer(pl, &x0[k]);
+	free(x0);
+	free(x1);
+}
+
 static void random_cases(int n)
 {
 	char path[] = "/tmp/amp-test-XXXXXX", desc[512];
@@ -120,6 +167,8 @@ static void random_cases(int n)
 			CHECK(rc == 0, "%s tiles %lld compose %d: expand: %s", desc, (long long)tiles,
 			      compose, e.msg);
 		}
+		if (!rc)
+			kept_copies(&pl, desc);
 		t_case("random model: joined and cut fragments deliver every byte exactly once");
 		if (!rc) {
 			rc = plan_exchange(&pl, &e);
