@@ -51,9 +51,12 @@ static int walk_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t 
 	Instr s = { .len = x->len, .addr = sa, .istride = mv ? w->istride : 0, .peer = -1, .xfer = w->xfer,
 		     .iters = mv ? (int32_t)w->iters : 0, .kind = I_SEND };
 	w->put(w->sink, st, &s);
-	for (int64_t j = 0; j < x->nrecv; j++) {
-		Instr v = { .len = x->len, .addr = da, .peer = (int32_t)st, .xfer = w->xfer, .kind = I_RECV };
-		w->put(w->sink, tile_mod(dt + j * x->recv_step, w->tiles), &v);
+	Instr v = { .len = x->len, .addr = da, .peer = (int32_t)st, .xfer = w->xfer, .kind = I_RECV };
+	int64_t step = tile_mod(x->recv_step, w->tiles);
+	for (int64_t j = 0, t = dt; j < x->nrecv; j++) {      /* dt + j * recv_step, in [0, tiles) */
+		w->put(w->sink, t, &v);
+		t += step;
+		t -= t >= w->tiles ? w->tiles : 0;
 	}
 	return 0;
 }
