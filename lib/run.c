@@ -173,6 +173,7 @@ static uint64_t mix(uint64_t x)
  * into v[lo - base ..], then quantized into fmt when asked. */
 typedef struct {
 	float *v;
+	uint8_t *enc;           /* also encoded here, in fmt (NULL: no) */
 	int64_t base, lo, hi;
 	uint64_t s;
 	double mean, sd;
@@ -194,18 +195,22 @@ static void *gen_part(void *arg)
 	}
 	if (g->quantized)
 		quantize_n(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale);
+	if (g->enc)
+		encode_run(g->v + (g->lo - g->base), NULL, g->hi - g->lo, g->fmt, g->scale,
+			   g->enc + (g->lo - g->base) * fmt_bytes(g->fmt));
 	return NULL;
 }
 
-/* Values first .. first + n - 1 into v, on two threads. */
-static void normals(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, double mean, double sd,
-		    Format fmt, int scale, int quantized)
+/* Values first .. first + n - 1 into v, on two threads; encoded into enc
+ * too unless it is NULL. */
+static void normals(float *v, uint8_t *enc, int64_t first, int64_t n, uint64_t seed, const char *name, double mean,
+		    double sd, Format fmt, int scale, int quantized)
 {
 	uint64_t s = seed * 0x9E3779B97F4A7C15u;
 	for (const char *c = name; *c; c++)
 		s = mix(s ^ (uint8_t)*c);
 	int64_t mid = n >= 1 << 16 ? first + n / 2 : first + n;
-	Gen a = { v, first, first, mid, s, mean, sd, fmt, scale, quantized }, b = a;
+	Gen a = { v, enc, first, first, mid, s, mean, sd, fmt, scale, quantized }, b = a;
 	pthread_t th;
 	b.lo = mid, b.hi = first + n;
 	if (mid < first + n && sim_threads() > 1 && pthread_create(&th, NULL, gen_part, &b) == 0) {
@@ -309,10 +314,10 @@ static int lazy(const DataSpec *x, const RunOpts *o)
 }
 
 /* Instance iter of a lazy tensor: its values iter * size .. */
-static void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v)
+static void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc)
 {
 	int64_t size = spec_values(x) / x->count;
-	normals(v, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
+	normals(v, enc, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 }
 
 /* ---- the machine's encoded instances, for the reference ---- */
@@ -443,7 +448,7 @@ static float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int6
 		if (enc)
 			decode_run(enc + iter * size * fmt_bytes(x->fmt), NULL, size, x->fmt, x->scale, z->buf[t]);
 		else
-			instance_data(x, o, iter, z->buf[t]);
+			instance_data(x, o, iter, z->buf[t], NULL);
 		z->at[t] = iter;
 	}
 	return z->buf[t];
@@ -490,7 +495,7 @@ static int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 		if (o->quantized)
 			quantize_n(v, n, x->fmt, x->scale);
 	} else {
-		normals(v, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
+		normals(v, NULL, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 	}
 	return 0;
 }
@@ -587,10 +592,8 @@ static void enc_update(Values *v, int t)
 		return;
 	}
 	float *buf = xmalloc((size_t)size * sizeof *buf);
-	for (int64_t i = 0; i < x->count; i++) {
-		instance_data(&d, v->o, i, buf);
-		encode_run(buf, NULL, size, x->fmt, x->scale, v->enc[t] + i * size * esz);
-	}
+	for (int64_t i = 0; i < x->count; i++)          /* encoded on the generating threads */
+		instance_data(&d, v->o, i, buf, v->enc[t] + i * size * esz);
 	free(buf);
 	if (v->o->cache && cacheable(&d))       /* the reference decodes these */
 		cache_put(v->o->cache, &d, v->o->seed, v->enc[t]);
@@ -1265,17 +1268,21 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	m.pl = pl;
 	m.val = val;
 	m.vs = &vs;
+	double setup = run_now();
 	for (int t = 0; t < pl->nt; t++)
 		enc_update(&vs, t);
 	cache_filled(o->cache);
+	stats.encode_secs += run_now() - setup;
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
 	sim_init(&m.s, &pl->machine, 0);
 	m.s.elem = elem_bytes;
 	m.s.elem_ctx = &vs;
+	setup = run_now();
 	for (int p = 0; p < pl->np; p++)
 		if (plan_writer(pl, p) < 0)
 			sim_fill(&m.s, pl, p);
+	stats.fill_secs += run_now() - setup;
 	int rep = -1;
 	for (int i = 0; !rc;) {
 		if (rep >= 0 && i > pl->r[rep].last) {

@@ -120,11 +120,13 @@ int64_t tensor_values(const PTensor *t);
 /* Where the time went so far (wall seconds): the machine's matrix
  * products (floating-point operations, and seconds including reading and
  * writing shards), its compute steps (all ops) and its phases and
- * on-tile copies with their movement checks; the reference's matrix
+ * on-tile copies with their movement checks; its setup (encoding the
+ * inputs and parameters, filling the SRAM images); the reference's matrix
  * products. Each field has one writer: the machine's thread or the
  * reference's. */
 typedef struct {
 	double gemm_flops, gemm_secs, compute_secs, phase_secs;
+	double encode_secs, fill_secs;  /* setup: encoding every tensor, filling the SRAM images */
 	double ref_gemm_flops, ref_gemm_secs;
 } RunStats;
 void run_stats(RunStats *s);

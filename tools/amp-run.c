@@ -291,10 +291,10 @@ int main(int argc, char **argv)
 		run_stats(&st);
 		fprintf(stderr, "amp-run: matrix products (the machine's): %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
 			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0);
-		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (compute steps %.3f, phases and "
-			"checks %.3f, other %.3f), reference %.3f\n", t_data - t0, t_prog - t_data,
-			st.compute_secs, st.phase_secs, t_prog - t_data - st.compute_secs - st.phase_secs,
-			job.secs);
+		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (encoding %.3f, filling SRAM %.3f, "
+			"compute steps %.3f, phases and checks %.3f, other %.3f), reference %.3f\n", t_data - t0,
+			t_prog - t_data, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,
+			t_prog - t_data - st.encode_secs - st.fill_secs - st.compute_secs - st.phase_secs, job.secs);
 		fprintf(stderr, "amp-run: the reference %s; its matrix products: %.2f GFLOP in %.3f s, "
 			"%.2f GFLOP/s\n", along ? "ran alongside the machine" : "ran after the machine",
 			st.ref_gemm_flops / 1e9, st.ref_gemm_secs,
