@@ -188,10 +188,11 @@ static void *gen_part(void *arg)
 		double u1 = ((mix(g->s + 2 * (uint64_t)i) >> 11) + 1.0) / 9007199254740993.0;
 		double u2 = (mix(g->s + 2 * (uint64_t)i + 1) >> 11) / 9007199254740992.0;
 		double r = sqrt(-2 * log(u1)), th = 6.283185307179586 * u2;
+		double c = cos(th), s = sin(th);        /* one sincos call (GCC joins them; same bits) */
 		if (i >= g->lo)
-			g->v[i - g->base] = (float)(g->mean + g->sd * r * cos(th));
+			g->v[i - g->base] = (float)(g->mean + g->sd * r * c);
 		if (i + 1 < g->hi)
-			g->v[i + 1 - g->base] = (float)(g->mean + g->sd * r * sin(th));
+			g->v[i + 1 - g->base] = (float)(g->mean + g->sd * r * s);
 	}
 	if (g->quantized)
 		quantize_n(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale);
