@@ -29,9 +29,12 @@ int64_t tensor_values(const PTensor *t)
 	return tensor_count(t) * t->count;
 }
 
-static float f16_table[65536];
+static float f16_table[65536], f8_table[256], pow2[253];
 
-void quantize_n(float *v, int64_t n, Format f, int scale)
+/* v[i] = quantize(v[i]), and its code into enc (little-endian; NULL: not
+ * kept): one encoding per value, the decoding from the codes (F16C, or
+ * fp8's table times the scale's power of two, as f8s_to_f32 multiplies). */
+static void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 {
 	tables();
 	if (f == FMT_FP16) {
@@ -39,13 +42,30 @@ void quantize_n(float *v, int64_t n, Format f, int scale)
 		for (int64_t i0 = 0; i0 < n; i0 += 256) {
 			int64_t k = n - i0 < 256 ? n - i0 : 256;
 			f32_to_f16_n(v + i0, k, h);
-			for (int64_t i = 0; i < k; i++)
-				v[i0 + i] = f16_table[h[i]];
+			for (int64_t i = 0; enc && i < k; i++)
+				enc[2 * (i0 + i)] = (uint8_t)h[i], enc[2 * (i0 + i) + 1] = (uint8_t)(h[i] >> 8);
+			f16_to_f32_n(h, k, v + i0);
 		}
 		return;
 	}
-	for (int64_t i = 0; f == FMT_FP8 && i < n; i++)
-		v[i] = f8s_to_f32(f32_to_f8s(v[i], scale), scale);
+	if (f != FMT_FP8) {                     /* fp32: as it is */
+		if (enc)
+			memcpy(enc, v, (size_t)n * sizeof *v);
+		return;
+	}
+	int table = scale >= -126 && scale <= 126;
+	float p = table ? pow2[scale + 126] : 0;
+	for (int64_t i = 0; i < n; i++) {
+		uint8_t b = f32_to_f8s(v[i], scale);
+		if (enc)
+			enc[i] = b;
+		v[i] = table ? f8_table[b] * p : f8s_to_f32(b, scale);
+	}
+}
+
+void quantize_n(float *v, int64_t n, Format f, int scale)
+{
+	quantize_encode(v, n, f, scale, NULL);
 }
 
 float quantize(float x, Format f, int scale)
@@ -61,7 +81,6 @@ float quantize(float x, Format f, int scale)
 /* Codes decoded once (fp16: all 65536; fp8: 256, and the powers of two
  * of every scale): a scale is a multiplication by a power of two, exact,
  * as f8s_to_f32's ldexpf is. Built once, before any thread reads them. */
-static float f8_table[256], pow2[253];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static void build_tables(void)
@@ -194,11 +213,11 @@ static void *gen_part(void *arg)
 		if (i + 1 < g->hi)
 			g->v[i + 1 - g->base] = (float)(g->mean + g->sd * r * s);
 	}
+	uint8_t *enc = g->enc ? g->enc + (g->lo - g->base) * fmt_bytes(g->fmt) : NULL;
 	if (g->quantized)
-		quantize_n(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale);
-	if (g->enc)
-		encode_run(g->v + (g->lo - g->base), NULL, g->hi - g->lo, g->fmt, g->scale,
-			   g->enc + (g->lo - g->base) * fmt_bytes(g->fmt));
+		quantize_encode(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale, enc);
+	else if (enc)
+		encode_run(g->v + (g->lo - g->base), NULL, g->hi - g->lo, g->fmt, g->scale, enc);
 	return NULL;
 }
 
