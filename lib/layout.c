@@ -71,6 +71,16 @@ void layout_row(const Layout *l, int64_t r, int64_t *off)
 	}
 }
 
+int64_t layout_run(const Layout *l)
+{
+	switch (l->kind) {
+	case LAYOUT_ROW_MAJOR: return l->cols > 0 ? l->cols : 1;
+	case LAYOUT_AMP_LEFT: return fmt_mu(l->fmt);
+	case LAYOUT_AMP_OUTPUT: return 16;
+	default: return 1;
+	}
+}
+
 int64_t layout_offset(const Layout *l, int64_t r, int64_t c)
 {
 	int64_t mu = fmt_mu(l->fmt), R = l->rows;

@@ -51,6 +51,11 @@ int64_t layout_offset(const Layout *l, int64_t r, int64_t c);
  * offsets are row 0's plus layout_offset(l, r, 0), so a shard's rows need
  * row 0's once (tests/unit/test_layout.c checks it on every shape). */
 void layout_row(const Layout *l, int64_t r, int64_t *off);
+/* How many consecutive elements a row's runs hold: a row is runs of this
+ * many, each starting at a column that is a multiple of it (the last may
+ * be shorter); 1 when the elements are apart (transposed-right), the
+ * whole row for row-major. Checked with layout_row in test_layout. */
+int64_t layout_run(const Layout *l);
 
 /* n elements of esz (1, 2 or 4) bytes: gathered from src at element
  * offsets off[i] into packed dst, or scattered from packed src. */

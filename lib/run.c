@@ -666,11 +666,18 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 		decode_run(mem, NULL, l->rows * l->cols, pp->fmt, sc, v);
 		return v;
 	}
+	int64_t w = layout_run(l), esz = fmt_bytes(pp->fmt);
+	if (w > 1) {                            /* a row: runs of w consecutive elements */
+		for (int64_t r = 0; r < l->rows; r++)
+			for (int64_t c = 0; c < l->cols; c += w)
+				decode_run(mem + layout_offset(l, r, c) * esz, NULL, l->cols - c < w ? l->cols - c : w,
+					   pp->fmt, sc, v + r * l->cols + c);
+		return v;
+	}
 	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);
 	layout_row(l, 0, off);                  /* row r's: row 0's, from its first */
 	for (int64_t r = 0; r < l->rows; r++)
-		decode_run(mem + layout_offset(l, r, 0) * fmt_bytes(pp->fmt), off, l->cols, pp->fmt, sc,
-			   v + r * l->cols);
+		decode_run(mem + layout_offset(l, r, 0) * esz, off, l->cols, pp->fmt, sc, v + r * l->cols);
 	free(off);
 	return v;
 }
@@ -688,10 +695,18 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 		encode_run(v, NULL, l.rows * l.cols, pp->fmt, sc, mem);
 		return;
 	}
+	int64_t w = layout_run(&l), esz = fmt_bytes(pp->fmt);
+	if (w > 1) {
+		for (int64_t r = 0; r < l.rows; r++)
+			for (int64_t c = 0; c < l.cols; c += w)
+				encode_run(v + r * l.cols + c, NULL, l.cols - c < w ? l.cols - c : w, pp->fmt, sc,
+					   mem + layout_offset(&l, r, c) * esz);
+		return;
+	}
 	int64_t *off = xmalloc((size_t)l.cols * sizeof *off);
 	layout_row(&l, 0, off);
 	for (int64_t r = 0; r < l.rows; r++)
-		encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem + layout_offset(&l, r, 0) * fmt_bytes(pp->fmt));
+		encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem + layout_offset(&l, r, 0) * esz);
 	free(off);
 }
 

@@ -168,6 +168,17 @@ static void check_shape(LayoutKind k, Format f, int64_t R, int64_t C)
 				bad = 1;
 			}
 	}
+	/* Runs: within a run of layout_run(l) columns starting at a multiple
+	 * of it, the reference's offsets are consecutive. */
+	int64_t w = layout_run(&l);
+	for (int64_t r = 0; r < R && !bad; r++)
+		for (int64_t c = 0; c < C && !bad; c++)
+			if (w < 1 || ref_off[r * C + c] != ref_off[r * C + c / w * w] + c % w) {
+				CHECK(0, "%s %s %lldx%lld: (%lld,%lld) is not in a run of %lld consecutive elements",
+				      kind_str[k], fmt_str[f], (long long)R, (long long)C, (long long)r, (long long)c,
+				      (long long)w);
+				bad = 1;
+			}
 	/* Separable: the reference's (r, c) is its (r, 0) plus its (0, c),
 	 * which read_shard, write_shard and the checks rely on. */
 	for (int64_t r = 0; r < R && !bad; r++)
