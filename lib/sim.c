@@ -370,7 +370,8 @@ typedef struct {
 	int phase;
 	Err *e;
 	int64_t shard;          /* the shard whose expected image is cached */
-	uint8_t *image, *valid;
+	uint8_t *image, *valid; /* valid: its element bytes, made only when a byte differs */
+	int has_valid;
 	int64_t cap;
 	int shard_of;           /* the placement checked */
 } Plain;
@@ -380,7 +381,7 @@ typedef struct {
 static void shard_image(Plain *w, const Placement *p, const int64_t *idx, const Layout *l)
 {
 	int esz = fmt_bytes(p->fmt);
-	int64_t bytes = layout_bytes(l);
+	int64_t bytes = layout_bytes(l), run = layout_run(l);
 	if (bytes > w->cap) {
 		w->cap = bytes;
 		w->image = xrealloc(w->image, (size_t)bytes);
@@ -388,20 +389,34 @@ static void shard_image(Plain *w, const Placement *p, const int64_t *idx, const 
 	}
 	Row row;
 	memset(w->image, 0, (size_t)bytes);
-	memset(w->valid, 0, (size_t)bytes);
+	w->has_valid = 0;
 	row_init(&row, l, esz);
 	for (int64_t r = 0; r < l->rows; r++) {
 		row_at(&row, w->s, p, idx, l, r);
-		if (l->kind == LAYOUT_ROW_MAJOR) {      /* one run */
-			memcpy(w->image + row.off[0] * esz, row.want, (size_t)(l->cols * esz));
-			memset(w->valid + row.off[0] * esz, 1, (size_t)(l->cols * esz));
+		if (run == 1) {
+			elems_scatter(w->image, row.off, row.want, l->cols, esz);
 			continue;
 		}
-		elems_scatter(w->image, row.off, row.want, l->cols, esz);
-		for (int64_t c = 0; c < l->cols; c++)
-			memset(w->valid + row.off[c] * esz, 1, (size_t)esz);
+		for (int64_t c = 0; c < l->cols; c += run)      /* runs of consecutive elements */
+			memcpy(w->image + row.off[c] * esz, row.want + c * esz,
+			       (size_t)((l->cols - c < run ? l->cols - c : run) * esz));
 	}
 	row_free(&row);
+}
+
+/* The cached shard's element bytes (the rest is padding), for a report. */
+static void shard_valid(Plain *w, const Placement *p, const Layout *l)
+{
+	int esz = fmt_bytes(p->fmt);
+	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);
+	memset(w->valid, 0, (size_t)layout_bytes(l));
+	for (int64_t r = 0; r < l->rows; r++) {
+		layout_row(l, r, off);
+		for (int64_t c = 0; c < l->cols; c++)
+			memset(w->valid + off[c] * esz, 1, (size_t)esz);
+	}
+	free(off);
+	w->has_valid = 1;
 }
 
 static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
@@ -419,6 +434,8 @@ static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	}
 	if (!memcmp(m, w->image, (size_t)bytes))
 		return 0;
+	if (!w->has_valid)
+		shard_valid(w, p, &l);
 	for (int64_t off = 0; off < bytes; off++) {
 		if (m[off] == w->image[off])
 			continue;
@@ -478,7 +495,7 @@ int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 	s->plan = pl;
 	place_each(&pl->p[i], s->tiles, touch, s);
 	for (int k = 0; k < 2; k++) {
-		h[k] = (Half){ { s, pl, phase, NULL, -1, NULL, NULL, 0, i }, { { 0 } }, k, 0, 0, 0 };
+		h[k] = (Half){ { s, pl, phase, NULL, -1, NULL, NULL, 0, 0, i }, { { 0 } }, k, 0, 0, 0 };
 		h[k].w.e = &h[k].e;
 	}
 	int two = sim_threads() > 1 && place_shards(&pl->p[i]) > 1 &&
