@@ -57,19 +57,27 @@ static void add_xfer(Plan *pl, const Xfer *x, int fwd)
 	plan_add_xfer(pl, &f);
 }
 
-/* Phase p's records [lo, hi) of old, parameters forwarded or not: its
- * modelled cycles and its largest row. */
-static void phase_cost(const Plan *pl, const Xfer *old, int lo, int hi, int p, int fwd,
-		       int64_t *cycles, int64_t *row)
+/* Phase p's records [lo, hi) of old, parameters forwarded or not, as a
+ * plan of its own (free its x). */
+static Plan phase_variant(const Plan *pl, const Xfer *old, int lo, int hi, int fwd)
 {
 	Plan q = *pl;
 	q.x = NULL;
 	q.nx = 0;
 	for (int i = lo; i < hi; i++)
 		add_xfer(&q, &old[i], fwd && forwardable(pl, &old[i]));
-	*cycles = phase_cycles(&q, p);
-	*row = phase_max_row(&q, p);
-	free(q.x);
+	return q;
+}
+
+/* Forward phase p's parameters when that takes fewer modelled cycles and
+ * no larger a row; the rows are built only when the cycles favour it. */
+static int forward_wins(const Plan *pl, const Xfer *old, int lo, int hi, int p)
+{
+	Plan d = phase_variant(pl, old, lo, hi, 0), f = phase_variant(pl, old, lo, hi, 1);
+	int win = phase_cycles(&f, p) < phase_cycles(&d, p) && phase_max_row(&f, p) <= phase_max_row(&d, p);
+	free(d.x);
+	free(f.x);
+	return win;
 }
 
 const char *weights_name(int mode)
@@ -93,12 +101,8 @@ int plan_group(Plan *pl, int weights, Err *e)
 				for (; hi < nold && old[hi].step <= pl->ph[p].last; hi++)
 					any |= forwardable(pl, &old[hi]);
 			int fwd = any && weights == WEIGHTS_FORWARD;
-			if (any && weights == WEIGHTS_AUTO) {
-				int64_t cd, rd, cf, rf;
-				phase_cost(pl, old, i, hi, p, 0, &cd, &rd);
-				phase_cost(pl, old, i, hi, p, 1, &cf, &rf);
-				fwd = cf < cd && rf <= rd;
-			}
+			if (any && weights == WEIGHTS_AUTO)
+				fwd = forward_wins(pl, old, i, hi, p);
 			for (; i < hi; i++)
 				add_xfer(pl, &old[i], fwd && forwardable(pl, &old[i]));
 		}
