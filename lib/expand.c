@@ -633,7 +633,8 @@ static void done_put(const int64_t *k, int n, uint64_t h, const Xfer *x, int nx,
 	memcpy(d->key, k, (size_t)n * sizeof *k);
 	d->nkey = n;
 	d->x = xmalloc((size_t)(nx + 1) * sizeof *d->x);
-	memcpy(d->x, x, (size_t)nx * sizeof *x);
+	if (nx)                                 /* a copy with no requests has no list */
+		memcpy(d->x, x, (size_t)nx * sizeof *x);
 	d->n = nx;
 	d->saddr = saddr, d->daddr = daddr;
 	done_n++;

@@ -102,14 +102,16 @@ static void kept_copies(Plan *pl, const char *desc)
 	int n0 = pl->nx;
 	Xfer *x0 = malloc((size_t)(n0 + 1) * sizeof *x0), *x1;
 	Err e;
-	memcpy(x0, pl->x, (size_t)n0 * sizeof *x0);
+	if (n0)
+		memcpy(x0, pl->x, (size_t)n0 * sizeof *x0);
 	for (int i = 0; i < pl->np; i++)
 		pl->p[i].addr += 4096;
 	pl->nx = 0;
 	int rc = plan_expand_steps(pl, 0, pl->ns - 1, &e);
 	int n1 = pl->nx;
 	x1 = malloc((size_t)(n1 + 1) * sizeof *x1);
-	memcpy(x1, pl->x, (size_t)n1 * sizeof *x1);
+	if (n1)
+		memcpy(x1, pl->x, (size_t)n1 * sizeof *x1);
 	expand_release();
 	pl->nx = 0;
 	rc = rc || plan_expand_steps(pl, 0, pl->ns - 1, &e);
