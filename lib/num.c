@@ -124,6 +124,7 @@ uint16_t f32_to_f16(float x)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 __attribute__((target("avx2,f16c")))
@@ -168,8 +169,9 @@ static int have_f16c(void)
 	static atomic_int known = -1;   /* every thread that asks stores the same */
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
 	if (k < 0) {
+		unsigned a, b, c, d;             /* F16C: CPUID leaf 1, ECX (clang's builtin lacks the name) */
 		__builtin_cpu_init();
-		k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+		k = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 		atomic_store_explicit(&known, k, memory_order_relaxed);
 	}
 	return k;
