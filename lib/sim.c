@@ -216,18 +216,51 @@ static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 	return 0;
 }
 
+static int touch(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t);
+
+typedef struct {
+	const Placement *p;
+	Walk w;
+	int part;
+} FillHalf;
+
+static void *fill_half(void *arg)
+{
+	FillHalf *h = arg;
+	place_each_part(h->p, h->w.s->tiles, fill_shard, &h->w, h->part, 2);
+	return NULL;
+}
+
+/* p's shards filled on two threads, alternate shards each: a shard's
+ * tiles are its own (every shard of a placement sits at the same
+ * address), so the threads write disjoint memory. */
+static void fill_each(Sim *s, const Placement *p, Walk *w)
+{
+	pthread_t th;
+	FillHalf h[2] = { { p, *w, 0 }, { p, *w, 1 } };
+	if (sim_threads() > 1 && place_shards(p) > 1) {
+		place_each(p, s->tiles, touch, s);      /* allocated before the threads */
+		if (pthread_create(&th, NULL, fill_half, &h[1]) == 0) {
+			fill_half(&h[0]);
+			pthread_join(th, NULL);
+			return;
+		}
+	}
+	place_each(p, s->tiles, fill_shard, w);
+}
+
 void sim_fill(Sim *s, const Plan *pl, int i)
 {
 	Walk w = { s, pl, i, -1, NULL, 0, -1, 0 };
 	int64_t iter = s->iter, n = plan_stacked(pl, i) ? pl->t[pl->p[i].tensor].count : 0;
 	s->plan = pl;
 	if (!n) {
-		place_each(&pl->p[i], s->tiles, fill_shard, &w);
+		fill_each(s, &pl->p[i], &w);
 		return;
 	}
 	for (s->iter = 0; s->iter < n; s->iter++) {
 		w.aoff = s->iter * place_instance(&pl->p[i]);
-		place_each(&pl->p[i], s->tiles, fill_shard, &w);
+		fill_each(s, &pl->p[i], &w);
 	}
 	s->iter = iter;
 }
