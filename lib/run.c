@@ -1259,7 +1259,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
 		Poison q = { m, pl->s[s].src, pl->s[s].dst };
-		place_each(&pl->p[pl->s[s].dst], T, poison, &q);
+		sim_each2(&m->s, &pl->p[pl->s[s].dst], poison, &q, &q);     /* poison only reads q */
 		while (i < pl->nx && pl->x[i].step < s)
 			i++;
 		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {

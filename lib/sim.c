@@ -220,33 +220,39 @@ static int touch(void *ctx, const Placement *p, const int64_t *idx, const int64_
 
 typedef struct {
 	const Placement *p;
-	Walk w;
-	int part;
-} FillHalf;
+	int64_t tiles;
+	ShardFn fn;
+	void *ctx;
+	int part, rc;
+} EachHalf;
 
-static void *fill_half(void *arg)
+static void *each_half(void *arg)
 {
-	FillHalf *h = arg;
-	place_each_part(h->p, h->w.s->tiles, fill_shard, &h->w, h->part, 2);
+	EachHalf *h = arg;
+	h->rc = place_each_part(h->p, h->tiles, h->fn, h->ctx, h->part, 2);
 	return NULL;
 }
 
-/* p's shards filled on two threads, alternate shards each: a shard's
- * tiles are its own (every shard of a placement sits at the same
- * address), so the threads write disjoint memory. */
-static void fill_each(Sim *s, const Placement *p, Walk *w)
+int sim_each2(Sim *s, const Placement *p, ShardFn fn, void *ctx0, void *ctx1)
 {
 	pthread_t th;
-	FillHalf h[2] = { { p, *w, 0 }, { p, *w, 1 } };
+	EachHalf h[2] = { { p, s->tiles, fn, ctx0, 0, 0 }, { p, s->tiles, fn, ctx1, 1, 0 } };
 	if (sim_threads() > 1 && place_shards(p) > 1) {
 		place_each(p, s->tiles, touch, s);      /* allocated before the threads */
-		if (pthread_create(&th, NULL, fill_half, &h[1]) == 0) {
-			fill_half(&h[0]);
+		if (pthread_create(&th, NULL, each_half, &h[1]) == 0) {
+			each_half(&h[0]);
 			pthread_join(th, NULL);
-			return;
+			return h[0].rc ? h[0].rc : h[1].rc;
 		}
 	}
-	place_each(p, s->tiles, fill_shard, w);
+	return place_each(p, s->tiles, fn, ctx0);
+}
+
+/* p's shards filled on two threads (each its own copy of w). */
+static void fill_each(Sim *s, const Placement *p, Walk *w)
+{
+	Walk w1 = *w;
+	sim_each2(s, p, fill_shard, w, &w1);
 }
 
 void sim_fill(Sim *s, const Plan *pl, int i)

@@ -35,6 +35,13 @@ typedef struct {
 /* Threads the machine model uses: 2, or 1 when the environment has
  * AMP_THREADS=1. Every result is the same either way. */
 int sim_threads(void);
+/* fn over placement p's shards, on two threads (alternate shards; ctx0
+ * and ctx1 are each thread's context) or on one (ctx0) when AMP_THREADS=1:
+ * every shard of a placement sits at the same address, so fn may write
+ * its shard's tiles. Tiles are allocated first. The result is the first
+ * thread's non-zero fn result, else the second's (not the first in shard
+ * order: use it for work that cannot fail). */
+int sim_each2(Sim *s, const Placement *p, ShardFn fn, void *ctx0, void *ctx1);
 void sim_init(Sim *s, const Machine *m, int counting);
 void sim_free(Sim *s);
 uint8_t *sim_tile(Sim *s, int64_t tile);
