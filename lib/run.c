@@ -797,22 +797,20 @@ void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, in
 	int64_t np = (N + 15) / 16;             /* column panels */
 	if (M <= 2 * GEMM_MC) {                 /* a shard's product: A's rows read in place */
 		float *bp = xmalloc((size_t)(K * 16) * sizeof *bp + 32);
+		int64_t full = M / GEMM_MR * GEMM_MR;   /* the rows past it: copied once, zeros past M */
+		float *tail = M > full ? xcalloc((size_t)(GEMM_MR * K), sizeof *tail) : NULL;
+		if (tail)
+			memcpy(tail, A + full * K, (size_t)((M - full) * K) * sizeof *tail);
 		for (int64_t p = 0; p < np; p++) {
 			int64_t j0 = p * 16, nj = N - j0 < 16 ? N - j0 : 16;
 			pack_panel(B, N, 0, K, j0, nj, bp);
-			for (int64_t i0 = 0; i0 < M; i0 += GEMM_MR) {
-				int64_t ni = M - i0 < GEMM_MR ? M - i0 : GEMM_MR;
-				if (ni == GEMM_MR) {
-					gemm_tile(A + i0 * K, K, 1, bp, K, C + i0 * N + j0, N, ni, nj);
-					continue;
-				}
-				float *a = xcalloc((size_t)(GEMM_MR * K), sizeof *a);   /* the last rows, zeros past M */
-				memcpy(a, A + i0 * K, (size_t)(ni * K) * sizeof *a);
-				gemm_tile(a, K, 1, bp, K, C + i0 * N + j0, N, ni, nj);
-				free(a);
-			}
+			for (int64_t i0 = 0; i0 < full; i0 += GEMM_MR)
+				gemm_tile(A + i0 * K, K, 1, bp, K, C + i0 * N + j0, N, GEMM_MR, nj);
+			if (tail)
+				gemm_tile(tail, K, 1, bp, K, C + full * N + j0, N, M - full, nj);
 		}
 		free(bp);
+		free(tail);
 		return;
 	}
 	float *bp = xmalloc((size_t)(GEMM_KC * 16 * np) * sizeof *bp + 32);
