@@ -648,14 +648,14 @@ static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
 	build_matmul(b, op, g->gs, g->c);
 }
 
-static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-			const int64_t *load, Candidate *c);
+static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+		       const int64_t *load, const Candidate *beat, Candidate *c);
 
-static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
-		      Candidate *c)
+static int trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
+		     const Candidate *beat, Candidate *c)
 {
 	GemmTry g = { gs, c };
-	trial_build(b, op, build_gemm_try, &g, load, c);
+	return trial_build(b, op, build_gemm_try, &g, load, beat, c);
 }
 
 /* The largest ratio of a tile's figure to the machine's limit for it:
@@ -672,9 +672,15 @@ static double limit_excess(const Machine *mc, int64_t table, int64_t frags, int6
 }
 
 /* Builds a choice with build(arg), lowers it against what earlier ops put
- * on every tile, fills c's exact fields, and takes the choice back. */
-static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-			const int64_t *load, Candidate *c)
+ * on every tile, fills c's exact fields, and takes the choice back.
+ *
+ * beat (the memory objective's best fitting trial so far, or NULL): the
+ * lowering is skipped, and 1 returned, when the choice cannot rank before
+ * it. Its tensors alone, before any table, give a lower bound on both
+ * figures candidate_cmp ranks by: tables and fragments only add to every
+ * tile's excess and to the bytes. So skipping never changes the choice. */
+static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+		       const int64_t *load, const Candidate *beat, Candidate *c)
 {
 	Plan *pl = b->pl;
 	const Machine *mc = b->mc;
@@ -683,6 +689,7 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 	int64_t *ob = xcalloc((size_t)T, sizeof *ob);
 	Snap sn;
 	Err e;
+	int skipped = 0;
 
 	snap_take(b, &sn);
 	build(b, op, arg);
@@ -690,11 +697,24 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 	c->x_table = c->x_frags = c->x_peak = c->x_bytes = 0;
 	c->x_excess = 0;
 	int64_t cyc = 0;
-	if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
+	new_bytes(pl, sn.np, sn.ns, ob);
+	if (beat) {
+		double lb = 0;
+		int64_t bytes = 0;
+		for (int64_t t = 0; t < T; t++) {
+			double x = limit_excess(mc, b->tab[t], b->frg[t], load[t] + ob[t] + b->tab[t]);
+			lb = x > lb ? x : lb;
+			bytes += ob[t];
+		}
+		int64_t el = (int64_t)(lb * 100), eb = (int64_t)(beat->x_excess * 100);
+		skipped = el > eb || (el == eb && bytes > beat->x_bytes);
+	}
+	if (skipped) {
+		c->exact = 0;
+	} else if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
 		c->x_excess = 1e30;
 	} else {
-		new_bytes(pl, sn.np, sn.ns, ob);
 		for (int64_t t = 0; t < T; t++) {
 			int64_t tab = b->tab[t] + tt[t], fr = b->frg[t] + tf[t], mem = load[t] + ob[t];
 			double x = limit_excess(mc, tab, fr, mem + tab);
@@ -713,6 +733,7 @@ static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *ar
 	free(tt);
 	free(tf);
 	free(ob);
+	return skipped;
 }
 
 #define SHORTLIST 3     /* candidates per staging (a's and the result's) re-scored exactly */
@@ -764,26 +785,32 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	qsort(all, (size_t)nall, sizeof *all, by_estimate);
 	/* Rounds of SHORTLIST per staging pair, down the formula's order,
 	 * until one fits (at most SHORTLIST_ROUNDS). */
+	/* Under the memory objective, without --explain (which lists every
+	 * lowered candidate), a candidate that cannot beat the best fitting
+	 * one so far is not lowered (trial_build's bound). */
 	char *tried = xcalloc((size_t)nall + 1, 1);
-	int fit = 0;
+	int fit = 0, bi = -1, prune = b->o->objective == OBJ_MEMORY && !ex;
+	rank_obj = b->o->objective;
 	for (int round = 1; round <= SHORTLIST_ROUNDS && !fit; round++) {
-		int before = nsl;
+		int any = 0;
 		for (int64_t i = 0; i < nall; i++) {
 			if (tried[i] || per[all[i].staging][all[i].unpack][all[i].scatter] >= round * SHORTLIST)
 				continue;
-			tried[i] = 1;
+			tried[i] = 1, any = 1;
 			per[all[i].staging][all[i].unpack][all[i].scatter]++;
 			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
 			sl[nsl] = all[i];
-			trial_one(b, op, gs, load, &sl[nsl]);
+			if (trial_one(b, op, gs, load, prune && bi >= 0 ? &sl[bi] : NULL, &sl[nsl]))
+				continue;       /* cannot rank before sl[bi] */
+			if (sl[nsl].fits && (bi < 0 || by_exact(&sl[nsl], &sl[bi]) < 0))
+				bi = nsl;
 			fit |= sl[nsl].fits;
 			nsl++;
 		}
-		if (nsl == before)
+		if (!any)
 			break;          /* every candidate tried */
 	}
 	free(tried);
-	rank_obj = b->o->objective;
 	qsort(sl, (size_t)nsl, sizeof *sl, by_exact);
 	if (ex) {
 		int keep = b->o->explain < nsl ? b->o->explain : nsl;
@@ -1000,7 +1027,7 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		tile_load(b, (int)(op - m->ops), load);
 		for (int r = 0; r < 2; r++) {
 			AttnTry t = { ag, r };
-			trial_build(b, op, build_attention, &t, load, &c[r]);
+			trial_build(b, op, build_attention, &t, load, NULL, &c[r]);
 		}
 		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
 		free(load);
