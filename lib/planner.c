@@ -648,14 +648,17 @@ static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
 	build_matmul(b, op, g->gs, g->c);
 }
 
+typedef struct {
+	int64_t excess, bytes;  /* the worst tile's excess in 1% steps; bytes, all tiles */
+} Bound;
 static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-		       const int64_t *load, const Candidate *beat, Candidate *c);
+		       const int64_t *load, const Candidate *beat, Bound *bound, Candidate *c);
 
 static int trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
-		     const Candidate *beat, Candidate *c)
+		     const Candidate *beat, Bound *bound, Candidate *c)
 {
 	GemmTry g = { gs, c };
-	return trial_build(b, op, build_gemm_try, &g, load, beat, c);
+	return trial_build(b, op, build_gemm_try, &g, load, beat, bound, c);
 }
 
 /* The largest ratio of a tile's figure to the machine's limit for it:
@@ -671,16 +674,40 @@ static double limit_excess(const Machine *mc, int64_t table, int64_t frags, int6
 	return x;
 }
 
+/* A lower bound on the two figures candidate_cmp ranks fitting trials by
+ * under the memory objective: the worst tile's excess (in 1% steps) and
+ * the bytes, from a choice's tensors (ob, per tile) on top of every
+ * tile's load and earlier tables. Its own tables and fragments only add
+ * to both. (Bound is declared above trial_one.) */
+static Bound tensor_bound(const Builder *b, const int64_t *load, const int64_t *ob)
+{
+	double lb = 0;
+	Bound r = { 0, 0 };
+	for (int64_t t = 0; t < b->mc->tiles; t++) {
+		double x = limit_excess(b->mc, b->tab[t], b->frg[t], load[t] + ob[t] + b->tab[t]);
+		lb = x > lb ? x : lb;
+		r.bytes += ob[t];
+	}
+	r.excess = (int64_t)(lb * 100);
+	return r;
+}
+
+/* Whether a choice bounded by bd cannot rank before the fitting trial. */
+static int cannot_beat(Bound bd, const Candidate *beat)
+{
+	int64_t eb = (int64_t)(beat->x_excess * 100);
+	return bd.excess > eb || (bd.excess == eb && bd.bytes > beat->x_bytes);
+}
+
 /* Builds a choice with build(arg), lowers it against what earlier ops put
  * on every tile, fills c's exact fields, and takes the choice back.
  *
  * beat (the memory objective's best fitting trial so far, or NULL): the
- * lowering is skipped, and 1 returned, when the choice cannot rank before
- * it. Its tensors alone, before any table, give a lower bound on both
- * figures candidate_cmp ranks by: tables and fragments only add to every
- * tile's excess and to the bytes. So skipping never changes the choice. */
+ * lowering is skipped, and 1 returned, when the choice's tensor_bound
+ * cannot rank before it, so skipping never changes the choice. bound
+ * (not NULL): only the bound is computed, into *bound. */
 static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-		       const int64_t *load, const Candidate *beat, Candidate *c)
+		       const int64_t *load, const Candidate *beat, Bound *bound, Candidate *c)
 {
 	Plan *pl = b->pl;
 	const Machine *mc = b->mc;
@@ -698,18 +725,11 @@ static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg
 	c->x_excess = 0;
 	int64_t cyc = 0;
 	new_bytes(pl, sn.np, sn.ns, ob);
-	if (beat) {
-		double lb = 0;
-		int64_t bytes = 0;
-		for (int64_t t = 0; t < T; t++) {
-			double x = limit_excess(mc, b->tab[t], b->frg[t], load[t] + ob[t] + b->tab[t]);
-			lb = x > lb ? x : lb;
-			bytes += ob[t];
-		}
-		int64_t el = (int64_t)(lb * 100), eb = (int64_t)(beat->x_excess * 100);
-		skipped = el > eb || (el == eb && bytes > beat->x_bytes);
-	}
-	if (skipped) {
+	if (bound)
+		*bound = tensor_bound(b, load, ob);
+	else if (beat)
+		skipped = cannot_beat(tensor_bound(b, load, ob), beat);
+	if (bound || skipped) {
 		c->exact = 0;
 	} else if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
@@ -786,30 +806,51 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	/* Rounds of SHORTLIST per staging pair, down the formula's order,
 	 * until one fits (at most SHORTLIST_ROUNDS). */
 	/* Under the memory objective, without --explain (which lists every
-	 * lowered candidate), a candidate that cannot beat the best fitting
-	 * one so far is not lowered (trial_build's bound). */
+	 * lowered candidate), a round's candidates are lowered in the order
+	 * of their tensor_bound, and once the best fitting trial so far
+	 * ranks before a candidate's bound, neither it nor any after it can
+	 * win: they are not lowered. The round's choice is the same. */
 	char *tried = xcalloc((size_t)nall + 1, 1);
 	int fit = 0, bi = -1, prune = b->o->objective == OBJ_MEMORY && !ex;
+	int64_t *pick = xmalloc((size_t)(nall + 1) * sizeof *pick);
+	Bound *bd = prune ? xmalloc((size_t)(nall + 1) * sizeof *bd) : NULL;
 	rank_obj = b->o->objective;
 	for (int round = 1; round <= SHORTLIST_ROUNDS && !fit; round++) {
-		int any = 0;
+		int64_t np = 0;
 		for (int64_t i = 0; i < nall; i++) {
 			if (tried[i] || per[all[i].staging][all[i].unpack][all[i].scatter] >= round * SHORTLIST)
 				continue;
-			tried[i] = 1, any = 1;
+			tried[i] = 1;
 			per[all[i].staging][all[i].unpack][all[i].scatter]++;
+			pick[np++] = i;
+		}
+		if (!np)
+			break;          /* every candidate tried */
+		for (int64_t k = 0; prune && k < np; k++) {
+			Candidate c = all[pick[k]];
+			trial_one(b, op, gs, load, NULL, &bd[pick[k]], &c);
+		}
+		for (int64_t k = 1; prune && k < np; k++) {     /* stable: by bound, then the formula's order */
+			int64_t x = pick[k], j = k;
+			for (; j > 0 && (bd[pick[j - 1]].excess > bd[x].excess ||
+					 (bd[pick[j - 1]].excess == bd[x].excess && bd[pick[j - 1]].bytes > bd[x].bytes)); j--)
+				pick[j] = pick[j - 1];
+			pick[j] = x;
+		}
+		for (int64_t k = 0; k < np; k++) {
+			if (bi >= 0 && prune && cannot_beat(bd[pick[k]], &sl[bi]))
+				break;          /* nor any after it */
 			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
-			sl[nsl] = all[i];
-			if (trial_one(b, op, gs, load, prune && bi >= 0 ? &sl[bi] : NULL, &sl[nsl]))
-				continue;       /* cannot rank before sl[bi] */
+			sl[nsl] = all[pick[k]];
+			trial_one(b, op, gs, load, NULL, NULL, &sl[nsl]);
 			if (sl[nsl].fits && (bi < 0 || by_exact(&sl[nsl], &sl[bi]) < 0))
 				bi = nsl;
 			fit |= sl[nsl].fits;
 			nsl++;
 		}
-		if (!any)
-			break;          /* every candidate tried */
 	}
+	free(pick);
+	free(bd);
 	free(tried);
 	qsort(sl, (size_t)nsl, sizeof *sl, by_exact);
 	if (ex) {
@@ -1027,7 +1068,7 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		tile_load(b, (int)(op - m->ops), load);
 		for (int r = 0; r < 2; r++) {
 			AttnTry t = { ag, r };
-			trial_build(b, op, build_attention, &t, load, NULL, &c[r]);
+			trial_build(b, op, build_attention, &t, load, NULL, NULL, &c[r]);
 		}
 		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
 		free(load);

@@ -686,3 +686,16 @@ params_at() {
 		--machine "$BAD/machine-small-sram.yaml" "$TINY"
 	[[ $stderr == *"2 tiles hold at most 30720"* ]] || fail "$stderr"
 }
+
+@test "plan: the memory objective's skipped trial lowerings never change the plan (--explain lowers every one)" {
+	# Without --explain, a candidate whose tensors alone cannot beat the
+	# best fitting trial is not lowered; with it, every short-listed one
+	# is. The two plans must be the same bytes.
+	for m in "$SIGLIP" "$MODELS/pe-core-l14.yaml"; do
+		run --separate-stderr amp-plan --explain -o all.plan "$m"
+		assert_success
+		run --separate-stderr amp-plan -o pruned.plan "$m"
+		assert_success
+		cmp all.plan pruned.plan || fail "plans of $m differ"
+	done
+}
