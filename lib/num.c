@@ -290,6 +290,50 @@ uint8_t f32_to_f8s(float x, int scale)
 	return k ? (uint8_t)(sg | k) : 0;
 }
 
+/* One code of f32_to_f8s for |scale| <= 100 with no branch, for the
+ * vectorizer: NaN and infinity give 0x80; an fp32 zero or subnormal times
+ * 2^-scale is below 2^-26 and so rounds to the one zero; the rest is
+ * f32_to_f8s's integer path, both of its roundings computed and the right
+ * one selected. */
+static inline uint8_t f8_lane(uint32_t u, int32_t scale)
+{
+	uint32_t a = u & 0x7fffffff, m = (a & 0x7fffff) | 0x800000, sg = u >> 31 ? 0x80 : 0;
+	int32_t E = (int32_t)(a >> 23) - 127 - scale;
+	uint32_t kn = m >> 20, rn = m & 0xfffff;
+	kn += rn > 0x80000 || (rn == 0x80000 && (kn & 1));
+	uint32_t normal = sg | (((uint32_t)(E + 7) << 3) + kn);
+	int32_t sh = 13 - E;
+	uint32_t s = (uint32_t)(sh < 21 ? 21 : sh > 25 ? 25 : sh);
+	uint32_t ks = m >> s, rs = m & ((1u << s) - 1), hs = 1u << (s - 1);
+	ks += rs > hs || (rs == hs && (ks & 1));
+	uint32_t sub = sh > 25 || !ks ? 0 : sg | ks;
+	uint32_t r = E > 7 || (E == 7 && m > 0xf00000) ? sg | 0x7f : E >= -7 ? normal : sub;
+	r = a < 0x00800000 ? 0 : r;
+	return (uint8_t)(a >= 0x7f800000 ? F8_NAN : r);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default"), optimize("O3")))
+#endif
+static void f8_lanes(const float *v, int64_t n, int32_t scale, uint8_t *b)
+{
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &v[i], sizeof u);
+		b[i] = f8_lane(u, scale);
+	}
+}
+
+void f32_to_f8s_n(const float *v, int64_t n, int scale, uint8_t *b)
+{
+	if (scale >= -100 && scale <= 100) {
+		f8_lanes(v, n, scale, b);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		b[i] = f32_to_f8s(v[i], scale);
+}
+
 float f8s_to_f32(uint8_t b, int scale)
 {
 	if (scale < -126 || scale > 127)

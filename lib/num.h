@@ -37,6 +37,9 @@ void f16_to_f32_n(const uint16_t *h, int64_t n, float *v);
 uint8_t f32_to_f8(float x);
 float f8_to_f32(uint8_t b);
 uint8_t f32_to_f8s(float x, int scale);
+/* b[i] = f32_to_f8s(v[i], scale) for n values, the same codes: branch-free
+ * and vectorized for scales within +-100, value by value beyond. */
+void f32_to_f8s_n(const float *v, int64_t n, int scale, uint8_t *b);
 float f8s_to_f32(uint8_t b, int scale);
 
 #define F8_NAN 0x80u

@@ -55,11 +55,14 @@ static void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *e
 	}
 	int table = scale >= -126 && scale <= 126;
 	float p = table ? pow2[scale + 126] : 0;
-	for (int64_t i = 0; i < n; i++) {
-		uint8_t b = f32_to_f8s(v[i], scale);
+	uint8_t b[256];
+	for (int64_t i0 = 0; i0 < n; i0 += 256) {
+		int64_t k = n - i0 < 256 ? n - i0 : 256;
+		f32_to_f8s_n(v + i0, k, scale, b);
 		if (enc)
-			enc[i] = b;
-		v[i] = table ? f8_table[b] * p : f8s_to_f32(b, scale);
+			memcpy(enc + i0, b, (size_t)k);
+		for (int64_t i = 0; i < k; i++)
+			v[i0 + i] = table ? f8_table[b[i]] * p : f8s_to_f32(b[i], scale);
 	}
 }
 
@@ -107,6 +110,13 @@ static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format
 		uint16_t h[256];
 		for (int64_t i0 = 0; i0 < n; i0 += 256) {
 			int64_t k = n - i0 < 256 ? n - i0 : 256;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			if (!off) {                     /* the codes as they lie */
+				memcpy(h, mem + i0 * 2, (size_t)k * 2);
+				f16_to_f32_n(h, k, v + i0);
+				continue;
+			}
+#endif
 			for (int64_t i = 0; i < k; i++) {       /* little-endian bytes */
 				const uint8_t *b = mem + (off ? off[i0 + i] : i0 + i) * 2;
 				h[i] = (uint16_t)(b[0] | b[1] << 8);
@@ -150,12 +160,15 @@ static void encode_run(const float *v, const int64_t *off, int64_t n, Format f, 
 	}
 	case FMT_FP8:
 		if (!off) {
-			for (int64_t i = 0; i < n; i++)
-				mem[i] = f32_to_f8s(v[i], scale);
+			f32_to_f8s_n(v, n, scale, mem);
 			return;
 		}
-		for (int64_t i = 0; i < n; i++)
-			mem[off[i]] = f32_to_f8s(v[i], scale);
+		for (int64_t i0 = 0; i0 < n; i0 += 256) {
+			uint8_t b[256];
+			int64_t k = n - i0 < 256 ? n - i0 : 256;
+			f32_to_f8s_n(v + i0, k, scale, b);
+			elems_scatter(mem, off + i0, b, k, 1);
+		}
 		return;
 	default:
 		for (int64_t i = 0; i < n; i++)
@@ -649,6 +662,42 @@ static const int64_t *shards_of(Machine_ *m, int p)
 	return m->ts[p].shard;
 }
 
+/* A transposed-right shard (R x C, mu = fmt_mu) decoded into row-major v
+ * in storage order: each panel holds mu rows of 16 columns, a column's mu
+ * rows consecutive, so a row's 16 values are read mu apart within one
+ * panel (L1-resident) and written consecutively. layout_offset's formula,
+ * a panel at a time. */
+static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, float *v)
+{
+	int64_t R = l->rows, C = l->cols, mu = fmt_mu(f), rp = cdiv(R, mu);
+	int esz = fmt_bytes(f);
+	for (int64_t cp = 0; cp * 16 < C; cp++) {
+		int64_t nj = C - cp * 16 < 16 ? C - cp * 16 : 16;
+		for (int64_t kb = 0; kb < rp; kb++) {
+			const uint8_t *panel = mem + (cp * rp + kb) * mu * 16 * esz;
+			int64_t nr = R - kb * mu < mu ? R - kb * mu : mu;
+			for (int64_t r = 0; r < nr; r++) {
+				float *d = v + (kb * mu + r) * C + cp * 16;
+				if (f == FMT_FP8) {
+					float k = pow2[sc + 126];
+					for (int64_t j = 0; j < nj; j++)
+						d[j] = f8_table[panel[j * mu + r]] * k;
+				} else if (f == FMT_FP16) {
+					uint16_t h[16];
+					for (int64_t j = 0; j < nj; j++) {
+						const uint8_t *b = panel + (j * mu + r) * 2;
+						h[j] = (uint16_t)(b[0] | b[1] << 8);
+					}
+					f16_to_f32_n(h, nj, d);
+				} else {
+					for (int64_t j = 0; j < nj; j++)
+						memcpy(d + j, panel + (j * mu + r) * 4, 4);
+				}
+			}
+		}
+	}
+}
+
 /* A shard as a float matrix (rows x cols), and back with zero padding. */
 /* Shard p of tile t decoded into floats, row-major. */
 static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
@@ -672,6 +721,10 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 			for (int64_t c = 0; c < l->cols; c += w)
 				decode_run(mem + layout_offset(l, r, c) * esz, NULL, l->cols - c < w ? l->cols - c : w,
 					   pp->fmt, sc, v + r * l->cols + c);
+		return v;
+	}
+	if (l->kind == LAYOUT_TRANSPOSED_RIGHT) {
+		decode_tr(mem, l, pp->fmt, sc, v);
 		return v;
 	}
 	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);

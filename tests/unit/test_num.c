@@ -627,6 +627,60 @@ static void test_f16_widen(void)
 	}
 }
 
+/* f32_to_f8s_n gives f32_to_f8s's code for every value at every scale
+ * tried: for scales -100..100 (the branch-free lanes) and beyond (the
+ * value-by-value path), every fp8 code's value times 2^scale, the
+ * midpoints to the next code and their neighbours, both signs; zeros,
+ * fp32 subnormals, infinities, NaNs; and floats over every bit pattern
+ * (stride 65537). Runs of odd length put each value in every lane and
+ * the scalar tail. */
+static void test_f8_batch(void)
+{
+	int64_t cap = 1 << 17;
+	float *v = malloc((size_t)cap * sizeof *v);
+	uint8_t *got = malloc((size_t)cap);
+	static const int scales[] = { 0, -1, 1, -7, 9, -10, -30, 45, -100, 100, -101, 101, -126, 127, -4096, 5000 };
+	t_case("f32_to_f8s_n gives f32_to_f8s's code for every value and scale");
+	int bad = 0;
+	for (size_t si = 0; si < sizeof scales / sizeof *scales && !bad; si++) {
+		int sc = scales[si];
+		int64_t n = 0;
+		for (unsigned c = 0; c < 0x7f; c++) {
+			float lo = ldexpf(f8_to_f32((uint8_t)c), sc), hi = ldexpf(f8_to_f32((uint8_t)(c + 1)), sc);
+			float mid = (float)(((double)lo + (double)hi) / 2);
+			float k[] = { lo, -lo, mid, -mid, nextafterf(mid, lo), nextafterf(mid, hi), -nextafterf(mid, hi),
+				      hi * 1.0625f, -hi * 1.5f };
+			for (size_t j = 0; j < sizeof k / sizeof *k; j++)
+				v[n++] = k[j];
+		}
+		float sp[] = { 0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 0x1p-127f, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX,
+			       INFINITY, -INFINITY, NAN, -NAN };
+		for (size_t j = 0; j < sizeof sp / sizeof *sp; j++)
+			v[n++] = sp[j];
+		for (uint64_t u = (uint64_t)si * 977; u < 0x100000000u && n < cap; u += 65537) {
+			uint32_t w = (uint32_t)u;
+			memcpy(&v[n++], &w, 4);
+		}
+		for (int64_t run = 1; run <= 37 && !bad; run += 6) {
+			for (int64_t i = 0; i < n; i += run)
+				f32_to_f8s_n(v + i, i + run <= n ? run : n - i, sc, got + i);
+			for (int64_t i = 0; i < n && !bad; i++) {
+				uint8_t want = f32_to_f8s(v[i], sc);
+				if (got[i] != want) {
+					uint32_t u;
+					memcpy(&u, &v[i], 4);
+					CHECK(0, "scale %d, runs of %lld: 0x%08x gives 0x%02x, f32_to_f8s 0x%02x", sc,
+					      (long long)run, u, got[i], want);
+					bad = 1;
+				}
+			}
+		}
+	}
+	CHECK(!bad, "every scale");
+	free(v);
+	free(got);
+}
+
 int main(void)
 {
 	unsigned i;
@@ -645,6 +699,7 @@ int main(void)
 	test_f16_rne();
 	test_f16_random();
 	test_f16_batch();
+	test_f8_batch();
 	test_f16_widen();
 	test_scaled();
 	test_f16_boundaries();
