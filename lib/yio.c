@@ -104,8 +104,15 @@ int yr_open_input(YReader *r, Input *in, Err *e)
 	io_failed = 0;
 	yaml_parser_initialize(&r->parser);
 	yaml_parser_set_input(&r->parser, read_handler, r->in);
-	if (yr_expect(r, YAML_STREAM_START_EVENT, "a YAML stream", e) ||
-	    yr_expect(r, YAML_DOCUMENT_START_EVENT, "a YAML document", e))
+	if (yr_expect(r, YAML_STREAM_START_EVENT, "a YAML stream", e) || next(r, e))
+		return -1;
+	/* Nothing at all (a pipe whose writer failed gives this): one plain
+	 * line instead of a YAML error at 1:1. */
+	if (r->ev.type == YAML_STREAM_END_EVENT)
+		return strcmp(r->name, "<stdin>") ? errf(e, "%s: empty input: no YAML document", r->name)
+						   : errf(e, "%s: empty input: the previous stage failed?", r->name);
+	r->have = 1;
+	if (yr_expect(r, YAML_DOCUMENT_START_EVENT, "a YAML document", e))
 		return -1;
 	return 0;
 }
