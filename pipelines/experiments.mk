@@ -10,16 +10,36 @@
 #                             compute cycles (bench/staging.c; docs/staging.md has the
 #                             figures measured). Takes minutes.
 #
-# Each builds both variants under artifacts/experiments/ and prints, per
-# phase, transfers, max row bytes and modelled cycles side by side.
+# Each builds both variants under artifacts/experiments/NAME/ (NAME:
+# EXP_MODEL's basename, default siglip-mlp) and prints, per phase,
+# transfers, max row bytes and modelled cycles side by side.
 
-EXP := artifacts/experiments
-EXP_MODEL := share/models/siglip-mlp.yaml
+EXP_ROOT := $(ARTIFACTS)/experiments
+EXP_MODEL ?= share/models/siglip-mlp.yaml
+EXP := $(EXP_ROOT)/$(basename $(notdir $(EXP_MODEL)))
 
 .PHONY: experiment-weights experiment-compose experiment-staging
 
-# Keep the intermediate stage files of the pattern rules, for diffing.
-.SECONDARY:
+ifneq ($(filter experiment-weights experiment-compose,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(EXP_MODEL)),)
+$(error EXP_MODEL=$(EXP_MODEL): no such file)
+endif
+endif
+
+# Keep the intermediate stage files of the pattern rules, for diffing
+# (these files only: a global .SECONDARY would let make skip a missing
+# prerequisite, such as a mistyped model, and reuse old results).
+EXP_VARIANTS := direct forward compose nocompose
+.SECONDARY: $(foreach v,$(EXP_VARIANTS),$(EXP)/$(v).composed.yaml $(EXP)/$(v).exchange.yaml.zst)
+
+# Which model and machine files EXP holds the results of (as
+# plan.mk's inputs.flags): another machine file remakes the plan.
+$(EXP)/inputs.flags: FORCE | $(EXP)
+	@if [ -e $@ ] && [ "$$(sed -n 's/^model //p' $@)" != '$(EXP_MODEL)' ]; then \
+		echo "make: $(EXP) holds the results of $$(sed -n 's/^model //p' $@), not $(EXP_MODEL):" \
+			"remove $(EXP)" >&2; exit 1; fi
+	@printf 'model %s\nmachine %s\n' '$(EXP_MODEL)' '$(MACHINE)' | cmp -s - $@ || \
+		printf 'model %s\nmachine %s\n' '$(EXP_MODEL)' '$(MACHINE)' > $@
 
 # side_by_side A.json B.json NAME_A NAME_B
 side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \
@@ -30,10 +50,10 @@ side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \
 	 ["total", "", $$a[0].summary.transfers, $$a[0].summary.max_row_bytes, $$a[0].summary.exchange_cycles, \
 	  "", $$b[0].summary.transfers, $$b[0].summary.max_row_bytes, $$b[0].summary.exchange_cycles] | @tsv' | column -t -s '	'
 
-$(EXP):
+$(EXP) $(EXP_ROOT):
 	mkdir -p $@
 
-$(EXP)/plan.yaml: $(EXP_MODEL) $(MACHINE) $(BIN)/amp-plan | $(EXP)
+$(EXP)/plan.yaml: $(EXP_MODEL) $(MACHINE) $(BIN)/amp-plan $(EXP)/inputs.flags | $(EXP)
 	$(BIN)/amp-plan --machine $(MACHINE) -o $@ $<
 
 $(EXP)/%.composed.yaml: $(EXP)/plan.yaml $(BIN)/amp-compose
@@ -64,7 +84,8 @@ $(OBJ)/bench/staging: bench/staging.c $(OBJ)/libamp.a lib/*.h
 	@mkdir -p $(@D)
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
-experiment-staging: all $(OBJ)/bench/staging | $(EXP)
-	@trap 'rm -f $(EXP)/staging.txt.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
-		$(OBJ)/bench/staging $(STAGING_MODEL) $(MACHINE) > $(EXP)/staging.txt.tmp && mv $(EXP)/staging.txt.tmp $(EXP)/staging.txt
-	@cat $(EXP)/staging.txt
+experiment-staging: all $(OBJ)/bench/staging | $(EXP_ROOT)
+	@trap 'rm -f $(EXP_ROOT)/staging.txt.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
+		$(OBJ)/bench/staging $(STAGING_MODEL) $(MACHINE) > $(EXP_ROOT)/staging.txt.tmp && \
+		mv $(EXP_ROOT)/staging.txt.tmp $(EXP_ROOT)/staging.txt
+	@cat $(EXP_ROOT)/staging.txt

@@ -4,7 +4,7 @@
 #   make plan MODEL=share/models/X.yaml [MACHINE=...] [PLAN_FLAGS=...]
 #       writes artifacts/X/plan.yaml, plan.txt (amp-plan --explain) and
 #       composed.yaml; each file is remade only when its inputs or its tool
-#       changed.
+#       changed. ART=DIR writes to DIR instead (ARTIFACTS=DIR: DIR/X).
 #   make demo      compiles and captures the 27-layer SigLIP-so400m (a line
 #                  per stage, then summary.txt) and validates the 1-layer
 #                  model with amp-run (byte-exact movement and the cosine)
@@ -14,19 +14,45 @@ MODEL   ?= share/models/siglip-mlp.yaml
 MACHINE ?= share/machines/amp1472.yaml
 PLAN_FLAGS ?=
 NAME    := $(basename $(notdir $(MODEL)))
-ART     := artifacts/$(NAME)
+# Where the flows write: ARTIFACTS/NAME by default; ART= names another
+# directory (two models with the same basename, two variants of one).
+ARTIFACTS ?= artifacts
+ART     ?= $(ARTIFACTS)/$(NAME)
 
 .PHONY: plan demo regen FORCE
+
+# The flows' goals need their inputs: a missing MODEL or MACHINE is an
+# error before anything runs, never an older model's results.
+FLOW_GOALS := plan lower capture validate
+ifneq ($(filter $(FLOW_GOALS),$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(MODEL)),)
+$(error MODEL=$(MODEL): no such file)
+endif
+ifeq ($(wildcard $(MACHINE)),)
+$(error MACHINE=$(MACHINE): no such file)
+endif
+endif
 
 # A file per flag variable, rewritten only when the flags change, so that
 # changing flags remakes what they affect and nothing else.
 $(ART)/plan.flags: FORCE | $(ART)
 	@echo '$(PLAN_FLAGS)' | cmp -s - $@ || echo '$(PLAN_FLAGS)' > $@
 
+# Which model and machine files ART holds the results of. Naming another
+# machine file (even an older one) remakes the plan and all after it;
+# another model file with the same basename is an error, not a mix of
+# two models' files.
+$(ART)/inputs.flags: FORCE | $(ART)
+	@if [ -e $@ ] && [ "$$(sed -n 's/^model //p' $@)" != '$(MODEL)' ]; then \
+		echo "make: $(ART) holds the results of $$(sed -n 's/^model //p' $@), not $(MODEL):" \
+			"set ART=DIR to keep them apart, or remove $(ART)" >&2; exit 1; fi
+	@printf 'model %s\nmachine %s\n' '$(MODEL)' '$(MACHINE)' | cmp -s - $@ || \
+		printf 'model %s\nmachine %s\n' '$(MODEL)' '$(MACHINE)' > $@
+
 $(ART):
 	mkdir -p $@
 
-$(ART)/plan.yaml $(ART)/plan.txt &: $(MODEL) $(MACHINE) $(BIN)/amp-plan $(ART)/plan.flags | $(ART)
+$(ART)/plan.yaml $(ART)/plan.txt &: $(MODEL) $(MACHINE) $(BIN)/amp-plan $(ART)/plan.flags $(ART)/inputs.flags | $(ART)
 	$(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --explain -o $(ART)/plan.yaml $(MODEL) > $(ART)/plan.txt
 
 $(ART)/composed.yaml: $(ART)/plan.yaml $(BIN)/amp-compose
@@ -44,7 +70,7 @@ demo: deps
 		sed -En 's|^(bin/amp-[a-z]+)( .*)? -o ([^ ]+).*|  \1 -> \3|p' | \
 		{ grep . || echo "  (every stage of artifacts/siglip-so400m is up to date)"; }
 	@echo
-	@cat artifacts/siglip-so400m/summary.txt
+	@cat $(ARTIFACTS)/siglip-so400m/summary.txt
 	@echo
 	@echo "== $(ONE): validation on the machine model =="
 	@echo "(calibrated fp8 scales; planned, emitted and run at the machine's own limits)"

@@ -1,9 +1,10 @@
 # Validation on the machine model (included by the top-level Makefile).
 #
-#   make validate MODEL=share/models/X.yaml [PLAN_FLAGS=...] [LIMITS=--table-budget N]
+#   make validate MODEL=share/models/X.yaml [PLAN_FLAGS=...] [GROUP_FLAGS=...]
+#                 [LIMITS=--table-budget N]
 #       calibrates fp8 scales (artifacts/X/run/scales.yaml), plans with them
-#       (and PLAN_FLAGS),
-#       lowers, emits the program (LIMITS as for amp-emit) and runs it with
+#       (and PLAN_FLAGS), lowers (amp-group with GROUP_FLAGS, so the variant
+#       a capture looked at is the one validated), emits the program (LIMITS as for amp-emit) and runs it with
 #       amp-run --model X --scales: the stage checked against the model and
 #       the scales, byte-exact movement after every phase, and the outputs'
 #       cosine against the FP32 reference interpreted from the model file
@@ -16,13 +17,14 @@ RUN := $(ART)/run
 $(RUN):
 	mkdir -p $@
 
-$(RUN)/scales.yaml: $(MODEL) $(BIN)/amp-run | $(RUN)
+$(RUN)/scales.yaml: $(MODEL) $(ART)/inputs.flags $(BIN)/amp-run | $(RUN)
 	$(BIN)/amp-run --calibrate $(MODEL) -o $@
 
 $(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $(ART)/plan.flags \
+		$(ART)/group.flags $(ART)/inputs.flags \
 		$(BIN)/amp-plan $(BIN)/amp-compose $(BIN)/amp-expand $(BIN)/amp-exchange $(BIN)/amp-group $(BIN)/amp-emit
 	set -o pipefail; $(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --scales $< $(MODEL) | $(BIN)/amp-compose | \
-		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group -z -o $(RUN)/grouped.yaml.zst
+		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group $(GROUP_FLAGS) -z -o $(RUN)/grouped.yaml.zst
 	$(BIN)/amp-emit $(LIMITS) --model $(MODEL) --scales $< -o $@ $(RUN)/grouped.yaml.zst
 
 $(RUN)/run.txt: $(RUN)/program.amp $(RUN)/scales.yaml $(MODEL) $(BIN)/amp-run

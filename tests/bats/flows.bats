@@ -3,20 +3,17 @@
 # under artifacts/NAME/ and remakes only what a change makes stale; the
 # experiments print their side-by-side tables.
 #
-# The flows run on copies of tiny-mlp (tests/models/flow-*.yaml) so they
-# write artifacts/flow-tiny/ and artifacts/flow-budget/ only; both are
-# removed before and after every test. make runs with BIN pointing at a
-# private copy of the binaries under test (mtimes kept), so touching a
-# tool to make its stage stale does not make anyone else's artifacts stale.
-# The experiments' outputs (artifacts/experiments/) are removed at the end
-# only when this file created them.
+# The flows run on copies of tiny-mlp (tests/models/flow-*.yaml) with
+# ARTIFACTS pointing into the test's own directory, so make check never
+# writes the user's artifacts/. make runs with BIN pointing at a private
+# copy of the binaries under test (mtimes kept), so touching a tool to
+# make its stage stale does not make anyone else's artifacts stale.
 
 load common
 bats_require_minimum_version 1.5.0
 
 TINY=tests/models/flow-tiny.yaml
 BUDGET=tests/models/flow-budget.yaml
-EXP=$ROOT/artifacts/experiments
 
 # The files of a capture, in flow order, and the tool each stage runs.
 STAGE_FILES=(plan.yaml plan.txt composed.yaml expanded.yaml.zst
@@ -24,25 +21,9 @@ STAGE_FILES=(plan.yaml plan.txt composed.yaml expanded.yaml.zst
 OUTPUT_FILES=(emit.txt program.amp capture.json summary.txt)
 TOOLS=(amp-plan amp-compose amp-expand amp-exchange amp-group amp-capture)
 
-setup_file() {
-	# The experiments write artifacts/experiments/; remove it afterwards
-	# only when this suite created it.
-	if [ -e "$EXP" ]; then
-		export FLOWS_EXP_EXISTED=1
-	else
-		export FLOWS_EXP_EXISTED=0
-	fi
-}
-
-teardown_file() {
-	if [ "$FLOWS_EXP_EXISTED" = 0 ]; then
-		rm -rf "$EXP"
-	fi
-}
-
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
-	rm -rf "$ROOT/artifacts/flow-tiny" "$ROOT/artifacts/flow-budget"
+	ARTS=$BATS_TEST_TMPDIR/art
 	mkdir bin
 	cp -p "$AMP_BIN"/amp-* bin/
 	BIN=$BATS_TEST_TMPDIR/bin
@@ -54,13 +35,10 @@ setup() {
 	fi
 }
 
-teardown() {
-	rm -rf "$ROOT/artifacts/flow-tiny" "$ROOT/artifacts/flow-budget"
-}
 
 # flow TARGET [VAR=VALUE...]: run make TARGET in the repo with the private BIN.
 flow() {
-	run make -C "$ROOT" --no-print-directory "$@" "${SAN_ARG[@]}" BIN="$BIN"
+	run make -C "$ROOT" --no-print-directory "$@" "${SAN_ARG[@]}" BIN="$BIN" ARTIFACTS="$ARTS"
 }
 
 # mtime FILE: modification time in nanoseconds (0 when FILE is missing).
@@ -124,7 +102,7 @@ not_ran() {
 touch_and_capture() {
 	flow capture MODEL=$TINY
 	assert_success
-	snapshot "$ROOT/artifacts/flow-tiny"
+	snapshot "$ARTS/flow-tiny"
 	# Timestamps can be coarse (a few ms): make FILE clearly newer.
 	sleep 0.05
 	case $1 in
@@ -172,10 +150,10 @@ check_table() {
 	assert_equal "total ${f[*]:1}" "total ${sum[*]}"
 }
 
-@test "make capture writes every stage file, the program, emit.txt, capture.json and summary.txt under artifacts/flow-tiny" {
+@test "make capture writes every stage file, the program, emit.txt, capture.json and summary.txt under ARTIFACTS/flow-tiny" {
 	flow capture MODEL=$TINY
 	assert_success
-	local a=$ROOT/artifacts/flow-tiny f
+	local a=$ARTS/flow-tiny f
 	for f in "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"; do
 		assert [ -s "$a/$f" ]
 	done
@@ -186,7 +164,7 @@ check_table() {
 	run jq -e '.phases | length > 0' "$a/capture.json"
 	assert_success
 	run cat "$a/emit.txt"
-	assert_line "program: artifacts/flow-tiny/program.amp ($(wc -c <"$a/program.amp") bytes)"
+	assert_line "program: $ARTS/flow-tiny/program.amp ($(wc -c <"$a/program.amp") bytes)"
 
 	# summary.txt: the head, one op-table row per op, one phase-table row
 	# per phase, the top classes and the emit report.
@@ -207,7 +185,7 @@ check_table() {
 	assert_line 'top movement classes by receiver payload'
 	assert_line --regexp '^phase +op\.operand +tensor +movement +sends +receiver_bytes +replication$'
 	assert_line --regexp '^[0-9]+ +[a-z_]+\.[a-z_]+ +[^ ]+ +(activation|parameter|output|reduction) +[0-9]+ +[0-9]+ +[0-9]+$'
-	assert_line --regexp '^program: artifacts/flow-tiny/program\.amp \([0-9]+ bytes\)$'
+	assert_line --regexp "^program: $(re_quote "$ARTS")/flow-tiny/program\\.amp \\([0-9]+ bytes\\)\$"
 
 	# make capture prints the summary.
 	flow capture MODEL=$TINY
@@ -218,28 +196,28 @@ check_table() {
 @test "a second make capture with nothing changed runs no tool and rewrites no file" {
 	flow capture MODEL=$TINY
 	assert_success
-	snapshot "$ROOT/artifacts/flow-tiny"
+	snapshot "$ARTS/flow-tiny"
 	sleep 0.05
 	flow capture MODEL=$TINY
 	assert_success
 	refute_output --partial 'bin/amp-'
 	refute_output --partial 'mkdir'
 	assert_line 'top movement classes by receiver payload'
-	kept "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"
+	kept "$ARTS/flow-tiny" "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"
 }
 
 @test "touching the model file reruns every stage of make capture" {
 	touch_and_capture "$TINY"
 	ran "${TOOLS[@]}"
-	rewritten "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"
+	rewritten "$ARTS/flow-tiny" "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}"
 }
 
 @test "touching amp-expand reruns expand and every stage after it but not plan or compose" {
 	touch_and_capture "$BIN/amp-expand"
 	ran amp-expand amp-exchange amp-group amp-capture
 	not_ran amp-plan amp-compose
-	kept "$ROOT/artifacts/flow-tiny" plan.yaml plan.txt composed.yaml
-	rewritten "$ROOT/artifacts/flow-tiny" expanded.yaml.zst exchange.yaml.zst \
+	kept "$ARTS/flow-tiny" plan.yaml plan.txt composed.yaml
+	rewritten "$ARTS/flow-tiny" expanded.yaml.zst exchange.yaml.zst \
 		grouped.yaml.zst "${OUTPUT_FILES[@]}"
 }
 
@@ -247,24 +225,24 @@ check_table() {
 	touch_and_capture "$BIN/amp-group"
 	ran amp-group amp-capture
 	not_ran amp-plan amp-compose amp-expand amp-exchange
-	kept "$ROOT/artifacts/flow-tiny" plan.yaml plan.txt composed.yaml \
+	kept "$ARTS/flow-tiny" plan.yaml plan.txt composed.yaml \
 		expanded.yaml.zst exchange.yaml.zst
-	rewritten "$ROOT/artifacts/flow-tiny" grouped.yaml.zst "${OUTPUT_FILES[@]}"
+	rewritten "$ARTS/flow-tiny" grouped.yaml.zst "${OUTPUT_FILES[@]}"
 }
 
 @test "touching amp-emit reruns only the emit step and the summary" {
 	touch_and_capture "$BIN/amp-emit"
 	not_ran "${TOOLS[@]}"
-	kept "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" capture.json
-	rewritten "$ROOT/artifacts/flow-tiny" emit.txt program.amp summary.txt
+	kept "$ARTS/flow-tiny" "${STAGE_FILES[@]}" capture.json
+	rewritten "$ARTS/flow-tiny" emit.txt program.amp summary.txt
 }
 
 @test "touching amp-capture reruns only the capture and the summary" {
 	touch_and_capture "$BIN/amp-capture"
 	ran amp-capture
 	not_ran amp-plan amp-compose amp-expand amp-exchange amp-group
-	kept "$ROOT/artifacts/flow-tiny" "${STAGE_FILES[@]}" emit.txt program.amp
-	rewritten "$ROOT/artifacts/flow-tiny" capture.json summary.txt
+	kept "$ARTS/flow-tiny" "${STAGE_FILES[@]}" emit.txt program.amp
+	rewritten "$ARTS/flow-tiny" capture.json summary.txt
 }
 
 @test "an interrupted make capture leaves no emit.txt.tmp behind" {
@@ -273,24 +251,24 @@ check_table() {
 	# an amp-emit that has started writing its report, then hangs
 	printf '#!/bin/sh\necho "emitting" >&2\nexec sleep 30\n' >"$BIN/amp-emit"
 	chmod +x "$BIN/amp-emit"
-	setsid make -C "$ROOT" --no-print-directory capture MODEL=$TINY "${SAN_ARG[@]}" BIN="$BIN" \
+	setsid make -C "$ROOT" --no-print-directory capture MODEL=$TINY "${SAN_ARG[@]}" BIN="$BIN" ARTIFACTS="$ARTS" \
 		>make.out 2>&1 &
 	local pid=$! i
 	for i in $(seq 100); do
-		[ -e "$ROOT/artifacts/flow-tiny/emit.txt.tmp" ] && break
+		[ -e "$ARTS/flow-tiny/emit.txt.tmp" ] && break
 		sleep 0.1
 	done
-	assert [ -e "$ROOT/artifacts/flow-tiny/emit.txt.tmp" ]
+	assert [ -e "$ARTS/flow-tiny/emit.txt.tmp" ]
 	kill -INT -- "-$pid"
 	wait "$pid" || true
-	run find "$ROOT/artifacts/flow-tiny" -name '*.tmp'
+	run find "$ARTS/flow-tiny" -name '*.tmp'
 	assert_output ""
 }
 
 @test "make capture over the table budget writes capture.json and summary.txt but no program, naming the tile and the budget" {
 	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
 	assert_success
-	local a=$ROOT/artifacts/flow-budget f
+	local a=$ARTS/flow-budget f
 	for f in "${STAGE_FILES[@]}" emit.txt capture.json summary.txt; do
 		assert [ -s "$a/$f" ]
 	done
@@ -300,20 +278,20 @@ check_table() {
 		run cat "$a/$f"
 		assert_line --regexp '(^|: )tile [0-9]+: exchange tables need [0-9]+ bytes .*over the table budget of 8 bytes \(--table-budget\)$'
 		assert_line 'program: not written (a limit is exceeded; see above)'
-		refute_line --regexp '^program: artifacts/'
+		refute_line --regexp '^program: /'
 	done
 }
 
 @test "an over-budget emit removes the program a previous capture wrote" {
 	flow capture MODEL=$BUDGET
 	assert_success
-	assert [ -s "$ROOT/artifacts/flow-budget/program.amp" ]
+	assert [ -s "$ARTS/flow-budget/program.amp" ]
 	sleep 0.05
 	touch "$BIN/amp-emit"
 	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
 	assert_success
-	assert [ ! -e "$ROOT/artifacts/flow-budget/program.amp" ]
-	run cat "$ROOT/artifacts/flow-budget/summary.txt"
+	assert [ ! -e "$ARTS/flow-budget/program.amp" ]
+	run cat "$ARTS/flow-budget/summary.txt"
 	assert_line 'program: not written (a limit is exceeded; see above)'
 }
 
@@ -336,16 +314,93 @@ check_table() {
 @test "changing LIMITS remakes the program and the capture, and nothing before them" {
 	flow capture MODEL=$BUDGET
 	assert_success
-	before=$(stat -c %.9Y "$ROOT/artifacts/flow-budget/grouped.yaml.zst")
+	before=$(stat -c %.9Y "$ARTS/flow-budget/grouped.yaml.zst")
 	sleep 0.05
 	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
 	assert_success
 	refute_output --partial 'bin/amp-group'
 	assert_output --partial 'amp-capture --table-budget 8'
-	run stat -c %.9Y "$ROOT/artifacts/flow-budget/grouped.yaml.zst"
+	run stat -c %.9Y "$ARTS/flow-budget/grouped.yaml.zst"
 	assert_output "$before"
-	run grep -c 'against the budget 8: OVER' "$ROOT/artifacts/flow-budget/summary.txt"
+	run grep -c 'against the budget 8: OVER' "$ARTS/flow-budget/summary.txt"
 	assert_output 1
-	run test -e "$ROOT/artifacts/flow-budget/program.amp"
+	run test -e "$ARTS/flow-budget/program.amp"
 	assert_failure
+}
+
+@test "a mistyped MODEL fails before anything runs, even when results of that name exist" {
+	flow capture MODEL=$TINY
+	assert_success
+	flow capture MODEL=typo/flow-tiny.yaml
+	assert_failure
+	assert_output --partial 'MODEL=typo/flow-tiny.yaml: no such file'
+	not_ran amp-plan amp-capture
+	refute_output --partial 'phases'
+	flow experiment-weights EXP_MODEL=typo/siglip-mlp.yaml
+	assert_failure
+	assert_output --partial 'EXP_MODEL=typo/siglip-mlp.yaml: no such file'
+}
+
+@test "naming another machine file re-plans, even when it is older than the artifacts" {
+	flow capture MODEL=$TINY
+	assert_success
+	# a copy of the default machine under another name, dated in the past
+	sed 's/^name: .*/name: amp1472-copy/' "$ROOT/share/machines/amp1472.yaml" > old-machine.yaml
+	touch -d '2001-01-01' old-machine.yaml
+	grep -q '^name: amp1472-copy' old-machine.yaml || fail "the machine file has no name line"
+	flow capture MODEL=$TINY MACHINE="$BATS_TEST_TMPDIR/old-machine.yaml"
+	assert_success
+	ran amp-plan
+	run grep -c 'amp1472-copy' "$ARTS/flow-tiny/plan.yaml"
+	assert_output 1
+}
+
+@test "two models with one basename: the second is refused unless ART= keeps them apart" {
+	flow capture MODEL=$TINY
+	assert_success
+	mkdir other
+	cp "$ROOT/$TINY" other/flow-tiny.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/other/flow-tiny.yaml"
+	assert_failure
+	assert_output --partial "holds the results of $TINY, not $BATS_TEST_TMPDIR/other/flow-tiny.yaml"
+	assert_output --partial 'set ART=DIR'
+	not_ran amp-plan
+	flow capture MODEL="$BATS_TEST_TMPDIR/other/flow-tiny.yaml" ART="$BATS_TEST_TMPDIR/other-art"
+	assert_success
+	assert [ -s "$BATS_TEST_TMPDIR/other-art/summary.txt" ]
+}
+
+@test "LIMITS with --sram-limit reaches amp-emit and not amp-capture" {
+	flow capture MODEL=$TINY LIMITS='--sram-limit 600000 --table-budget 4096'
+	assert_success
+	assert_line --regexp '^[^ ]*bin/amp-capture --table-budget 4096 -o '
+	refute_line --regexp 'amp-capture .*--sram-limit'
+	# amp-emit's report (its recipe is silent) names the SRAM limit it used
+	assert_output --regexp 'largest SRAM use: tile [0-9]+, [0-9]+ bytes .* of 600000 available'
+}
+
+@test "make validate lowers with GROUP_FLAGS, and changing them re-lowers" {
+	flow validate MODEL=$TINY GROUP_FLAGS='--weights direct'
+	assert_success
+	assert_line --regexp 'bin/amp-group --weights direct -z -o '
+	assert_output --partial 'byte-exact'
+	flow validate MODEL=$TINY GROUP_FLAGS='--weights forward'
+	assert_success
+	assert_line --regexp 'bin/amp-group --weights forward -z -o '
+}
+
+@test "experiment-weights on another EXP_MODEL writes its own directory and prints its own table" {
+	flow experiment-weights EXP_MODEL=$TINY
+	assert_success
+	table "parameter delivery on $TINY: --weights direct vs forward"
+	check_table direct forward
+	flow experiment-weights EXP_MODEL=$BUDGET
+	assert_success
+	ran amp-plan
+	table "parameter delivery on $BUDGET: --weights direct vs forward"
+	check_table direct forward
+	assert [ -s "$ARTS/experiments/flow-tiny/direct.capture.json" ]
+	assert [ -s "$ARTS/experiments/flow-budget/direct.capture.json" ]
+	run cat "$ARTS/experiments/flow-budget/inputs.flags"
+	assert_line "model $BUDGET"
 }
