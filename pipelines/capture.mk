@@ -4,7 +4,8 @@
 #       writes artifacts/X/: every stage file, program.amp (when it fits the
 #       limits), emit.txt (amp-emit's report or its failure), capture.json
 #       and summary.txt (the totals, compute, exchange, sync and total cycles
-#       among them; cycles by op; the phase table; the top movement
+#       among them; cycles by op; the phase table, each phase's runs and
+#       a total row that adds up to the totals; the top movement
 #       classes). LIMITS override the machine's policy for amp-emit and
 #       amp-capture alike (--sram-limit: amp-emit only). Each file is remade only when its inputs, its
 #       tool or its flags changed.
@@ -41,7 +42,8 @@ $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \
 	  echo; { printf 'op\tcompute\texchange\tsync\tlocal_copy\ttotal\n'; \
 	  jq -r -f $(JQ)/op-table.jq $<; } | column -t -s '	'; \
-	  echo; { printf 'phase\tlabels\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\n'; \
+	  echo; echo "phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles over every run)"; \
+	  { printf 'phase\tlabels\truns\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\ttotal_cycles\n'; \
 	  jq -r -f $(JQ)/phase-table.jq $<; } | column -t -s '	'; \
 	  echo; echo "top movement classes by receiver payload"; \
 	  { printf 'phase\top.operand\ttensor\tmovement\tsends\treceiver_bytes\treplication\n'; \

@@ -594,16 +594,23 @@ replay() {
 	assert_equal "${#lines[@]}" "$((n < 10 ? n : 10))"
 }
 
-@test "phase-table.jq prints one line per phase with its labels and figures" {
+@test "phase-table.jq prints one line per phase with its runs and figures, and a total row that adds up to the summary" {
 	siglip_ok
-	run jq -r -f "$ROOT/share/jq/phase-table.jq" "$SIGLIP_CAPTURE"
-	assert_success
-	assert_equal "${#lines[@]}" "$(jq '.phases | length' "$SIGLIP_CAPTURE")"
-	for i in "${!lines[@]}"; do
-		IFS=$'\t' read -r -a f <<< "${lines[$i]}"
-		assert_equal "${#f[@]}" 7
-		assert_equal "${f[0]}" "$i"
-		assert_equal "${f[1]} ${f[2]} ${f[6]}" "$(jq -r ".phases[$i] | \"\(.labels | join(\"+\")) \(.transfers) \(.cycles)\"" "$SIGLIP_CAPTURE")"
+	local c n i
+	for c in "$SIGLIP_CAPTURE" "$TINY_CAPTURE"; do
+		run jq -r -f "$ROOT/share/jq/phase-table.jq" "$c"
+		assert_success
+		n=$(jq '.phases | length' "$c")
+		assert_equal "${#lines[@]}" "$((n + 1))"
+		for ((i = 0; i < n; i++)); do
+			IFS=$'\t' read -r -a f <<< "${lines[$i]}"
+			assert_equal "${#f[@]}" 9
+			assert_equal "${f[0]}" "$i"
+			assert_equal "${f[1]} ${f[2]} ${f[3]} ${f[7]}" \
+				"$(jq -r ".phases[$i] | \"\(.labels | join(\"+\")) \(.count) \(.transfers) \(.cycles)\"" "$c")"
+			assert_equal "${f[8]}" "$((f[7] * f[2]))"
+		done
+		assert_equal "${lines[n]}" "$(jq -r '"total\t-\t\(.summary.phases)\t\(.summary.transfers)\t\(.summary.bytes)\t\(.summary.max_row_bytes)\t\([.phases[].max_fragments] | max)\t-\t\(.summary.exchange_cycles)"' "$c")"
 	done
 }
 

@@ -178,10 +178,13 @@ check_table() {
 	for op in ln mlp_up act mlp_down residual; do
 		assert_line --regexp "^$op +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
 	done
-	assert_line --regexp '^phase +labels +transfers +bytes +max_row +max_frag +cycles$'
+	assert_line 'phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles over every run)'
+	assert_line --regexp '^phase +labels +runs +transfers +bytes +max_row +max_frag +cycles +total_cycles$'
 	for ((f = 0; f < phases; f++)); do
-		assert_line --regexp "^$f +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
+		assert_line --regexp "^$f +[^ ]+ +1 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
 	done
+	# the total row adds up to the head's figures
+	assert_line --regexp "$(jq -r '.summary | "^total +- +\(.phases) +\(.transfers) +\(.bytes) +\(.max_row_bytes) +[0-9]+ +- +\(.exchange_cycles)$"' "$a/capture.json")"
 	assert_line 'top movement classes by receiver payload'
 	assert_line --regexp '^phase +op\.operand +tensor +movement +sends +receiver_bytes +replication$'
 	assert_line --regexp '^[0-9]+ +[a-z_]+\.[a-z_]+ +[^ ]+ +(activation|parameter|output|reduction) +[0-9]+ +[0-9]+ +[0-9]+$'
