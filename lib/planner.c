@@ -1233,10 +1233,21 @@ static int check_memory(Builder *b, Err *e)
 			if (strcmp(pl->s[s].op, pl->g[g].op) == 0 && step_peak[s] > pl->g[g].peak_bytes)
 				pl->g[g].peak_bytes = step_peak[s];
 	free(step_peak);
-	if (peak > avail)
-		return errf(e, "%s: tile %lld needs %lld bytes at step %d (op '%s'); %lld are available "
-			    "(sram_bytes - reserved_bytes)", b->m->file, (long long)worst,
-			    (long long)peak, at, pl->s[at].op, (long long)avail);
+	if (peak > avail) {
+		/* at the op of that step in the model (its pin when pinned);
+		 * a step of no model op: the params mapping */
+		const Model *m = b->m;
+		long line = m->params_line, col = m->params_col;
+		for (int i = 0; i < m->nops; i++)
+			if (strcmp(m->ops[i].name, pl->s[at].op) == 0) {
+				line = m->ops[i].pinned ? m->ops[i].pin_line : m->ops[i].line;
+				col = m->ops[i].pinned ? m->ops[i].pin_col : m->ops[i].col;
+				break;
+			}
+		return err_at(e, m->file, line, col, "tile %lld needs %lld bytes at step %d (op '%s'); "
+			      "%lld are available (sram_bytes - reserved_bytes)", (long long)worst,
+			      (long long)peak, at, pl->s[at].op, (long long)avail);
+	}
 	return 0;
 }
 

@@ -699,3 +699,11 @@ params_at() {
 		cmp all.plan pruned.plan || fail "plans of $m differ"
 	done
 }
+
+@test "plan rejects a model that does not fit the machine's SRAM at the op that overflows (file:line:col)" {
+	cd "$BATS_TEST_TMPDIR"
+	sed 's/^sram_bytes: .*/sram_bytes: 120000/' "$MACHINES/amp1472.yaml" > small.yaml
+	grep -q '^sram_bytes: 120000' small.yaml || fail "no sram_bytes line to shrink"
+	rejects "$SIGLIP" 13:5 "(op 'mlp_up'); 67984 are available (sram_bytes - reserved_bytes)" \
+		--machine small.yaml "$SIGLIP"
+}
