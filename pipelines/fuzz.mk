@@ -63,3 +63,30 @@ fuzz: fuzz-deps $(FUZZ_RUNS)
 		[ "$$found" = 0 ] && [ "$$n" != "?" ] || fail=1; \
 	done; \
 	[ $$fail = 0 ] || { echo "fuzz: findings or a failed run; see $(FUZZ_ART)/*/log.txt"; exit 1; }
+
+# The long campaign's record, kept in the repository (artifacts/ is not):
+#   make fuzz-record   appends each reader's last run (artifacts/fuzz/<reader>/
+#                      result.txt) to tests/fuzz/campaigns.tsv with the date
+#                      and the commit fuzzed (HEAD, or FUZZ_COMMIT=; a run
+#                      made in another clone: FUZZ_ART=its artifacts/fuzz)
+#   make fuzz-status   sums campaigns.tsv per reader: runs, executions, CPU
+#                      seconds and findings, against the goal of one CPU-hour
+FUZZ_LOG := tests/fuzz/campaigns.tsv
+.PHONY: fuzz-record fuzz-status
+fuzz-record:
+	@[ -e $(FUZZ_LOG) ] || printf 'date\tcommit\treader\texecutions\tcpu_s\tfindings\n' > $(FUZZ_LOG)
+	@c='$(FUZZ_COMMIT)'; [ -n "$$c" ] || c=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
+	d=$$(date -u +%F); n=0; \
+	for r in $(FUZZ_READERS); do \
+		f=$(FUZZ_ART)/$$r/result.txt; [ -s $$f ] || continue; \
+		read -r name ex cpu total found < $$f; \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$$d" "$$c" "$$r" "$$ex" "$$cpu" "$$found" >> $(FUZZ_LOG); n=$$((n + 1)); \
+	done; echo "fuzz-record: $$n readers appended to $(FUZZ_LOG)"
+
+fuzz-status:
+	@awk -F '\t' 'NR > 1 { runs[$$3]++; ex[$$3] += $$4; cpu[$$3] += $$5; found[$$3] += $$6 } \
+		END { printf "%-9s %5s %12s %8s %6s  %s\n", "reader", "runs", "executions", "cpu-s", "found", "goal 3600 cpu-s"; \
+		n = split("$(FUZZ_READERS)", rs, " "); \
+		for (i = 1; i <= n; i++) { r = rs[i]; \
+			printf "%-9s %5d %12d %8d %6d  %s\n", r, runs[r], ex[r], cpu[r], found[r], \
+				((cpu[r] >= 3600 && !found[r]) ? "met" : "not yet") } }' $(FUZZ_LOG)
