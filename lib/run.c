@@ -1168,6 +1168,8 @@ typedef struct {
 	int *n, *cur;
 	int phase;
 	int failed;
+	uint8_t *buf;           /* a fragment's bytes in flight, reused */
+	int64_t nbuf;
 } Exchange;
 
 /* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
@@ -1242,10 +1244,14 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the send of "
 			    "%lld bytes the schedule needs (step %d)", (long long)st, x->phase,
 			    (long long)xf->len, xf->step);
-	uint8_t *buf = xmalloc((size_t)xf->len);
+	if (xf->len > x->nbuf) {
+		free(x->buf);
+		x->nbuf = xf->len;
+		x->buf = xmalloc((size_t)x->nbuf);
+	}
+	uint8_t *buf = x->buf;
 	int64_t sa0 = s->addr + m->s.iter * s->istride;       /* a moving source: this iteration's */
 	if (sa0 < 0 || sa0 + xf->len > m->s.sram) {
-		free(buf);
 		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
 			    x->phase, (long long)sa0);
 	}
@@ -1254,13 +1260,11 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
 		Instr *r = next_instr(x, t);
 		if (!r || r->kind != I_RECV || r->len != xf->len || r->peer != st) {
-			free(buf);
 			return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the "
 				    "receive of %lld bytes from tile %lld the schedule needs (step %d)",
 				    (long long)t, x->phase, (long long)xf->len, (long long)st, xf->step);
 		}
 		if (r->addr < 0 || r->addr + xf->len > m->s.sram || check_stray(x, xf, t, r->addr, xf->len)) {
-			free(buf);
 			if (r->addr < 0 || r->addr + xf->len > m->s.sram)
 				return errf(m->e, "tile %lld, phase %d: receive address %lld out of SRAM",
 					    (long long)t, x->phase, (long long)r->addr);
@@ -1268,7 +1272,6 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		}
 		memcpy(sim_tile(&m->s, t) + r->addr, buf, (size_t)xf->len);
 	}
-	free(buf);
 	return 0;
 }
 
@@ -1295,7 +1298,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
 	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
-		       xcalloc((size_t)T, sizeof *x.cur), ph, 0 };
+		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0 };
 	int rc = 0;
 
 	for (int i = 0; ph >= 0 && i < prog->nent && !rc; i++)
@@ -1340,6 +1343,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	free(x.row);
 	free(x.n);
 	free(x.cur);
+	free(x.buf);
 	return rc;
 }
 
