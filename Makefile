@@ -49,7 +49,8 @@ install_missing = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $
 	fi
 
 # deps: what the build and the tests need.
-DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils
+DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils \
+	help2man
 deps:
 	@$(call install_missing,$(DEB_PKGS))
 
@@ -84,6 +85,60 @@ unit: $(UNIT_BINS)
 
 include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk \
 	pipelines/fuzz.mk
+
+# ---- installation: make install [PREFIX=/usr/local] [DESTDIR=] ----
+# PREFIX/bin/amp-*, PREFIX/share/amp/{machines,models,jq} (the tools find
+# it beside their own directory, or through AMP_SHARE, so the tree can
+# move), man pages made from each tool's --help by help2man, and bash
+# completion (share/bash-completion/amp, one copy per tool).
+PREFIX  ?= /usr/local
+MAN_DIR := build/man
+MANS    := $(TOOLS:%=$(MAN_DIR)/%.1)
+man_name_amp-plan     := plan a model for the tile machine
+man_name_amp-compose  := compose the cross-op copies of a plan
+man_name_amp-expand   := expand a plan into placements, addresses and transfers
+man_name_amp-exchange := check and order the transfers of an expanded stage
+man_name_amp-group    := group transfers into exchange phases
+man_name_amp-emit     := emit a tile program, checked against the machine limits
+man_name_amp-capture  := capture the movement and modelled cycles of a stage or program
+man_name_amp-run      := run a program on the machine model and check it
+.PHONY: install uninstall man help
+# The pages' date: the last commit's, so the same tree gives the same pages.
+$(MAN_DIR)/%.1: $(BIN)/%
+	@mkdir -p $(@D)
+	@SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+		help2man --no-info --no-discard-stderr --name='$(man_name_$*)' --output=$@ $(BIN)/$*
+
+man: $(MANS)
+
+install: all man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/amp $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	cp -R share/machines share/models share/jq $(DESTDIR)$(PREFIX)/share/amp/
+	install -m 644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
+	for t in $(TOOLS); do \
+		install -m 644 share/bash-completion/amp $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
+
+uninstall:
+	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(TOOLS:%=$(DESTDIR)$(PREFIX)/share/man/man1/%.1) \
+		$(TOOLS:%=$(DESTDIR)$(PREFIX)/share/bash-completion/completions/%)
+	rm -rf $(DESTDIR)$(PREFIX)/share/amp
+
+help:
+	@echo 'make [all]        build bin/amp-* (SAN=1: AddressSanitizer+UBSan in build/san/bin)'
+	@echo 'make deps         install the missing Debian packages (as root; else print the command)'
+	@echo 'make check        every test: unit, command line, golden files, flows, fuzz corpora'
+	@echo 'make demo         compile and capture the 27-layer SigLIP, validate the 1-layer one'
+	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'
+	@echo '                  the flows, into artifacts/NAME/ (ART=DIR, ARTIFACTS=DIR to move it)'
+	@echo 'make experiment-weights|experiment-compose|experiment-staging [EXP_MODEL=FILE]'
+	@echo 'make fuzz|fuzz-record|fuzz-status [FUZZ_SECONDS=60] [FUZZ_READERS=...]'
+	@echo 'make regen        rewrite the golden stage files in tests/golden/'
+	@echo 'make man          man pages from --help (build/man/)'
+	@echo 'make install|uninstall [PREFIX=/usr/local] [DESTDIR=]'
+	@echo 'make unit         the unit tests alone; make clean removes build/ and bin/'
+	@echo 'bench/*.sh        figures, not tests: bench/README.md'
 
 clean:
 	rm -rf build bin

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "diag.h"
 #include "io.h"
@@ -62,13 +63,43 @@ static inline void version(void)
 	exit(EXIT_OK);
 }
 
-/* The default machine file: $AMP_SHARE/machines/amp1472.yaml, else the
- * source tree's share/ (compiled in). */
+/* The shared data directory (machines, models, jq queries): $AMP_SHARE
+ * when set; else found next to the running binary, installed
+ * (PREFIX/bin/amp-x: PREFIX/share/amp) or in the source tree (bin/amp-x:
+ * share), so a moved tree or installation still finds its own; else the
+ * source tree this was built in. */
+static inline const char *share_dir(void)
+{
+	static char dir[4096 + 64];
+	const char *env = getenv("AMP_SHARE");
+	if (env && *env)
+		return env;
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = 0;
+			static const char *const rel[] = { "/../share/amp", "/../share" };
+			for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+				char probe[4096 + 64];
+				snprintf(probe, sizeof probe, "%s%s/machines/amp1472.yaml", exe, rel[i]);
+				if (access(probe, R_OK) == 0) {
+					snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
+					return dir;
+				}
+			}
+		}
+	}
+	return AMP_SHARE_DIR;
+}
+
+/* The default machine file: share_dir()/machines/amp1472.yaml. */
 static inline const char *default_machine(void)
 {
-	static char buf[4096];
-	const char *share = getenv("AMP_SHARE");
-	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share && *share ? share : AMP_SHARE_DIR);
+	static char buf[4096 + 128];
+	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share_dir());
 	return buf;
 }
 

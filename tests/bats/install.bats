@@ -1,0 +1,87 @@
+#!/usr/bin/env bats
+# Packaging: make install into a private PREFIX, a relocated installation
+# that still finds its machines, the man pages, bash completion, make help,
+# and the machine files in share/machines.
+
+load common
+bats_require_minimum_version 1.5.0
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	mkdir bin
+	cp -p "$AMP_BIN"/amp-* bin/
+	BIN=$BATS_TEST_TMPDIR/bin
+	SAN_ARG=()
+	if [ "$AMP_BIN" -ef "$ROOT/build/san/bin" ]; then
+		SAN_ARG=(SAN=1)
+	fi
+}
+
+@test "make install puts the tools, share/amp, man pages and completion under PREFIX; moved, it still finds its machine" {
+	run make -C "$ROOT" --no-print-directory -s install "${SAN_ARG[@]}" BIN="$BIN" PREFIX="$BATS_TEST_TMPDIR/p"
+	assert_success
+	local t p=$BATS_TEST_TMPDIR/p
+	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run; do
+		assert [ -x "$p/bin/$t" ]
+		assert [ -s "$p/share/man/man1/$t.1" ]
+		run grep -c "^\.TH ${t^^} \"1\"" "$p/share/man/man1/$t.1"
+		assert_output 1
+		assert [ -s "$p/share/bash-completion/completions/$t" ]
+	done
+	assert [ -s "$p/share/amp/machines/amp1472.yaml" ]
+	assert [ -s "$p/share/amp/jq/phase-table.jq" ]
+	# every option of --help is in the man page
+	run bash -c "'$p/bin/amp-emit' --help | grep -oE -- '--[a-z][a-z-]+' | sort -u"
+	local o
+	for o in "${lines[@]}"; do
+		grep -q -- "${o//-/\\\\-}" "$p/share/man/man1/amp-emit.1" || fail "amp-emit.1 lacks $o"
+	done
+	# moved elsewhere, with no AMP_SHARE and the source tree out of reach by
+	# name: the default machine is the installation's own (renamed here)
+	sed -i 's/^name: amp1472 /name: moved   /' "$p/share/amp/machines/amp1472.yaml"
+	mv "$p" "$BATS_TEST_TMPDIR/q"
+	AMP_SHARE= run --separate-stderr "$BATS_TEST_TMPDIR/q/bin/amp-plan" "$MODELS/tiny-mlp.yaml"
+	assert_success
+	assert_line --index 2 --regexp '^machine: \{name: moved, tiles: 1472,'
+	run make -C "$ROOT" --no-print-directory -s uninstall PREFIX="$BATS_TEST_TMPDIR/q"
+	assert_success
+	run find "$BATS_TEST_TMPDIR/q" -type f
+	assert_output ""
+}
+
+@test "bash completion offers a tool's options from its --help, and the values of --objective" {
+	run bash -c "PATH='$BIN':\$PATH; source '$ROOT/share/bash-completion/amp'
+		COMP_WORDS=(amp-plan --ob); COMP_CWORD=1; _amp_tool; echo \"\${COMPREPLY[*]}\"
+		COMP_WORDS=(amp-plan --objective c); COMP_CWORD=2; _amp_tool; echo \"\${COMPREPLY[*]}\"
+		COMP_WORDS=(amp-emit --); COMP_CWORD=1; _amp_tool; echo \"\${COMPREPLY[*]}\""
+	assert_success
+	assert_line --index 0 '--objective'
+	assert_line --index 1 'cycles capacity capacity+tables'
+	local o
+	for o in --table-budget --fragment-limit --sram-limit --report --model --scales --list --output; do
+		[[ ${lines[2]} == *"$o"* ]] || fail "amp-emit completion lacks $o: ${lines[2]}"
+	done
+}
+
+@test "make help lists the main targets" {
+	run make -C "$ROOT" --no-print-directory -s help
+	assert_success
+	local t
+	for t in check demo capture validate experiment-weights install uninstall fuzz-status man regen; do
+		assert_line --regexp "^make [^ ]*\b$t\b"
+	done
+}
+
+@test "the 736- and 5,888-tile machine files plan and emit siglip-mlp at their own limits" {
+	local m
+	for m in amp736 amp5888; do
+		run --separate-stderr amp-plan --machine "$MACHINES/$m.yaml" -o "$m.plan" "$MODELS/siglip-mlp.yaml"
+		assert_success
+		run head -n 3 "$m.plan"
+		assert_line --index 2 --regexp "^machine: \\{name: $m, tiles: ${m#amp},"
+		run bash -c "set -o pipefail; amp-compose '$m.plan' | amp-expand | amp-exchange | amp-group |
+			amp-emit -o '$m.amp'"
+		assert_success
+		assert [ -s "$m.amp" ]
+	done
+}
