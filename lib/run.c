@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -790,113 +791,58 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
 #define GEMM_MC 120
 typedef float v8f __attribute__((vector_size(32)));
 
-/* c[ni x nj] (row stride ldc) += a b over kc: a's row r, step k at
- * a[r * ars + k * aks], b a packed 16-column panel (k-major). */
-static inline __attribute__((always_inline)) void gemm_tile(const float *a, int64_t ars, int64_t aks,
-							     const float *b, int64_t kc, float *c, int64_t ldc,
-							     int64_t ni, int64_t nj)
-{
-	float tile[GEMM_MR][16];
-	for (int r = 0; r < GEMM_MR; r++) {
-		memset(tile[r], 0, sizeof tile[r]);
-		if (r < ni)
-			memcpy(tile[r], c + r * ldc, (size_t)nj * sizeof **tile);
-	}
-	v8f c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
-	memcpy(&c00, tile[0], 32), memcpy(&c01, tile[0] + 8, 32);
-	memcpy(&c10, tile[1], 32), memcpy(&c11, tile[1] + 8, 32);
-	memcpy(&c20, tile[2], 32), memcpy(&c21, tile[2] + 8, 32);
-	memcpy(&c30, tile[3], 32), memcpy(&c31, tile[3] + 8, 32);
-	memcpy(&c40, tile[4], 32), memcpy(&c41, tile[4] + 8, 32);
-	memcpy(&c50, tile[5], 32), memcpy(&c51, tile[5] + 8, 32);
-	const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars,
-		    *a5 = a + 5 * ars;
-	for (int64_t k = 0; k < kc; k++) {
-		v8f b0, b1;
-		int64_t q = k * aks;
-		memcpy(&b0, b + k * 16, 32);
-		memcpy(&b1, b + k * 16 + 8, 32);
-		c00 += b0 * a0[q], c01 += b1 * a0[q];
-		c10 += b0 * a1[q], c11 += b1 * a1[q];
-		c20 += b0 * a2[q], c21 += b1 * a2[q];
-		c30 += b0 * a3[q], c31 += b1 * a3[q];
-		c40 += b0 * a4[q], c41 += b1 * a4[q];
-		c50 += b0 * a5[q], c51 += b1 * a5[q];
-	}
-	memcpy(tile[0], &c00, 32), memcpy(tile[0] + 8, &c01, 32);
-	memcpy(tile[1], &c10, 32), memcpy(tile[1] + 8, &c11, 32);
-	memcpy(tile[2], &c20, 32), memcpy(tile[2] + 8, &c21, 32);
-	memcpy(tile[3], &c30, 32), memcpy(tile[3] + 8, &c31, 32);
-	memcpy(tile[4], &c40, 32), memcpy(tile[4] + 8, &c41, 32);
-	memcpy(tile[5], &c50, 32), memcpy(tile[5] + 8, &c51, 32);
-	for (int r = 0; r < ni; r++)
-		memcpy(c + r * ldc, tile[r], (size_t)nj * sizeof **tile);
-}
-
-/* B[k0 .. k0 + kc) x [j0 .. j0 + nj) as a 16-column panel, zeros past nj. */
-static void pack_panel(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
-{
-	for (int64_t k = 0; k < kc; k++) {
-		memcpy(d + k * 16, B + (k0 + k) * N + j0, (size_t)nj * sizeof *d);
-		memset(d + k * 16 + nj, 0, (size_t)(16 - nj) * sizeof *d);
-	}
-}
-
+#define GK(x) x
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
+#define GK_ATTR __attribute__((target_clones("avx2", "default")))
+#else
+#define GK_ATTR
 #endif
-void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
+#include "gemm_kernel.h"
+#undef GK
+#undef GK_ATTR
+
+/* The FP32 reference's product: the same kernel with every multiply-add
+ * fused (one rounding each), each element still summed in K order, so it
+ * gives the bits of the plain loop of fmaf; where the CPU has no FMA (or
+ * the compiler is not GCC), that loop itself. tests/unit/test_run.c
+ * compares them. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define GEMM_FMA 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#pragma GCC optimize("fp-contract=fast")
+#define GK(x) x##_fma
+#define GK_ATTR
+#include "gemm_kernel.h"
+#undef GK
+#undef GK_ATTR
+#pragma GCC pop_options
+
+static int have_fma(void)
 {
-	int64_t np = (N + 15) / 16;             /* column panels */
-	if (M <= 2 * GEMM_MC) {                 /* a shard's product: A's rows read in place */
-		float *bp = xmalloc((size_t)(K * 16) * sizeof *bp + 32);
-		int64_t full = M / GEMM_MR * GEMM_MR;   /* the rows past it: copied once, zeros past M */
-		float *tail = M > full ? xcalloc((size_t)(GEMM_MR * K), sizeof *tail) : NULL;
-		if (tail)
-			memcpy(tail, A + full * K, (size_t)((M - full) * K) * sizeof *tail);
-		for (int64_t p = 0; p < np; p++) {
-			int64_t j0 = p * 16, nj = N - j0 < 16 ? N - j0 : 16;
-			pack_panel(B, N, 0, K, j0, nj, bp);
-			for (int64_t i0 = 0; i0 < full; i0 += GEMM_MR)
-				gemm_tile(A + i0 * K, K, 1, bp, K, C + i0 * N + j0, N, GEMM_MR, nj);
-			if (tail)
-				gemm_tile(tail, K, 1, bp, K, C + full * N + j0, N, M - full, nj);
-		}
-		free(bp);
-		free(tail);
+	static atomic_int known = -1;
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (k < 0) {
+		__builtin_cpu_init();
+		k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k;
+}
+#endif
+
+void run_gemm_ref(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
+{
+#ifdef GEMM_FMA
+	if (have_fma()) {
+		run_gemm_fma(A, B, C, M, K, N);
 		return;
 	}
-	float *bp = xmalloc((size_t)(GEMM_KC * 16 * np) * sizeof *bp + 32);
-	float *ap = xmalloc((size_t)(GEMM_KC * GEMM_MC) * sizeof *ap + 32);
-	for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
-		int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
-		for (int64_t p = 0; p < np; p++)
-			pack_panel(B, N, k0, kc, p * 16, N - p * 16 < 16 ? N - p * 16 : 16, bp + p * kc * 16);
-		for (int64_t m0 = 0; m0 < M; m0 += GEMM_MC) {
-			int64_t mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
-			for (int64_t i0 = 0; i0 < mc; i0 += GEMM_MR) {  /* A's rows, GEMM_MR at a time, k-major */
-				float *d = ap + i0 * kc;
-				for (int r = 0; r < GEMM_MR; r++) {
-					if (i0 + r >= mc) {
-						for (int64_t k = 0; k < kc; k++)
-							d[k * GEMM_MR + r] = 0;
-						continue;
-					}
-					const float *s = A + (m0 + i0 + r) * K + k0;
-					for (int64_t k = 0; k < kc; k++)
-						d[k * GEMM_MR + r] = s[k];
-				}
-			}
-			for (int64_t p = 0; p < np; p++) {
-				int64_t j0 = p * 16, nj = N - j0 < 16 ? N - j0 : 16;
-				for (int64_t i0 = 0; i0 < mc; i0 += GEMM_MR)
-					gemm_tile(ap + i0 * kc, 1, GEMM_MR, bp + p * kc * 16, kc, C + (m0 + i0) * N + j0,
-						  N, mc - i0 < GEMM_MR ? mc - i0 : GEMM_MR, nj);
-			}
-		}
-	}
-	free(bp);
-	free(ap);
+#endif
+	for (int64_t r = 0; r < M; r++)
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t n = 0; n < N; n++)
+				C[r * N + n] = fmaf(A[r * K + k], B[k * N + n], C[r * N + n]);
 }
 
 static float gelu(float x)
@@ -1443,7 +1389,7 @@ typedef struct {
 static void *gemm_rows(void *arg)
 {
 	Gemm_ *g = arg;
-	run_gemm(g->A + g->r0 * g->K, g->B, g->C + g->r0 * g->N, g->r1 - g->r0, g->K, g->N);
+	run_gemm_ref(g->A + g->r0 * g->K, g->B, g->C + g->r0 * g->N, g->r1 - g->r0, g->K, g->N);
 	for (int64_t r = g->r0; g->bias && r < g->r1; r++)
 		for (int64_t n = 0; n < g->N; n++)
 			g->C[r * g->N + n] += g->bias[n];
@@ -1498,7 +1444,7 @@ static void track(double *amax, int t, const float *y, int64_t n)
 /* Attention for the reference: every (batch entry, head) with index %
  * parts == part. q [B, Tq, qw] (the head's columns from h * D), kv [B, Tk,
  * kw] (keys from column ko, values from ko + C), y [B, Tq, C]. Products
- * in fp32 (run_gemm), the softmax's statistics and exponentials in
+ * in fp32 (run_gemm_ref), the softmax's statistics and exponentials in
  * double. */
 typedef struct {
 	const float *q, *kv;
@@ -1527,7 +1473,7 @@ static void *ref_attention(void *arg)
 				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + h * D + d];
 			}
 		memset(s, 0, (size_t)(Tq * Tk) * sizeof *s);
-		run_gemm(qh, kt, s, Tq, D, Tk);
+		run_gemm_ref(qh, kt, s, Tq, D, Tk);
 		for (int64_t i = 0; i < Tq; i++) {
 			float *p = s + i * Tk;
 			double mx = -INFINITY, sum = 0;
@@ -1541,7 +1487,7 @@ static void *ref_attention(void *arg)
 			l[i] = sum;
 		}
 		memset(o, 0, (size_t)(Tq * D) * sizeof *o);
-		run_gemm(s, vv, o, Tq, Tk, D);
+		run_gemm_ref(s, vv, o, Tq, Tk, D);
 		for (int64_t i = 0; i < Tq; i++)
 			for (int64_t d = 0; d < D; d++)
 				a->y[(bb * Tq + i) * C + h * D + d] = (float)(o[i * D + d] / l[i]);

@@ -136,7 +136,11 @@ float quantize(float x, Format f, int scale);
 void quantize_n(float *v, int64_t n, Format f, int scale);
 /* C[M x N] += A[M x K] B[K x N] (row-major, dense), every element summed
  * in K order with one rounding per multiply and per add: the machine's
- * and the reference's matrix product, blocked. */
+ * matrix product, blocked. */
 void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N);
+/* The FP32 reference's C += A B: each element summed in K order with
+ * fused multiply-adds (the bits of a plain loop of fmaf), blocked as
+ * run_gemm and vectorized where the CPU has AVX2 and FMA. */
+void run_gemm_ref(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N);
 
 #endif

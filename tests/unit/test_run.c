@@ -20,6 +20,8 @@
 #include "testlib.h"
 #include "vitgen.h"
 
+#include <math.h>
+
 static uint64_t rng = 0xD1B54A32D192ED03u;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
@@ -160,12 +162,15 @@ static void independence(const char *path)
 }
 
 /* run_gemm against the plain loop, bit for bit: each element summed in K
- * order, one rounding per multiply and per add, from a nonzero C; sizes
+ * order, one rounding per multiply and per add, from a nonzero C; and
+ * run_gemm_ref against the plain loop of fmaf (one rounding per
+ * multiply-add; its products' low bits differ, so a mixed-up kernel
+ * fails); sizes
  * that leave partial register tiles (rows past 6, columns past 16), and
  * larger ones that cross its K slices (256) and row blocks (120). */
 static void gemm_bits(void)
 {
-	t_case("run_gemm gives the plain K-order loop's bits on random sizes and values");
+	t_case("run_gemm and run_gemm_ref give the plain K-order loops' bits (unfused, fused) on random sizes and values");
 	for (int i = 0; i < 224; i++) {
 		int64_t M = pick(1, 40), K = pick(1, 90), N = pick(1, 70);
 		if (i >= 200)
@@ -178,14 +183,22 @@ static void gemm_bits(void)
 			B[q] = (float)((int64_t)(next() % 20001) - 10000) * 0x1p-13f;
 		for (int64_t q = 0; q < M * N; q++)
 			C[q] = D[q] = (float)((int64_t)(next() % 201) - 100) * 0.37f;
+		float *E = malloc((size_t)(M * N) * sizeof *E), *F = malloc((size_t)(M * N) * sizeof *F);
+		memcpy(E, C, (size_t)(M * N) * sizeof *E);
+		memcpy(F, C, (size_t)(M * N) * sizeof *F);
 		run_gemm(A, B, C, M, K, N);
+		run_gemm_ref(A, B, E, M, K, N);
 		for (int64_t r = 0; r < M; r++)
 			for (int64_t k = 0; k < K; k++)
-				for (int64_t n = 0; n < N; n++)
+				for (int64_t n = 0; n < N; n++) {
 					D[r * N + n] += A[r * K + k] * B[k * N + n];
+					F[r * N + n] = fmaf(A[r * K + k], B[k * N + n], F[r * N + n]);
+				}
 		CHECK(memcmp(C, D, (size_t)(M * N) * sizeof *C) == 0, "M %lld K %lld N %lld", (long long)M,
 		      (long long)K, (long long)N);
-		free(A), free(B), free(C), free(D);
+		CHECK(memcmp(E, F, (size_t)(M * N) * sizeof *E) == 0, "fused: M %lld K %lld N %lld", (long long)M,
+		      (long long)K, (long long)N);
+		free(A), free(B), free(C), free(D), free(E), free(F);
 	}
 }
 
