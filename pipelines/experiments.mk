@@ -32,14 +32,10 @@ endif
 EXP_VARIANTS := direct forward compose nocompose
 .SECONDARY: $(foreach v,$(EXP_VARIANTS),$(EXP)/$(v).composed.yaml $(EXP)/$(v).exchange.yaml.zst)
 
-# Which model and machine files EXP holds the results of (as
-# plan.mk's inputs.flags): another machine file remakes the plan.
+# Which model and machine files EXP holds the results of (plan.mk's
+# inputs_flags): another machine file remakes the plan.
 $(EXP)/inputs.flags: FORCE | $(EXP)
-	@if [ -e $@ ] && [ "$$(sed -n 's/^model //p' $@)" != '$(EXP_MODEL)' ]; then \
-		echo "make: $(EXP) holds the results of $$(sed -n 's/^model //p' $@), not $(EXP_MODEL):" \
-			"remove $(EXP)" >&2; exit 1; fi
-	@printf 'model %s\nmachine %s\n' '$(EXP_MODEL)' '$(MACHINE)' | cmp -s - $@ || \
-		printf 'model %s\nmachine %s\n' '$(EXP_MODEL)' '$(MACHINE)' > $@
+	$(call inputs_flags,$(EXP_MODEL),$(MACHINE),remove $(EXP))
 
 # side_by_side A.json B.json NAME_A NAME_B
 side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \

@@ -20,6 +20,7 @@ ARTIFACTS ?= artifacts
 ART     ?= $(ARTIFACTS)/$(NAME)
 
 .PHONY: plan demo regen FORCE
+comma := ,
 
 # The flows' goals need their inputs: a missing MODEL or MACHINE is an
 # error before anything runs, never an older model's results.
@@ -38,16 +39,19 @@ endif
 $(ART)/plan.flags: FORCE | $(ART)
 	@echo '$(PLAN_FLAGS)' | cmp -s - $@ || echo '$(PLAN_FLAGS)' > $@
 
-# Which model and machine files ART holds the results of. Naming another
-# machine file (even an older one) remakes the plan and all after it;
-# another model file with the same basename is an error, not a mix of
-# two models' files.
+# inputs_flags MODEL,MACHINE,HINT: the recipe of a DIR/inputs.flags file
+# ($@), which records which model and machine files DIR holds the
+# results of. Naming another machine file (even an older one) rewrites
+# it, so what depends on it is remade; another model file (with the same
+# basename) is an error, not a mix of two models' files.
+inputs_flags = @if [ -e $@ ] && [ "$$(sed -n 's/^model //p' $@)" != '$(1)' ]; then \
+		echo "make: $(@D) holds the results of $$(sed -n 's/^model //p' $@), not $(1):" \
+			"$(3)" >&2; exit 1; fi; \
+	printf 'model %s\nmachine %s\n' '$(1)' '$(2)' | cmp -s - $@ || \
+		printf 'model %s\nmachine %s\n' '$(1)' '$(2)' > $@
+
 $(ART)/inputs.flags: FORCE | $(ART)
-	@if [ -e $@ ] && [ "$$(sed -n 's/^model //p' $@)" != '$(MODEL)' ]; then \
-		echo "make: $(ART) holds the results of $$(sed -n 's/^model //p' $@), not $(MODEL):" \
-			"set ART=DIR to keep them apart, or remove $(ART)" >&2; exit 1; fi
-	@printf 'model %s\nmachine %s\n' '$(MODEL)' '$(MACHINE)' | cmp -s - $@ || \
-		printf 'model %s\nmachine %s\n' '$(MODEL)' '$(MACHINE)' > $@
+	$(call inputs_flags,$(MODEL),$(MACHINE),set ART=DIR to keep them apart$(comma) or remove $(ART))
 
 $(ART):
 	mkdir -p $@

@@ -46,3 +46,18 @@ plan_rejects() {
 	left=$(find . -name '*.tmp.*')
 	[[ -z $left ]] || fail "temporary left behind: $left"
 }
+
+# private_bin: copies of the binaries under test in $BATS_TEST_TMPDIR/bin
+# (mtimes kept) as BIN, and SAN_ARG for make: under `make check SAN=1`
+# the binaries come from build/san/bin, so make compares them with the
+# sanitizer build instead of rebuilding them. A test that touches a tool
+# to make its stage stale makes no one else's artifacts stale.
+private_bin() {
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	cp -p "$AMP_BIN"/amp-* "$BATS_TEST_TMPDIR/bin/"
+	BIN=$BATS_TEST_TMPDIR/bin
+	SAN_ARG=()
+	if [ "$AMP_BIN" -ef "$ROOT/build/san/bin" ]; then
+		SAN_ARG=(SAN=1)
+	fi
+}

@@ -24,15 +24,7 @@ TOOLS=(amp-plan amp-compose amp-expand amp-exchange amp-group amp-capture)
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	ARTS=$BATS_TEST_TMPDIR/art
-	mkdir bin
-	cp -p "$AMP_BIN"/amp-* bin/
-	BIN=$BATS_TEST_TMPDIR/bin
-	# Under `make check SAN=1` the binaries come from build/san/bin: let
-	# make compare them with the sanitizer build, not rebuild them.
-	SAN_ARG=()
-	if [ "$AMP_BIN" -ef "$ROOT/build/san/bin" ]; then
-		SAN_ARG=(SAN=1)
-	fi
+	private_bin
 }
 
 

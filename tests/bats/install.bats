@@ -8,13 +8,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
-	mkdir bin
-	cp -p "$AMP_BIN"/amp-* bin/
-	BIN=$BATS_TEST_TMPDIR/bin
-	SAN_ARG=()
-	if [ "$AMP_BIN" -ef "$ROOT/build/san/bin" ]; then
-		SAN_ARG=(SAN=1)
-	fi
+	private_bin
 }
 
 @test "make install puts the tools, share/amp, man pages and completion under PREFIX; moved, it still finds its machine" {
