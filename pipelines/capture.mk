@@ -2,7 +2,8 @@
 #
 #   make capture MODEL=share/models/X.yaml [LIMITS='--table-budget N --fragment-limit N']
 #       writes artifacts/X/: every stage file, program.amp (when it fits the
-#       limits), emit.txt (amp-emit's report or its failure), capture.json
+#       limits), emit.txt (amp-emit's report, a line per tile, or its
+#       failure), capture.json
 #       and summary.txt (the totals, compute, exchange, sync and total cycles
 #       among them; cycles by op; the phase table, each phase's runs and
 #       a total row that adds up to the totals; the top movement
@@ -48,7 +49,7 @@ $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	  echo; echo "top movement classes by receiver payload"; \
 	  { printf 'phase\top.operand\ttensor\tmovement\tsends\treceiver_bytes\treplication\n'; \
 	  jq -r --argjson n 10 -f $(JQ)/top-classes.jq $<; } | column -t -s '	'; \
-	  echo; sed 's/^amp-emit: //' $(ART)/emit.txt; } > $@.tmp && mv $@.tmp $@
+	  echo; grep -Ev '^amp-emit: tile [0-9]+: [0-9]+ bytes \(tensors ' $(ART)/emit.txt | sed 's/^amp-emit: //'; } > $@.tmp && mv $@.tmp $@
 
 capture: all $(ART)/summary.txt
 	@cat $(ART)/summary.txt

@@ -30,7 +30,9 @@ static void help(void)
 	       "      --sram-limit BYTES     tensors + tables per tile (default: sram_bytes -\n"
 	       "                             reserved_bytes); a study override: a program\n"
 	       "                             over the machine's bytes cannot run on it\n"
-	       "      --report               print per-tile SRAM use (tensors + tables) on stderr\n"
+	       "      --report               print every tile's SRAM use on stderr, a line per\n"
+	       "                             tile that holds anything (tensors at their peak\n"
+	       "                             and its step, tables), then the largest\n"
 	       "      --model FILE           the model the stage lowers: the stage must agree\n"
 	       "                             with it (every tensor's shape, dtype and fp8\n"
 	       "                             scale, every op, each matmul's operands, each\n"
@@ -81,6 +83,11 @@ static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 	for (int64_t t = 1; t < T; t++)
 		if (peak[t] + table[t] > peak[worst] + table[worst])
 			worst = t;
+	for (int64_t t = 0; report && t < T; t++)     /* every tile that holds anything */
+		if (peak[t] + table[t] > 0)
+			fprintf(stderr, "amp-emit: tile %lld: %lld bytes (tensors %lld at step %d + tables %lld) of %lld\n",
+				(long long)t, (long long)(peak[t] + table[t]), (long long)peak[t], peak_step[t],
+				(long long)table[t], (long long)avail);
 	if (report)
 		fprintf(stderr, "amp-emit: largest SRAM use: tile %lld, %lld bytes (tensors %lld + tables %lld) "
 			"of %lld available; largest tables %lld bytes (tile %lld); most fragments %lld (tile %lld)\n",
