@@ -102,6 +102,7 @@ man_name_amp-group    := group transfers into exchange phases
 man_name_amp-emit     := emit a tile program, checked against the machine limits
 man_name_amp-capture  := capture the movement and modelled cycles of a stage or program
 man_name_amp-run      := run a program on the machine model and check it
+man_name_amp-compare  := compare two captures side by side, with deltas
 .PHONY: install uninstall man help
 # The pages' date: the last commit's, so the same tree gives the same pages.
 $(MAN_DIR)/%.1: $(BIN)/%

@@ -11,8 +11,9 @@
 #                             figures measured). Takes minutes.
 #
 # Each builds both variants under artifacts/experiments/NAME/ (NAME:
-# EXP_MODEL's basename, default siglip-mlp) and prints, per phase,
-# transfers, max row bytes and modelled cycles side by side.
+# EXP_MODEL's basename, default siglip-mlp) and prints amp-compare's
+# tables: the summaries, the ops and, per phase, transfers, max row bytes
+# and modelled cycles side by side, with deltas.
 
 EXP_ROOT := $(ARTIFACTS)/experiments
 EXP_MODEL ?= share/models/siglip-mlp.yaml
@@ -37,15 +38,6 @@ EXP_VARIANTS := direct forward compose nocompose
 $(EXP)/inputs.flags: FORCE | $(EXP)
 	$(call inputs_flags,$(EXP_MODEL),$(MACHINE),remove $(EXP))
 
-# side_by_side A.json B.json NAME_A NAME_B
-side_by_side = jq -rn --slurpfile a $(1) --slurpfile b $(2) \
-	'def row(p): if p then [(p.labels | join("+")), p.transfers, p.max_row_bytes, p.cycles] else ["-", "-", "-", "-"] end; \
-	 ["phase", "$(3) labels", "transfers", "max_row", "cycles", "$(4) labels", "transfers", "max_row", "cycles"], \
-	 (range([($$a[0].phases | length), ($$b[0].phases | length)] | max) as $$i | \
-	  [$$i] + row($$a[0].phases[$$i]) + row($$b[0].phases[$$i])), \
-	 ["total", "", $$a[0].summary.transfers, $$a[0].summary.max_row_bytes, $$a[0].summary.exchange_cycles, \
-	  "", $$b[0].summary.transfers, $$b[0].summary.max_row_bytes, $$b[0].summary.exchange_cycles] | @tsv' | column -t -s '	'
-
 $(EXP) $(EXP_ROOT):
 	mkdir -p $@
 
@@ -68,11 +60,11 @@ $(EXP)/direct.composed.yaml $(EXP)/forward.composed.yaml: $(EXP)/compose.compose
 
 experiment-weights: all $(EXP)/direct.capture.json $(EXP)/forward.capture.json
 	@echo "parameter delivery on $(EXP_MODEL): --weights direct vs forward"
-	@$(call side_by_side,$(EXP)/direct.capture.json,$(EXP)/forward.capture.json,direct,forward)
+	@$(BIN)/amp-compare --names direct,forward $(EXP)/direct.capture.json $(EXP)/forward.capture.json
 
 experiment-compose: all $(EXP)/nocompose.capture.json $(EXP)/compose.capture.json
 	@echo "composition on $(EXP_MODEL): --no-compose vs compose"
-	@$(call side_by_side,$(EXP)/nocompose.capture.json,$(EXP)/compose.capture.json,no-compose,compose)
+	@$(BIN)/amp-compare --names no-compose,compose $(EXP)/nocompose.capture.json $(EXP)/compose.capture.json
 
 STAGING_MODEL ?= share/models/siglip-so400m.yaml
 

@@ -105,8 +105,9 @@ touch_and_capture() {
 	assert_success
 }
 
-# table TITLE: the side-by-side table printed after the line TITLE in
-# $output, one row per element of ROWS (header first, total last).
+# table TITLE: the phase table (amp-compare's last) printed after the
+# line TITLE in $output, one row per element of ROWS (header first, total
+# last).
 table() {
 	local line in=0
 	ROWS=()
@@ -114,6 +115,10 @@ table() {
 		if [ "$in" = 0 ]; then
 			[ "$line" = "$1" ] && in=1
 			continue
+		fi
+		if [ "$in" = 1 ]; then
+			[[ $line == phase\ * ]] || continue
+			in=2
 		fi
 		ROWS+=("$line")
 		[[ $line == total* ]] && break
