@@ -63,26 +63,33 @@ int64_t place_max_bytes(const Placement *p)
 	return place_shard_bytes(p, idx);
 }
 
-/* Per axis there are at most two part extents: full and clipped tail.
- * Enumerate the 2^rank combinations with their multiplicities. */
+/* Per axis there are at most two part extents: full and clipped tail
+ * (one when the tail is full too). Enumerate their combinations with
+ * their multiplicities. */
 int64_t place_total_bytes(const Placement *p)
 {
-	int64_t total = 0;
-	for (int mask = 0; mask < 1 << p->rank; mask++) {
-		int64_t ext[MAX_RANK], count = 1;
-		for (int a = 0; a < p->rank && count; a++) {
-			int64_t tail = p->shape[a] - (p->split[a] - 1) * p->block[a];
-			if (mask >> a & 1) {            /* the last part */
-				ext[a] = tail;
-			} else {                        /* the others, all full */
-				ext[a] = p->block[a];
-				count *= p->split[a] - 1;
-			}
+	int64_t ext[MAX_RANK][2], mult[MAX_RANK][2], total = 0;
+	int ne[MAX_RANK], n = 1;
+	for (int a = 0; a < p->rank; a++) {
+		int64_t tail = p->shape[a] - (p->split[a] - 1) * p->block[a];
+		ne[a] = 0;
+		if (tail == p->block[a]) {              /* every part full */
+			ext[a][0] = tail, mult[a][0] = p->split[a], ne[a] = 1;
+		} else {
+			if (p->split[a] > 1)
+				ext[a][ne[a]] = p->block[a], mult[a][ne[a]++] = p->split[a] - 1;
+			ext[a][ne[a]] = tail, mult[a][ne[a]++] = 1;
 		}
-		if (count) {
-			Layout l = layout_of(p, ext);
-			total += count * layout_bytes(&l);
+		n *= ne[a];
+	}
+	for (int i = 0; i < n; i++) {
+		int64_t e[MAX_RANK], count = 1;
+		for (int a = 0, q = i; a < p->rank; a++, q /= ne[a - 1]) {
+			int k = q % ne[a];
+			e[a] = ext[a][k], count *= mult[a][k];
 		}
+		Layout l = layout_of(p, e);
+		total += count * layout_bytes(&l);
 	}
 	return total * place_replicas(p);
 }
