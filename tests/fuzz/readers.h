@@ -4,7 +4,7 @@
  *
  * Each takes any bytes, hands them to the reader as a file (the model,
  * machine, scales, program and .npy readers take paths) or as a memory
- * input (the stage readers), and frees whatever was read. A reader may
+ * input (the stage readers and amp-compare's capture reader), and frees whatever was read. A reader may
  * refuse the bytes; it must never crash, leak, hang or read out of bounds.
  */
 #ifndef AMP_FUZZ_READERS_H
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "io.h"
 #include "machine.h"
 #include "model.h"
@@ -117,6 +118,16 @@ static int fuzz_npy(const uint8_t *d, size_t n)
 	return 0;
 }
 
+static int fuzz_capture(const uint8_t *d, size_t n)
+{
+	Cap c;
+	Err e;
+	Input *in = input_open_mem("fuzz", d, n, &e);
+	cap_load_input(&c, in, &e);
+	cap_free(&c);
+	return 0;
+}
+
 typedef int (*FuzzFn)(const uint8_t *d, size_t n);
 
 /* Every reader, by the name of its corpus directory tests/fuzz/<name>/. */
@@ -127,6 +138,7 @@ static const struct {
 	{ "model", fuzz_model }, { "machine", fuzz_machine }, { "scales", fuzz_scales },
 	{ "plan", fuzz_plan }, { "expand", fuzz_expand }, { "exchange", fuzz_exchange },
 	{ "group", fuzz_group }, { "program", fuzz_program }, { "npy", fuzz_npy },
+	{ "capture", fuzz_capture },
 };
 #define FUZZ_READERS ((int)(sizeof fuzz_readers / sizeof *fuzz_readers))
 
