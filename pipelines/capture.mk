@@ -2,14 +2,15 @@
 #
 #   make capture MODEL=share/models/X.yaml [LIMITS='--table-budget N --fragment-limit N']
 #       writes artifacts/X/: every stage file, program.amp (when it fits the
-#       limits), emit.txt (amp-emit's report, a line per tile, or its
-#       failure), capture.json
-#       and summary.txt (the totals, compute, exchange, sync and total cycles
-#       among them; cycles by op; the phase table, each phase's runs and
-#       a total row that adds up to the totals; the top movement
-#       classes). LIMITS override the machine's policy for amp-emit and
-#       amp-capture alike (--sram-limit: amp-emit only). Each file is remade only when its inputs, its
-#       tool or its flags changed.
+#       limits), emit.txt (amp-emit's report: a line per tile, the tables
+#       of the tile with the most phase by phase, or its failure),
+#       capture.json and summary.txt (the totals, compute, exchange, sync
+#       and total cycles among them; cycles by op; the phase table, each
+#       phase's runs and a total row that adds up to the totals; the top
+#       movement classes; amp-emit's report but its per-tile lines). LIMITS
+#       override the machine's policy for amp-emit and amp-capture alike
+#       (--sram-limit: amp-emit only). Each file is remade only when its
+#       inputs, its tool or its flags changed.
 
 LIMITS ?=
 JQ := share/jq

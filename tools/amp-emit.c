@@ -32,7 +32,8 @@ static void help(void)
 	       "                             over the machine's bytes cannot run on it\n"
 	       "      --report               print every tile's SRAM use on stderr, a line per\n"
 	       "                             tile that holds anything (tensors at their peak\n"
-	       "                             and its step, tables), then the largest\n"
+	       "                             and its step, tables); the tables of the tile\n"
+	       "                             with the most, phase by phase; then the largest\n"
 	       "      --model FILE           the model the stage lowers: the stage must agree\n"
 	       "                             with it (every tensor's shape, dtype and fp8\n"
 	       "                             scale, every op, each matmul's operands, each\n"
@@ -69,6 +70,39 @@ static int check_stage(const Plan *pl, Err *e)
 	return group_check_order(pl, e);
 }
 
+/* --report: the tile with the most table bytes, its rows' bytes phase by
+ * phase (before sharing: a row identical to one the tile already holds
+ * costs nothing in its total), largest first, and where to act: the ops
+ * of its largest phase. */
+static void table_breakdown(const Plan *pl, int64_t w, int64_t total)
+{
+	int64_t T = pl->machine.tiles, *t = xmalloc((size_t)T * sizeof *t), *by = xcalloc((size_t)pl->nph + 1, sizeof *by);
+	int *order = xmalloc((size_t)(pl->nph + 1) * sizeof *order), n = 0;
+	for (int p = 0; p < pl->nph; p++) {
+		memset(t, 0, (size_t)T * sizeof *t);
+		phase_row_sums(pl, p, t, NULL);
+		if ((by[p] = t[w]) > 0)
+			order[n++] = p;
+	}
+	for (int i = 1; i < n; i++)             /* largest first, then phase order */
+		for (int j = i; j > 0 && by[order[j]] > by[order[j - 1]]; j--) {
+			int x = order[j];
+			order[j] = order[j - 1], order[j - 1] = x;
+		}
+	fprintf(stderr, "amp-emit: tile %lld's tables, %lld bytes, by phase (rows before sharing):\n", (long long)w,
+		(long long)total);
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "amp-emit:   phase %d (%s): %lld bytes\n", order[i], pl->ph[order[i]].label,
+			(long long)by[order[i]]);
+	if (n)
+		fprintf(stderr, "amp-emit: to reduce them, start with phase %d (%s): pin another grid, staging, "
+			"out_staging or reduce for its ops in the model (formats/model.md), or compare amp-group "
+			"--weights direct and forward\n", order[0], pl->ph[order[0]].label);
+	free(t);
+	free(by);
+	free(order);
+}
+
 /* The limits, each naming the worst tile and its phase. */
 static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 {
@@ -88,6 +122,8 @@ static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 			fprintf(stderr, "amp-emit: tile %lld: %lld bytes (tensors %lld at step %d + tables %lld) of %lld\n",
 				(long long)t, (long long)(peak[t] + table[t]), (long long)peak[t], peak_step[t],
 				(long long)table[t], (long long)avail);
+	if (report)
+		table_breakdown(pl, sum.worst_table_tile, table[sum.worst_table_tile]);
 	if (report)
 		fprintf(stderr, "amp-emit: largest SRAM use: tile %lld, %lld bytes (tensors %lld + tables %lld) "
 			"of %lld available; largest tables %lld bytes (tile %lld); most fragments %lld (tile %lld)\n",

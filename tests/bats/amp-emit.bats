@@ -585,7 +585,8 @@ sram_case() {
 	reserved=$(sed -n 's/^reserved_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
 	# one line per tile that holds anything, in tile order, each adding up;
 	# its tables are the listing's totals for that tile
-	local n=$((${#stderr_lines[@]} - 1)) i line prev=-1
+	local n=0 i line prev=-1
+	while [[ ${stderr_lines[n]} =~ ^amp-emit:\ tile\ [0-9]+:\  ]]; do n=$((n + 1)); done
 	assert [ "$n" -gt 1 ]
 	for ((i = 0; i < n; i++)); do
 		line=${stderr_lines[i]}
@@ -598,7 +599,23 @@ sram_case() {
 		run awk -v t="$prev" '$1 == t { print $2 }' <(totals "$TINY_LIST")
 		assert_equal "${BASH_REMATCH[4]}" "${output:-0}"
 	done
-	stderr=${stderr_lines[n]}
+	# then the tables of the tile with the most, phase by phase, largest
+	# first, adding up to at least its total (rows shared count once in
+	# it), and the phase to start with
+	local wt wb sum=0 last=999999999 first=
+	wt=$(jq .summary.max_table_tile "$TINY_CAPTURE") wb=$(jq .summary.max_table_bytes "$TINY_CAPTURE")
+	assert_equal "${stderr_lines[n]}" "amp-emit: tile $wt's tables, $wb bytes, by phase (rows before sharing):"
+	for ((i = n + 1; i < ${#stderr_lines[@]} - 2; i++)); do
+		[[ ${stderr_lines[i]} =~ ^amp-emit:\ \ \ phase\ ([0-9]+)\ \(([^\)]+)\):\ ([0-9]+)\ bytes$ ]] ||
+			fail "not a phase line: ${stderr_lines[i]}"
+		assert_equal "${BASH_REMATCH[2]}" "$(jq -r ".phases[${BASH_REMATCH[1]}].labels | join(\"+\")" "$TINY_CAPTURE")"
+		assert [ "${BASH_REMATCH[3]}" -le "$last" ]
+		last=${BASH_REMATCH[3]} sum=$((sum + BASH_REMATCH[3]))
+		first=${first:-${BASH_REMATCH[1]}}
+	done
+	assert [ "$sum" -ge "$wb" ]
+	assert_regex "${stderr_lines[${#stderr_lines[@]} - 2]}" "^amp-emit: to reduce them, start with phase $first "
+	stderr=${stderr_lines[${#stderr_lines[@]} - 1]}
 	assert_regex "$stderr" "^amp-emit: largest SRAM use: tile [0-9]+, [0-9]+ bytes \(tensors [0-9]+ \+ tables [0-9]+\) of $((sram - reserved)) available"
 	[[ "$stderr" =~ tile\ ([0-9]+),\ ([0-9]+)\ bytes\ \(tensors\ ([0-9]+)\ \+\ tables\ ([0-9]+)\) ]]
 	tile=${BASH_REMATCH[1]} use=${BASH_REMATCH[2]} tensors=${BASH_REMATCH[3]} tables=${BASH_REMATCH[4]}
