@@ -54,5 +54,11 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum);
 void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum, int64_t *table,
 			   int64_t *peak, int *peak_step);
 int capture_write(const Plan *pl, Output *out, Err *e);
+/* The per-tile figures as TSV (formats/capture.md, "Per tile"): a line
+ * per tile that holds anything (phase 'all': bytes sent and received over
+ * every run, fragments, table bytes, SRAM peak), then a line per tile and
+ * phase with a row (bytes sent and received per run, fragments, row
+ * bytes). */
+int capture_tiles_write(const Plan *pl, Output *out, Err *e);
 
 #endif

@@ -4,7 +4,8 @@
 #       writes artifacts/X/: every stage file, program.amp (when it fits the
 #       limits), emit.txt (amp-emit's report: a line per tile, the tables
 #       of the tile with the most phase by phase, or its failure),
-#       capture.json and summary.txt (the totals, compute, exchange, sync
+#       capture.json, tiles.tsv (amp-capture --tiles: per tile and per
+#       tile and phase) and summary.txt (the totals, compute, exchange, sync
 #       and total cycles among them; cycles by op; the phase table, each
 #       phase's runs and a total row that adds up to the totals; the top
 #       movement classes; amp-emit's report but its per-tile lines). LIMITS
@@ -38,7 +39,7 @@ $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
 capture_limits = $(filter-out --sram-limit=%,$(subst --sram-limit ,--sram-limit=,$(LIMITS)))
 
 $(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.flags
-	$(BIN)/amp-capture $(capture_limits) -o $@ $<
+	$(BIN)/amp-capture $(capture_limits) --tiles $(ART)/tiles.tsv -o $@ $<
 
 $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \

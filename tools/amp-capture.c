@@ -22,6 +22,10 @@ static void help(void)
 	       "      --table-budget BYTES   report against this table budget instead of\n"
 	       "                             the machine's (as amp-emit --table-budget)\n"
 	       "      --fragment-limit N     the same for the fragment limit\n"
+	       "      --tiles FILE      also write the per-tile figures to FILE as TSV: per\n"
+	       "                        tile, bytes sent and received, fragments, table\n"
+	       "                        bytes and SRAM peak; per tile and phase, bytes sent\n"
+	       "                        and received, fragments and row bytes\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress        compress the output with zstd\n"
 	       "      --help            print this help and exit\n"
@@ -36,13 +40,14 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "table-budget", required_argument, NULL, 'B' },
 		{ "fragment-limit", required_argument, NULL, 'F' },
+		{ "tiles", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *out_path = NULL, *in_path;
+	const char *out_path = NULL, *in_path, *tiles_path = NULL;
 	int compress = 0, c;
 	int64_t budget = -1, limit = -1;
 	Plan pl;
@@ -54,6 +59,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'B': budget = count_arg("--table-budget", optarg); break;
 		case 'F': limit = count_arg("--fragment-limit", optarg); break;
+		case 'T': tiles_path = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;
@@ -68,14 +74,20 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
-	Output *o = output_open(out_path, compress, &e);
+	Output *o = output_open(out_path, compress, &e), *to = NULL;
 	if (!o)
 		fail(&e);
-	if (capture_write(&pl, o, &e)) {
+	if (tiles_path && !(to = output_open(tiles_path, 0, &e))) {
 		output_abort(o);
 		fail(&e);
 	}
-	if (output_commit(o, &e))
+	if (capture_write(&pl, o, &e) || (to && capture_tiles_write(&pl, to, &e))) {
+		output_abort(o);
+		if (to)
+			output_abort(to);
+		fail(&e);
+	}
+	if ((to && output_commit(to, &e)) || output_commit(o, &e))
 		fail(&e);
 	plan_free(&pl);
 	return EXIT_OK;

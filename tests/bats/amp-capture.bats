@@ -868,3 +868,29 @@ rejects() {
 	head -c $((size / 2)) t.zst > cut.yaml
 	rejects cut.yaml "'cut.yaml': truncated zstd stream"
 }
+
+@test "capture --tiles writes per-tile and per-phase figures that add up to the capture" {
+	local m
+	for m in tiny-mlp siglip-mlp; do
+		amp-plan "$MODELS/$m.yaml" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+		run --separate-stderr amp-capture --tiles tiles.tsv -o c.json g.yaml
+		assert_success
+		run amp-capture g.yaml
+		assert_equal "$output" "$(cat c.json)"      # the capture itself is unchanged
+		run head -n 2 tiles.tsv
+		assert_line --index 0 "# amp-tiles 1: model $m on amp1472 (1472 tiles)"
+		assert_line --index 1 $'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes'
+		run awk -F '\t' 'NR > 2 && $2 == "all" { s += $3; if ($6 > t) t = $6; if ($5 > f) f = $5; if ($7 > p) p = $7 }
+			END { print s, t, f, p }' tiles.tsv
+		assert_output "$(jq -r '.summary | "\(.bytes) \(.max_table_bytes) \(.max_fragments) \(.max_sram_bytes)"' c.json)"
+		# per phase, the tiles' bytes sent in one run are the phase's bytes
+		run awk -F '\t' 'NR > 2 && $2 != "all" { s[$2] += $3 } END { for (p in s) print p, s[p] }' tiles.tsv
+		local line
+		while read -r p b; do
+			assert_equal "phase $p: $b" "phase $p: $(jq ".phases[$p].bytes" c.json)"
+		done < <(printf '%s\n' "$output" | sort -n)
+		# every phase with traffic has lines
+		run awk -F '\t' 'NR > 2 && $2 != "all" { print $2 }' tiles.tsv
+		assert_equal "$(printf '%s\n' "$output" | sort -nu | wc -l)" "$(jq '[.phases[] | select(.transfers > 0)] | length' c.json)"
+	done
+}
