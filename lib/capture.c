@@ -1,6 +1,5 @@
 #include "capture.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,17 +532,6 @@ typedef struct {
 	int64_t *sent, *recv;   /* per tile, over every run of every phase */
 } TilesOut;
 
-static void tiles_put(TilesOut *t, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (!t->failed && output_write(t->out, buf, (size_t)n, t->e))
-		t->failed = 1;
-}
-
 /* One phase row of a tile: its sends' and receives' bytes and count. */
 static void row_sums(const Instr *ins, int n, int64_t *sent, int64_t *recv)
 {
@@ -566,8 +554,9 @@ static int tiles_row(void *ctx, int64_t tile, const Instr *ins, int n)
 	TilesOut *t = ctx;
 	int64_t s, r;
 	row_sums(ins, n, &s, &r);
-	tiles_put(t, "%lld\t%d\t%lld\t%lld\t%d\t%lld\t-\n", (long long)tile, t->phase, (long long)s, (long long)r, n,
-		  (long long)row_bytes(ins, n));
+	if (!t->failed)
+		t->failed = output_printf(t->out, t->e, "%lld\t%d\t%lld\t%lld\t%d\t%lld\t-\n", (long long)tile, t->phase,
+					  (long long)s, (long long)r, n, (long long)row_bytes(ins, n));
 	return t->failed;
 }
 
@@ -585,11 +574,13 @@ int capture_tiles_write(const Plan *pl, Output *out, Err *e)
 		t.count = ph[p].count;
 		phase_rows(pl, p, tiles_sum, &t);
 	}
-	tiles_put(&t, "# amp-tiles 1: model %s on %s (%lld tiles)\n", pl->model, pl->machine.name, (long long)T);
-	tiles_put(&t, "tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes\n");
+	t.failed = output_printf(out, e, "# amp-tiles 1: model %s on %s (%lld tiles)\n", pl->model, pl->machine.name,
+				 (long long)T) ||
+		   output_printf(out, e, "tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\t"
+				 "sram_peak_bytes\n");
 	for (int64_t i = 0; i < T; i++)
-		if (table[i] || peak[i] || t.sent[i] || t.recv[i])
-			tiles_put(&t, "%lld\tall\t%lld\t%lld\t%lld\t%lld\t%lld\n", (long long)i, (long long)t.sent[i],
+		if (!t.failed && (table[i] || peak[i] || t.sent[i] || t.recv[i]))
+			t.failed = output_printf(out, e, "%lld\tall\t%lld\t%lld\t%lld\t%lld\t%lld\n", (long long)i, (long long)t.sent[i],
 				  (long long)t.recv[i], (long long)frags[i], (long long)table[i],
 				  (long long)(peak[i] + table[i]));
 	for (int p = 0; p < pl->nph && !t.failed; p++) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +399,27 @@ static int compress(Output *o, const void *buf, size_t n,
 			return -1;
 	} while (end == ZSTD_e_end ? r != 0 : in.pos < in.size);
 	return 0;
+}
+
+int output_printf(Output *o, Err *e, const char *fmt, ...)
+{
+	char small[512], *buf = small;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return errf(e, "cannot format output");
+	if ((size_t)n >= sizeof small) {
+		buf = xmalloc((size_t)n + 1);
+		va_start(ap, fmt);
+		vsnprintf(buf, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	int rc = output_write(o, buf, (size_t)n, e);
+	if (buf != small)
+		free(buf);
+	return rc;
 }
 
 int output_write(Output *o, const void *buf, size_t n, Err *e)

@@ -41,6 +41,8 @@ int input_slurp(const char *path, char **data, size_t *len, Err *e);
  * device, a FIFO) is written in place; NULL or "-" is stdout. */
 Output *output_open(const char *path, int compress, Err *e);
 int output_write(Output *o, const void *buf, size_t n, Err *e);
+/* printf into o: 0, or -1 with e set when the write failed. */
+int output_printf(Output *o, Err *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int output_commit(Output *o, Err *e);  /* finish, close, rename; frees o */
 void output_abort(Output *o);          /* remove the temporary; frees o */
 /* Output into a malloc'd buffer: *data and *len are final after commit

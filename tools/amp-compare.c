@@ -67,16 +67,8 @@ static char *labels(const Val *ph)
 static Err write_err;
 static int write_failed;
 
-static void output_printf(Output *o, const char *fmt, ...)
-{
-	char buf[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (!write_failed && output_write(o, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, &write_err))
-		write_failed = 1;
-}
+/* Text into o; the first failure is kept in write_err. */
+#define put(o, ...) (void)(write_failed || (write_failed = output_printf((o), &write_err, __VA_ARGS__) != 0))
 
 #define COLS 10
 typedef struct {
@@ -113,10 +105,10 @@ static void table_print(Output *o, Table *t)
 	for (int i = 0; i < t->n; i++) {
 		for (int k = 0; k < COLS && t->cell[i][k]; k++) {
 			int last = k + 1 == COLS || !t->cell[i][k + 1];
-			output_printf(o, "%s%*s", t->cell[i][k], last ? 0 : (int)(w[k] - strlen(t->cell[i][k]) + 2), "");
+			put(o, "%s%*s", t->cell[i][k], last ? 0 : (int)(w[k] - strlen(t->cell[i][k]) + 2), "");
 			free(t->cell[i][k]);
 		}
-		output_printf(o, "\n");
+		put(o, "\n");
 	}
 	free(t->cell);
 	t->cell = NULL, t->n = 0;
@@ -146,7 +138,7 @@ static void write_text(Output *o, const Cap *a, const Cap *b, const char *na, co
 	Table t = { NULL, 0 };
 	char d[32], pc[32];
 
-	output_printf(o, "%s: %s (model %s on %s)\n%s: %s (model %s on %s)\n\n", na, a->r.name, a->model,
+	put(o, "%s: %s (model %s on %s)\n%s: %s (model %s on %s)\n\n", na, a->r.name, a->model,
 		      a->machine, nb, b->r.name, b->model, b->machine);
 	row(&t, "summary\t%s\t%s\tdelta\tchange", na, nb);
 	for (int i = 0; i < a->summary->n; i++) {
@@ -160,7 +152,7 @@ static void write_text(Output *o, const Cap *a, const Cap *b, const char *na, co
 		row(&t, "%s\t%lld\t%lld\t%s\t%s", k, (long long)x, (long long)y, d, pc);
 	}
 	table_print(o, &t);
-	output_printf(o, "\n");
+	put(o, "\n");
 	row(&t, "op\t%s compute\t%s compute\t%s exchange\t%s exchange\t%s total\t%s total\tdelta\tchange", na, nb, na, nb,
 	    na, nb);
 	for (int side = 0; side < 2; side++) {
@@ -186,7 +178,7 @@ static void write_text(Output *o, const Cap *a, const Cap *b, const char *na, co
 		}
 	}
 	table_print(o, &t);
-	output_printf(o, "\n");
+	put(o, "\n");
 	/* phases by index; transfers and cycles over every run, so each
 	 * column adds up to its summary's figure */
 	row(&t, "phase\t%s labels\ttransfers\tmax_row\tcycles\t%s labels\ttransfers\tmax_row\tcycles", na, nb);
