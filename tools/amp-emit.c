@@ -72,8 +72,8 @@ static int check_stage(const Plan *pl, Err *e)
 
 /* --report: the tile with the most table bytes, its rows' bytes phase by
  * phase (before sharing: a row identical to one the tile already holds
- * costs nothing in its total), largest first, and where to act: the ops
- * of its largest phase. */
+ * costs nothing in its total), the largest 8 first and the rest summed,
+ * and where to act: the ops of its largest phase. */
 static void table_breakdown(const Plan *pl, int64_t w, int64_t total)
 {
 	int64_t T = pl->machine.tiles, *t = xmalloc((size_t)T * sizeof *t), *by = xcalloc((size_t)pl->nph + 1, sizeof *by);
@@ -91,9 +91,15 @@ static void table_breakdown(const Plan *pl, int64_t w, int64_t total)
 		}
 	fprintf(stderr, "amp-emit: tile %lld's tables, %lld bytes, by phase (rows before sharing):\n", (long long)w,
 		(long long)total);
-	for (int i = 0; i < n; i++)
-		fprintf(stderr, "amp-emit:   phase %d (%s): %lld bytes\n", order[i], pl->ph[order[i]].label,
-			(long long)by[order[i]]);
+	int64_t rest = 0;
+	for (int i = 0; i < n; i++)             /* the largest 8, then the rest in one line */
+		if (i < 8)
+			fprintf(stderr, "amp-emit:   phase %d (%s): %lld bytes\n", order[i], pl->ph[order[i]].label,
+				(long long)by[order[i]]);
+		else
+			rest += by[order[i]];
+	if (n > 8)
+		fprintf(stderr, "amp-emit:   %d more phases: %lld bytes\n", n - 8, (long long)rest);
 	if (n)
 		fprintf(stderr, "amp-emit: to reduce them, start with phase %d (%s): pin another grid, staging, "
 			"out_staging or reduce for its ops in the model (formats/model.md), or compare amp-group "
