@@ -651,14 +651,14 @@ static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
 typedef struct {
 	int64_t excess, bytes;  /* the worst tile's excess in 1% steps; bytes, all tiles */
 } Bound;
-static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-		       const int64_t *load, const Candidate *beat, Bound *bound, Candidate *c);
+static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+			const int64_t *load, Bound *bound, Candidate *c);
 
-static int trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
-		     const Candidate *beat, Bound *bound, Candidate *c)
+static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load, Bound *bound,
+		      Candidate *c)
 {
 	GemmTry g = { gs, c };
-	return trial_build(b, op, build_gemm_try, &g, load, beat, bound, c);
+	trial_build(b, op, build_gemm_try, &g, load, bound, c);
 }
 
 /* The largest ratio of a tile's figure to the machine's limit for it:
@@ -692,7 +692,8 @@ static Bound tensor_bound(const Builder *b, const int64_t *load, const int64_t *
 	return r;
 }
 
-/* Whether a choice bounded by bd cannot rank before the fitting trial. */
+/* Whether a choice bounded by bd cannot rank before the fitting trial
+ * beat: then lowering it cannot change the choice. */
 static int cannot_beat(Bound bd, const Candidate *beat)
 {
 	int64_t eb = (int64_t)(beat->x_excess * 100);
@@ -701,13 +702,10 @@ static int cannot_beat(Bound bd, const Candidate *beat)
 
 /* Builds a choice with build(arg), lowers it against what earlier ops put
  * on every tile, fills c's exact fields, and takes the choice back.
- *
- * beat (the memory objective's best fitting trial so far, or NULL): the
- * lowering is skipped, and 1 returned, when the choice's tensor_bound
- * cannot rank before it, so skipping never changes the choice. bound
- * (not NULL): only the bound is computed, into *bound. */
-static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-		       const int64_t *load, const Candidate *beat, Bound *bound, Candidate *c)
+ * bound (not NULL): only the choice's tensor_bound is computed, into
+ * *bound, and nothing is lowered. */
+static void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+			const int64_t *load, Bound *bound, Candidate *c)
 {
 	Plan *pl = b->pl;
 	const Machine *mc = b->mc;
@@ -716,7 +714,6 @@ static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg
 	int64_t *ob = xcalloc((size_t)T, sizeof *ob);
 	Snap sn;
 	Err e;
-	int skipped = 0;
 
 	snap_take(b, &sn);
 	build(b, op, arg);
@@ -725,11 +722,8 @@ static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg
 	c->x_excess = 0;
 	int64_t cyc = 0;
 	new_bytes(pl, sn.np, sn.ns, ob);
-	if (bound)
+	if (bound) {
 		*bound = tensor_bound(b, load, ob);
-	else if (beat)
-		skipped = cannot_beat(tensor_bound(b, load, ob), beat);
-	if (bound || skipped) {
 		c->exact = 0;
 	} else if (plan_trial(pl, sn.ns, pl->ns - 1, WEIGHTS_DEFAULT, tt, tf, b->o->objective == OBJ_CYCLES ? &cyc : NULL, &e)) {
 		c->fits = 0;
@@ -753,7 +747,6 @@ static int trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg
 	free(tt);
 	free(tf);
 	free(ob);
-	return skipped;
 }
 
 #define SHORTLIST 3     /* candidates per staging (a's and the result's) re-scored exactly */
@@ -828,7 +821,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 			break;          /* every candidate tried */
 		for (int64_t k = 0; prune && k < np; k++) {
 			Candidate c = all[pick[k]];
-			trial_one(b, op, gs, load, NULL, &bd[pick[k]], &c);
+			trial_one(b, op, gs, load, &bd[pick[k]], &c);
 		}
 		for (int64_t k = 1; prune && k < np; k++) {     /* stable: by bound, then the formula's order */
 			int64_t x = pick[k], j = k;
@@ -842,7 +835,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 				break;          /* nor any after it */
 			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
 			sl[nsl] = all[pick[k]];
-			trial_one(b, op, gs, load, NULL, NULL, &sl[nsl]);
+			trial_one(b, op, gs, load, NULL, &sl[nsl]);
 			if (sl[nsl].fits && (bi < 0 || by_exact(&sl[nsl], &sl[bi]) < 0))
 				bi = nsl;
 			fit |= sl[nsl].fits;
@@ -1068,7 +1061,7 @@ static int attention(Builder *b, const MOp *op, Err *e)
 		tile_load(b, (int)(op - m->ops), load);
 		for (int r = 0; r < 2; r++) {
 			AttnTry t = { ag, r };
-			trial_build(b, op, build_attention, &t, load, NULL, NULL, &c[r]);
+			trial_build(b, op, build_attention, &t, load, NULL, &c[r]);
 		}
 		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
 		free(load);
