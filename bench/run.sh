@@ -59,7 +59,7 @@ bench() {
 	echo "calibration: $(secs "$cal_us") s, peak RSS $cal_kib KiB"
 	echo "amp-run: $(secs "$best") s, peak RSS $kib KiB$5"
 	local rate ref
-	rate=$(printf '%s\n' "$timing" | sed -n "s/.*matrix products (the machine's).* \([0-9.]*\) GFLOP\/s$/\1/p")
+	rate=$(printf '%s\n' "$timing" | sed -n "s/.*matrix products (the machine's).* \([0-9.]*\) GFLOP\/s, [0-9]* wide$/\1/p")
 	ref=$(printf '%s\n' "$timing" | sed -n 's/.*its matrix products.* \([0-9.]*\) GFLOP\/s$/\1/p')
 	printf '%s\n' "$timing" | sed 's/^amp-run: //'
 	awk -v r="$rate" -v f="$ref" -v p="$peak" 'BEGIN { printf "fp32 multiply-then-add peak in registers, 2 threads (bench/peak.c): %.1f GFLOP/s; the machine'"'"'s matrix products (shards read and written included) at %.0f%% of it, the reference'"'"'s at %.0f%%\n", p, 100 * r / p, 100 * f / p }'

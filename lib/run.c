@@ -783,15 +783,17 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
  * for the caches as BLAS kernels are: K in slices of GEMM_KC (a C
  * element's sum goes on in the next slice from where it stopped, so K
  * stays in order), B's slice packed in 16-column panels, A in blocks of
- * GEMM_MC rows packed GEMM_MR rows at a time, k-major; a register tile of
- * GEMM_MR rows by 16 columns runs over a panel. Rows past M and columns
+ * GEMM_MC rows packed GK_MR rows at a time, k-major; a register tile of
+ * GK_MR rows by 16 columns runs over a panel. Rows past M and columns
  * past N are zeros in the packed copies and are not stored. */
-#define GEMM_MR 6
 #define GEMM_KC 256
 #define GEMM_MC 120
 typedef float v8f __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
 
-#define GK(x) x
+/* The machine's product, 8 wide: AVX2 where the CPU has it. */
+#define GK(x) x##_8
+#define GK_MR 6
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
 #define GK_ATTR __attribute__((target_clones("avx2", "default")))
 #else
@@ -799,43 +801,101 @@ typedef float v8f __attribute__((vector_size(32)));
 #endif
 #include "gemm_kernel.h"
 #undef GK
+#undef GK_MR
 #undef GK_ATTR
 
-/* The FP32 reference's product: the same kernel with every multiply-add
- * fused (one rounding each), each element still summed in K order, so it
- * gives the bits of the plain loop of fmaf; where the CPU has no FMA (or
- * the compiler is not GCC), that loop itself. tests/unit/test_run.c
- * compares them. */
+/* The rest are built for their targets with GCC and chosen at run time
+ * by what the CPU has: the machine's product 16 wide (AVX-512), and the
+ * FP32 reference's with every multiply-add fused (one rounding each),
+ * each element still summed in K order, so it gives the bits of the plain
+ * loop of fmaf, 8 wide (AVX2 and FMA) or 16 wide; where the CPU has
+ * neither (or the compiler is not GCC), that loop itself.
+ * tests/unit/test_run.c compares every copy the CPU can run. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define GEMM_FMA 1
+#define GEMM_TARGETS 1
+#define GK_ATTR
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+#define GK(x) x##_16
+#define GK_MR 12
+#include "gemm_kernel.h"
+#undef GK
+#undef GK_MR
+#pragma GCC optimize("fp-contract=fast")
+#define GK(x) x##_fma16
+#define GK_MR 12
+#include "gemm_kernel.h"
+#undef GK
+#undef GK_MR
+#pragma GCC pop_options
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #pragma GCC optimize("fp-contract=fast")
-#define GK(x) x##_fma
-#define GK_ATTR
+#define GK(x) x##_fma8
+#define GK_MR 6
 #include "gemm_kernel.h"
 #undef GK
-#undef GK_ATTR
+#undef GK_MR
 #pragma GCC pop_options
+#undef GK_ATTR
 
-static int have_fma(void)
+/* What the CPU has: 0 nothing more, 8 AVX2 and FMA, 16 AVX-512 too. */
+static int cpu_width(void)
 {
 	static atomic_int known = -1;
 	int k = atomic_load_explicit(&known, memory_order_relaxed);
 	if (k < 0) {
 		__builtin_cpu_init();
-		k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+		k = !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 0 :
+		    __builtin_cpu_supports("avx512f") ? 16 : 8;
 		atomic_store_explicit(&known, k, memory_order_relaxed);
 	}
 	return k;
 }
+#else
+static int cpu_width(void)
+{
+	return 0;
+}
 #endif
+
+static atomic_int gemm_pin;     /* run_gemm_width's limit; 0: none */
+
+int run_gemm_width(int w)
+{
+	atomic_store_explicit(&gemm_pin, w, memory_order_relaxed);
+	int c = cpu_width();
+	return w == 8 || c < 16 ? 8 : 16;
+}
+
+/* The vector width the products use now. */
+static int gemm_width(void)
+{
+	int c = cpu_width(), w = atomic_load_explicit(&gemm_pin, memory_order_relaxed);
+	return w == 8 && c > 8 ? 8 : c;
+}
+
+void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
+{
+#ifdef GEMM_TARGETS
+	if (gemm_width() == 16) {
+		run_gemm_16(A, B, C, M, K, N);
+		return;
+	}
+#endif
+	run_gemm_8(A, B, C, M, K, N);
+}
 
 void run_gemm_ref(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
 {
-#ifdef GEMM_FMA
-	if (have_fma()) {
-		run_gemm_fma(A, B, C, M, K, N);
+#ifdef GEMM_TARGETS
+	switch (gemm_width()) {
+	case 16:
+		run_gemm_fma16(A, B, C, M, K, N);
+		return;
+	case 8:
+		run_gemm_fma8(A, B, C, M, K, N);
 		return;
 	}
 #endif

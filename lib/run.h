@@ -142,5 +142,10 @@ void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, in
  * fused multiply-adds (the bits of a plain loop of fmaf), blocked as
  * run_gemm and vectorized where the CPU has AVX2 and FMA. */
 void run_gemm_ref(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N);
+/* Both products use the widest vectors the CPU has (16 floats with
+ * AVX-512, else 8); run_gemm_width(8) holds them to 8 (tests, and
+ * AMP_GEMM_WIDTH=8 for amp-run), run_gemm_width(0) lets them go wide
+ * again. Returns the width run_gemm now uses. The bits are the same. */
+int run_gemm_width(int w);
 
 #endif

@@ -21,6 +21,9 @@ FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=undefined -std=c11 -D_POSIX_C_SOURCE=200809L \
 		-DAMP_SHARE_DIR=\"$(CURDIR)/share\"
 FUZZ_LIB_OBJ := $(LIB_SRC:lib/%.c=$(FUZZ_OBJ)/lib/%.o)
+# The library's objects are prerequisites of a pattern rule only, which makes
+# them intermediate; kept, so one reader's build does not recompile the rest.
+.SECONDARY: $(FUZZ_LIB_OBJ)
 
 .PHONY: fuzz fuzz-deps
 fuzz-deps:

@@ -37,7 +37,8 @@ static void help(void)
 	       "                        reference as DIR/<tensor>.ref.npy\n"
 	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
 	       "      --timing          print on stderr the machine's and the reference's matrix\n"
-	       "                        products (GFLOP, GFLOP/s) and where the wall time went:\n"
+	       "                        products (GFLOP, GFLOP/s, vector width) and where the\n"
+	       "                        wall time went:\n"
 	       "                        data; the machine's setup (encoding, filling SRAM),\n"
 	       "                        compute steps, phases with their checks; the reference\n"
 	       "                        (which runs alongside the machine; AMP_THREADS=1 runs\n"
@@ -57,7 +58,9 @@ static void help(void)
 	       "      --version         print the version and exit\n"
 	       "\n"
 	       "It runs on two threads; AMP_THREADS=1 in the environment runs on one, with\n"
-	       "the same results.\n"
+	       "the same results. The matrix products use the widest vectors the CPU has\n"
+	       "(16 floats with AVX-512, else 8; --timing says which); AMP_GEMM_WIDTH=8\n"
+	       "holds them to 8, with the same results.\n"
 	       "\n"
 	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte or an output\n"
 	       "below --min-cosine, 2 usage error.\n");
@@ -181,6 +184,8 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-run");
+	const char *gw = getenv("AMP_GEMM_WIDTH");
+	int width = run_gemm_width(gw && strcmp(gw, "8") == 0 ? 8 : 0);
 	while ((c = getopt_long(argc, argv, ":m:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': ro.data_dir = optarg; break;
@@ -290,8 +295,9 @@ int main(int argc, char **argv)
 	if (timing) {
 		RunStats st;
 		run_stats(&st);
-		fprintf(stderr, "amp-run: matrix products (the machine's): %.2f GFLOP in %.3f s, %.2f GFLOP/s\n",
-			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0);
+		fprintf(stderr, "amp-run: matrix products (the machine's): %.2f GFLOP in %.3f s, %.2f GFLOP/s, %d wide\n",
+			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0,
+			width);
 		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (encoding %.3f, filling SRAM %.3f, "
 			"compute steps %.3f, phases and checks %.3f, other %.3f), reference %.3f\n", t_data - t0,
 			t_prog - t_data, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,

@@ -325,26 +325,34 @@ names_byte() {
 	assert_success
 	assert_equal "$output" "$plain"
 	assert_equal "${#stderr_lines[@]}" 3
-	assert_regex "${stderr_lines[0]}" "^amp-run: matrix products \(the machine's\): [0-9.]+ GFLOP in [0-9.]+ s, [0-9.]+ GFLOP/s$"
+	assert_regex "${stderr_lines[0]}" "^amp-run: matrix products \(the machine's\): [0-9.]+ GFLOP in [0-9.]+ s, [0-9.]+ GFLOP/s, (8|16) wide$"
 	assert_regex "${stderr_lines[1]}" '^amp-run: wall seconds: data [0-9.]+, machine [0-9.]+ \(encoding [0-9.]+, filling SRAM [0-9.]+, compute steps [0-9.]+, phases and checks [0-9.]+, other -?[0-9.]+\), reference [0-9.]+$'
 	assert_regex "${stderr_lines[2]}" '^amp-run: the reference ran alongside the machine; its matrix products: [0-9.]+ GFLOP in [0-9.]+ s, [0-9.]+ GFLOP/s$'
 	AMP_THREADS=1 run --separate-stderr amp-run --timing "$TINY_PROG"
 	assert_success
 	assert_equal "$output" "$plain"
 	assert_regex "${stderr_lines[2]}" '^amp-run: the reference ran after the machine; '
+	AMP_GEMM_WIDTH=8 run --separate-stderr amp-run --timing "$TINY_PROG"
+	assert_success
+	assert_equal "$output" "$plain"
+	assert_regex "${stderr_lines[0]}" ', 8 wide$'
 }
 
-@test "run gives the same bits on one thread (AMP_THREADS=1) as on two: outputs, references and the first wrong byte" {
+@test "run gives the same bits on one thread (AMP_THREADS=1) as on two, and 8 wide (AMP_GEMM_WIDTH=8): outputs, references and the first wrong byte" {
 	siglip_ok
-	mkdir one two
+	mkdir one two narrow
 	run --separate-stderr amp-run --save two "$SIGLIP_PROG"
 	assert_success
 	local out2=$output
 	AMP_THREADS=1 run --separate-stderr amp-run --save one "$SIGLIP_PROG"
 	assert_success
 	assert_equal "$output" "$out2"
+	AMP_GEMM_WIDTH=8 run --separate-stderr amp-run --save narrow "$SIGLIP_PROG"
+	assert_success
+	assert_equal "$output" "$out2"
 	for f in two/*.npy; do
 		cmp "$f" "one/${f#two/}" || fail "$f differs on one thread"
+		cmp "$f" "narrow/${f#two/}" || fail "$f differs 8 wide"
 	done
 	# a faulty program: receivers dropped from every third send
 	awk '/ kind: send, / && match($0, /recv: \[[0-9]+,/) { c++; k = substr($0, RSTART + 7, RLENGTH - 8) + 0

@@ -170,7 +170,11 @@ static void independence(const char *path)
  * larger ones that cross its K slices (256) and row blocks (120). */
 static void gemm_bits(void)
 {
-	t_case("run_gemm and run_gemm_ref give the plain K-order loops' bits (unfused, fused) on random sizes and values");
+	int wide = run_gemm_width(0);
+	for (int w = 8; w <= wide; w += 8) {
+	run_gemm_width(w);
+	t_case(w == 8 ? "run_gemm and run_gemm_ref give the plain K-order loops' bits (unfused, fused) on random sizes and values, 8 wide" :
+	       "run_gemm and run_gemm_ref give the plain K-order loops' bits (unfused, fused) on random sizes and values, 16 wide (AVX-512)");
 	for (int i = 0; i < 224; i++) {
 		int64_t M = pick(1, 40), K = pick(1, 90), N = pick(1, 70);
 		if (i >= 200)
@@ -200,6 +204,8 @@ static void gemm_bits(void)
 		      (long long)K, (long long)N);
 		free(A), free(B), free(C), free(D), free(E), free(F);
 	}
+	}
+	run_gemm_width(0);
 }
 
 
