@@ -1,5 +1,6 @@
 #include "capture.h"
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,6 +473,29 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_kint(&j, "fp8", mc->macs_fp8);
 	json_close(&j, '}');
 	json_close(&j, '}');
+	json_key(&j, "provenance");
+	json_open(&j, '[', 0);
+	for (int i = 0; i < pl->nprov; i++) {
+		const Prov *pr = &pl->prov[i];
+		json_open(&j, '{', 1);
+		json_kstr(&j, "tool", pr->tool);
+		json_kstr(&j, "version", pr->version);
+		json_kstr(&j, "options", pr->options);
+		json_key(&j, "files");
+		json_open(&j, '[', 1);
+		for (int k = 0; k < pr->nf; k++) {
+			char hex[17];
+			snprintf(hex, sizeof hex, "%016" PRIx64, pr->f[k].fnv1a);
+			json_open(&j, '{', 1);
+			json_kstr(&j, "role", pr->f[k].role);
+			json_kstr(&j, "name", pr->f[k].name);
+			json_kstr(&j, "fnv1a", hex);
+			json_close(&j, '}');
+		}
+		json_close(&j, ']');
+		json_close(&j, '}');
+	}
+	json_close(&j, ']');
 	json_key(&j, "summary");
 	json_open(&j, '{', 1);
 	write_metrics(&j, &sum, 1);

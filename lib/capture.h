@@ -16,7 +16,8 @@
 
 #include "plan.h"
 
-#define CAPTURE_VERSION 3
+#define CAPTURE_VERSION 4        /* written; 3 (no provenance) is still read */
+#define CAPTURE_VERSION_OLDEST 3
 
 /* The one metrics type: a phase's, a step's, an op's or the whole
  * program's figures. */

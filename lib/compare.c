@@ -35,9 +35,10 @@ int cap_load_input(Cap *c, Input *in, Err *e)
 		return val_err(f, map_get(c->root, "format"), e, "format '%s' is not a capture (amp-capture)", fmt);
 	if (get_int(f, c->root, "version", 0, INT64_MAX, &version, e))
 		return -1;
-	if (version != CAPTURE_VERSION)
-		return val_err(f, map_get(c->root, "version"), e, "unsupported capture version %lld (this amp reads %d)",
-			       (long long)version, CAPTURE_VERSION);
+	if (version < CAPTURE_VERSION_OLDEST || version > CAPTURE_VERSION)
+		return val_err(f, map_get(c->root, "version"), e,
+			       "unsupported capture version %lld (this amp reads %d to %d)", (long long)version,
+			       CAPTURE_VERSION_OLDEST, CAPTURE_VERSION);
 	if (get_str(f, c->root, "model", &c->model, e) || map_need(f, c->root, "machine", &m, e) ||
 	    get_str(f, m, "name", &c->machine, e))
 		return -1;

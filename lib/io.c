@@ -469,3 +469,12 @@ void output_abort(Output *o)
 	}
 	release(o);
 }
+
+uint64_t fnv1a(const void *data, size_t n)
+{
+	const uint8_t *b = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}

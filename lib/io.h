@@ -16,6 +16,7 @@
 #define AMP_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "diag.h"
@@ -50,5 +51,9 @@ void output_abort(Output *o);          /* remove the temporary; frees o */
 Output *output_open_mem(char **data, size_t *len, Err *e);
 
 void io_cleanup_on_signal(void);
+
+/* FNV-1a, 64 bits, of n bytes: a content digest (a program's STAGE
+ * section, the files a stage's provenance names), not a cryptographic one. */
+uint64_t fnv1a(const void *data, size_t n);
 
 #endif

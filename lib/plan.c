@@ -1,5 +1,9 @@
 #include "plan.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +63,40 @@ void plan_free(Plan *p)
 	free(p->p);
 	free(p->s);
 	free(p->model);
+	for (int i = 0; i < p->nprov; i++)
+		prov_free(&p->prov[i]);
+	free(p->prov);
 	memset(p, 0, sizeof *p);
+}
+
+void prov_free(Prov *pr)
+{
+	free(pr->tool);
+	free(pr->version);
+	free(pr->options);
+	for (int i = 0; i < pr->nf; i++) {
+		free(pr->f[i].role);
+		free(pr->f[i].name);
+	}
+	memset(pr, 0, sizeof *pr);
+}
+
+static void prov_copy(Prov *d, const Prov *s)
+{
+	*d = *s;
+	d->tool = xstrdup(s->tool);
+	d->version = xstrdup(s->version);
+	d->options = xstrdup(s->options);
+	for (int i = 0; i < s->nf; i++) {
+		d->f[i].role = xstrdup(s->f[i].role);
+		d->f[i].name = xstrdup(s->f[i].name);
+	}
+}
+
+void plan_add_prov(Plan *p, const Prov *pr)
+{
+	p->prov = xrealloc(p->prov, (size_t)(p->nprov + 1) * sizeof *p->prov);
+	prov_copy(&p->prov[p->nprov++], pr);
 }
 
 static void *dup_array(const void *a, size_t n, size_t size)
@@ -74,6 +111,9 @@ void plan_dup(Plan *d, const Plan *p)
 {
 	*d = *p;
 	d->model = xstrdup(p->model);
+	d->prov = dup_array(p->prov, (size_t)p->nprov, sizeof *p->prov);
+	for (int i = 0; i < p->nprov; i++)
+		prov_copy(&d->prov[i], &p->prov[i]);
 	d->t = dup_array(p->t, (size_t)p->nt, sizeof *p->t);
 	d->g = dup_array(p->g, (size_t)p->ng, sizeof *p->g);
 	d->p = dup_array(p->p, (size_t)p->np, sizeof *p->p);
@@ -211,6 +251,30 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 	if (yw_open(&w, out, e))
 		return -1;
 	stage_write_header(&w, stage_format(pl->stage), PLAN_VERSION, &pl->machine, pl->model);
+
+	yw_str(&w, "provenance");
+	yw_seq(&w, 0);
+	for (int i = 0; i < pl->nprov; i++) {
+		const Prov *pr = &pl->prov[i];
+		yw_map(&w, 1);
+		yw_kstr(&w, "tool", pr->tool);
+		yw_kstr(&w, "version", pr->version);
+		yw_kstr(&w, "options", pr->options);
+		yw_str(&w, "files");
+		yw_seq(&w, 1);
+		for (int k = 0; k < pr->nf; k++) {
+			char hex[17];
+			snprintf(hex, sizeof hex, "%016" PRIx64, pr->f[k].fnv1a);
+			yw_map(&w, 1);
+			yw_kstr(&w, "role", pr->f[k].role);
+			yw_kstr(&w, "name", pr->f[k].name);
+			yw_kstr(&w, "fnv1a", hex);
+			yw_end_map(&w);
+		}
+		yw_end_seq(&w);
+		yw_end_map(&w);
+	}
+	yw_end_seq(&w);
 
 	yw_str(&w, "tensors");
 	yw_seq(&w, 0);
@@ -707,6 +771,46 @@ static int read_repeat(Plan *pl, const char *f, const Val *r, Err *e)
 	return 0;
 }
 
+/* A provenance record: {tool, version, options, files: [{role, name, fnv1a}]}. */
+static int read_prov(Plan *pl, const char *f, const Val *r, Err *e)
+{
+	static const char *keys[] = { "tool", "version", "options", "files", NULL };
+	static const char *fkeys[] = { "role", "name", "fnv1a", NULL };
+	const char *tool, *version, *options;
+	const Val *files;
+	Prov x;
+
+	if (map_keys(f, r, keys, e) || get_str(f, r, "tool", &tool, e) || get_str(f, r, "version", &version, e) ||
+	    get_str(f, r, "options", &options, e) || map_need(f, r, "files", &files, e))
+		return -1;
+	if (files->kind != VAL_SEQ)
+		return val_err(f, files, e, "expected 'files' to be a sequence");
+	if (files->n > PROV_FILES)
+		return val_err(f, files, e, "at most %d files, found %d", PROV_FILES, files->n);
+	const char *role[PROV_FILES], *name[PROV_FILES];
+	uint64_t h[PROV_FILES];
+	for (int i = 0; i < files->n; i++) {
+		const Val *v = &files->items[i];
+		const char *hex;
+		if (v->kind != VAL_MAP)
+			return val_err(f, v, e, "expected a file {role, name, fnv1a}");
+		if (map_keys(f, v, fkeys, e) || get_str(f, v, "role", &role[i], e) ||
+		    get_str(f, v, "name", &name[i], e) || get_str(f, v, "fnv1a", &hex, e))
+			return -1;
+		char *end;
+		errno = 0;
+		h[i] = strtoull(hex, &end, 16);
+		if (strlen(hex) != 16 || *end || errno || !isxdigit((unsigned char)hex[0]))
+			return val_err(f, map_get(v, "fnv1a"), e, "expected 16 hexadecimal digits, found '%s'", hex);
+	}
+	memset(&x, 0, sizeof x);
+	x.tool = (char *)tool, x.version = (char *)version, x.options = (char *)options, x.nf = files->n;
+	for (int i = 0; i < files->n; i++)
+		x.f[i].role = (char *)role[i], x.f[i].name = (char *)name[i], x.f[i].fnv1a = h[i];
+	plan_add_prov(pl, &x);
+	return 0;
+}
+
 static int read_xfer(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	Xfer x;
@@ -772,8 +876,23 @@ static int read_from(Plan *pl, YReader *rr, StageKind kind, Err *e)
 	int rc = -1;
 
 	pl->stage = kind;
-	if (stage_read_header(r, stage_format(kind), PLAN_VERSION, &pl->machine, &pl->model, e))
+	int version;
+	if (stage_read_header(r, stage_format(kind), PLAN_VERSION_OLDEST, PLAN_VERSION, &version, &pl->machine,
+			      &pl->model, e))
 		goto out;
+	if (version >= 5) {
+		Val *rec;
+		int more;
+		if (stage_section(r, "provenance", e))
+			goto out;
+		while ((more = stage_record(r, &rec, e)) > 0) {
+			if (read_prov(pl, r->name, rec, e))
+				goto out;
+			yr_reset(r);
+		}
+		if (more < 0)
+			goto out;
+	}
 	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
 		Val *rec;
 		int more;

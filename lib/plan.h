@@ -22,7 +22,8 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 4
+#define PLAN_VERSION 5           /* written; 4 (no provenance) is still read */
+#define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
  * amp-expand: placement addresses and transfers; amp-exchange: phases
@@ -111,9 +112,26 @@ typedef struct {
 	int64_t count;
 } Repeat;
 
+/* What wrote a stage: one record per tool, in the order they ran
+ * (formats/stage.md): its name and version, its options as given (file
+ * arguments by their base name) and the files it read besides its input
+ * stage, each by role, base name and FNV-1a digest of its content. */
+#define PROV_FILES 4
+typedef struct {
+	char *role, *name;
+	uint64_t fnv1a;
+} ProvFile;
+typedef struct {
+	char *tool, *version, *options;
+	ProvFile f[PROV_FILES];
+	int nf;
+} Prov;
+
 typedef struct {
 	Machine machine;
 	char *model;
+	Prov *prov;
+	int nprov;
 	PTensor *t;
 	int nt;
 	Gemm *g;
@@ -133,6 +151,9 @@ typedef struct {
 	int nr;
 } Plan;
 
+/* Appends a copy of pr to p's provenance. */
+void plan_add_prov(Plan *p, const Prov *pr);
+void prov_free(Prov *pr);
 /* The repeat holding step s, or -1. */
 int plan_find_tensor(const Plan *p, const char *name);  /* index or -1 */
 int plan_repeat_of(const Plan *p, int step);

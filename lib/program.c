@@ -7,15 +7,6 @@
 
 enum { SEC_STAGE = 1, SEC_ROWS = 2, SEC_TABLE = 3, SEC_HASH = 4, SEC_MODEL = 5, SEC_SCALES = 6, NSEC = 6 };
 
-/* FNV-1a, 64 bits: the STAGE section's digest (a check against corruption). */
-static uint64_t fnv1a(const void *data, size_t n)
-{
-	const uint8_t *b = data;
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
 enum { OP_ROW = 0x52, OP_SEND = 1, OP_SEND_LONG = 2, OP_RECV = 3, OP_RECV_AT = 4,
        OP_SEND_MOVING = 5, OP_SEND_MOVING_LONG = 6 };
 

@@ -13,7 +13,7 @@ void stage_write_header(YWriter *w, const char *format, int version, const Machi
 	yw_kstr(w, "model", model);
 }
 
-int stage_read_header(YReader *r, const char *format, int version, Machine *m,
+int stage_read_header(YReader *r, const char *format, int oldest, int newest, int *version, Machine *m,
 		      char **model, Err *e)
 {
 	Val *v;
@@ -29,9 +29,10 @@ int stage_read_header(YReader *r, const char *format, int version, Machine *m,
 	if (yr_key(r, "version", e) || yr_node(r, &v, e) ||
 	    val_int(r->name, v, 0, INT64_MAX, &n, e))
 		return -1;
-	if (n != version)
-		return val_err(r->name, v, e, "unsupported %s version %lld (this amp reads %d)",
-			       format, (long long)n, version);
+	if (n < oldest || n > newest)
+		return val_err(r->name, v, e, "unsupported %s version %lld (this amp reads %d to %d)",
+			       format, (long long)n, oldest, newest);
+	*version = (int)n;
 	if (yr_key(r, "machine", e) || yr_node(r, &v, e) || machine_from_val(m, r->name, v, e))
 		return -1;
 	if (yr_key(r, "model", e) || yr_node(r, &v, e) || val_str(r->name, v, &s, e))

@@ -4,6 +4,8 @@
  *   version: N
  *   machine: {name: ..., tiles: ..., ...}      (lib/machine.h)
  *   model: NAME
+ *   provenance:                                (version 5; lib/plan.h Prov)
+ *   - {tool: amp-plan, version: V, options: '...', files: [{role: model, name: x.yaml, fnv1a: 16 hex}]}
  *   <section>:
  *   - {record}
  *   ...
@@ -21,7 +23,8 @@
 
 void stage_write_header(YWriter *w, const char *format, int version, const Machine *m,
 			const char *model);
-int stage_read_header(YReader *r, const char *format, int version, Machine *m,
+/* Reads the header of a stage of versions oldest..newest (*version). */
+int stage_read_header(YReader *r, const char *format, int oldest, int newest, int *version, Machine *m,
 		      char **model, Err *e);
 int stage_section(YReader *r, const char *key, Err *e);
 /* 1 and *rec for the next record, 0 at the section's end, -1 on error. */

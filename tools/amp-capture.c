@@ -74,6 +74,7 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
+	add_prov(&pl, argc, argv, optind);
 	Output *o = output_open(out_path, compress, &e), *to = NULL;
 	if (!o)
 		fail(&e);

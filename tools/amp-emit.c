@@ -237,6 +237,14 @@ int main(int argc, char **argv)
 			   (scales_path && input_slurp(scales_path, &stext, &slen, &e)) ||
 			   run_check_texts(&pl, mtext, mlen, model_path, stext, slen, scales_path, &e)))
 		fail(&e);
+	Prov pr;                /* the program's STAGE text records this run too */
+	tool_prov(&pr, argc, argv, optind);
+	if (model_path)
+		prov_file(&pr, "model", model_path, mtext, mlen);
+	if (scales_path)
+		prov_file(&pr, "scales", scales_path, stext, slen);
+	plan_add_prov(&pl, &pr);
+	prov_free(&pr);
 	if (program_build(&pl, &prog, &e))
 		fail(&e);
 	prog.model = mtext, prog.model_len = mlen;      /* freed with the program */

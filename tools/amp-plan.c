@@ -200,9 +200,23 @@ int main(int argc, char **argv)
 	}
 	in_path = one_input(argc, argv, optind, "model file");
 
-	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
-	    (scales_path && scales_load(&scales, scales_path, &e)) || model_load(&m, in_path, &e))
+	/* The model is read whole first: provenance records its digest,
+	 * whether it came from a file or a pipe. */
+	char *mtext;
+	size_t mlen;
+	Prov pr;
+	const char *mpath = machine_path ? machine_path : default_machine();
+	if (input_slurp(in_path, &mtext, &mlen, &e) || machine_load(&mc, mpath, &e) ||
+	    (scales_path && scales_load(&scales, scales_path, &e)) ||
+	    model_load_input(&m, input_open_mem(in_path && strcmp(in_path, "-") ? in_path : "<stdin>", mtext, mlen, &e),
+			     &e))
 		fail(&e);
+	tool_prov(&pr, argc, argv, optind);
+	prov_file(&pr, "model", in_path, mtext, mlen);
+	prov_path(&pr, "machine", mpath);
+	if (scales_path)
+		prov_path(&pr, "scales", scales_path);
+	free(mtext);
 	po.scales = &scales;
 	Explain *ex = xcalloc((size_t)m.nops + 1, sizeof *ex);
 	/* The fit check after --explain's report, so a model that does not fit
@@ -219,6 +233,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		fail(&fit);
 	}
+	plan_add_prov(&pl, &pr);
+	prov_free(&pr);
 	if (!po.explain || out_path)
 		write_plan(&pl, out_path, compress);
 	explain_free(ex, m.nops);

@@ -120,6 +120,100 @@ static inline const char *one_input(int argc, char **argv, int optind_now, const
 	return optind_now < argc ? argv[optind_now] : NULL;
 }
 
+/* The base name of a path ("<stdin>" for NULL or "-"): what provenance
+ * records, so a stage names no directory of the machine that made it. */
+static inline const char *base_name(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return "<stdin>";
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+/* This run's provenance record (lib/plan.h Prov): the tool, its version
+ * and its options as given, argv[1 .. optind_now) after getopt_long has
+ * put them first, without the output (-o, --output, --tiles), -z, the
+ * input and the options that change only what is printed (--report,
+ * --explain); the file arguments of --machine, -m, --scales, --model, --data
+ * and --save by base name. Files are added with prov_file. */
+static inline void tool_prov(Prov *pr, int argc, char **argv, int optind_now)
+{
+	static const char *const out_opts[] = { "-o", "--output", "--tiles" };
+	static const char *const print_opts[] = { "--report", "--explain" };   /* change only what is printed */
+	static const char *const file_opts[] = { "--machine", "-m", "--scales", "--model", "--data", "--save" };
+	size_t cap = 64, n = 0;
+	char *s = xmalloc(cap);
+	s[0] = 0;
+	for (int i = 1; i < optind_now && i < argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		char opt[64];
+		int skip = 0, file = 0;
+		const char *eq = strchr(a, '=');
+		size_t ol = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
+		snprintf(opt, sizeof opt, "%.*s", (int)(ol < sizeof opt ? ol : sizeof opt - 1), a);
+		for (size_t k = 0; k < sizeof out_opts / sizeof *out_opts; k++)
+			skip |= !strcmp(opt, out_opts[k]);
+		if (skip || !strcmp(a, "-z") || !strcmp(a, "--compress") || (a[0] == '-' && a[1] == 'o' && a[2])) {
+			i += skip && !eq && !(a[1] == 'o' && a[2]);     /* the option's argument too */
+			continue;
+		}
+		int printed = 0;
+		for (size_t k = 0; k < sizeof print_opts / sizeof *print_opts; k++)
+			printed |= !strcmp(opt, print_opts[k]);
+		if (printed)
+			continue;
+		for (size_t k = 0; k < sizeof file_opts / sizeof *file_opts; k++)
+			file |= !strcmp(opt, file_opts[k]);
+		if (file && eq)
+			val = base_name(eq + 1);
+		else if (file && i + 1 < optind_now)
+			val = base_name(argv[++i]);
+		size_t need = n + strlen(opt) + (eq || val ? strlen(val ? val : eq + 1) + 2 : 0) + 2;
+		if (need > cap)
+			s = xrealloc(s, cap = need * 2);
+		n += (size_t)snprintf(s + n, cap - n, "%s%s", n ? " " : "", eq && !file ? a : opt);
+		if (val)
+			n += (size_t)snprintf(s + n, cap - n, "%s%s", eq ? "=" : " ", val);
+	}
+	memset(pr, 0, sizeof *pr);
+	pr->tool = xstrdup(tool_name);
+	pr->version = xstrdup(AMP_VERSION);
+	pr->options = s;
+}
+
+/* Adds a file read (role "model", "machine", "scales") by base name and
+ * the digest of its len bytes of content. */
+static inline void prov_file(Prov *pr, const char *role, const char *path, const void *data, size_t len)
+{
+	if (pr->nf == PROV_FILES)
+		return;
+	ProvFile *f = &pr->f[pr->nf++];
+	f->role = xstrdup(role);
+	f->name = xstrdup(base_name(path));
+	f->fnv1a = fnv1a(data, len);
+}
+
+/* The same, reading path (a small file: a machine, scales); fails on error. */
+static inline void prov_path(Prov *pr, const char *role, const char *path)
+{
+	char *d;
+	size_t n;
+	Err e;
+	if (input_slurp(path, &d, &n, &e))
+		fail(&e);
+	prov_file(pr, role, path, d, n);
+	free(d);
+}
+
+/* Appends this run's record (no files) to pl's provenance. */
+static inline void add_prov(Plan *pl, int argc, char **argv, int optind_now)
+{
+	Prov pr;
+	tool_prov(&pr, argc, argv, optind_now);
+	plan_add_prov(pl, &pr);
+	prov_free(&pr);
+}
+
 /* Writes pl as its stage (pl->stage) to path, atomically, or fails. */
 static inline void write_plan(const Plan *pl, const char *path, int compress)
 {
@@ -187,6 +281,7 @@ static inline int stage_tool(const StageTool *t, int argc, char **argv)
 	in_path = one_input(argc, argv, optind, t->what);
 	if (plan_read_stage(&pl, in_path, t->in, &e) || t->run(&pl, &e))
 		fail(&e);
+	add_prov(&pl, argc, argv, optind);
 	write_plan(&pl, out_path, compress);
 	plan_free(&pl);
 	return EXIT_OK;

@@ -122,11 +122,12 @@ jq_empty() {
 		assert_success
 		assert_equal "$stderr" ""
 		printf '%s\n' "$output" > dash.json
-		run cmp "$TINY_CAPTURE" dash.json
+		# a program's capture adds amp-emit's provenance record
+		run same_but_provenance "$TINY_CAPTURE" dash.json
 		assert_success
 		run amp-capture -o stdin.json < "$f"
 		assert_success
-		run cmp "$TINY_CAPTURE" stdin.json
+		run cmp dash.json stdin.json
 		assert_success
 	done
 }
@@ -149,7 +150,7 @@ jq_empty() {
 		assert_output ' 28 b5 2f fd'
 		run amp-capture "$f" -o from-zstd.json
 		assert_success
-		run cmp "$TINY_CAPTURE" from-zstd.json
+		run same_but_provenance "$TINY_CAPTURE" from-zstd.json
 		assert_success
 	done
 }
@@ -225,9 +226,9 @@ jq_empty() {
 		run jq -e . "$f"
 		assert_success
 		run jq -c 'keys_unsorted' "$f"
-		assert_output '["format","version","model","machine","summary","ops","compute","phases","phase_traffic"]'
+		assert_output '["format","version","model","machine","provenance","summary","ops","compute","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
-		assert_output '["amp-capture",3]'
+		assert_output '["amp-capture",4]'
 	done
 	run jq -r .model "$TINY_CAPTURE"
 	assert_output tiny-mlp
@@ -354,7 +355,7 @@ jq_empty() {
 	siglip_ok
 	run amp-capture "$TINY_PROG" -o from-program.json
 	assert_success
-	run cmp "$TINY_CAPTURE" from-program.json
+	run same_but_provenance "$TINY_CAPTURE" from-program.json
 	assert_success
 	run amp-emit --table-budget 200000 "$SIGLIP" -o siglip.amp
 	assert_success
@@ -363,7 +364,7 @@ jq_empty() {
 	# the program carries the budget it was checked against; nothing else differs
 	run jq -c '.machine.table_budget_bytes' siglip-program.json
 	assert_output 200000
-	run diff <(jq -S 'del(.machine.table_budget_bytes)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine.table_budget_bytes)' siglip-program.json)
+	run diff <(jq -S 'del(.machine.table_budget_bytes, .provenance)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine.table_budget_bytes, .provenance)' siglip-program.json)
 	assert_success
 	assert_output ""
 }
@@ -376,12 +377,12 @@ jq_empty() {
 	assert_success
 	run amp-capture --table-budget 200000 --fragment-limit 20000 "$SIGLIP" -o from-stage.json
 	assert_success
-	run cmp from-program.json from-stage.json
+	run same_but_provenance from-program.json from-stage.json
 	assert_success
 	run jq -c '.machine | [.table_budget_bytes, .fragment_limit]' from-stage.json
 	assert_output '[200000,20000]'
 	# only the machine's limits change
-	run diff <(jq -S 'del(.machine)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine)' from-stage.json)
+	run diff <(jq -S 'del(.machine, .provenance)' "$SIGLIP_CAPTURE") <(jq -S 'del(.machine, .provenance)' from-stage.json)
 	assert_success
 	mkdir out
 	for opt in --table-budget --fragment-limit; do
@@ -854,7 +855,7 @@ rejects() {
 }
 
 @test "capture rejects a grouped stage of an unsupported version" {
-	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 5"
+	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 6"
 }
 
 @test "capture rejects a transfer of an unknown kind" {

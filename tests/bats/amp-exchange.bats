@@ -237,14 +237,16 @@ rejects() {
 	assert_success
 }
 
-@test "exchange writes an amp-exchange version 4 header with the stage's machine and model" {
+@test "exchange writes an amp-exchange version 5 header, provenance after it, with the stage's machine and model" {
 	expanded "$MODELS/tiny-mlp.yaml" e.yaml
 	exchanged e.yaml x.yaml
 	run sed -n 1,4p x.yaml
 	assert_line --index 0 'format: amp-exchange'
-	assert_line --index 1 'version: 4'
+	assert_line --index 1 'version: 5'
 	assert_line --index 2 "$(sed -n 3p e.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
+	run sed -n 5p x.yaml
+	assert_output 'provenance:'
 }
 
 # ---- B. phases and fragments ----
@@ -255,7 +257,7 @@ rejects() {
 	sed -e 1d -e '/^transfers:$/,$d' e.yaml > e-head.yaml
 	sed -e 1d -e '/^phases:$/,$d' x.yaml > x-head.yaml
 	assert [ -s e-head.yaml ]
-	run cmp e-head.yaml x-head.yaml
+	run same_but_provenance e-head.yaml x-head.yaml
 	assert_success
 }
 
@@ -426,7 +428,7 @@ rejects() {
 }
 
 @test "exchange rejects an expanded stage of an unsupported version" {
-	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 5"
+	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 6"
 }
 
 @test "exchange rejects a transfer to a tile beyond the machine" {

@@ -196,14 +196,16 @@ rejects() {
 	assert_success
 }
 
-@test "expand writes an amp-expand version 4 header with the plan's machine and model" {
+@test "expand writes an amp-expand version 5 header, provenance after it, with the plan's machine and model" {
 	composed "$MODELS/tiny-mlp.yaml" c.yaml
 	expanded c.yaml e.yaml
 	run sed -n 1,4p e.yaml
 	assert_line --index 0 'format: amp-expand'
-	assert_line --index 1 'version: 4'
+	assert_line --index 1 'version: 5'
 	assert_line --index 2 "$(sed -n 3p c.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
+	run sed -n 5p e.yaml
+	assert_output 'provenance:'
 	run sed -n 3p c.yaml
 	assert_output --regexp '^machine: \{name: amp1472, tiles: 1472, '
 }
@@ -244,7 +246,7 @@ rejects() {
 	expanded c.yaml e.yaml
 	sed -e 1d -e 's/, addr: [0-9]*}$/}/' -e '/^transfers:/,$d' e.yaml > e-as-plan.yaml
 	sed 1d c.yaml > c-body.yaml
-	run cmp c-body.yaml e-as-plan.yaml
+	run same_but_provenance c-body.yaml e-as-plan.yaml
 	assert_success
 	# and the transfers section follows the steps
 	run grep -c '^transfers:$' e.yaml
@@ -301,7 +303,7 @@ rejects() {
 }
 
 @test "expand rejects a plan of an unsupported version" {
-	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 5"
+	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 6"
 }
 
 @test "expand rejects a plan whose placement already has an address" {

@@ -234,14 +234,16 @@ rejects() {
 	done
 }
 
-@test "group writes an amp-group version 4 header with the stage's machine and model" {
+@test "group writes an amp-group version 5 header, provenance after it, with the stage's machine and model" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 4'
+	assert_line --index 1 'version: 5'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
+	run sed -n 5p g.yaml
+	assert_output 'provenance:'
 }
 
 @test "group chooses the weights per phase by default (auto), which is direct wherever forwarding costs more cycles" {
@@ -250,7 +252,7 @@ rejects() {
 	grouped x.yaml auto.yaml --weights auto
 	grouped x.yaml forward.yaml --weights forward
 	grouped x.yaml direct.yaml --weights direct
-	run cmp default.yaml auto.yaml
+	run same_but_provenance default.yaml auto.yaml
 	assert_success
 	# on tiny-mlp forwarding adds a hop: no phase has fewer modelled cycles
 	# (amp-capture's), some have more, and auto keeps every phase direct
@@ -261,7 +263,7 @@ rejects() {
 	awk -v f="$fc" -v d="$dc" 'BEGIN { n = split(f, a, "\t"); m = split(d, b, "\t"); if (n != m || n < 5) exit 1
 		for (i = 1; i <= n; i++) { if (a[i] + 0 < b[i] + 0) exit 1; more += a[i] > b[i] } exit !more }' ||
 		fail "forwarding was not slower: forward $fc, direct $dc"
-	run cmp default.yaml direct.yaml
+	run same_but_provenance default.yaml direct.yaml
 	assert_success
 	run cmp -s forward.yaml direct.yaml
 	assert_failure
@@ -282,7 +284,7 @@ rejects() {
 	sed -e 1d -e '/^phases:$/,$d' x.yaml > x-head.yaml
 	sed -e 1d -e '/^phases:$/,$d' g.yaml > g-head.yaml
 	assert [ -s x-head.yaml ]
-	run cmp x-head.yaml g-head.yaml
+	run same_but_provenance x-head.yaml g-head.yaml
 	assert_success
 }
 
@@ -445,7 +447,7 @@ rejects() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 5"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 6"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {

@@ -61,3 +61,17 @@ private_bin() {
 		SAN_ARG=(SAN=1)
 	fi
 }
+
+# no_prov FILE: a stage file (plain or zstd) or a capture without its
+# provenance (formats/stage.md), which names the tools and options that
+# made it; same_but_provenance A B: A and B equal but for it.
+no_prov() {
+	if [ "$(zstd -dcf -- "$1" | head -c 1)" = "{" ]; then
+		zstd -dcf -- "$1" | jq 'del(.provenance)'
+	else
+		zstd -dcf -- "$1" | awk '/^provenance:/ { on = 1; next } on && /^- / { next } { on = 0; print }'
+	fi
+}
+same_but_provenance() {
+	diff <(no_prov "$1") <(no_prov "$2") >/dev/null || { echo "$1 and $2 differ beyond their provenance"; return 1; }
+}

@@ -549,8 +549,33 @@ static void processes(void)
 	}
 }
 
+/* fnv1a against the published FNV-1a 64 test vectors (Fowler, Noll, Vo),
+ * and a byte-by-byte definition on random data. */
+static void digest(void)
+{
+	t_case("fnv1a gives the published FNV-1a 64 digests");
+	static const struct { const char *s; uint64_t h; } v[] = {
+		{ "", 0xcbf29ce484222325ull }, { "a", 0xaf63dc4c8601ec8cull },
+		{ "foobar", 0x85944171f73967e8ull },
+	};
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+		CHECK(fnv1a(v[i].s, strlen(v[i].s)) == v[i].h, "'%s'", v[i].s);
+	uint8_t b[300];
+	for (size_t i = 0; i < sizeof b; i++)
+		b[i] = (uint8_t)(i * 131 + 7);
+	uint64_t h = 14695981039346656037ull;
+	for (size_t i = 0; i < sizeof b; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	CHECK(fnv1a(b, sizeof b) == h, "300 bytes");
+	b[150] ^= 1;
+	CHECK(fnv1a(b, sizeof b) != h, "one bit changed");
+}
+
 int main(void)
 {
+	digest();
 	strcpy(dir, "/tmp/amp-test-io-XXXXXX");
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
