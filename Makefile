@@ -76,7 +76,7 @@ $(OBJ)/lib $(OBJ)/tests $(BIN):
 	mkdir -p $@
 
 # check: unit tests then Bats suites; tests/run.sh prints "N passed, N failed".
-check: deps
+check: deps report-test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
@@ -84,7 +84,7 @@ unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
 include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk \
-	pipelines/fuzz.mk
+	pipelines/fuzz.mk pipelines/report.mk
 
 # ---- installation: make install [PREFIX=/usr/local] [DESTDIR=] ----
 # PREFIX/bin/amp-*, PREFIX/share/amp/{machines,models,jq} (the tools find
@@ -133,6 +133,7 @@ help:
 	@echo 'make demo         compile and capture the 27-layer SigLIP, validate the 1-layer one'
 	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'
 	@echo '                  the flows, into artifacts/NAME/ (ART=DIR, ARTIFACTS=DIR to move it)'
+	@echo 'make report MODEL=FILE  capture, then artifacts/NAME/report.html: heatmaps, flow graph, tables'
 	@echo 'make experiment-weights|experiment-compose|experiment-staging [EXP_MODEL=FILE]'
 	@echo 'make fuzz|fuzz-record|fuzz-status [FUZZ_SECONDS=60] [FUZZ_READERS=...]'
 	@echo 'make regen        rewrite the golden stage files in tests/golden/'
