@@ -49,7 +49,7 @@ install_missing = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $
 	fi
 
 # deps: what the build and the tests need.
-DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils \
+DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils parallel \
 	help2man
 deps:
 	@$(call install_missing,$(DEB_PKGS))

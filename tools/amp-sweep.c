@@ -1,0 +1,156 @@
+/* amp-sweep: a sweep spec -> a directory of jobs (jobs.txt, a Makefile, a
+ * Slurm array script); one job run; the finished jobs merged into one
+ * ranked table (formats/sweep.md, docs/sweeps.md). */
+#include <getopt.h>
+#include <limits.h>
+
+#include "sweep.h"
+#include "tool.h"
+
+static void help(void)
+{
+	printf("Usage: amp-sweep jobs -o DIR SPEC\n"
+	       "       amp-sweep run JOBDIR...\n"
+	       "       amp-sweep merge [--rank FIGURE] [--json] [-o FILE] DIR\n"
+	       "Turn one compile into a study (formats/sweep.md, docs/sweeps.md).\n"
+	       "\n"
+	       "jobs: read the sweep spec SPEC (amp-sweep: 1), whose axes - models, batch,\n"
+	       "layers, machines, pins, plan_flags, group_flags, limits - multiply to the\n"
+	       "candidates, and write DIR: the derived model files (models/), the machine\n"
+	       "files (machines/), one job directory per candidate (jobs/NNNNNN/job.yaml),\n"
+	       "index.tsv (each job's axis values), jobs.txt (one command per job, for GNU\n"
+	       "parallel), a Makefile (make -C DIR -j2) and slurm.sbatch (a job array).\n"
+	       "The same spec writes the same bytes; a DIR holding another sweep is refused.\n"
+	       "\n"
+	       "run: run each job (amp-plan | amp-compose | amp-expand | amp-exchange |\n"
+	       "amp-group, then amp-emit and amp-capture, the tools beside amp-sweep) and\n"
+	       "write its capture.json, emit.txt and, last and atomically, result.json.\n"
+	       "A job whose result.json exists is skipped; an interrupted one is redone.\n"
+	       "\n"
+	       "merge: one table of DIR's jobs, ranked by FIGURE, fewest first (a figure of\n"
+	       "the capture's summary; default total_cycles), jobs whose pipeline refused\n"
+	       "them next, then the jobs without a result, listed as missing. TSV, or one\n"
+	       "JSON document with --json.\n"
+	       "\n"
+	       "  -o, --output DIR|FILE  jobs: the directory to write (required);\n"
+	       "                         merge: the table's file, written atomically\n"
+	       "      --rank FIGURE      merge: the summary figure to rank by\n"
+	       "      --json             merge: write JSON instead of TSV\n"
+	       "      --help             print this help and exit\n"
+	       "      --version          print the version and exit\n"
+	       "\n"
+	       "Exit status: 0 success (run: every job recorded or already done; merge:\n"
+	       "also with jobs missing, which it counts on standard error), 1 bad input or\n"
+	       "a job that could not run, 2 usage error.\n");
+	exit(EXIT_OK);
+}
+
+/* The directory of this binary, where its sibling amp-* tools are; NULL
+ * when they are not there (then PATH finds them). */
+static const char *bin_dir(void)
+{
+	static char exe[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	char probe[PATH_MAX + 64];
+	snprintf(probe, sizeof probe, "%s/amp-plan", exe);
+	return access(probe, X_OK) == 0 ? exe : NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "rank", required_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *out = NULL, *rank = NULL, *cmd;
+	int json = 0, c;
+	Err e;
+
+	opterr = 0;
+	tool_init("amp-sweep");
+	while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'R': rank = optarg; break;
+		case 'J': json = 1; break;
+		case 'h': help(); break;
+		case 'V': version(); break;
+		default: bad_option(c, argv, optind, optopt);
+		}
+	}
+	if (optind == argc)
+		usage_error("a command: jobs, run or merge");
+	cmd = argv[optind++];
+	int nargs = argc - optind;
+	if (strcmp(cmd, "merge") && (rank || json))
+		usage_error("--rank and --json are options of merge");
+
+	if (!strcmp(cmd, "jobs")) {
+		Sweep s;
+		if (nargs != 1)
+			usage_error("jobs reads one sweep spec; found %d", nargs);
+		if (!out)
+			usage_error("jobs needs -o DIR, the directory to write");
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", out);
+		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+			dir[n - 1] = 0;
+		if (!sweep_safe_path(dir))
+			usage_error("-o '%s': a job directory's path is letters, digits and . _ + - / only "
+				    "(it goes into shell commands and make targets)", out);
+		if (sweep_load(&s, argv[optind], &e) || sweep_write(&s, dir, &e))
+			fail(&e);
+		fprintf(stderr, "amp-sweep: %lld jobs in %s/jobs.txt\n", (long long)s.njobs, dir);
+		sweep_free(&s);
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "run")) {
+		if (out)
+			usage_error("run writes into each job's directory; it takes no -o");
+		if (!nargs)
+			usage_error("run needs a job directory (DIR/jobs/NNNNNN)");
+		const char *bin = bin_dir();
+		for (int i = optind; i < argc; i++) {
+			int skipped;
+			if (sweep_run(argv[i], bin, &skipped, &e)) {
+				fprintf(stderr, "amp-sweep: %s: %s\n", argv[i], e.msg);
+				return EXIT_BAD;
+			}
+		}
+		return EXIT_OK;
+	}
+	if (!strcmp(cmd, "merge")) {
+		SweepMerge m;
+		if (nargs != 1)
+			usage_error("merge reads one job directory; found %d", nargs);
+		Output *o = output_open(out, 0, &e);
+		if (!o)
+			fail(&e);
+		if (sweep_merge(argv[optind], rank ? rank : "total_cycles", json, o, &m, &e)) {
+			output_abort(o);
+			fail(&e);
+		}
+		if (output_commit(o, &e))
+			fail(&e);
+		if (m.missing) {
+			fprintf(stderr, "amp-sweep: %d of %d jobs missing (no result yet):", m.missing, m.jobs);
+			for (int i = 0; i < m.nmissing_ids; i++)
+				fprintf(stderr, " %s", m.missing_ids[i]);
+			fprintf(stderr, "%s\n", m.missing > m.nmissing_ids ? " ..." : "");
+		}
+		sweep_merge_free(&m);
+		return EXIT_OK;
+	}
+	usage_error("unknown command '%s' (jobs, run or merge)", cmd);
+}
