@@ -1404,10 +1404,30 @@ out:
 typedef struct {
 	char **cell;            /* index.tsv's row: job id, then the axis labels */
 	int cls;                /* 0 ok, 1 failed, 2 missing */
-	YReader r;
-	Val *res;
+	Val *res;               /* the result, copied out of its reader */
 	int64_t key;
 } Row;
+
+/* A Val tree copied onto the heap, so that each result's reader (its
+ * parser's buffers and arena) is closed as soon as it is read. */
+static void val_copy(Val *to, const Val *v)
+{
+	*to = *v;
+	to->s = v->s ? xstrdup(v->s) : NULL;
+	int n = v->kind == VAL_MAP ? 2 * v->n : v->kind == VAL_SEQ ? v->n : 0;
+	to->items = n ? xcalloc((size_t)n, sizeof *to->items) : NULL;
+	for (int i = 0; i < n; i++)
+		val_copy(&to->items[i], &v->items[i]);
+}
+
+static void val_release(Val *v)
+{
+	int n = v->kind == VAL_MAP ? 2 * v->n : v->kind == VAL_SEQ ? v->n : 0;
+	for (int i = 0; i < n; i++)
+		val_release(&v->items[i]);
+	free(v->items);
+	free(v->s);
+}
 
 static int split_tabs(char *line, char ***out)
 {
@@ -1500,15 +1520,24 @@ int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMer
 		w->cls = 2;
 		if (stat(rp, &sb) == 0) {
 			const char *fmt, *status;
-			if (yr_open(&w->r, rp, e) || yr_node(&w->r, &w->res, e) || w->res->kind != VAL_MAP ||
-			    get_str(rp, w->res, "format", &fmt, e) || get_str(rp, w->res, "status", &status, e)) {
-				if (w->res && w->res->kind != VAL_MAP)
-					val_err(rp, w->res, e, "expected a result record");
-				free(rp);
-				goto out;
+			YReader r;
+			Val *res = NULL;
+			int bad = yr_open(&r, rp, e) || yr_node(&r, &res, e);
+			if (!bad && res->kind != VAL_MAP)
+				bad = val_err(rp, res, e, "expected a result record");
+			if (!bad && get_str(rp, res, "format", &fmt, e))
+				bad = -1;
+			if (!bad && strcmp(fmt, "amp-sweep-result"))
+				bad = val_err(rp, map_get(res, "format"), e, "format '%s' is not a sweep result", fmt);
+			if (!bad)
+				bad = get_str(rp, res, "status", &status, e);
+			if (!bad) {
+				w->res = xcalloc(1, sizeof *w->res);
+				val_copy(w->res, res);
+				status = sget(w->res, "status");
 			}
-			if (strcmp(fmt, "amp-sweep-result")) {
-				val_err(rp, map_get(w->res, "format"), e, "format '%s' is not a sweep result", fmt);
+			yr_close(&r);
+			if (bad) {
 				free(rp);
 				goto out;
 			}
@@ -1649,7 +1678,10 @@ int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMer
 	rc = 0;
 out:
 	for (int i = 0; i < nrows; i++) {
-		yr_close(&rows[i].r);
+		if (rows[i].res) {
+			val_release(rows[i].res);
+			free(rows[i].res);
+		}
 		free(rows[i].cell);
 	}
 	free(rows);

@@ -190,6 +190,28 @@ EOF
 	amp-sweep merge --json sw | jq -e '.rows[2].message | test("amp-plan")' >/dev/null
 }
 
+@test "sweep merge rejects a result or an index it did not write, naming the file" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	amp-sweep run sw/jobs/000001
+	jq '.format = "amp-capture"' sw/jobs/000001/result.json > x && mv x sw/jobs/000001/result.json
+	run --separate-stderr amp-sweep merge -o m.tsv sw
+	assert_failure 1
+	[[ $stderr =~ ^amp-sweep:\ sw/jobs/000001/result\.json:[0-9]+:[0-9]+:\ format\ \'amp-capture\'\ is\ not\ a\ sweep\ result$ ]] || fail "$stderr"
+	[ ! -e m.tsv ] || fail "m.tsv written on failure"
+	printf '{"format": "amp-sweep-result", "status": ' > sw/jobs/000001/result.json
+	run --separate-stderr amp-sweep merge sw
+	assert_failure 1
+	[[ $stderr == "amp-sweep: sw/jobs/000001/result.json:"* ]] || fail "$stderr"
+	printf 'nothing\n' > sw/index.tsv
+	run --separate-stderr amp-sweep merge sw
+	assert_failure 1
+	[[ $stderr == *"sw/index.tsv"*"not a sweep's index"* ]] || fail "$stderr"
+	run --separate-stderr amp-sweep merge nowhere
+	assert_failure 1
+	[[ $stderr == *"cannot open 'nowhere/index.tsv'"* ]] || fail "$stderr"
+}
+
 @test "sweep jobs refuses a directory that holds another sweep" {
 	spec
 	amp-sweep jobs -o sw spec.yaml 2>/dev/null
