@@ -869,12 +869,14 @@ int run_gemm_width(int w)
 	return w == 8 || c < 16 ? 8 : 16;
 }
 
+#ifdef GEMM_TARGETS
 /* The vector width the products use now. */
 static int gemm_width(void)
 {
 	int c = cpu_width(), w = atomic_load_explicit(&gemm_pin, memory_order_relaxed);
 	return w == 8 && c > 8 ? 8 : c;
 }
+#endif
 
 void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
 {
