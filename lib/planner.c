@@ -24,7 +24,6 @@ typedef struct {
 	int64_t next_tile;      /* rotating pointer for homes */
 	int *last_use;          /* model tensor -> last op reading it */
 	int body;               /* first step of the repeat being built */
-	int64_t op_tile;        /* rotating pointer: the first tile of the next op's grid */
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
 	double margin;          /* a trial fits within (1 - margin) of every limit */
@@ -290,6 +289,17 @@ static int deliver(Builder *b, const char *op, Operand opd, int tensor, Placemen
 	return d;
 }
 
+/* The first tile of op k's grid (k its place in the model): k golden-ratio
+ * steps around the tiles, floor(frac(k / phi) * tiles) in integers. It is
+ * the op's own, so a change to one op's grid (a pin) moves no other op's
+ * tiles and the stages of two plans diff op by op; successive ops still
+ * start far apart, spreading their grids over the machine. */
+static int64_t op_start(const Builder *b, const MOp *op)
+{
+	uint64_t k = (uint64_t)(op - b->m->ops), x = k * 0x9e3779b97f4a7c15ull;   /* 2^64 / phi */
+	return (int64_t)(((x >> 32) * (uint64_t)b->mc->tiles) >> 32);
+}
+
 static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
 		  Explain *ex, Candidate **all, int64_t *nall, Err *e)
 {
@@ -462,8 +472,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
 	gemm_placements(&gs, &c, gp);
 	for (int i = 0; i < GP_COUNT; i++)
-		gp[i].base = b->op_tile;
-	b->op_tile = (b->op_tile + c.tiles) % b->mc->tiles;
+		gp[i].base = op_start(b, op);
 	char where[160];
 #define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
 			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
@@ -537,7 +546,6 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 
 typedef struct {
 	int nt, np, ns, ng;
-	int64_t op_tile;
 	int *canon;
 } Snap;
 
@@ -546,7 +554,6 @@ static int canon_len(const Builder *b) { return 2 * b->m->nt + 4 * b->m->nops + 
 static void snap_take(Builder *b, Snap *s)
 {
 	s->nt = b->pl->nt, s->np = b->pl->np, s->ns = b->pl->ns, s->ng = b->pl->ng;
-	s->op_tile = b->op_tile;
 	s->canon = xmalloc((size_t)canon_len(b) * sizeof *s->canon);
 	memcpy(s->canon, b->canon, (size_t)canon_len(b) * sizeof *s->canon);
 }
@@ -563,7 +570,6 @@ static void snap_back(Builder *b, Snap *s)
 	for (int i = s->ng; i < pl->ng; i++)
 		free(pl->g[i].op);
 	pl->nt = s->nt, pl->np = s->np, pl->ns = s->ns, pl->ng = s->ng;
-	b->op_tile = s->op_tile;
 	memcpy(b->canon, s->canon, (size_t)canon_len(b) * sizeof *s->canon);
 	free(s->canon);
 }
@@ -1080,11 +1086,10 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	int out = plan_find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
 	const PTensor *qt = &pl->t[q];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
-	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
+	int64_t H = op->heads, D = C / H;
 	AttnGrid ag = at->ag;
-	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = b->op_tile;
+	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = op_start(b, op);
 	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
-	b->op_tile = (b->op_tile + B * QB * H * KB) % T;
 	int64_t coff[3] = { 0, fused ? C : 0, fused ? 2 * C : C };
 	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
 	int tensor[3] = { q, kv, kv }, idx[3];
@@ -1354,7 +1359,7 @@ int plan_batch_split(const Plan *pl)
 static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		     Explain *ex, double margin, Err *e)
 {
-	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, 0, NULL, NULL, margin };
+	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, NULL, NULL, margin };
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);

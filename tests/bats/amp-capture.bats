@@ -24,7 +24,8 @@ listing_phases() {
 # The stages are made once per file: tiny-mlp with its program, siglip-mlp
 # with its capture and the per-phase figures of its listing, the small
 # compose-native-fp8 stage the replay cases are written into, and the two
-# pinned GEMMs of tests/models/cost-two-matmuls.yaml with its capture.
+# pinned GEMMs of tests/models/cost-two-matmuls.yaml (on a 48-tile machine,
+# where m2 shares tiles with the owners) with its capture.
 setup_file() {
 	cd "$BATS_FILE_TMPDIR" || return 1
 	export TINY=$BATS_FILE_TMPDIR/tiny.yaml TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp
@@ -33,7 +34,7 @@ setup_file() {
 	export NATIVE=$BATS_FILE_TMPDIR/native.yaml
 	export COST=$BATS_FILE_TMPDIR/cost.yaml COST_CAPTURE=$BATS_FILE_TMPDIR/cost.json
 	grouped "$MODELS/tiny-mlp.yaml" "$TINY"
-	grouped "$ROOT/tests/models/cost-two-matmuls.yaml" "$COST"
+	grouped "$ROOT/tests/models/cost-two-matmuls.yaml" "$COST" "$ROOT/tests/models/machine-48.yaml"
 	amp-capture "$COST" -o "$COST_CAPTURE"
 	[ -n "${AMP_SAN:-}" ] || grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
 	grouped "$ROOT/tests/models/compose-native-fp8.yaml" "$NATIVE"
@@ -763,10 +764,12 @@ tiles_of() {
 		jq -r '.phases[] | "\(.id) \(.local_copy_cycles)"' "$c" > got.txt
 		run diff want.txt got.txt
 		assert_success
-		# some phases copy locally
+		# some phases copy locally (tiny-mlp one, cost-two-matmuls three)
 		run jq '[.phases[] | select(.local_copy_cycles > 0)] | length' "$c"
-		assert [ "$output" -ge 2 ]
+		assert [ "$output" -ge 1 ]
 	done
+	run jq '[.phases[] | select(.local_copy_cycles > 0)] | length' "$COST_CAPTURE"
+	assert_output 3
 	# tiny-mlp phase 5: the two K partials of 832 bytes meet on tile 0
 	run jq '.phases[5] | [.labels[0], .local_copy_cycles]' -c "$TINY_CAPTURE"
 	assert_output '["mlp_down.partial",104]'

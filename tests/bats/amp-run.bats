@@ -414,7 +414,7 @@ runs_pooled() {
 
 @test "run reads a stacked weight home in place as the iteration's instance: vit-stacked-home, byte-exact, every output within cosine 0.99" {
 	m=$ROOT/tests/models
-	run pipeline "$m/vit-stacked-home.yaml" stacked.grouped "" -m "$m/machine-19.yaml"
+	run pipeline "$m/vit-stacked-home.yaml" stacked.grouped "" -m "$m/machine-18.yaml"
 	assert_success
 	# the case under test: a matmul in the repeat body reads the stacked home itself
 	run grep -c '^- {step: [0-9]*, compute: matmul, op: up, in: \[n2@up.a, wu@home\], ' stacked.grouped

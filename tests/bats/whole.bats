@@ -335,13 +335,54 @@ restride() {
 	done
 }
 
-@test "amp-emit stores as many rows for 7 layers as for 2; only the body's moving sends grow" {
+@test "amp-emit stores a repeat body's rows once: 7 layers list the rows of 2; only the body's moving sends grow, and addresses beside a stacked home" {
 	layers 7 small7.yaml
 	run stages "$SMALL" two
 	assert_success
 	run stages small7.yaml seven
 	assert_success
-	# stored rows (ROWS: u32 nrows) and table entries (TABLE: u32 nentries)
+	# A stacked home holds every instance, so its size follows the count:
+	# a placement that shares one of its tiles may sit higher (on all its
+	# tiles: a placement has one address), and only addresses and the
+	# bytes of a receive that no longer continues the previous one change.
+	run grep -c '^- {name: [^,]*, role: param, .*, count: 7}$' seven/grouped.yaml
+	assert [ "$output" -gt 0 ]
+	amp-emit --list two/program.amp > two.list
+	amp-emit --list seven/program.amp > seven.list
+	run grep -c '^' seven.list
+	assert_equal "$output" "$(grep -c '^' two.list)"
+	run grep -c ' per iteration x 7$' seven.list
+	assert [ "$output" -gt 0 ]
+	# masked (a row's bytes, a moving send's iterations, every SRAM
+	# address), the listings are the same
+	mask() {
+		sed -E 's/^(tile [0-9]+ phase [0-9]+ bytes )[0-9]+ /\1- /; s/ per iteration x [0-9]+$/ per iteration x -/
+			s/ (to|from|at) [0-9]+/ \1 -/g' "$1"
+	}
+	run diff <(mask two.list) <(mask seven.list)
+	assert_success
+	read -r first last _ < <(repeat_of two/grouped.yaml)
+	body=" $(body_phases two/grouped.yaml "$first" "$last")"
+	assert [ "$body" != " " ]
+	# every row that differs unmasked is in the body and larger for 7
+	# layers (its moving sends), or differs in addresses only: those rows
+	# counted as MOVED
+	run awk -v body="$body" 'function flush() { if (row != "" && moved) m++; moved = 0 }
+		FILENAME == ARGV[1] { a[FNR] = $0; next }
+		$1 == "tile" { flush(); row = $2 " " $4; grew = 0 }
+		$0 != a[FNR] && $0 !~ / per iteration x 7$/ {
+			split(a[FNR], o, " ")
+			if ($1 == "tile" && index(body, " " $4 " ") && $6 + 0 > o[6] + 0) { grew = 1; n++; next }
+			if (!grew) moved = 1
+		}
+		END { flush(); if (n == 0) print "no row grew"; print "MOVED " m + 0 }' two.list seven.list
+	assert_success
+	assert_equal "${#lines[@]}" 1
+	[[ ${lines[0]} =~ ^MOVED\ ([0-9]+)$ ]] || fail "$output"
+	local moved=${BASH_REMATCH[1]}
+	# stored rows (ROWS: u32 nrows) and table entries (TABLE: u32
+	# nentries): the body's once, so 7 layers store at most one more row
+	# per moved one
 	for id in 2 3; do
 		run unpacked two/program.amp $id two.$id
 		assert_success
@@ -351,35 +392,9 @@ restride() {
 		n=$output
 		assert [ "$n" -gt 0 ]
 		run field seven.$id 0 4
-		assert_equal "$output" "$n"
+		assert [ "$output" -ge "$n" ]
+		assert [ "$output" -le "$((n + moved))" ]
 	done
-	# the listing: the same lines, but for the bytes of rows with a SEND
-	# whose source moves each iteration (4 B per iteration beyond the first)
-	amp-emit --list two/program.amp > two.list
-	amp-emit --list seven/program.amp > seven.list
-	run grep -c '^' seven.list
-	assert_equal "$output" "$(grep -c '^' two.list)"
-	# (and a moving send lists its iterations)
-	sed -E 's/^(tile [0-9]+ phase [0-9]+ bytes )[0-9]+ /\1- /; s/ per iteration x [0-9]+$/ per iteration x -/' two.list > two.masked
-	sed -E 's/^(tile [0-9]+ phase [0-9]+ bytes )[0-9]+ /\1- /; s/ per iteration x [0-9]+$/ per iteration x -/' seven.list > seven.masked
-	run grep -c ' per iteration x 7$' seven.list
-	assert [ "$output" -gt 0 ]
-	run cmp two.masked seven.masked
-	assert_success
-	read -r first last _ < <(repeat_of two/grouped.yaml)
-	body=" $(body_phases two/grouped.yaml "$first" "$last")"
-	assert [ "$body" != " " ]
-	# every row that differs is in the body and larger for 7 layers
-	run awk -v body="$body" 'NR == FNR { a[FNR] = $0; next }
-		$0 != a[FNR] && $0 !~ / per iteration x 7$/ {
-			n++
-			split(a[FNR], o, " ")
-			if ($1 != "tile" || index(body, " " $4 " ") == 0 || $6 + 0 <= o[6] + 0)
-				print "line " FNR ": " a[FNR] " -> " $0
-		}
-		END { if (n == 0) print "no row grew" }' two.list seven.list
-	assert_success
-	assert_output ""
 }
 
 # ---- capture of a repeat ----
@@ -415,7 +430,9 @@ captures() {
 		assert_output '[1]'
 	done
 	# a phase's figures are one run's: the same phases and movement classes
-	q='[.phases[] | del(.count)], [.compute[] | del(.count)], .phase_traffic'
+	# (a phase's largest row may grow beside a stacked home, as amp-emit's
+	# test above says; the body's may not)
+	q="[.phases[] | del(.count) | if $IN_BODY then . else del(.max_row_bytes) end], [.compute[] | del(.count)], .phase_traffic"
 	run jq -c "$q" two.json
 	assert_success
 	want=$output
