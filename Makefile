@@ -66,7 +66,7 @@ $(OBJ)/lib/run.o: CFLAGS += -O3
 $(OBJ)/libamp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN)/%: tools/%.c $(OBJ)/libamp.a lib/*.h | $(BIN)
+$(BIN)/%: tools/%.c tools/tool.h $(OBJ)/libamp.a lib/*.h | $(BIN)
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
 $(OBJ)/tests/%: tests/unit/%.c tests/unit/*.h $(OBJ)/libamp.a lib/*.h | $(OBJ)/tests
@@ -103,6 +103,7 @@ man_name_amp-emit     := emit a tile program, checked against the machine limits
 man_name_amp-capture  := capture the movement and modelled cycles of a stage or program
 man_name_amp-run      := run a program on the machine model and check it
 man_name_amp-compare  := compare two captures side by side, with deltas
+man_name_amp-sweep    := turn one compile into a study: sweep jobs, runs and a ranked merge
 .PHONY: install uninstall man help
 # The pages' date: the last commit's, so the same tree gives the same pages.
 $(MAN_DIR)/%.1: $(BIN)/%

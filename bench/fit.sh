@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Where each model stands against a machine's own limits: amp-plan's
+# defaults, lowered, emitted at the machine's limits (amp-emit --report)
+# and captured. One row per model: the largest and median tile's table
+# bytes, the largest fragment count, the largest SRAM use (tensors +
+# tables), total modelled cycles, and whether amp-emit wrote the program
+# (or amp-plan's reason when no plan fits). Prints figures; not a test.
+#
+#   bench/fit.sh [MACHINE] [MODEL...]   (default amp1472 and every
+#                                        SigLIP-so400m and PE-Core-L14 file)
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+machine=${1:-share/machines/amp1472.yaml}
+shift || true
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(share/models/siglip-mlp.yaml share/models/siglip-so400m.yaml
+	share/models/siglip-so400m-b1.yaml share/models/pe-core-l14.yaml share/models/pe-core-l14-b2.yaml
+	share/models/pe-core-l14-b4.yaml share/models/pe-core-l14-b8.yaml)
+make -s all
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+echo "machine: $machine"
+printf '| model | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | program |\n'
+printf '|---|---|---|---|---|---|\n'
+for m in "${models[@]}"; do
+	n=$(basename "$m" .yaml)
+	if ! bin/amp-plan --machine "$machine" -o "$tmp/plan.yaml" "$m" 2> "$tmp/err"; then
+		printf '| %s | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-120)"
+		continue
+	fi
+	bin/amp-compose "$tmp/plan.yaml" | bin/amp-expand | bin/amp-exchange | bin/amp-group > "$tmp/g.yaml"
+	written=written
+	bin/amp-emit --report -o "$tmp/p.amp" "$tmp/g.yaml" 2> "$tmp/emit" || written="not written"
+	sram=$(sed -n 's/^amp-emit: largest SRAM use: tile [0-9]*, \([0-9]*\) bytes.*/\1/p' "$tmp/emit")
+	bin/amp-capture -o "$tmp/c.json" "$tmp/g.yaml"
+	jq -r --arg n "$n" --arg s "${sram:--}" --arg w "$written" \
+		'.summary | "| \($n) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \($w) |"' "$tmp/c.json"
+done
