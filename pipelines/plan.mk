@@ -24,7 +24,7 @@ comma := ,
 
 # The flows' goals need their inputs: a missing MODEL or MACHINE is an
 # error before anything runs, never an older model's results.
-FLOW_GOALS := plan lower capture validate
+FLOW_GOALS := plan lower capture validate report
 ifneq ($(filter $(FLOW_GOALS),$(MAKECMDGOALS)),)
 ifeq ($(wildcard $(MODEL)),)
 $(error MODEL=$(MODEL): no such file)

@@ -19,15 +19,6 @@ REPORT_TEST_PKGS := $(REPORT_PKGS) chromium
 
 .PHONY: report report-deps report-test-deps
 
-ifneq ($(filter report,$(MAKECMDGOALS)),)
-ifeq ($(wildcard $(MODEL)),)
-$(error MODEL=$(MODEL): no such file)
-endif
-ifeq ($(wildcard $(MACHINE)),)
-$(error MACHINE=$(MACHINE): no such file)
-endif
-endif
-
 report-deps:
 	@$(call install_missing,$(REPORT_PKGS))
 
