@@ -1,6 +1,5 @@
 #include "capture.h"
 
-#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,7 +484,7 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 		json_open(&j, '[', 1);
 		for (int k = 0; k < pr->nf; k++) {
 			char hex[17];
-			snprintf(hex, sizeof hex, "%016" PRIx64, pr->f[k].fnv1a);
+			prov_hex(pr->f[k].fnv1a, hex);
 			json_open(&j, '{', 1);
 			json_kstr(&j, "role", pr->f[k].role);
 			json_kstr(&j, "name", pr->f[k].name);

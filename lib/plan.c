@@ -93,6 +93,11 @@ static void prov_copy(Prov *d, const Prov *s)
 	}
 }
 
+void prov_hex(uint64_t fnv1a, char hex[17])
+{
+	snprintf(hex, 17, "%016" PRIx64, fnv1a);
+}
+
 void plan_add_prov(Plan *p, const Prov *pr)
 {
 	p->prov = xrealloc(p->prov, (size_t)(p->nprov + 1) * sizeof *p->prov);
@@ -264,7 +269,7 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 		yw_seq(&w, 1);
 		for (int k = 0; k < pr->nf; k++) {
 			char hex[17];
-			snprintf(hex, sizeof hex, "%016" PRIx64, pr->f[k].fnv1a);
+			prov_hex(pr->f[k].fnv1a, hex);
 			yw_map(&w, 1);
 			yw_kstr(&w, "role", pr->f[k].role);
 			yw_kstr(&w, "name", pr->f[k].name);

@@ -151,6 +151,8 @@ typedef struct {
 	int nr;
 } Plan;
 
+/* A file's digest as provenance writes it: 16 hexadecimal digits. */
+void prov_hex(uint64_t fnv1a, char hex[17]);
 /* Appends a copy of pr to p's provenance. */
 void plan_add_prov(Plan *p, const Prov *pr);
 void prov_free(Prov *pr);
