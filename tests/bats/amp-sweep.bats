@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # amp-sweep: a spec becomes a directory of jobs (the same bytes every
-# time); the jobs run through make -j2, GNU parallel and a Slurm array with
+# time); the jobs run through make -j2, GNU parallel (locally and through
+# --sshlogin, ssh stood in for by a local command) and a Slurm array with
 # the same merged table; a finished job is not redone, a deleted or
 # interrupted one is; the merge ranks by the figure, marks what does not
 # fit, and lists what is missing; malformed specs (tests/bad/sweep-*) are
@@ -87,6 +88,30 @@ mtimes() {
 	run make -s -C mk merge
 	assert_success
 	assert_equal "$output" "$(cat mk.tsv)"
+}
+
+@test "sweep: jobs.txt runs unchanged through GNU parallel's --sshlogin on two hosts (ssh stood in for by a local command)" {
+	command -v parallel >/dev/null || skip "GNU parallel is not installed (Debian package parallel)"
+	spec
+	amp-sweep jobs -o mk spec.yaml 2>/dev/null
+	amp-sweep jobs -o ssh spec.yaml 2>/dev/null
+	make -s -C mk -j2
+	# ssh HOST -- COMMAND: the command run here, as ssh runs it on HOST,
+	# and the host logged: parallel's remote path (its wrapper, --workdir)
+	# without a network
+	printf '%s\n' '#!/bin/bash' "echo \"\$1\" >> '$BATS_TEST_TMPDIR/hosts.log'" 'shift' \
+		'[ "${1:-}" = -- ] && shift' 'exec bash -c "$*"' > fakessh
+	chmod +x fakessh
+	run parallel --will-cite --ssh "$BATS_TEST_TMPDIR/fakessh" --sshlogin 1/node1,1/node2 \
+		--workdir "$BATS_TEST_TMPDIR" < ssh/jobs.txt
+	assert_success
+	[ "$(ls ssh/jobs/*/result.json | wc -l)" = 6 ] || fail "parallel over ssh left jobs undone"
+	# both hosts ran jobs
+	run sort -u hosts.log
+	assert_output $'node1\nnode2'
+	amp-sweep merge -o mk.tsv mk
+	amp-sweep merge -o ssh.tsv ssh
+	cmp mk.tsv ssh.tsv || fail "make and parallel over ssh merged differently"
 }
 
 @test "sweep: a finished job is not redone; a deleted result or an interrupted run is" {
