@@ -130,51 +130,54 @@ static inline const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
+static inline int listed(const char *s, const char *const *list, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (!strcmp(s, list[k]))
+			return 1;
+	return 0;
+}
+
 /* This run's provenance record (lib/plan.h Prov): the tool, its version
  * and its options as given, argv[1 .. optind_now) after getopt_long has
  * put them first, without the output (-o, --output, --tiles), -z, the
  * input and the options that change only what is printed (--report,
- * --explain); the file arguments of --machine, -m, --scales, --model, --data
- * and --save by base name. Files are added with prov_file. */
+ * --explain); the file arguments of --machine, -m, --scales, --model,
+ * --data and --save by base name. Files are added with prov_file. */
 static inline void tool_prov(Prov *pr, int argc, char **argv, int optind_now)
 {
 	static const char *const out_opts[] = { "-o", "--output", "--tiles" };
-	static const char *const print_opts[] = { "--report", "--explain" };   /* change only what is printed */
+	static const char *const dropped[] = { "-z", "--compress", "--report", "--explain" };
 	static const char *const file_opts[] = { "--machine", "-m", "--scales", "--model", "--data", "--save" };
-	size_t cap = 64, n = 0;
+#define N_OF(a) (sizeof a / sizeof *a)
+	size_t cap = 1, n = 0;
+	for (int i = 1; i < optind_now && i < argc; i++)
+		cap += strlen(argv[i]) + 1;     /* the record only ever shortens a word */
 	char *s = xmalloc(cap);
 	s[0] = 0;
 	for (int i = 1; i < optind_now && i < argc; i++) {
-		const char *a = argv[i], *val = NULL;
+		const char *a = argv[i];
+		/* the option's name: a long one's up to '=', a short one's two
+		 * characters; what follows in the same word is its value */
+		size_t ol = a[0] == '-' && a[1] == '-' ? strcspn(a, "=") : a[0] == '-' && a[1] ? 2 : strlen(a);
 		char opt[64];
-		int skip = 0, file = 0;
-		const char *eq = strchr(a, '=');
-		size_t ol = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
 		snprintf(opt, sizeof opt, "%.*s", (int)(ol < sizeof opt ? ol : sizeof opt - 1), a);
-		for (size_t k = 0; k < sizeof out_opts / sizeof *out_opts; k++)
-			skip |= !strcmp(opt, out_opts[k]);
-		if (skip || !strcmp(a, "-z") || !strcmp(a, "--compress") || (a[0] == '-' && a[1] == 'o' && a[2])) {
-			i += skip && !eq && !(a[1] == 'o' && a[2]);     /* the option's argument too */
+		const char *attached = a[ol] ? a + ol + (a[ol] == '=') : NULL;
+		if (listed(opt, out_opts, N_OF(out_opts))) {
+			i += !attached;         /* its argument too */
 			continue;
 		}
-		int printed = 0;
-		for (size_t k = 0; k < sizeof print_opts / sizeof *print_opts; k++)
-			printed |= !strcmp(opt, print_opts[k]);
-		if (printed)
+		if (listed(opt, dropped, N_OF(dropped)))
 			continue;
-		for (size_t k = 0; k < sizeof file_opts / sizeof *file_opts; k++)
-			file |= !strcmp(opt, file_opts[k]);
-		if (file && eq)
-			val = base_name(eq + 1);
-		else if (file && i + 1 < optind_now)
-			val = base_name(argv[++i]);
-		size_t need = n + strlen(opt) + (eq || val ? strlen(val ? val : eq + 1) + 2 : 0) + 2;
-		if (need > cap)
-			s = xrealloc(s, cap = need * 2);
-		n += (size_t)snprintf(s + n, cap - n, "%s%s", n ? " " : "", eq && !file ? a : opt);
-		if (val)
-			n += (size_t)snprintf(s + n, cap - n, "%s%s", eq ? "=" : " ", val);
+		const char *file = NULL;
+		if (listed(opt, file_opts, N_OF(file_opts)))
+			file = attached ? attached : i + 1 < optind_now ? argv[++i] : "";
+		n += (size_t)snprintf(s + n, cap - n, "%s%s", n ? " " : "", file ? opt : a);
+		if (file)
+			n += (size_t)snprintf(s + n, cap - n, "%s%s", attached && a[1] == '-' ? "=" : attached ? "" : " ",
+					      base_name(file));
 	}
+#undef N_OF
 	memset(pr, 0, sizeof *pr);
 	pr->tool = xstrdup(tool_name);
 	pr->version = xstrdup(AMP_VERSION);

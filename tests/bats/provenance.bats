@@ -82,6 +82,14 @@ chain() {
 	(cd elsewhere && amp-plan --machine "$MACHINES/amp1472.yaml" -o "$BATS_TEST_TMPDIR/b.yaml" deeper/tiny-mlp.yaml)
 	run prov b.yaml
 	[[ $output != *"/"* ]] || fail "a path in: $output"
+	# nor when a file argument shares its option's word, nor from -o, -z
+	# and --explain, which leave no trace
+	printf 'amp-scales: 1\nscales:\n  w_up: -2\n' > s.yaml
+	amp-plan -m"$MACHINES/amp1472.yaml" --scales="$BATS_TEST_TMPDIR/s.yaml" --explain=2 -z \
+		-o"$BATS_TEST_TMPDIR/e.yaml" "$TINY" > /dev/null
+	zstd -dcq e.yaml > e.plain
+	run prov e.plain
+	assert_regex "$output" "^- \{tool: amp-plan, version: [^,]*, options: -mamp1472.yaml --scales=s.yaml, files: "
 	amp-plan -o c.yaml "$TINY"
 	amp-plan -o d.yaml "$TINY"
 	cmp c.yaml d.yaml
