@@ -98,9 +98,11 @@ mtimes() {
 	make -s -C mk -j2
 	# ssh HOST -- COMMAND: the command run here, as ssh runs it on HOST,
 	# and the host logged: parallel's remote path (its wrapper, --workdir)
-	# without a network
+	# without a network. A login through ssh sets SHELL (parallel's remote
+	# wrapper runs the job with it), whatever the caller's environment: CI
+	# may have none.
 	printf '%s\n' '#!/bin/bash' "echo \"\$1\" >> '$BATS_TEST_TMPDIR/hosts.log'" 'shift' \
-		'[ "${1:-}" = -- ] && shift' 'exec bash -c "$*"' > fakessh
+		'[ "${1:-}" = -- ] && shift' 'SHELL=/bin/bash exec bash -c "$*"' > fakessh
 	chmod +x fakessh
 	run parallel --will-cite --ssh "$BATS_TEST_TMPDIR/fakessh" --sshlogin 1/node1,1/node2 \
 		--workdir "$BATS_TEST_TMPDIR" < ssh/jobs.txt
