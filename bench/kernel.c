@@ -1,6 +1,6 @@
 /* The matrix-product kernels alone, one thread, on the shapes amp-run
- * gives them: run_gemm (the machine model's: a separate multiply and add)
- * on a tile's shard product of the 27-layer SigLIP's layer GEMMs, and
+ * gives them: run_gemm_strips (the machine model's: a separate multiply
+ * and add) on a tile's shard product of the 27-layer SigLIP's layer GEMMs, and
  * run_gemm_ref (the FP32 reference's: fused) on the whole products, at
  * each vector width the CPU runs (run_gemm_width). Prints one line per
  * kernel, shape and width: GFLOP/s, best of 3. bench/run.sh does not
@@ -33,15 +33,24 @@ static float *matrix(int64_t n, unsigned seed)
 }
 
 /* GFLOP/s of the kernel on M x K x N, best of 3 runs of at least reps
- * products each. */
+ * products each. The machine's (not fused) runs on operands already in
+ * run_gemm_strips's strips and panels, as amp-run decodes shards into
+ * them; the reference's runs run_gemm_ref on row-major matrices, packing
+ * included. */
 static double rate(int fused, int64_t M, int64_t K, int64_t N, int reps)
 {
-	float *A = matrix(M * K, 1), *B = matrix(K * N, 2), *C = matrix(M * N, 3);
+	int64_t mr = run_gemm_rows(), mp = (M + mr - 1) / mr * mr, ns = (K + RUN_GEMM_S - 1) / RUN_GEMM_S;
+	int64_t np = (N + 15) / 16;
+	float *A = fused ? matrix(M * K, 1) : matrix(ns * mp * RUN_GEMM_S, 1);
+	float *B = fused ? matrix(K * N, 2) : matrix(np * K * 16, 2), *C = matrix(M * N, 3);
 	double best = 0;
 	for (int r = 0; r < 3; r++) {
 		double t0 = now();
 		for (int i = 0; i < reps; i++)
-			(fused ? run_gemm_ref : run_gemm)(A, B, C, M, K, N);
+			if (fused)
+				run_gemm_ref(A, B, C, M, K, N);
+			else
+				run_gemm_strips(A, mp * RUN_GEMM_S, B, C, M, K, N);
 		double g = 2.0 * (double)M * (double)K * (double)N * reps / (now() - t0) / 1e9;
 		best = g > best ? g : best;
 	}
@@ -55,10 +64,10 @@ int main(void)
 	 * of a shard (1458 rows; K and N cut by the grids of bench/fit.sh's
 	 * plan), and the reference's whole products (729 rows a thread) */
 	static const struct { const char *name; int fused; int64_t M, K, N; int reps; } s[] = {
-		{ "qkv-shard", 0, 146, 288, 96, 400 },          /* grid [10, 4, 36] */
-		{ "proj-shard", 0, 73, 384, 64, 800 },          /* [20, 3, 18] */
-		{ "mlp_up-shard", 0, 122, 288, 144, 400 },      /* [12, 4, 30] */
-		{ "mlp_down-shard", 0, 122, 288, 144, 400 },    /* [12, 15, 8] */
+		{ "qkv-shard", 0, 146, 576, 144, 200 },
+		{ "proj-shard", 0, 134, 576, 128, 200 },
+		{ "mlp_down-shard", 0, 98, 736, 96, 300 },
+		{ "embed-shard", 0, 184, 320, 192, 200 },
 		{ "qkv-ref", 1, 729, 1152, 3456, 1 },
 		{ "mlp_up-ref", 1, 729, 1152, 4304, 1 },
 		{ "mlp_down-ref", 1, 729, 4304, 1152, 1 },
@@ -67,7 +76,7 @@ int main(void)
 	for (int w = 8; w <= wide; w += 8) {
 		run_gemm_width(w);
 		for (size_t i = 0; i < sizeof s / sizeof *s; i++)
-			printf("%s %s %lldx%lldx%lld %d-wide %.1f\n", s[i].fused ? "run_gemm_ref" : "run_gemm", s[i].name,
+			printf("%s %s %lldx%lldx%lld %d-wide %.1f\n", s[i].fused ? "run_gemm_ref" : "run_gemm_strips", s[i].name,
 			       (long long)s[i].M, (long long)s[i].K, (long long)s[i].N, w,
 			       rate(s[i].fused, s[i].M, s[i].K, s[i].N, s[i].reps));
 	}

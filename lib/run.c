@@ -102,6 +102,97 @@ static void tables(void)
 	pthread_once(&tables_once, build_tables);
 }
 
+static atomic_int gemm_pin;     /* run_gemm_width's limit (the fp8 decoding's too); 0: none */
+
+/* n fp8 codes decoded and multiplied by k (a scale's power of two):
+ * f8_table[b] * k, computed 16 (AVX-512) or 8 (AVX2) at a time from the
+ * code's fields: 1.m * 2^(e - 8), m * 2^-10 where e is 0, the sign, and
+ * F8_NAN's quiet NaN. tests/unit/test_run.c compares every code at every
+ * scale with f8s_to_f32. Each returns how many it decoded. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define F8_VECTORS 1
+__attribute__((target("avx512f"))) static int64_t f8_decode16(const uint8_t *b, int64_t n, float k, float *v,
+							     uint32_t nanbits)
+{
+	const __m512i e15 = _mm512_set1_epi32(15), m7 = _mm512_set1_epi32(7), bias = _mm512_set1_epi32(119);
+	const __m512i sign = _mm512_set1_epi32(0x80), nan = _mm512_set1_epi32((int)nanbits);
+	const __m512i nancode = _mm512_set1_epi32(F8_NAN), zero = _mm512_setzero_si512();
+	const __m512 kk = _mm512_set1_ps(k), tiny = _mm512_set1_ps(0x1p-10f);
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(b + i)));
+		__m512i e = _mm512_and_si512(_mm512_srli_epi32(x, 3), e15), m = _mm512_and_si512(x, m7);
+		__m512i u = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, bias), 23), _mm512_slli_epi32(m, 20));
+		__m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(m), tiny);
+		u = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(e, zero), u, _mm512_castps_si512(sub));
+		u = _mm512_or_si512(u, _mm512_slli_epi32(_mm512_and_si512(x, sign), 24));
+		u = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(x, nancode), u, nan);
+		_mm512_storeu_ps(v + i, _mm512_mul_ps(_mm512_castsi512_ps(u), kk));
+	}
+	return i;
+}
+
+__attribute__((target("avx2"))) static int64_t f8_decode8(const uint8_t *b, int64_t n, float k, float *v,
+							uint32_t nanbits)
+{
+	const __m256i e15 = _mm256_set1_epi32(15), m7 = _mm256_set1_epi32(7), bias = _mm256_set1_epi32(119);
+	const __m256i sign = _mm256_set1_epi32(0x80), nan = _mm256_set1_epi32((int)nanbits);
+	const __m256i nancode = _mm256_set1_epi32(F8_NAN), zero = _mm256_setzero_si256();
+	const __m256 kk = _mm256_set1_ps(k), tiny = _mm256_set1_ps(0x1p-10f);
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(b + i)));
+		__m256i e = _mm256_and_si256(_mm256_srli_epi32(x, 3), e15), m = _mm256_and_si256(x, m7);
+		__m256i u = _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(e, bias), 23), _mm256_slli_epi32(m, 20));
+		__m256 sub = _mm256_mul_ps(_mm256_cvtepi32_ps(m), tiny);
+		u = _mm256_blendv_epi8(u, _mm256_castps_si256(sub), _mm256_cmpeq_epi32(e, zero));
+		u = _mm256_or_si256(u, _mm256_slli_epi32(_mm256_and_si256(x, sign), 24));
+		u = _mm256_blendv_epi8(u, nan, _mm256_cmpeq_epi32(x, nancode));
+		_mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_castsi256_ps(u), kk));
+	}
+	return i;
+}
+
+/* 16, 8 or 0: the vectors f8_decode uses (what the CPU has). */
+static int f8_width(void)
+{
+	static atomic_int known = -1;
+	int w = atomic_load_explicit(&known, memory_order_relaxed);
+	if (w < 0) {
+		__builtin_cpu_init();
+		w = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 0;
+		atomic_store_explicit(&known, w, memory_order_relaxed);
+	}
+	return w;
+}
+#endif
+
+static void f8_decode(const uint8_t *b, int64_t n, float k, float *v)
+{
+	int64_t i = 0;
+#ifdef F8_VECTORS
+	float qnan = NAN;
+	uint32_t nanbits;
+	memcpy(&nanbits, &qnan, sizeof nanbits);
+	int w = f8_width();
+	if (w > 8 && atomic_load_explicit(&gemm_pin, memory_order_relaxed) == 8)
+		w = 8;                          /* run_gemm_width(8): tests, AMP_GEMM_WIDTH=8 */
+	switch (w) {
+	case 16: i = f8_decode16(b, n, k, v, nanbits); break;
+	case 8: i = f8_decode8(b, n, k, v, nanbits); break;
+	}
+#endif
+	for (; i < n; i++)
+		v[i] = f8_table[b[i]] * k;
+}
+
+void run_decode_fp8(const uint8_t *b, int64_t n, int scale, float *v)
+{
+	tables();
+	f8_decode(b, n, pow2[scale + 126], v);
+}
+
 /* n values at byte offsets off[i] * esz of mem, decoded into v (fmt,
  * scale); off NULL: consecutive. */
 static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v)
@@ -129,8 +220,7 @@ static void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format
 	case FMT_FP8: {
 		float k = pow2[scale + 126];
 		if (!off) {
-			for (int64_t i = 0; i < n; i++)
-				v[i] = f8_table[mem[i]] * k;
+			f8_decode(mem, n, k, v);
 			return;
 		}
 		for (int64_t i = 0; i < n; i++)
@@ -184,6 +274,15 @@ double run_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The calling thread's CPU seconds: what a step got of a core while
+ * other threads (the reference's, another process's) shared them. */
+static double thread_cpu(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 void run_stats(RunStats *s)
@@ -652,7 +751,20 @@ typedef struct {
 	TileShards *ts;         /* per placement, built on first use */
 	Values *vs;
 	Err *e;
+	float *scr[2][4];       /* per compute thread: buffers kept from step to step */
+	int64_t scap[2][4];
 } Machine_;
+
+/* Compute thread part's buffer i, at least n floats (its contents lost when it grows). */
+static float *scratch(Machine_ *m, int part, int i, int64_t n)
+{
+	if (n > m->scap[part][i]) {
+		free(m->scr[part][i]);
+		m->scr[part][i] = xmalloc((size_t)n * sizeof **m->scr + 64);
+		m->scap[part][i] = n;
+	}
+	return m->scr[part][i];
+}
 
 static const int64_t *shards_of(Machine_ *m, int p)
 {
@@ -663,12 +775,14 @@ static const int64_t *shards_of(Machine_ *m, int p)
 	return m->ts[p].shard;
 }
 
-/* A transposed-right shard (R x C, mu = fmt_mu) decoded into row-major v
- * in storage order: each panel holds mu rows of 16 columns, a column's mu
- * rows consecutive, so a row's 16 values are read mu apart within one
- * panel (L1-resident) and written consecutively. layout_offset's formula,
- * a panel at a time. */
-static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, float *v)
+/* A transposed-right shard (R x C, mu = fmt_mu) decoded in storage
+ * order: each panel holds mu rows of 16 columns, a column's mu rows
+ * consecutive, so a row's 16 values are read mu apart within one panel
+ * (L1-resident) and written consecutively, element (r, c) to
+ * v[(c / 16) * ps + r * rs + c % 16]: row-major with rs = C and ps = 16,
+ * run_gemm_strips's B panels with rs = 16 and ps = R * 16.
+ * layout_offset's formula, a panel at a time. */
+static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, float *v, int64_t rs, int64_t ps)
 {
 	int64_t R = l->rows, C = l->cols, mu = fmt_mu(f), rp = cdiv(R, mu);
 	int esz = fmt_bytes(f);
@@ -677,8 +791,16 @@ static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, flo
 		for (int64_t kb = 0; kb < rp; kb++) {
 			const uint8_t *panel = mem + (cp * rp + kb) * mu * 16 * esz;
 			int64_t nr = R - kb * mu < mu ? R - kb * mu : mu;
+			if (f == FMT_FP8 && rs == 16 && nj == 16) {     /* panels: the codes in row order, decoded at once */
+				uint8_t rows[32 * 16];
+				for (int64_t r = 0; r < nr; r++)
+					for (int64_t j = 0; j < 16; j++)
+						rows[r * 16 + j] = panel[j * mu + r];
+				f8_decode(rows, nr * 16, pow2[sc + 126], v + cp * ps + kb * mu * 16);
+				continue;
+			}
 			for (int64_t r = 0; r < nr; r++) {
-				float *d = v + (kb * mu + r) * C + cp * 16;
+				float *d = v + cp * ps + (kb * mu + r) * rs;
 				if (f == FMT_FP8) {
 					float k = pow2[sc + 126];
 					for (int64_t j = 0; j < nj; j++)
@@ -699,9 +821,9 @@ static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, flo
 	}
 }
 
-/* A shard as a float matrix (rows x cols), and back with zero padding. */
-/* Shard p of tile t decoded into floats, row-major. */
-static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
+/* Placement p's shard on tile t: its bytes (a stacked home's: this
+ * iteration's instance) and its layout. */
+static const uint8_t *shard_mem(Machine_ *m, int p, int64_t t, Layout *l)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
@@ -710,29 +832,42 @@ static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	if (plan_stacked(m->pl, p))     /* a stacked home read in place: this iteration's instance */
 		mem += m->s.iter * place_instance(pp);
-	int sc = m->pl->t[pp->tensor].scale;
-	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
+	return mem;
+}
+
+/* The shard at mem (layout l, in fmt and scale sc) decoded into v, row-major. */
+static void decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, float *v)
+{
 	if (l->kind == LAYOUT_ROW_MAJOR) {      /* offset = r * cols + c */
-		decode_run(mem, NULL, l->rows * l->cols, pp->fmt, sc, v);
-		return v;
+		decode_run(mem, NULL, l->rows * l->cols, fmt, sc, v);
+		return;
 	}
-	int64_t w = layout_run(l), esz = fmt_bytes(pp->fmt);
+	int64_t w = layout_run(l), esz = fmt_bytes(fmt);
 	if (w > 1) {                            /* a row: runs of w consecutive elements */
 		for (int64_t r = 0; r < l->rows; r++)
 			for (int64_t c = 0; c < l->cols; c += w)
 				decode_run(mem + layout_offset(l, r, c) * esz, NULL, l->cols - c < w ? l->cols - c : w,
-					   pp->fmt, sc, v + r * l->cols + c);
-		return v;
+					   fmt, sc, v + r * l->cols + c);
+		return;
 	}
 	if (l->kind == LAYOUT_TRANSPOSED_RIGHT) {
-		decode_tr(mem, l, pp->fmt, sc, v);
-		return v;
+		decode_tr(mem, l, fmt, sc, v, l->cols, 16);
+		return;
 	}
 	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);
 	layout_row(l, 0, off);                  /* row r's: row 0's, from its first */
 	for (int64_t r = 0; r < l->rows; r++)
-		decode_run(mem + layout_offset(l, r, 0) * esz, off, l->cols, pp->fmt, sc, v + r * l->cols);
+		decode_run(mem + layout_offset(l, r, 0) * esz, off, l->cols, fmt, sc, v + r * l->cols);
 	free(off);
+}
+
+/* A shard as a float matrix (rows x cols), and back with zero padding. */
+/* Shard p of tile t decoded into floats, row-major. */
+static float *read_shard(Machine_ *m, int p, int64_t t, Layout *l)
+{
+	const uint8_t *mem = shard_mem(m, p, t, l);
+	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
+	decode_shard(mem, l, m->pl->p[p].fmt, m->pl->t[m->pl->p[p].tensor].scale, v);
 	return v;
 }
 
@@ -788,8 +923,25 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
  * past N are zeros in the packed copies and are not stored. */
 #define GEMM_KC 256
 #define GEMM_MC 120
+#define GEMM_S RUN_GEMM_S       /* run_gemm_strips's strip width (GEMM_KC a multiple of it) */
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
+
+/* A (M x K, row r at A + r * lda) into d in the strips of
+ * run_gemm_strips, mp rows each (zeros past M and past K). */
+static void pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64_t mp, float *d)
+{
+	int64_t ns = (K + GEMM_S - 1) / GEMM_S;
+	for (int64_t s = 0; s < ns; s++) {
+		int64_t w = K - s * GEMM_S < GEMM_S ? K - s * GEMM_S : GEMM_S;
+		float *st = d + s * mp * GEMM_S;
+		for (int64_t r = 0; r < M; r++) {
+			memcpy(st + r * GEMM_S, A + r * lda + s * GEMM_S, (size_t)w * sizeof *d);
+			memset(st + r * GEMM_S + w, 0, (size_t)(GEMM_S - w) * sizeof *d);
+		}
+		memset(st + M * GEMM_S, 0, (size_t)((mp - M) * GEMM_S) * sizeof *d);
+	}
+}
 
 /* The machine's product, 8 wide: AVX2 where the CPU has it. */
 #define GK(x) x##_8
@@ -860,7 +1012,6 @@ static int cpu_width(void)
 }
 #endif
 
-static atomic_int gemm_pin;     /* run_gemm_width's limit; 0: none */
 
 int run_gemm_width(int w)
 {
@@ -887,6 +1038,26 @@ void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, in
 	}
 #endif
 	run_gemm_8(A, B, C, M, K, N);
+}
+
+int run_gemm_rows(void)
+{
+#ifdef GEMM_TARGETS
+	if (gemm_width() == 16)
+		return 12;
+#endif
+	return 6;
+}
+
+void run_gemm_strips(const float *A, int64_t rs, const float *bp, float *C, int64_t M, int64_t K, int64_t N)
+{
+#ifdef GEMM_TARGETS
+	if (gemm_width() == 16) {
+		run_gemm_strips_16(A, rs, bp, C, M, K, N);
+		return;
+	}
+#endif
+	run_gemm_strips_8(A, rs, bp, C, M, K, N);
 }
 
 void run_gemm_ref(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N)
@@ -985,7 +1156,53 @@ static void merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D)
 typedef struct {
 	Machine_ *m;
 	int step, part, parts;
+	double cpu;             /* the thread's CPU seconds on the step */
 } Work;
+
+/* A matmul's left operand, placement p's shard on tile t (R x K), in the
+ * strips of run_gemm_strips, mp rows each: an amp-left shard whose runs
+ * are a strip wide is already strips of R rows, decoded as it lies. */
+static const float *read_strips(Machine_ *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp)
+{
+	const uint8_t *mem = shard_mem(m, p, t, l);
+	Format f = m->pl->p[p].fmt;
+	int sc = m->pl->t[m->pl->p[p].tensor].scale;
+	int64_t R = l->rows, K = l->cols, ns = cdiv(K, GEMM_S);
+	float *d = scratch(m, w->part, 0, ns * mp * GEMM_S);
+	if (l->kind == LAYOUT_AMP_LEFT && fmt_mu(f) == GEMM_S) {
+		for (int64_t s = 0; s < ns; s++) {     /* element (r, c) at (c / mu) * R * mu + r * mu + c % mu */
+			decode_run(mem + s * R * GEMM_S * fmt_bytes(f), NULL, R * GEMM_S, f, sc, d + s * mp * GEMM_S);
+			memset(d + (s * mp + R) * GEMM_S, 0, (size_t)((mp - R) * GEMM_S) * sizeof *d);
+		}
+		return d;
+	}
+	float *v = scratch(m, w->part, 3, R * K);
+	decode_shard(mem, l, f, sc, v);
+	pack_strips(v, K, R, K, mp, d);
+	return d;
+}
+
+/* Its right operand (K x N) in 16-column panels: a transposed-right
+ * shard decoded straight into them. */
+static const float *read_panels(Machine_ *m, const Work *w, int p, int64_t t, Layout *l)
+{
+	const uint8_t *mem = shard_mem(m, p, t, l);
+	Format f = m->pl->p[p].fmt;
+	int sc = m->pl->t[m->pl->p[p].tensor].scale;
+	int64_t K = l->rows, N = l->cols, np = cdiv(N, 16);
+	float *d = scratch(m, w->part, 1, np * K * 16);
+	if (l->kind == LAYOUT_TRANSPOSED_RIGHT) {
+		if (N % 16)                     /* the last panel's columns past N */
+			memset(d + (np - 1) * K * 16, 0, (size_t)(K * 16) * sizeof *d);
+		decode_tr(mem, l, f, sc, d, 16, K * 16);
+		return d;
+	}
+	float *v = scratch(m, w->part, 3, K * N);
+	decode_shard(mem, l, f, sc, v);
+	for (int64_t q = 0; q < np; q++)
+		pack_panel_8(v, N, 0, K, q * 16, N - q * 16 < 16 ? N - q * 16 : 16, d + q * K * 16);
+	return d;
+}
 
 /* Compute step w->step on the tiles t of its output with t % parts == part. */
 static void *compute_tiles(void *arg)
@@ -996,6 +1213,7 @@ static void *compute_tiles(void *arg)
 	const Placement *out = &m->pl->p[st->out];
 	int64_t T = m->pl->machine.tiles;
 	const int64_t *os = m->ts[st->out].shard;
+	double cpu0 = thread_cpu();
 
 	for (int64_t t = w->part; t < T; t += w->parts) {
 		if (os[t] < 0)
@@ -1004,8 +1222,26 @@ static void *compute_tiles(void *arg)
 		place_shard_idx(out, os[t], idx);
 		Layout lo = place_layout(out, idx);
 		int64_t R = lo.rows, C = lo.cols;
-		float *res = xcalloc((size_t)(R * C), sizeof *res);
 		Layout la, lb, lc;
+		if (st->compute == C_MATMUL) {  /* both operands decoded into run_gemm_strips's */
+			float *res = scratch(m, w->part, 2, R * C);
+			memset(res, 0, (size_t)(R * C) * sizeof *res);
+			int64_t mp = cdiv(R, run_gemm_rows()) * run_gemm_rows();
+			const float *ap = read_strips(m, w, st->in[0], t, &la, mp);
+			const float *bp = read_panels(m, w, st->in[1], t, &lb);
+			int64_t K = la.cols;
+			run_gemm_strips(ap, mp * GEMM_S, bp, res, R, K, C);   /* K order */
+			if (st->nin > 2) {
+				float *bias = read_shard(m, st->in[2], t, &lc);
+				for (int64_t r = 0; r < R; r++)
+					for (int64_t n = 0; n < C; n++)
+						res[r * C + n] += bias[n];
+				free(bias);
+			}
+			write_shard(m, st->out, t, res);   /* rounds into the output's format */
+			continue;
+		}
+		float *res = xcalloc((size_t)(R * C), sizeof *res);
 		float *a = read_shard(m, st->in[0], t, &la);
 		switch (st->compute) {
 		case C_CAST:
@@ -1059,19 +1295,6 @@ static void *compute_tiles(void *arg)
 			free(b);
 			break;
 		}
-		case C_MATMUL: {
-			float *b = read_shard(m, st->in[1], t, &lb), *bias = NULL;
-			int64_t K = la.cols;
-			if (st->nin > 2)
-				bias = read_shard(m, st->in[2], t, &lc);
-			run_gemm(a, b, res, R, K, C);      /* K order */
-			for (int64_t r = 0; bias && r < R; r++)
-				for (int64_t n = 0; n < C; n++)
-					res[r * C + n] += bias[n];
-			free(b);
-			free(bias);
-			break;
-		}
 		case C_REDUCE: {
 			int64_t parts = la.rows / R;
 			float *bias = st->nin > 1 ? read_shard(m, st->in[1], t, &lb) : NULL;
@@ -1092,6 +1315,7 @@ static void *compute_tiles(void *arg)
 		write_shard(m, st->out, t, res);   /* rounds into the output's format */
 		free(res);
 	}
+	w->cpu = thread_cpu() - cpu0;
 	return NULL;
 }
 
@@ -1111,7 +1335,7 @@ static int compute(Machine_ *m, int i)
 	for (int64_t t = 0; t < T; t++)
 		if (os[t] >= 0)
 			sim_tile(&m->s, t);
-	Work w[2] = { { m, i, 0, 2 }, { m, i, 1, 2 } };
+	Work w[2] = { { m, i, 0, 2, 0 }, { m, i, 1, 2, 0 } };
 	pthread_t th;
 	double t0 = run_now();
 	if (sim_threads() > 1 && pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
@@ -1128,6 +1352,7 @@ static int compute(Machine_ *m, int i)
 			mm *= (double)A->shape[a];
 		stats.gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
 		stats.gemm_secs += run_now() - t0;
+		stats.gemm_cpu += w[0].cpu + w[1].cpu;
 	}
 	/* The tensor's bytes as the movement check expects them: the first
 	 * replica of every shard, as write_shard encoded it, copied element by
@@ -1421,6 +1646,9 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	}
 	for (int p = 0; p < pl->np; p++)
 		free(m.ts[p].shard);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 4; j++)
+			free(m.scr[i][j]);
 	cache_filled(o->cache);
 	for (int t = 0; t < pl->nt; t++)
 		if (!cache_holds(o->cache, vs.enc[t]))
@@ -1446,22 +1674,25 @@ typedef struct {
 	const float *A, *B, *bias;
 	float *C;
 	int64_t r0, r1, K, N;
+	double cpu;             /* the thread's CPU seconds on it */
 } Gemm_;
 
 static void *gemm_rows(void *arg)
 {
 	Gemm_ *g = arg;
+	double cpu0 = thread_cpu();
 	run_gemm_ref(g->A + g->r0 * g->K, g->B, g->C + g->r0 * g->N, g->r1 - g->r0, g->K, g->N);
 	for (int64_t r = g->r0; g->bias && r < g->r1; r++)
 		for (int64_t n = 0; n < g->N; n++)
 			g->C[r * g->N + n] += g->bias[n];
+	g->cpu = thread_cpu() - cpu0;
 	return NULL;
 }
 
 static void gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
 		  int64_t N)
 {
-	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N }, { A, B, bias, C, M / 2, M, K, N } };
+	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N, 0 }, { A, B, bias, C, M / 2, M, K, N, 0 } };
 	pthread_t th;
 	double t0 = run_now();
 	stats.ref_gemm_flops += 2.0 * (double)M * (double)K * (double)N;
@@ -1473,6 +1704,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 		gemm_rows(&g[0]);
 	}
 	stats.ref_gemm_secs += run_now() - t0;
+	stats.ref_gemm_cpu += g[0].cpu + g[1].cpu;
 }
 
 /* The stage's reference as it runs: values per plan tensor (inputs and

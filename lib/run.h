@@ -126,8 +126,9 @@ int64_t tensor_values(const PTensor *t);
  * reference's. */
 typedef struct {
 	double gemm_flops, gemm_secs, compute_secs, phase_secs;
+	double gemm_cpu;                /* the matmul steps' CPU seconds, both threads' */
 	double encode_secs, fill_secs;  /* setup: encoding every tensor, filling the SRAM images */
-	double ref_gemm_flops, ref_gemm_secs;
+	double ref_gemm_flops, ref_gemm_secs, ref_gemm_cpu;
 } RunStats;
 void run_stats(RunStats *s);
 double run_now(void);
@@ -138,12 +139,24 @@ void quantize_n(float *v, int64_t n, Format f, int scale);
  * in K order with one rounding per multiply and per add: the machine's
  * matrix product, blocked. */
 void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N);
+/* run_gemm's product from operands already packed, so a reader can
+ * decode straight into them: A in strips of RUN_GEMM_S columns (strip s
+ * at A + s * rs, its row r at r * RUN_GEMM_S in it), rs at least
+ * RUN_GEMM_S times M rounded up to run_gemm_rows(), rows from M to that
+ * zero; B in panels of 16 columns (panel p at bp + p * K * 16, row k's 16
+ * columns at k * 16 in it, zeros past N). The same bits as run_gemm. */
+#define RUN_GEMM_S 32
+void run_gemm_strips(const float *A, int64_t rs, const float *bp, float *C, int64_t M, int64_t K, int64_t N);
+/* n fp8 codes decoded at a scale (-126 to 126), as f8s_to_f32 does each. */
+void run_decode_fp8(const uint8_t *b, int64_t n, int scale, float *v);
+/* The rows of run_gemm's register tile at its present width (6 or 12). */
+int run_gemm_rows(void);
 /* The FP32 reference's C += A B: each element summed in K order with
  * fused multiply-adds (the bits of a plain loop of fmaf), blocked as
  * run_gemm and vectorized where the CPU has AVX2 and FMA. */
 void run_gemm_ref(const float *A, const float *B, float *C, int64_t M, int64_t K, int64_t N);
 /* Both products use the widest vectors the CPU has (16 floats with
- * AVX-512, else 8); run_gemm_width(8) holds them to 8 (tests, and
+ * AVX-512, else 8), and so does the fp8 decoding; run_gemm_width(8) holds them to 8 (tests, and
  * AMP_GEMM_WIDTH=8 for amp-run), run_gemm_width(0) lets them go wide
  * again. Returns the width run_gemm now uses. The bits are the same. */
 int run_gemm_width(int w);

@@ -13,6 +13,7 @@
 #include "exchange.h"
 #include "expand.h"
 #include "group.h"
+#include "num.h"
 #include "planner.h"
 #include "program.h"
 #include "run.h"
@@ -208,6 +209,84 @@ static void gemm_bits(void)
 	run_gemm_width(0);
 }
 
+/* run_gemm_strips on operands packed here by the formula of run.h
+ * (element (r, k) of A at (k / 32) * rs + r * 32 + k % 32, (k, n) of B at
+ * (n / 16) * K * 16 + k * 16 + n % 16), with a strip stride beyond the
+ * least and NaN in every padding lane it must not read, against the
+ * plain K-order loop, bit for bit, at every width. */
+static void strips_bits(void)
+{
+	int wide = run_gemm_width(0);
+	for (int w = 8; w <= wide; w += 8) {
+		run_gemm_width(w);
+		t_case(w == 8 ? "run_gemm_strips on packed operands gives the plain K-order loop's bits, 8 wide" :
+		       "run_gemm_strips on packed operands gives the plain K-order loop's bits, 16 wide (AVX-512)");
+		int64_t mr = run_gemm_rows();
+		for (int i = 0; i < 120; i++) {
+			int64_t M = pick(1, 60), K = pick(1, 600), N = pick(1, 70);
+			int64_t mp = (M + mr - 1) / mr * mr, rs = (mp + pick(0, 3)) * RUN_GEMM_S;
+			int64_t ns = (K + RUN_GEMM_S - 1) / RUN_GEMM_S, np = (N + 15) / 16;
+			float *A = malloc((size_t)(ns * rs) * sizeof *A), *B = malloc((size_t)(np * K * 16) * sizeof *B);
+			float *C = malloc((size_t)(M * N) * sizeof *C), *D = malloc((size_t)(M * N) * sizeof *D);
+			for (int64_t q = 0; q < ns * rs; q++)   /* rows past M must be zero; columns past K are never read */
+				A[q] = q % rs < mp * RUN_GEMM_S && q % rs >= M * RUN_GEMM_S ? 0 : NAN;
+			for (int64_t q = 0; q < np * K * 16; q++)
+				B[q] = NAN;
+			float *a = malloc((size_t)(M * K) * sizeof *a), *b = malloc((size_t)(K * N) * sizeof *b);
+			for (int64_t r = 0; r < M; r++)
+				for (int64_t k = 0; k < K; k++)
+					A[k / 32 * rs + r * 32 + k % 32] = a[r * K + k] =
+						(float)((int64_t)(next() % 20001) - 10000) * 0x1p-7f * (float)(1 << (next() % 12));
+			for (int64_t k = 0; k < K; k++)
+				for (int64_t n = 0; n < N; n++)
+					B[n / 16 * K * 16 + k * 16 + n % 16] = b[k * N + n] =
+						(float)((int64_t)(next() % 20001) - 10000) * 0x1p-13f;
+			for (int64_t n = N; n < np * 16; n++)      /* columns past N: zero */
+				for (int64_t k = 0; k < K; k++)
+					B[n / 16 * K * 16 + k * 16 + n % 16] = 0;
+			for (int64_t q = 0; q < M * N; q++)
+				C[q] = D[q] = (float)((int64_t)(next() % 201) - 100) * 0.37f;
+			run_gemm_strips(A, rs, B, C, M, K, N);
+			for (int64_t r = 0; r < M; r++)
+				for (int64_t k = 0; k < K; k++)
+					for (int64_t n = 0; n < N; n++)
+						D[r * N + n] += a[r * K + k] * b[k * N + n];
+			CHECK(memcmp(C, D, (size_t)(M * N) * sizeof *C) == 0, "M %lld K %lld N %lld rs %lld", (long long)M,
+			      (long long)K, (long long)N, (long long)rs);
+			free(A), free(B), free(C), free(D), free(a), free(b);
+		}
+	}
+	run_gemm_width(0);
+}
+
+/* run_decode_fp8 (vector arithmetic on the code's fields) against
+ * f8s_to_f32, bit for bit: every code, at every scale, at every offset
+ * of a run that leaves a tail. */
+static void decode_fp8_bits(void)
+{
+	int wide = run_gemm_width(0);
+	for (int w = 8; w <= wide; w += 8) {
+	run_gemm_width(w);
+	t_case(w == 8 ? "run_decode_fp8 gives f8s_to_f32's bits for every code at every scale, 8 wide" :
+	       "run_decode_fp8 gives f8s_to_f32's bits for every code at every scale, 16 wide (AVX-512)");
+	enum { N = 256 + 23 };
+	uint8_t b[N];
+	float v[N];
+	for (int i = 0; i < N; i++)
+		b[i] = (uint8_t)(i * 97 + 5);   /* every code, in no simple order */
+	for (int sc = -126; sc <= 126; sc++) {
+		run_decode_fp8(b, N, sc, v);
+		for (int i = 0; i < N; i++) {
+			float e = f8s_to_f32(b[i], sc);
+			if (memcmp(&e, &v[i], 4)) {
+				CHECK(0, "code 0x%02x scale %d: %a, f8s_to_f32 %a", b[i], sc, v[i], e);
+				break;
+			}
+		}
+	}
+	}
+	run_gemm_width(0);
+}
 
 /* quantize_n against quantize, value by value: fp16 (through F16C where
  * the CPU has it), fp8 at several scales, fp32 untouched; random bit
@@ -342,6 +421,8 @@ int main(void)
 	}
 	independence(path);
 	gemm_bits();
+	strips_bits();
+	decode_fp8_bits();
 	quantize_bits();
 	unlink(path);
 	return t_summary();
