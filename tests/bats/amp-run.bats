@@ -335,7 +335,7 @@ names_byte() {
 	AMP_GEMM_WIDTH=8 run --separate-stderr amp-run --timing "$TINY_PROG"
 	assert_success
 	assert_equal "$output" "$plain"
-	assert_regex "${stderr_lines[0]}" ', 8 wide$'
+	assert_regex "${stderr_lines[0]}" ', 8 wide; '
 }
 
 @test "run gives the same bits on one thread (AMP_THREADS=1) as on two, and 8 wide (AMP_GEMM_WIDTH=8): outputs, references and the first wrong byte" {
