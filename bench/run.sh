@@ -5,8 +5,10 @@
 # reference included: wall time and peak RSS (best of RUNS, default 3,
 # /usr/bin/time -v), the checks' figures, and the GFLOP/s of the matrix
 # products against this machine's measured fp32 peak for a separate
-# multiply and add in registers (bench/peak.c, two threads; its FMA and
-# one-thread figures are printed too).
+# multiply and add in registers (bench/peak.c): per core (GFLOP per CPU
+# second of the threads that ran them) against the one-thread peak, and
+# the wall-clock rate against the two-thread one (its FMA figures are
+# printed too).
 #
 # WHOLE=1 then also runs SigLIP-so400m with one layer and with 27, once
 # each, planned by amp-plan's default objective and emitted at the
@@ -26,6 +28,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cc -O3 -march=native -ffp-contract=off -pthread -o "$tmp/peak" bench/peak.c
 "$tmp/peak" > "$tmp/peaks"
 peak=$(awk '$1 == "muladd-best-2" { print $2 }' "$tmp/peaks")
+peak1=$(awk '$1 == "muladd-best-1" { print $2 }' "$tmp/peaks")
+fpeak1=$(awk '$1 == "fma-best-1" { print $2 }' "$tmp/peaks")
 
 secs() { awk -v us="$1" 'BEGIN { printf "%.3f", us / 1e6 }'; }
 rss() { awk -F': ' '/Maximum resident set size/{print $2}' "$1"; }
@@ -58,11 +62,15 @@ bench() {
 	printf '%s\n' "$out"
 	echo "calibration: $(secs "$cal_us") s, peak RSS $cal_kib KiB"
 	echo "amp-run: $(secs "$best") s, peak RSS $kib KiB$5"
-	local rate ref
-	rate=$(printf '%s\n' "$timing" | sed -n "s/.*matrix products (the machine's).* \([0-9.]*\) GFLOP\/s, [0-9]* wide$/\1/p")
-	ref=$(printf '%s\n' "$timing" | sed -n 's/.*its matrix products.* \([0-9.]*\) GFLOP\/s$/\1/p')
+	local rate ref core refcore
+	rate=$(printf '%s\n' "$timing" | sed -n "s/.*matrix products (the machine's).* \([0-9.]*\) GFLOP\/s, [0-9]* wide;.*/\1/p")
+	ref=$(printf '%s\n' "$timing" | sed -n 's/.*its matrix products.* \([0-9.]*\) GFLOP\/s;.*/\1/p')
+	core=$(printf '%s\n' "$timing" | sed -n "s/.*matrix products (the machine's).* \([0-9.]*\) GFLOP\/s per core$/\1/p")
+	refcore=$(printf '%s\n' "$timing" | sed -n 's/.*its matrix products.* \([0-9.]*\) GFLOP\/s per core$/\1/p')
 	printf '%s\n' "$timing" | sed 's/^amp-run: //'
-	awk -v r="$rate" -v f="$ref" -v p="$peak" 'BEGIN { printf "fp32 multiply-then-add peak in registers, 2 threads (bench/peak.c): %.1f GFLOP/s; the machine'"'"'s matrix products (shards read and written included) at %.0f%% of it, the reference'"'"'s at %.0f%%\n", p, 100 * r / p, 100 * f / p }'
+	awk -v r="$rate" -v f="$ref" -v p="$peak" -v c="$core" -v fc="$refcore" -v p1="$peak1" -v q1="$fpeak1" 'BEGIN {
+		printf "per core (GFLOP per CPU second of the products'"'"' threads, shards read and written included) against the one-thread peaks in registers (bench/peak.c): the machine'"'"'s %.0f%% of multiply-then-add (%.1f GFLOP/s), the reference'"'"'s %.0f%% of fused (%.1f GFLOP/s)\n", 100 * c / p1, p1, 100 * fc / q1, q1
+		printf "wall clock against the two-thread peak (%.1f GFLOP/s; the reference and the machine share the cores): the machine'"'"'s %.0f%%, the reference'"'"'s %.0f%%\n", p, 100 * r / p, 100 * f / p }'
 	echo
 }
 

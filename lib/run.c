@@ -1298,13 +1298,13 @@ static void *compute_tiles(void *arg)
 		case C_REDUCE: {
 			int64_t parts = la.rows / R;
 			float *bias = st->nin > 1 ? read_shard(m, st->in[1], t, &lb) : NULL;
-			for (int64_t r = 0; r < R; r++)
-				for (int64_t n = 0; n < C; n++) {
-					float s = 0;
-					for (int64_t k = 0; k < parts; k++)
-						s += a[(k * R + r) * C + n];
-					res[r * C + n] = s + (bias ? bias[n] : 0);
-				}
+			/* each element summed from 0 in part order, then the bias
+			 * added: parts outermost, so the rows are read as they lie */
+			for (int64_t k = 0; k < parts; k++)
+				for (int64_t q = 0; q < R * C; q++)
+					res[q] += a[k * R * C + q];
+			for (int64_t q = 0; q < R * C; q++)
+				res[q] += bias ? bias[q % C] : 0;
 			free(bias);
 			break;
 		}
@@ -1316,6 +1316,45 @@ static void *compute_tiles(void *arg)
 		free(res);
 	}
 	w->cpu = thread_cpu() - cpu0;
+	return NULL;
+}
+
+/* Shards [lo, hi) of placement out, from their first replica's tile,
+ * into the tensor's encoded bytes. */
+typedef struct {
+	Machine_ *m;
+	const Placement *out;
+	uint8_t *enc;
+	int64_t lo, hi;
+} EncPart;
+
+static void *enc_part(void *arg)
+{
+	EncPart *ep = arg;
+	const Placement *out = ep->out;
+	int64_t T = ep->m->pl->machine.tiles, z[MAX_REP] = { 0 };
+	int esz = fmt_bytes(out->fmt);
+	int64_t *off = NULL, offcap = 0;
+	for (int64_t lin = ep->lo; lin < ep->hi; lin++) {
+		int64_t idx[MAX_RANK];
+		place_shard_idx(out, lin, idx);
+		const uint8_t *mem = ep->m->s.mem[place_tile(out, idx, z, T)] + out->addr;   /* allocated: it holds a shard */
+		Layout l = place_layout(out, idx);
+		if (l.kind != LAYOUT_ROW_MAJOR) {
+			if (l.cols > offcap)
+				off = xrealloc(off, (size_t)(offcap = l.cols) * sizeof *off);
+			layout_row(&l, 0, off);
+		}
+		for (int64_t r = 0; r < l.rows; r++) {  /* a row: consecutive elements */
+			uint8_t *d = ep->enc + shard_elem(out, idx, r, 0) * esz;
+			const uint8_t *s = mem + layout_offset(&l, r, 0) * esz;
+			if (l.kind == LAYOUT_ROW_MAJOR)
+				memcpy(d, s, (size_t)(l.cols * esz));
+			else
+				elems_gather(d, s, off, l.cols, esz);
+		}
+	}
+	free(off);
 	return NULL;
 }
 
@@ -1356,35 +1395,22 @@ static int compute(Machine_ *m, int i)
 	}
 	/* The tensor's bytes as the movement check expects them: the first
 	 * replica of every shard, as write_shard encoded it, copied element by
-	 * element through the layout (no decode and encode again). Only an
-	 * output's values are kept as floats. */
+	 * element through the layout (no decode and encode again), the shards
+	 * split over two threads. Only an output's values are kept as floats. */
 	const PTensor *x = &m->pl->t[out->tensor];
-	int64_t n = tensor_count(x), z[MAX_REP] = { 0 };
-	int esz = fmt_bytes(out->fmt);
+	int64_t n = tensor_count(x);
 	uint8_t **enc = &m->vs->enc[out->tensor];
 	if (!*enc)
-		*enc = xmalloc((size_t)(tensor_values(x) * esz));
-	int64_t *off = NULL, offcap = 0;
-	for (int64_t lin = 0; lin < place_shards(out); lin++) {
-		int64_t idx[MAX_RANK];
-		place_shard_idx(out, lin, idx);
-		const uint8_t *mem = sim_tile(&m->s, place_tile(out, idx, z, T)) + out->addr;
-		Layout l = place_layout(out, idx);
-		if (l.kind != LAYOUT_ROW_MAJOR) {
-			if (l.cols > offcap)
-				off = xrealloc(off, (size_t)(offcap = l.cols) * sizeof *off);
-			layout_row(&l, 0, off);
-		}
-		for (int64_t r = 0; r < l.rows; r++) {  /* a row: consecutive elements */
-			uint8_t *d = *enc + shard_elem(out, idx, r, 0) * esz;
-			const uint8_t *s = mem + layout_offset(&l, r, 0) * esz;
-			if (l.kind == LAYOUT_ROW_MAJOR)
-				memcpy(d, s, (size_t)(l.cols * esz));
-			else
-				elems_gather(d, s, off, l.cols, esz);
-		}
+		*enc = xmalloc((size_t)(tensor_values(x) * fmt_bytes(out->fmt)));
+	int64_t ns = place_shards(out);
+	EncPart ep[2] = { { m, out, *enc, 0, ns / 2 }, { m, out, *enc, ns / 2, ns } };
+	if (ns > 1 && sim_threads() > 1 && pthread_create(&th, NULL, enc_part, &ep[1]) == 0) {
+		enc_part(&ep[0]);
+		pthread_join(th, NULL);
+	} else {
+		ep[0].hi = ns;
+		enc_part(&ep[0]);
 	}
-	free(off);
 	if (x->role == R_OUTPUT) {
 		if (!m->val[out->tensor])
 			m->val[out->tensor] = xmalloc((size_t)n * sizeof **m->val);
@@ -1403,6 +1429,7 @@ typedef struct {
 	int failed;
 	uint8_t *buf;           /* a fragment's bytes in flight, reused */
 	int64_t nbuf;
+	int64_t *lo, *hi;       /* per tile: the bytes the present step's destination occupies (lo > hi: none) */
 } Exchange;
 
 /* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
@@ -1426,8 +1453,7 @@ static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int
 	Machine_ *m = x->m;
 	const Plan *pl = m->pl;
 	int dst = pl->s[xf->step].dst;
-	int64_t lo, hi;
-	if (shard_range(m, dst, t, &lo, &hi) && addr >= lo && addr + len <= hi)
+	if (addr >= x->lo[t] && addr + len <= x->hi[t])
 		return 0;
 	/* name what the bytes belong to: a placement live at this step first */
 	int *fi = xmalloc((size_t)pl->np * sizeof *fi), *la = xmalloc((size_t)pl->np * sizeof *la);
@@ -1482,13 +1508,21 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		x->nbuf = xf->len;
 		x->buf = xmalloc((size_t)x->nbuf);
 	}
-	uint8_t *buf = x->buf;
 	int64_t sa0 = s->addr + m->s.iter * s->istride;       /* a moving source: this iteration's */
 	if (sa0 < 0 || sa0 + xf->len > m->s.sram) {
 		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
 			    x->phase, (long long)sa0);
 	}
-	memcpy(buf, sim_tile(&m->s, st) + sa0, (size_t)xf->len);
+	/* The bytes copied from the source tile as they are, unless the
+	 * sender receives too (its write could overlap what it sends):
+	 * then from a copy taken first. */
+	const uint8_t *buf = sim_tile(&m->s, st) + sa0;
+	for (int64_t j = 0; j < xf->nrecv; j++)
+		if (tile_mod(dt + j * xf->recv_step, T) == st) {
+			memcpy(x->buf, buf, (size_t)xf->len);
+			buf = x->buf;
+			break;
+		}
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
 		Instr *r = next_instr(x, t);
@@ -1531,12 +1565,15 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
 	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
-		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0 };
+		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
+		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi) };
 	int rc = 0;
+	double t0 = run_now(), t1;
 
 	for (int i = 0; ph >= 0 && i < prog->nent && !rc; i++)
 		if (prog->ent[i].phase == ph)
 			rc = program_row(prog, i, &x.row[prog->ent[i].tile], &x.n[prog->ent[i].tile], m->e);
+	stats.table_secs += (t1 = run_now()) - t0;
 	/* Step by step (records follow step order): a destination is poisoned
 	 * just before its step moves anything, since a placement that dies
 	 * earlier in the phase may share its address, and checked when its
@@ -1545,8 +1582,12 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	for (int s = first; s <= last && !rc; s++) {
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
+		for (int64_t t = 0; t < T; t++)         /* where a receive of this step may write */
+			if (!shard_range(m, pl->s[s].dst, t, &x.lo[t], &x.hi[t]))
+				x.lo[t] = 1, x.hi[t] = 0;
 		Poison q = { m, pl->s[s].src, pl->s[s].dst };
 		sim_each2(&m->s, &pl->p[pl->s[s].dst], poison, &q, &q);     /* poison only reads q */
+		stats.poison_secs += (t0 = run_now()) - t1;
 		while (i < pl->nx && pl->x[i].step < s)
 			i++;
 		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {
@@ -1564,8 +1605,11 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				rc = sim_xfer(&m->s, &lx, m->e);
 			}
 		}
+		stats.move_secs += (t1 = run_now()) - t0;
 		if (!rc)
 			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
+		stats.check_secs += (t0 = run_now()) - t1;
+		t1 = t0;
 	}
 	for (int64_t t = 0; t < T && !rc; t++)
 		if (x.row[t] && x.cur[t] != x.n[t])
@@ -1577,6 +1621,8 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	free(x.n);
 	free(x.cur);
 	free(x.buf);
+	free(x.lo);
+	free(x.hi);
 	return rc;
 }
 
