@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,14 @@ void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	return p ? p : oom();
+}
+
+void *xzeroed(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return oom();
+	size_t b = n * size;
+	return memset(xmalloc(b), 0, b ? b : 1);
 }
 
 void *xrealloc(void *p, size_t n)

@@ -26,6 +26,11 @@ int err_at(Err *e, const char *file, long line, long col, const char *fmt, ...)
  * place lib/ stops the process (there is no useful recovery). */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
+/* n * size zero bytes, zeroed by writing them: the pages are the
+ * process's own at once. (calloc may leave fresh pages mapped to the
+ * kernel's zero page; the first write to one after a read then faults
+ * and flushes every core's TLB.) For buffers read before written. */
+void *xzeroed(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 

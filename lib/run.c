@@ -1421,6 +1421,30 @@ static int compute(Machine_ *m, int i)
 
 /* ---- exchange from the program's rows ---- */
 
+/* One receive's copy: len bytes from tile st at sa to tile dt at da. */
+typedef struct {
+	int64_t st, sa, dt, da, len;
+} Move;
+
+typedef struct {
+	Sim *s;
+	const Move *mv;
+	int64_t n;
+	int part, parts;
+} MovePart;
+
+/* The moves whose destination tile is part modulo parts, in order. */
+static void *move_part(void *arg)
+{
+	MovePart *p = arg;
+	for (int64_t i = 0; i < p->n; i++) {
+		const Move *v = &p->mv[i];
+		if (v->dt % p->parts == p->part)
+			memcpy(p->s->mem[v->dt] + v->da, p->s->mem[v->st] + v->sa, (size_t)v->len);
+	}
+	return NULL;
+}
+
 typedef struct {
 	Machine_ *m;
 	Instr **row;
@@ -1430,6 +1454,9 @@ typedef struct {
 	uint8_t *buf;           /* a fragment's bytes in flight, reused */
 	int64_t nbuf;
 	int64_t *lo, *hi;       /* per tile: the bytes the present step's destination occupies (lo > hi: none) */
+	Move *mv;               /* the step's receives, checked and not yet copied, in schedule order */
+	int64_t nmv, cmv;
+	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
 } Exchange;
 
 /* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
@@ -1492,6 +1519,28 @@ static Instr *next_instr(Exchange *x, int64_t t)
 	return &x->row[t][x->cur[t]++];
 }
 
+/* The step's kept copies made, by destination tile on two threads
+ * (each tile's in order); a few on this one. */
+static void flush_moves(Exchange *x)
+{
+	Sim *s = &x->m->s;
+	if (x->nmv < 64 || sim_threads() < 2) {
+		MovePart one = { s, x->mv, x->nmv, 0, 1 };
+		move_part(&one);
+	} else {
+		MovePart mp[2] = { { s, x->mv, x->nmv, 0, 2 }, { s, x->mv, x->nmv, 1, 2 } };
+		pthread_t th;
+		if (pthread_create(&th, NULL, move_part, &mp[1]) == 0) {
+			move_part(&mp[0]);
+			pthread_join(th, NULL);
+		} else {
+			mp[0].parts = 1;
+			move_part(&mp[0]);
+		}
+	}
+	x->nmv = 0;
+}
+
 static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
 {
 	Exchange *x = ctx;
@@ -1513,16 +1562,21 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
 			    x->phase, (long long)sa0);
 	}
-	/* The bytes copied from the source tile as they are, unless the
-	 * sender receives too (its write could overlap what it sends):
-	 * then from a copy taken first. */
-	const uint8_t *buf = sim_tile(&m->s, st) + sa0;
-	for (int64_t j = 0; j < xf->nrecv; j++)
-		if (tile_mod(dt + j * xf->recv_step, T) == st) {
-			memcpy(x->buf, buf, (size_t)xf->len);
-			buf = x->buf;
-			break;
-		}
+	/* Receives write only inside the step's destination (else
+	 * check_stray stops the run), so a send that reads none of it on its
+	 * tile reads the same bytes whenever it is copied: the step's copies
+	 * are kept and made afterwards (flush_moves), by destination tile on
+	 * two threads. From a send that reads the destination on, the step
+	 * copies as it goes, each send from a copy of its bytes taken first. */
+	const uint8_t *src = sim_tile(&m->s, st) + sa0;
+	if (!x->hazard && sa0 < x->hi[st] && x->lo[st] < sa0 + xf->len) {
+		flush_moves(x);
+		x->hazard = 1;
+	}
+	if (x->hazard) {
+		memcpy(x->buf, src, (size_t)xf->len);
+		src = x->buf;
+	}
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
 		Instr *r = next_instr(x, t);
@@ -1537,10 +1591,18 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 					    (long long)t, x->phase, (long long)r->addr);
 			return -1;
 		}
-		memcpy(sim_tile(&m->s, t) + r->addr, buf, (size_t)xf->len);
+		if (x->hazard) {
+			memcpy(sim_tile(&m->s, t) + r->addr, src, (size_t)xf->len);
+			continue;
+		}
+		sim_tile(&m->s, t);
+		if (x->nmv == x->cmv)
+			x->mv = xrealloc(x->mv, (size_t)(x->cmv = x->cmv ? 2 * x->cmv : 1024) * sizeof *x->mv);
+		x->mv[x->nmv++] = (Move){ st, sa0, t, r->addr, xf->len };
 	}
 	return 0;
 }
+
 
 /* Fills a copy's destination shards with 0xA5, but those that alias the
  * source's shard on their tile (the same buffer). */
@@ -1566,7 +1628,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	int64_t T = pl->machine.tiles;
 	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
 		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
-		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi) };
+		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0 };
 	int rc = 0;
 	double t0 = run_now(), t1;
 
@@ -1598,6 +1660,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				else
 					rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
 			} else {
+				flush_moves(&x);        /* the sends before it first */
 				Xfer lx = *xf;          /* a local copy from a stacked home: this iteration's instance */
 				int src = pl->s[s].src;
 				if (lx.kind == X_LOCAL && plan_stacked(pl, src))
@@ -1605,6 +1668,9 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				rc = sim_xfer(&m->s, &lx, m->e);
 			}
 		}
+		if (!rc)
+			flush_moves(&x);
+		x.hazard = 0;
 		stats.move_secs += (t1 = run_now()) - t0;
 		if (!rc)
 			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
@@ -1623,6 +1689,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	free(x.buf);
 	free(x.lo);
 	free(x.hi);
+	free(x.mv);
 	return rc;
 }
 
@@ -1896,7 +1963,7 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 	if (gemm_at[s] >= 0) {
 		const Gemm *G = &pl->g[gemm_at[s]];
 		int64_t M = G->m, K = G->k, N = G->n;
-		float *y = xcalloc((size_t)(M * N), sizeof *y);
+		float *y = xzeroed((size_t)(M * N), sizeof *y);   /* read before written */
 		gemm2(ref[G->a], inst(c, G->b, iter), G->bias >= 0 ? inst(c, G->bias, iter) : NULL,
 		      y, M, K, N);
 		free(ref[G->out]);
@@ -2078,7 +2145,7 @@ static void model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 	if (op->kind == OP_MATMUL) {
 		const MTensor *b = &m->t[op->in[1]];
 		int64_t K = b->shape[0], N = b->shape[1], M = mtensor_count(in) / K;
-		y = xcalloc((size_t)(M * N), sizeof *y);
+		y = xzeroed((size_t)(M * N), sizeof *y);   /* read before written */
 		gemm2(x, minst(m, r, op->in[1], iter), op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL, y,
 		      M, K, N);
 		mset(m, r, op->out, y);
