@@ -1092,12 +1092,16 @@ static float gelu(float x)
 static void attend(const float *q, const float *k, const float *v, float *o, int64_t R, int64_t N,
 		   int64_t D, float scale, int partial)
 {
-	float *s = xcalloc((size_t)(R * N), sizeof *s), *kt = xmalloc((size_t)(N * D) * sizeof *kt);
-	float *acc = xcalloc((size_t)(R * D), sizeof *acc);
-	for (int64_t j = 0; j < N; j++)         /* keys by column */
+	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
+	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, np = cdiv(N, 16);
+	int64_t wide = (N > D ? N : D) + GEMM_S, nb = (np > cdiv(D, 16) ? np : cdiv(D, 16)) * 16;
+	float *ap = xmalloc((size_t)(cdiv(wide, GEMM_S) * mp * GEMM_S) * sizeof *ap);
+	float *bp = xzeroed((size_t)((N > D ? N : D) * nb), sizeof *bp);
+	pack_strips(q, D, R, D, mp, ap);
+	for (int64_t j = 0; j < N; j++)         /* the keys by column: element (d, j) of k's transpose */
 		for (int64_t d = 0; d < D; d++)
-			kt[d * N + j] = k[j * D + d];
-	run_gemm(q, kt, s, R, D, N);            /* every score summed in D order */
+			bp[j / 16 * D * 16 + d * 16 + j % 16] = k[j * D + d];
+	run_gemm_strips(ap, mp * GEMM_S, bp, s, R, D, N);      /* every score summed in D order */
 	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
 		float *p = s + i * N, m = -INFINITY, l = 0;
@@ -1111,7 +1115,10 @@ static void attend(const float *q, const float *k, const float *v, float *o, int
 		}
 		mx[i] = m, sum[i] = l;
 	}
-	run_gemm(s, v, acc, R, N, D);           /* every output summed in key order */
+	pack_strips(s, N, R, N, mp, ap);
+	for (int64_t q0 = 0; q0 < D; q0 += 16)
+		pack_panel_8(v, D, 0, N, q0, D - q0 < 16 ? D - q0 : 16, bp + q0 * N);
+	run_gemm_strips(ap, mp * GEMM_S, bp, acc, R, N, D);    /* every output summed in key order */
 	for (int64_t i = 0; i < R; i++) {
 		float *out = partial ? o + i * (D + 2) + 2 : o + i * D;
 		if (partial) {
@@ -1124,7 +1131,8 @@ static void attend(const float *q, const float *k, const float *v, float *o, int
 		}
 	}
 	free(s);
-	free(kt);
+	free(ap);
+	free(bp);
 	free(acc);
 	free(mx);
 	free(sum);
