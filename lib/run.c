@@ -917,10 +917,13 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
  * machine's definition; tests/unit/test_run.c compares them). Blocked
  * for the caches as BLAS kernels are: K in slices of GEMM_KC (a C
  * element's sum goes on in the next slice from where it stopped, so K
- * stays in order), B's slice packed in 16-column panels, A in blocks of
- * GEMM_MC rows packed GK_MR rows at a time, k-major; a register tile of
- * GK_MR rows by 16 columns runs over a panel. Rows past M and columns
- * past N are zeros in the packed copies and are not stored. */
+ * stays in order), B's slice packed in 16-column panels (k-major), A in
+ * strips of GEMM_S columns (each row's GEMM_S values consecutive, the
+ * rows one after another), a block of GEMM_MC rows at a time (a shard's
+ * whole); a register tile of GK_MR rows by one or two panels runs over
+ * them. Rows past M and columns past N are zeros in the packed copies
+ * and are not stored. A matmul step decodes its shards straight into
+ * this form (run_gemm_strips). */
 #define GEMM_KC 256
 #define GEMM_MC 120
 #define GEMM_S RUN_GEMM_S       /* run_gemm_strips's strip width (GEMM_KC a multiple of it) */
@@ -975,7 +978,8 @@ static void pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64
 #undef GK_MR
 #pragma GCC optimize("fp-contract=fast")
 #define GK(x) x##_fma16
-#define GK_MR 12
+#define GK_MR 6
+#define GK_NP 2
 #include "gemm_kernel.h"
 #undef GK
 #undef GK_MR
