@@ -835,11 +835,30 @@ static const uint8_t *shard_mem(Machine_ *m, int p, int64_t t, Layout *l)
 	return mem;
 }
 
+/* Layouts of strips: element (r, c) at (c / w) * R * w + r * w + c % w,
+ * w = layout_run (amp-left: mu; amp-output: 16), every strip whole. */
+static int strip_layout(const Layout *l)
+{
+	return l->kind == LAYOUT_AMP_LEFT || l->kind == LAYOUT_AMP_OUTPUT;
+}
+
 /* The shard at mem (layout l, in fmt and scale sc) decoded into v, row-major. */
 static void decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, float *v)
 {
 	if (l->kind == LAYOUT_ROW_MAJOR) {      /* offset = r * cols + c */
 		decode_run(mem, NULL, l->rows * l->cols, fmt, sc, v);
+		return;
+	}
+	if (strip_layout(l)) {                  /* decoded as it lies, in one run, then its rows gathered */
+		int64_t w = layout_run(l), R = l->rows, C = l->cols, ns = cdiv(C, w);
+		float *tmp = xmalloc((size_t)(ns * R * w) * sizeof *tmp);
+		decode_run(mem, NULL, ns * R * w, fmt, sc, tmp);
+		for (int64_t st = 0; st < ns; st++) {
+			int64_t n = C - st * w < w ? C - st * w : w;
+			for (int64_t r = 0; r < R; r++)
+				memcpy(v + r * C + st * w, tmp + (st * R + r) * w, (size_t)n * sizeof *v);
+		}
+		free(tmp);
 		return;
 	}
 	int64_t w = layout_run(l), esz = fmt_bytes(fmt);
@@ -879,6 +898,21 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 	Layout l = place_layout(pp, idx);
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int sc = m->pl->t[pp->tensor].scale;
+	if (strip_layout(&l)) {                 /* rows laid out as strips (zeros past the columns), encoded in one run */
+		int64_t w = layout_run(&l), R = l.rows, C = l.cols, ns = cdiv(C, w);
+		float *tmp = xmalloc((size_t)(ns * R * w) * sizeof *tmp);
+		for (int64_t st = 0; st < ns; st++) {
+			int64_t n = C - st * w < w ? C - st * w : w;
+			for (int64_t r = 0; r < R; r++) {
+				float *d = tmp + (st * R + r) * w;
+				memcpy(d, v + r * C + st * w, (size_t)n * sizeof *d);
+				memset(d + n, 0, (size_t)(w - n) * sizeof *d);
+			}
+		}
+		encode_run(tmp, NULL, ns * R * w, pp->fmt, sc, mem);
+		free(tmp);
+		return;
+	}
 	memset(mem, 0, (size_t)layout_bytes(&l));
 	if (l.kind == LAYOUT_ROW_MAJOR) {
 		encode_run(v, NULL, l.rows * l.cols, pp->fmt, sc, mem);
