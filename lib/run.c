@@ -1391,13 +1391,23 @@ static void *enc_part(void *arg)
 				off = xrealloc(off, (size_t)(offcap = l.cols) * sizeof *off);
 			layout_row(&l, 0, off);
 		}
+		int64_t w = strip_layout(&l) ? layout_run(&l) : 0;
 		for (int64_t r = 0; r < l.rows; r++) {  /* a row: consecutive elements */
 			uint8_t *d = ep->enc + shard_elem(out, idx, r, 0) * esz;
 			const uint8_t *s = mem + layout_offset(&l, r, 0) * esz;
-			if (l.kind == LAYOUT_ROW_MAJOR)
+			if (l.kind == LAYOUT_ROW_MAJOR) {
 				memcpy(d, s, (size_t)(l.cols * esz));
-			else
+			} else if (w) {         /* strips: a row's w elements a strip apart */
+				for (int64_t c = 0; c < l.cols; c += w) {
+					const uint8_t *q = s + c * l.rows * esz;
+					if (w * esz == 32 && l.cols - c >= w)
+						memcpy(d + c * esz, q, 32);
+					else
+						memcpy(d + c * esz, q, (size_t)((l.cols - c < w ? l.cols - c : w) * esz));
+				}
+			} else {
 				elems_gather(d, s, off, l.cols, esz);
+			}
 		}
 	}
 	free(off);

@@ -436,9 +436,13 @@ static void shard_image(Plain *w, const Placement *p, const int64_t *idx, const 
 			elems_scatter(w->image, row.off, row.want, l->cols, esz);
 			continue;
 		}
-		for (int64_t c = 0; c < l->cols; c += run)      /* runs of consecutive elements */
-			memcpy(w->image + row.off[c] * esz, row.want + c * esz,
-			       (size_t)((l->cols - c < run ? l->cols - c : run) * esz));
+		for (int64_t c = 0; c < l->cols; c += run) {    /* runs of consecutive elements */
+			if (run * esz == 32 && l->cols - c >= run)     /* a strip row: one vector move */
+				memcpy(w->image + row.off[c] * esz, row.want + c * esz, 32);
+			else
+				memcpy(w->image + row.off[c] * esz, row.want + c * esz,
+				       (size_t)((l->cols - c < run ? l->cols - c : run) * esz));
+		}
 	}
 	row_free(&row);
 }
