@@ -1477,29 +1477,12 @@ static int compute(Machine_ *m, int i)
 
 /* ---- exchange from the program's rows ---- */
 
-/* One receive's copy: len bytes from tile st at sa to tile dt at da. */
+/* One receive's copy: len bytes from tile st at sa to tile dt at da, of
+ * the frag'th send of its step; or (len < 0) the step's local copy,
+ * transfer st of the plan. */
 typedef struct {
-	int64_t st, sa, dt, da, len;
+	int64_t st, sa, dt, da, len, frag;
 } Move;
-
-typedef struct {
-	Sim *s;
-	const Move *mv;
-	int64_t n;
-	int part, parts;
-} MovePart;
-
-/* The moves whose destination tile is part modulo parts, in order. */
-static void *move_part(void *arg)
-{
-	MovePart *p = arg;
-	for (int64_t i = 0; i < p->n; i++) {
-		const Move *v = &p->mv[i];
-		if (v->dt % p->parts == p->part)
-			memcpy(p->s->mem[v->dt] + v->da, p->s->mem[v->st] + v->sa, (size_t)v->len);
-	}
-	return NULL;
-}
 
 typedef struct {
 	Machine_ *m;
@@ -1510,9 +1493,12 @@ typedef struct {
 	uint8_t *buf;           /* a fragment's bytes in flight, reused */
 	int64_t nbuf;
 	int64_t *lo, *hi;       /* per tile: the bytes the present step's destination occupies (lo > hi: none) */
-	Move *mv;               /* the step's receives, checked and not yet copied, in schedule order */
-	int64_t nmv, cmv;
+	Move *mv;               /* the step's receives and local copies, checked, not yet made, in schedule order */
+	int64_t nmv, cmv, nfrag;
 	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
+	int local;              /* the step has a local copy: in order, one thread */
+	int64_t *first, *order; /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
+	int src, dst;           /* the step's placements */
 } Exchange;
 
 /* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
@@ -1575,26 +1561,12 @@ static Instr *next_instr(Exchange *x, int64_t t)
 	return &x->row[t][x->cur[t]++];
 }
 
-/* The step's kept copies made, by destination tile on two threads
- * (each tile's in order); a few on this one. */
-static void flush_moves(Exchange *x)
+
+static void push_move(Exchange *x, Move v)
 {
-	Sim *s = &x->m->s;
-	if (x->nmv < 64 || sim_threads() < 2) {
-		MovePart one = { s, x->mv, x->nmv, 0, 1 };
-		move_part(&one);
-	} else {
-		MovePart mp[2] = { { s, x->mv, x->nmv, 0, 2 }, { s, x->mv, x->nmv, 1, 2 } };
-		pthread_t th;
-		if (pthread_create(&th, NULL, move_part, &mp[1]) == 0) {
-			move_part(&mp[0]);
-			pthread_join(th, NULL);
-		} else {
-			mp[0].parts = 1;
-			move_part(&mp[0]);
-		}
-	}
-	x->nmv = 0;
+	if (x->nmv == x->cmv)
+		x->mv = xrealloc(x->mv, (size_t)(x->cmv = x->cmv ? 2 * x->cmv : 1024) * sizeof *x->mv);
+	x->mv[x->nmv++] = v;
 }
 
 static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
@@ -1621,18 +1593,10 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 	/* Receives write only inside the step's destination (else
 	 * check_stray stops the run), so a send that reads none of it on its
 	 * tile reads the same bytes whenever it is copied: the step's copies
-	 * are kept and made afterwards (flush_moves), by destination tile on
-	 * two threads. From a send that reads the destination on, the step
-	 * copies as it goes, each send from a copy of its bytes taken first. */
-	const uint8_t *src = sim_tile(&m->s, st) + sa0;
-	if (!x->hazard && sa0 < x->hi[st] && x->lo[st] < sa0 + xf->len) {
-		flush_moves(x);
+	 * are checked first and made afterwards (make_moves). */
+	sim_tile(&m->s, st);
+	if (sa0 < x->hi[st] && x->lo[st] < sa0 + xf->len)
 		x->hazard = 1;
-	}
-	if (x->hazard) {
-		memcpy(x->buf, src, (size_t)xf->len);
-		src = x->buf;
-	}
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
 		Instr *r = next_instr(x, t);
@@ -1647,15 +1611,10 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 					    (long long)t, x->phase, (long long)r->addr);
 			return -1;
 		}
-		if (x->hazard) {
-			memcpy(sim_tile(&m->s, t) + r->addr, src, (size_t)xf->len);
-			continue;
-		}
 		sim_tile(&m->s, t);
-		if (x->nmv == x->cmv)
-			x->mv = xrealloc(x->mv, (size_t)(x->cmv = x->cmv ? 2 * x->cmv : 1024) * sizeof *x->mv);
-		x->mv[x->nmv++] = (Move){ st, sa0, t, r->addr, xf->len };
+		push_move(x, (Move){ st, sa0, t, r->addr, xf->len, x->nfrag });
 	}
+	x->nfrag++;
 	return 0;
 }
 
@@ -1678,13 +1637,115 @@ static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64
 	return 0;
 }
 
+/* Tile t's shard of the step's destination poisoned (as poison does). */
+static void poison_tile(Exchange *x, int64_t t)
+{
+	Machine_ *m = x->m;
+	int64_t lin = shards_of(m, x->dst)[t], idx[MAX_RANK];
+	if (lin < 0)
+		return;
+	place_shard_idx(&m->pl->p[x->dst], lin, idx);
+	Poison q = { m, x->src, x->dst };
+	poison(&q, &m->pl->p[x->dst], idx, NULL, t);
+}
+
+typedef struct {
+	Exchange *x;
+	int part;
+} MovePart;
+
+/* Tiles t = part mod 2, each poisoned and then given its receives in order. */
+static void *move_part(void *arg)
+{
+	MovePart *p = arg;
+	Exchange *x = p->x;
+	Sim *s = &x->m->s;
+	for (int64_t t = p->part; t < s->tiles; t += 2) {
+		poison_tile(x, t);
+		for (int64_t i = x->first[t]; i < x->first[t + 1]; i++) {
+			const Move *v = &x->mv[x->order[i]];
+			memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
+		}
+	}
+	return NULL;
+}
+
+/* The step's destination poisoned and its checked copies made, as if
+ * each were made when checked: with no local copy and no send reading
+ * the destination, every byte a send reads is the same whenever it is
+ * read, so each tile is poisoned and gets its receives in order while
+ * its bytes are in cache, the tiles split over two threads; otherwise
+ * the destination is poisoned first and the copies made in order, each
+ * send from a copy of its bytes taken first. */
+static int make_moves(Exchange *x, int s)
+{
+	Machine_ *m = x->m;
+	const Plan *pl = m->pl;
+	int64_t T = pl->machine.tiles;
+	int rc = 0;
+	const int64_t *ds = shards_of(m, x->dst);
+	for (int64_t t = 0; t < T; t++)          /* allocated before any thread */
+		if (ds[t] >= 0)
+			sim_tile(&m->s, t);
+	double t0 = run_now();
+	if (!x->hazard && !x->local && sim_threads() > 1) {
+		memset(x->first, 0, (size_t)(T + 1) * sizeof *x->first);
+		for (int64_t i = 0; i < x->nmv; i++)
+			x->first[x->mv[i].dt + 1]++;
+		for (int64_t t = 0; t < T; t++)
+			x->first[t + 1] += x->first[t];
+		x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
+		int64_t *at = xmalloc((size_t)T * sizeof *at);
+		memcpy(at, x->first, (size_t)T * sizeof *at);
+		for (int64_t i = 0; i < x->nmv; i++)
+			x->order[at[x->mv[i].dt]++] = i;
+		free(at);
+		MovePart mp[2] = { { x, 0 }, { x, 1 } };
+		pthread_t th;
+		if (pthread_create(&th, NULL, move_part, &mp[1]) == 0) {
+			move_part(&mp[0]);
+			pthread_join(th, NULL);
+		} else {
+			move_part(&mp[0]);
+			move_part(&mp[1]);
+		}
+		stats.move_secs += run_now() - t0;
+		x->nmv = 0;
+		return 0;
+	}
+	Poison q = { m, x->src, x->dst };
+	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
+	double t1 = run_now();
+	stats.poison_secs += t1 - t0;
+	int64_t frag = -1;
+	for (int64_t i = 0; i < x->nmv && !rc; i++) {
+		const Move *v = &x->mv[i];
+		if (v->len < 0) {               /* a local copy */
+			Xfer lx = pl->x[v->st];         /* from a stacked home: this iteration's instance */
+			if (lx.kind == X_LOCAL && plan_stacked(pl, pl->s[s].src))
+				lx.src_addr += m->s.iter * place_instance(&pl->p[pl->s[s].src]);
+			rc = sim_xfer(&m->s, &lx, m->e);
+			continue;
+		}
+		if (x->hazard && v->frag != frag) {     /* a send's bytes as they are before its receives */
+			memcpy(x->buf, m->s.mem[v->st] + v->sa, (size_t)v->len);
+			frag = v->frag;
+		}
+		memmove(m->s.mem[v->dt] + v->da, x->hazard ? x->buf : m->s.mem[v->st] + v->sa, (size_t)v->len);
+	}
+	stats.move_secs += run_now() - t1;
+	x->nmv = 0;
+	return rc;
+}
+
 static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 {
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
 	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
 		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
-		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0 };
+		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0, 0, 0,
+		       xmalloc((size_t)(T + 1) * sizeof *x.first), NULL, 0, 0 };
 	int rc = 0;
 	double t0 = run_now(), t1;
 
@@ -1703,12 +1764,11 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 		for (int64_t t = 0; t < T; t++)         /* where a receive of this step may write */
 			if (!shard_range(m, pl->s[s].dst, t, &x.lo[t], &x.hi[t]))
 				x.lo[t] = 1, x.hi[t] = 0;
-		Poison q = { m, pl->s[s].src, pl->s[s].dst };
-		sim_each2(&m->s, &pl->p[pl->s[s].dst], poison, &q, &q);     /* poison only reads q */
-		stats.poison_secs += (t0 = run_now()) - t1;
+		x.src = pl->s[s].src, x.dst = pl->s[s].dst;
+		x.hazard = x.local = 0, x.nmv = x.nfrag = 0;
 		while (i < pl->nx && pl->x[i].step < s)
 			i++;
-		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {
+		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {    /* checked, in order */
 			const Xfer *xf = &pl->x[i];
 			if (xf->kind == X_SEND) {
 				if (ph < 0)
@@ -1716,18 +1776,14 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				else
 					rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
 			} else {
-				flush_moves(&x);        /* the sends before it first */
-				Xfer lx = *xf;          /* a local copy from a stacked home: this iteration's instance */
-				int src = pl->s[s].src;
-				if (lx.kind == X_LOCAL && plan_stacked(pl, src))
-					lx.src_addr += m->s.iter * place_instance(&pl->p[src]);
-				rc = sim_xfer(&m->s, &lx, m->e);
+				x.local = 1;
+				push_move(&x, (Move){ i, 0, 0, 0, -1, -1 });
 			}
 		}
+		stats.route_secs += (t0 = run_now()) - t1;
 		if (!rc)
-			flush_moves(&x);
-		x.hazard = 0;
-		stats.move_secs += (t1 = run_now()) - t0;
+			rc = make_moves(&x, s);
+		t1 = run_now();
 		if (!rc)
 			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
 		stats.check_secs += (t0 = run_now()) - t1;
@@ -1746,6 +1802,8 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	free(x.lo);
 	free(x.hi);
 	free(x.mv);
+	free(x.first);
+	free(x.order);
 	return rc;
 }
 

@@ -127,7 +127,10 @@ int64_t tensor_values(const PTensor *t);
 typedef struct {
 	double gemm_flops, gemm_secs, compute_secs, phase_secs;
 	double gemm_cpu;                /* the matmul steps' CPU seconds, both threads' */
-	double table_secs, poison_secs, move_secs, check_secs;  /* the phases': decoding tables, poisoning destinations, moving fragments, checking */
+	double table_secs, route_secs, poison_secs, move_secs, check_secs;     /* the phases': decoding tables,
+						 * matching them with the schedule, poisoning destinations, moving
+						 * fragments (a tile's poisoning and moves together, when they run
+						 * tile by tile), checking */
 	double encode_secs, fill_secs;  /* setup: encoding every tensor, filling the SRAM images */
 	double ref_gemm_flops, ref_gemm_secs, ref_gemm_cpu;
 } RunStats;

@@ -44,7 +44,9 @@ static void help(void)
 	       "                        GFLOP/s per core) and where the wall time went:\n"
 	       "                        data; the machine's setup (encoding, filling SRAM),\n"
 	       "                        compute steps, phases with their checks (tables,\n"
-	       "                        poisoning, moves, checks); the reference\n"
+	       "                        matching them with the schedule, poisoning, moves\n"
+	       "                        (with the poisoning when done tile by tile), checks);\n"
+	       "                        the reference\n"
 	       "                        (which runs alongside the machine; AMP_THREADS=1 runs\n"
 	       "                        everything on one thread)\n"
 	       "      --model FILE      the model the program claims to lower (default: the\n"
@@ -311,10 +313,10 @@ int main(int argc, char **argv)
 			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0,
 			width, st.gemm_cpu, st.gemm_cpu > 0 ? st.gemm_flops / 1e9 / st.gemm_cpu : 0);
 		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (encoding %.3f, filling SRAM %.3f, "
-			"compute steps %.3f, phases and checks %.3f (tables %.3f, poisoning %.3f, moves %.3f, "
-			"checks %.3f), other %.3f), reference %.3f\n", t_data - t0,
+			"compute steps %.3f, phases and checks %.3f (tables %.3f, matching %.3f, poisoning %.3f, "
+			"moves %.3f, checks %.3f), other %.3f), reference %.3f\n", t_data - t0,
 			t_prog - t_data, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,
-			st.table_secs, st.poison_secs, st.move_secs, st.check_secs,
+			st.table_secs, st.route_secs, st.poison_secs, st.move_secs, st.check_secs,
 			t_prog - t_data - st.encode_secs - st.fill_secs - st.compute_secs - st.phase_secs, job.secs);
 		fprintf(stderr, "amp-run: the reference %s; its matrix products: %.2f GFLOP in %.3f s, "
 			"%.2f GFLOP/s; %.3f CPU s, %.2f GFLOP/s per core\n",

@@ -326,7 +326,7 @@ names_byte() {
 	assert_equal "$output" "$plain"
 	assert_equal "${#stderr_lines[@]}" 3
 	assert_regex "${stderr_lines[0]}" "^amp-run: matrix products \(the machine's\): [0-9.]+ GFLOP in [0-9.]+ s, [0-9.]+ GFLOP/s, (8|16) wide; [0-9.]+ CPU s, [0-9.]+ GFLOP/s per core$"
-	assert_regex "${stderr_lines[1]}" '^amp-run: wall seconds: data [0-9.]+, machine [0-9.]+ \(encoding [0-9.]+, filling SRAM [0-9.]+, compute steps [0-9.]+, phases and checks [0-9.]+ \(tables [0-9.]+, poisoning [0-9.]+, moves [0-9.]+, checks [0-9.]+\), other -?[0-9.]+\), reference [0-9.]+$'
+	assert_regex "${stderr_lines[1]}" '^amp-run: wall seconds: data [0-9.]+, machine [0-9.]+ \(encoding [0-9.]+, filling SRAM [0-9.]+, compute steps [0-9.]+, phases and checks [0-9.]+ \(tables [0-9.]+, matching [0-9.]+, poisoning [0-9.]+, moves [0-9.]+, checks [0-9.]+\), other -?[0-9.]+\), reference [0-9.]+$'
 	assert_regex "${stderr_lines[2]}" '^amp-run: the reference ran alongside the machine; its matrix products: [0-9.]+ GFLOP in [0-9.]+ s, [0-9.]+ GFLOP/s; [0-9.]+ CPU s, [0-9.]+ GFLOP/s per core$'
 	AMP_THREADS=1 run --separate-stderr amp-run --timing "$TINY_PROG"
 	assert_success
