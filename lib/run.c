@@ -1477,9 +1477,8 @@ static int compute(Machine_ *m, int i)
 
 /* ---- exchange from the program's rows ---- */
 
-/* One receive's copy: len bytes from tile st at sa to tile dt at da, of
- * the frag'th send of its step; or (len < 0) the step's local copy,
- * transfer st of the plan. */
+/* One receive's copy: len bytes from tile st at sa (st < 0: zeros) to
+ * tile dt at da, of the frag'th send or local copy of its step. */
 typedef struct {
 	int64_t st, sa, dt, da, len, frag;
 } Move;
@@ -1496,7 +1495,7 @@ typedef struct {
 	Move *mv;               /* the step's receives and local copies, checked, not yet made, in schedule order */
 	int64_t nmv, cmv, nfrag;
 	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
-	int local;              /* the step has a local copy: in order, one thread */
+	int local;              /* a local copy writes outside the destination: in order, one thread */
 	int64_t *first, *order; /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
 	int src, dst;           /* the step's placements */
 } Exchange;
@@ -1637,6 +1636,38 @@ static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64
 	return 0;
 }
 
+/* A member of a local copy (on-tile, or zeros), checked as sim_xfer
+ * checks it and kept as moves like a send's. */
+static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Exchange *x = ctx;
+	Machine_ *m = x->m;
+	int64_t T = m->pl->machine.tiles;
+	(void)mb;
+	if (da < 0 || da + xf->len > m->s.sram || (xf->kind != X_ZERO && (sa < 0 || sa + xf->len > m->s.sram)))
+		return errf(m->e, "transfer of step %d: address out of SRAM (tile %lld, %lld)", xf->step,
+			    (long long)dt, (long long)da);
+	if (xf->kind != X_ZERO) {
+		sim_tile(&m->s, st);
+		if (sa < x->hi[st] && x->lo[st] < sa + xf->len)
+			x->hazard = 1;
+	}
+	if (xf->len > x->nbuf) {
+		free(x->buf);
+		x->nbuf = xf->len;
+		x->buf = xmalloc((size_t)x->nbuf);
+	}
+	for (int64_t j = 0; j < xf->nrecv; j++) {
+		int64_t t = tile_mod(dt + j * xf->recv_step, T);
+		if (da < x->lo[t] || da + xf->len > x->hi[t])
+			x->local = 1;
+		sim_tile(&m->s, t);
+		push_move(x, (Move){ xf->kind == X_ZERO ? -1 : st, sa, t, da, xf->len, x->nfrag });
+	}
+	x->nfrag++;
+	return 0;
+}
+
 /* Tile t's shard of the step's destination poisoned (as poison does). */
 static void poison_tile(Exchange *x, int64_t t)
 {
@@ -1664,25 +1695,28 @@ static void *move_part(void *arg)
 		poison_tile(x, t);
 		for (int64_t i = x->first[t]; i < x->first[t + 1]; i++) {
 			const Move *v = &x->mv[x->order[i]];
-			memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
+			if (v->st < 0)
+				memset(s->mem[v->dt] + v->da, 0, (size_t)v->len);
+			else
+				memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
 		}
 	}
 	return NULL;
 }
 
-/* The step's destination poisoned and its checked copies made, as if
- * each were made when checked: with no local copy and no send reading
- * the destination, every byte a send reads is the same whenever it is
- * read, so each tile is poisoned and gets its receives in order while
- * its bytes are in cache, the tiles split over two threads; otherwise
- * the destination is poisoned first and the copies made in order, each
- * send from a copy of its bytes taken first. */
-static int make_moves(Exchange *x, int s)
+/* The step's destination poisoned and its checked copies (receives and
+ * local copies) made, as if each were made when checked: when no copy
+ * reads the destination and every one writes inside it, every byte a
+ * copy reads is the same whenever it is read, so each tile is poisoned
+ * and gets its copies in order while its bytes are in cache, the tiles
+ * split over two threads; otherwise the destination is poisoned first
+ * and the copies made in order, each send or local copy from a copy of
+ * its bytes taken first. */
+static void make_moves(Exchange *x)
 {
 	Machine_ *m = x->m;
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
-	int rc = 0;
 	const int64_t *ds = shards_of(m, x->dst);
 	for (int64_t t = 0; t < T; t++)          /* allocated before any thread */
 		if (ds[t] >= 0)
@@ -1711,31 +1745,27 @@ static int make_moves(Exchange *x, int s)
 		}
 		stats.move_secs += run_now() - t0;
 		x->nmv = 0;
-		return 0;
+		return;
 	}
 	Poison q = { m, x->src, x->dst };
 	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
 	double t1 = run_now();
 	stats.poison_secs += t1 - t0;
 	int64_t frag = -1;
-	for (int64_t i = 0; i < x->nmv && !rc; i++) {
+	for (int64_t i = 0; i < x->nmv; i++) {
 		const Move *v = &x->mv[i];
-		if (v->len < 0) {               /* a local copy */
-			Xfer lx = pl->x[v->st];         /* from a stacked home: this iteration's instance */
-			if (lx.kind == X_LOCAL && plan_stacked(pl, pl->s[s].src))
-				lx.src_addr += m->s.iter * place_instance(&pl->p[pl->s[s].src]);
-			rc = sim_xfer(&m->s, &lx, m->e);
+		if (v->st < 0) {
+			memset(m->s.mem[v->dt] + v->da, 0, (size_t)v->len);
 			continue;
 		}
-		if (x->hazard && v->frag != frag) {     /* a send's bytes as they are before its receives */
+		if (v->frag != frag) {          /* a send's bytes as they are before its receives */
 			memcpy(x->buf, m->s.mem[v->st] + v->sa, (size_t)v->len);
 			frag = v->frag;
 		}
-		memmove(m->s.mem[v->dt] + v->da, x->hazard ? x->buf : m->s.mem[v->st] + v->sa, (size_t)v->len);
+		memcpy(m->s.mem[v->dt] + v->da, x->buf, (size_t)v->len);
 	}
 	stats.move_secs += run_now() - t1;
 	x->nmv = 0;
-	return rc;
 }
 
 static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
@@ -1776,13 +1806,16 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				else
 					rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
 			} else {
-				x.local = 1;
-				push_move(&x, (Move){ i, 0, 0, 0, -1, -1 });
+				Xfer lx = *xf;          /* a local copy from a stacked home: this iteration's instance */
+				int src = pl->s[s].src;
+				if (lx.kind == X_LOCAL && plan_stacked(pl, src))
+					lx.src_addr += m->s.iter * place_instance(&pl->p[src]);
+				rc = xfer_each(&lx, T, local_move, &x) ? -1 : 0;
 			}
 		}
 		stats.route_secs += (t0 = run_now()) - t1;
 		if (!rc)
-			rc = make_moves(&x, s);
+			make_moves(&x);
 		t1 = run_now();
 		if (!rc)
 			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
