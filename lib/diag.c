@@ -53,7 +53,11 @@ void *xzeroed(size_t n, size_t size)
 	if (size && n > SIZE_MAX / size)
 		return oom();
 	size_t b = n * size;
-	return memset(xmalloc(b), 0, b ? b : 1);
+	void *p = xmalloc(b);
+#ifdef __GNUC__
+	__asm__ volatile("" : : "r"(p) : "memory");    /* else GCC makes malloc and memset a calloc */
+#endif
+	return memset(p, 0, b ? b : 1);
 }
 
 void *xrealloc(void *p, size_t n)
