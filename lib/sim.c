@@ -48,14 +48,14 @@ int sim_threads(void)
 uint8_t *sim_tile(Sim *s, int64_t t)
 {
 	if (!s->mem[t])
-		s->mem[t] = xzeroed((size_t)s->sram, 1);       /* read before written */
+		s->mem[t] = xcalloc((size_t)s->sram, 1);       /* pages a plan never uses stay unmapped */
 	return s->mem[t];
 }
 
 uint8_t *sim_count(Sim *s, int64_t t)
 {
 	if (!s->count[t])
-		s->count[t] = xzeroed((size_t)s->sram, 1);
+		s->count[t] = xcalloc((size_t)s->sram, 1);
 	return s->count[t];
 }
 
