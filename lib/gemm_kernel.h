@@ -48,6 +48,7 @@ static inline __attribute__((always_inline)) void GK(strip_tile)(const float *a,
 	for (int64_t s0 = k0; s0 < k0 + kc; s0 += GEMM_S) {
 		const float *as = a + s0 / GEMM_S * rs, *bs = b + s0 * 16, *bt = b1 + s0 * 16;
 		int64_t n = k0 + kc - s0 < GEMM_S ? k0 + kc - s0 : GEMM_S;
+#pragma GCC unroll 4
 		for (int64_t k = 0; k < n; k++) {
 			v16f p0, p1;
 			memcpy(&p0, bs + k * 16, 64);
@@ -70,6 +71,7 @@ static inline __attribute__((always_inline)) void GK(strip_tile)(const float *a,
 	for (int64_t s0 = k0; s0 < k0 + kc; s0 += GEMM_S) {
 		const float *as = a + s0 / GEMM_S * rs, *bs = b + s0 * 16;
 		int64_t n = k0 + kc - s0 < GEMM_S ? k0 + kc - s0 : GEMM_S;
+#pragma GCC unroll 4
 		for (int64_t k = 0; k < n; k++) {
 			v16f b0;
 			memcpy(&b0, bs + k * 16, 64);
@@ -92,6 +94,7 @@ static inline __attribute__((always_inline)) void GK(strip_tile)(const float *a,
 	for (int64_t s0 = k0; s0 < k0 + kc; s0 += GEMM_S) {
 		const float *as = a + s0 / GEMM_S * rs, *bs = b + s0 * 16;
 		int64_t n = k0 + kc - s0 < GEMM_S ? k0 + kc - s0 : GEMM_S;
+#pragma GCC unroll 4
 		for (int64_t k = 0; k < n; k++) {
 			v8f b0, b1;
 			memcpy(&b0, bs + k * 16, 32);
