@@ -1799,6 +1799,54 @@ static void make_moves(Exchange *x)
 	x->nmv = 0;
 }
 
+/* One thread's share of a phase's tables: the entries of tiles t = part
+ * mod 2, in order; its first failure. */
+typedef struct {
+	const Program *prog;
+	Exchange *x;
+	int ph, part, bad;
+	Err e;
+} RowPart;
+
+static void *rows_part(void *arg)
+{
+	RowPart *r = arg;
+	const Program *prog = r->prog;
+	for (int i = 0; i < prog->nent; i++) {
+		const Entry *en = &prog->ent[i];
+		if (en->phase != r->ph || en->tile % 2 != r->part)
+			continue;
+		if (program_row(prog, i, &r->x->row[en->tile], &r->x->n[en->tile], &r->e)) {
+			r->bad = i;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Phase ph's tables decoded, the tiles over two threads; the error is the
+ * first entry's that fails, as one pass in order reports it. */
+static int decode_tables(const Program *prog, int ph, Exchange *x, Err *e)
+{
+	RowPart rp[2] = { { prog, x, ph, 0, -1, { { 0 } } }, { prog, x, ph, 1, -1, { { 0 } } } };
+	pthread_t th;
+	if (sim_threads() > 1 && pthread_create(&th, NULL, rows_part, &rp[1]) == 0) {
+		rows_part(&rp[0]);
+		pthread_join(th, NULL);
+	} else {
+		rows_part(&rp[0]);
+		rows_part(&rp[1]);
+	}
+	const RowPart *bad = NULL;
+	for (int k = 0; k < 2; k++)
+		if (rp[k].bad >= 0 && (!bad || rp[k].bad < bad->bad))
+			bad = &rp[k];
+	if (!bad)
+		return 0;
+	*e = bad->e;
+	return -1;
+}
+
 static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 {
 	const Plan *pl = m->pl;
@@ -1810,9 +1858,8 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	int rc = 0;
 	double t0 = run_now(), t1;
 
-	for (int i = 0; ph >= 0 && i < prog->nent && !rc; i++)
-		if (prog->ent[i].phase == ph)
-			rc = program_row(prog, i, &x.row[prog->ent[i].tile], &x.n[prog->ent[i].tile], m->e);
+	if (ph >= 0)
+		rc = decode_tables(prog, ph, &x, m->e);
 	stats.table_secs += (t1 = run_now()) - t0;
 	/* Step by step (records follow step order): a destination is poisoned
 	 * just before its step moves anything, since a placement that dies
