@@ -1528,6 +1528,7 @@ typedef struct {
 	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
 	int local;              /* a local copy writes outside the destination: in order, one thread */
 	int64_t *first, *order; /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
+	int64_t *sfirst, *stiles; /* the destination's tiles by shard: shard k's are stiles[sfirst[k] .. sfirst[k + 1]) */
 	int src, dst;           /* the step's placements */
 } Exchange;
 
@@ -1714,36 +1715,67 @@ static void poison_tile(Exchange *x, int64_t t)
 typedef struct {
 	Exchange *x;
 	int part;
+	SimCheck *c;            /* this thread's check */
+	int bad;                /* a replica failed it */
 } MovePart;
 
-/* Tiles t = part mod 2, each poisoned and then given its receives in order. */
+/* The shards lin = part mod 2 of the step's destination, each replica's
+ * tile poisoned, given its copies in order and checked while its bytes
+ * are in cache (the shard's expected image made once for its replicas). */
 static void *move_part(void *arg)
 {
 	MovePart *p = arg;
 	Exchange *x = p->x;
 	Sim *s = &x->m->s;
-	for (int64_t t = p->part; t < s->tiles; t += 2) {
-		poison_tile(x, t);
-		for (int64_t i = x->first[t]; i < x->first[t + 1]; i++) {
-			const Move *v = &x->mv[x->order[i]];
-			if (v->st < 0)
-				memset(s->mem[v->dt] + v->da, 0, (size_t)v->len);
-			else
-				memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
+	const Placement *dp = &x->m->pl->p[x->dst];
+	for (int64_t lin = p->part; lin < place_shards(dp); lin += 2) {
+		int64_t idx[MAX_RANK];
+		place_shard_idx(dp, lin, idx);
+		for (int64_t k = x->sfirst[lin]; k < x->sfirst[lin + 1]; k++) {
+			int64_t t = x->stiles[k];
+			poison_tile(x, t);
+			for (int64_t i = x->first[t]; i < x->first[t + 1]; i++) {
+				const Move *v = &x->mv[x->order[i]];
+				if (v->st < 0)
+					memset(s->mem[v->dt] + v->da, 0, (size_t)v->len);
+				else
+					memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
+			}
+			if (!p->bad && sim_check_one(p->c, idx, t))
+				p->bad = 1;
 		}
 	}
 	return NULL;
 }
 
+/* Counting sort: items 0 .. n - 1, item i's key key[i * stride] in
+ * [0, nk), into order, grouped by key and in their own order within one;
+ * first[k] (nk + 1 of them) where key k's start. */
+static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, int64_t *first, int64_t *order)
+{
+	memset(first, 0, (size_t)(nk + 1) * sizeof *first);
+	for (int64_t i = 0; i < n; i++)
+		first[key[i * stride] + 1]++;
+	for (int64_t k = 0; k < nk; k++)
+		first[k + 1] += first[k];
+	int64_t *at = xmalloc((size_t)(nk + 1) * sizeof *at);
+	memcpy(at, first, (size_t)(nk + 1) * sizeof *at);
+	for (int64_t i = 0; i < n; i++)
+		order[at[key[i * stride]]++] = i;
+	free(at);
+}
+
 /* The step's destination poisoned and its checked copies (receives and
  * local copies) made, as if each were made when checked: when no copy
  * reads the destination and every one writes inside it, every byte a
- * copy reads is the same whenever it is read, so each tile is poisoned
- * and gets its copies in order while its bytes are in cache, the tiles
- * split over two threads; otherwise the destination is poisoned first
- * and the copies made in order, each send or local copy from a copy of
- * its bytes taken first. */
-static void make_moves(Exchange *x)
+ * copy reads is the same whenever it is read, so each destination tile
+ * is poisoned, gets its copies in order and is checked while its bytes
+ * are in cache, the shards split over two threads; otherwise the
+ * destination is poisoned first and the copies made in order, each send
+ * or local copy from a copy of its bytes taken first. Returns 1 when
+ * every replica was checked and matched, else 0 (the caller checks the
+ * placement, and names the first difference). */
+static int make_moves(Exchange *x, int ph)
 {
 	Machine_ *m = x->m;
 	const Plan *pl = m->pl;
@@ -1754,18 +1786,22 @@ static void make_moves(Exchange *x)
 			sim_tile(&m->s, t);
 	double t0 = run_now();
 	if (!x->hazard && !x->local && sim_threads() > 1) {
-		memset(x->first, 0, (size_t)(T + 1) * sizeof *x->first);
-		for (int64_t i = 0; i < x->nmv; i++)
-			x->first[x->mv[i].dt + 1]++;
-		for (int64_t t = 0; t < T; t++)
-			x->first[t + 1] += x->first[t];
 		x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
-		int64_t *at = xmalloc((size_t)T * sizeof *at);
-		memcpy(at, x->first, (size_t)T * sizeof *at);
-		for (int64_t i = 0; i < x->nmv; i++)
-			x->order[at[x->mv[i].dt]++] = i;
-		free(at);
-		MovePart mp[2] = { { x, 0 }, { x, 1 } };
+		if (x->nmv)
+			group_by(&x->mv[0].dt, (int64_t)(sizeof *x->mv / sizeof x->mv[0].dt), x->nmv, T, x->first,
+				 x->order);
+		else
+			memset(x->first, 0, (size_t)(T + 1) * sizeof *x->first);
+		/* the destination's tiles by shard (the tiles with none last, not visited) */
+		int64_t ns = place_shards(&pl->p[x->dst]), *key = xmalloc((size_t)T * sizeof *key);
+		for (int64_t t = 0; t < T; t++)
+			key[t] = ds[t] >= 0 ? ds[t] : ns;
+		x->sfirst = xrealloc(x->sfirst, (size_t)(ns + 2) * sizeof *x->sfirst);
+		x->stiles = xrealloc(x->stiles, (size_t)T * sizeof *x->stiles);
+		group_by(key, 1, T, ns + 1, x->sfirst, x->stiles);
+		free(key);
+		MovePart mp[2] = { { x, 0, sim_check_begin(&m->s, pl, x->dst, ph), 0 },
+				   { x, 1, sim_check_begin(&m->s, pl, x->dst, ph), 0 } };
 		pthread_t th;
 		if (pthread_create(&th, NULL, move_part, &mp[1]) == 0) {
 			move_part(&mp[0]);
@@ -1774,9 +1810,11 @@ static void make_moves(Exchange *x)
 			move_part(&mp[0]);
 			move_part(&mp[1]);
 		}
+		sim_check_end(mp[0].c);
+		sim_check_end(mp[1].c);
 		stats.move_secs += run_now() - t0;
 		x->nmv = 0;
-		return;
+		return !mp[0].bad && !mp[1].bad;
 	}
 	Poison q = { m, x->src, x->dst };
 	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
@@ -1797,6 +1835,7 @@ static void make_moves(Exchange *x)
 	}
 	stats.move_secs += run_now() - t1;
 	x->nmv = 0;
+	return 0;
 }
 
 /* One thread's share of a phase's tables: the entries of tiles t = part
@@ -1854,7 +1893,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
 		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
 		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0, 0, 0,
-		       xmalloc((size_t)(T + 1) * sizeof *x.first), NULL, 0, 0 };
+		       xmalloc((size_t)(T + 1) * sizeof *x.first), NULL, NULL, NULL, 0, 0 };
 	int rc = 0;
 	double t0 = run_now(), t1;
 
@@ -1892,10 +1931,9 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 			}
 		}
 		stats.route_secs += (t0 = run_now()) - t1;
-		if (!rc)
-			make_moves(&x);
+		int checked = !rc && make_moves(&x, ph);
 		t1 = run_now();
-		if (!rc)
+		if (!rc && !checked)
 			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
 		stats.check_secs += (t0 = run_now()) - t1;
 		t1 = t0;
@@ -1915,6 +1953,8 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	free(x.mv);
 	free(x.first);
 	free(x.order);
+	free(x.sfirst);
+	free(x.stiles);
 	return rc;
 }
 

@@ -563,6 +563,33 @@ int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 	return bad ? -1 : 0;
 }
 
+struct SimCheck {
+	Plain w;
+	Err e;
+};
+
+SimCheck *sim_check_begin(Sim *s, const Plan *pl, int i, int phase)
+{
+	SimCheck *c = xcalloc(1, sizeof *c);
+	s->plan = pl;
+	c->w = (Plain){ s, pl, phase, &c->e, -1, NULL, NULL, 0, 0, i };
+	return c;
+}
+
+int sim_check_one(SimCheck *c, const int64_t *idx, int64_t t)
+{
+	return plain_shard(&c->w, &c->w.pl->p[c->w.shard_of], idx, NULL, t) ? -1 : 0;
+}
+
+void sim_check_end(SimCheck *c)
+{
+	if (!c)
+		return;
+	free(c->w.image);
+	free(c->w.valid);
+	free(c);
+}
+
 int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e)
 {
 	return check_range(s, pl, step, step, e);

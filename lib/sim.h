@@ -71,6 +71,16 @@ int64_t shard_elem(const Placement *p, const int64_t *idx, int64_t r, int64_t c)
  * s->elem, and that panel-layout padding is zero (no write counts): the
  * first difference names tile, phase, offset, tensor, expected and found. */
 int sim_check_placement(Sim *s, const Plan *pl, int placement, int phase, Err *e);
+/* The same check a shard replica at a time, for a caller that checks a
+ * tile's bytes as soon as they are written: one SimCheck per thread
+ * (its shard's expected image kept while the replicas that follow are
+ * checked); sim_check_one returns 0 when tile t's replica of the shard
+ * idx matches, -1 otherwise (sim_check_placement then names the first
+ * difference). Tiles are allocated beforehand. */
+typedef struct SimCheck SimCheck;
+SimCheck *sim_check_begin(Sim *s, const Plan *pl, int placement, int phase);
+int sim_check_one(SimCheck *c, const int64_t *idx, int64_t t);
+void sim_check_end(SimCheck *c);
 /* Checks every (non-aliased) destination shard of copy step `step`: each
  * valid byte holds the reference and was written exactly once; padding of
  * amp-left and transposed-right shards is zero and written once; nothing
