@@ -1152,6 +1152,58 @@ static float gelu(float x)
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
+/* gelu of every fp16 value, and of every fp8 code at the last scale
+ * asked for: gelu_n looks a decoded input up by its code instead of
+ * computing tanhf again (the same function of the same float, so the
+ * same bits). */
+static float gelu16[65536];
+static pthread_once_t gelu16_once = PTHREAD_ONCE_INIT;
+
+static void gelu16_build(void)
+{
+	for (int i = 0; i < 65536; i++)
+		gelu16[i] = gelu(f16_to_f32((uint16_t)i));
+}
+
+/* y[i] = gelu(x[i]) for n inputs decoded from fmt at scale sc. */
+static void gelu_n(const float *x, int64_t n, Format fmt, int sc, float *y)
+{
+	if (fmt == FMT_FP16) {
+		pthread_once(&gelu16_once, gelu16_build);
+		uint16_t h[256];
+		for (int64_t i0 = 0; i0 < n; i0 += 256) {
+			int64_t k = n - i0 < 256 ? n - i0 : 256;
+			f32_to_f16_n(x + i0, k, h);     /* exact: each value is an fp16 one */
+			for (int64_t i = 0; i < k; i++)
+				y[i0 + i] = gelu16[h[i]];
+		}
+	} else if (fmt == FMT_FP8) {
+		float t8[256], d8[256];
+		for (int c = 0; c < 256; c++)
+			t8[c] = gelu(d8[c] = f8s_to_f32((uint8_t)c, sc));
+		uint8_t b[256];
+		for (int64_t i0 = 0; i0 < n; i0 += 256) {
+			int64_t k = n - i0 < 256 ? n - i0 : 256;
+			f32_to_f8s_n(x + i0, k, sc, b);
+			for (int64_t i = 0; i < k; i++)    /* a value no code decodes to (none should): computed */
+				y[i0 + i] = memcmp(&d8[b[i]], &x[i0 + i], sizeof *x) ? gelu(x[i0 + i]) : t8[b[i]];
+		}
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			y[i] = gelu(x[i]);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)         /* a NaN's payload as gelu itself gives it */
+		if (x[i] != x[i])
+			y[i] = gelu(x[i]);
+}
+
+void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
+{
+	tables();
+	gelu_n(x, n, fmt, scale, y);
+}
+
 /* One head's attention for R query rows over N keys (D wide): scores
  * summed in fp32 in D order and scaled; softmax with fp32 statistics (row
  * maximum m, exponentials, their sum l in key order); the output summed
@@ -1343,8 +1395,7 @@ static void *compute_tiles(void *arg)
 			merge(a, res, la.rows / R, R, C);
 			break;
 		case C_GELU:
-			for (int64_t q = 0; q < R * C; q++)
-				res[q] = gelu(a[q]);
+			gelu_n(a, R * C, m->pl->p[st->in[0]].fmt, m->pl->t[m->pl->p[st->in[0]].tensor].scale, res);
 			break;
 		case C_ADD: {
 			float *b = read_shard(m, st->in[1], t, &lb);   /* fewer rows: a table per batch entry */

@@ -153,6 +153,9 @@ void run_gemm(const float *A, const float *B, float *C, int64_t M, int64_t K, in
 void run_gemm_strips(const float *A, int64_t rs, const float *bp, float *C, int64_t M, int64_t K, int64_t N);
 /* n fp8 codes decoded at a scale (-126 to 126), as f8s_to_f32 does each. */
 void run_decode_fp8(const uint8_t *b, int64_t n, int scale, float *v);
+/* The machine's gelu of n values decoded from fmt at scale (fp16 and
+ * fp8 by table, the same bits as computing each). */
+void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y);
 /* The rows of run_gemm's register tile at its present width (6 or 12). */
 int run_gemm_rows(void);
 /* The FP32 reference's C += A B: each element summed in K order with

@@ -288,6 +288,35 @@ static void decode_fp8_bits(void)
 	run_gemm_width(0);
 }
 
+/* run_gelu (a table by code for fp16 and fp8) against the machine's
+ * formula computed on each value, bit for bit: every fp16 code, and
+ * every fp8 code at several scales, NaNs included. */
+static void gelu_bits(void)
+{
+	t_case("run_gelu gives the formula's bits for every fp16 value and every fp8 code");
+	static float x[65536], y[65536];
+	for (int i = 0; i < 65536; i++)
+		x[i] = f16_to_f32((uint16_t)i);
+	run_gelu(x, 65536, FMT_FP16, 0, y);
+	int sc[] = { -126, -20, -3, 0, 5, 126 };
+	for (int k = 0; k <= 6; k++) {
+		int n = 65536;
+		if (k > 0) {
+			n = 256;
+			for (int c = 0; c < 256; c++)
+				x[c] = f8s_to_f32((uint8_t)c, sc[k - 1]);
+			run_gelu(x, n, FMT_FP8, sc[k - 1], y);
+		}
+		for (int i = 0; i < n; i++) {
+			float e = 0.5f * x[i] * (1.0f + tanhf(0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+			if (memcmp(&e, &y[i], 4)) {
+				CHECK(0, "%s code %d: %a gives %a, the formula %a", k ? "fp8" : "fp16", i, x[i], y[i], e);
+				break;
+			}
+		}
+	}
+}
+
 /* quantize_n against quantize, value by value: fp16 (through F16C where
  * the CPU has it), fp8 at several scales, fp32 untouched; random bit
  * patterns, NaNs and infinities included. */
@@ -423,6 +452,7 @@ int main(void)
 	gemm_bits();
 	strips_bits();
 	decode_fp8_bits();
+	gelu_bits();
 	quantize_bits();
 	unlink(path);
 	return t_summary();
