@@ -1286,6 +1286,7 @@ typedef struct {
 	Machine_ *m;
 	int step, part, parts;
 	double cpu;             /* the thread's CPU seconds on the step */
+	uint8_t *enc;           /* the output tensor's expected bytes */
 } Work;
 
 /* A matmul's left operand, placement p's shard on tile t (R x K), in the
@@ -1333,6 +1334,41 @@ static const float *read_panels(Machine_ *m, const Work *w, int p, int64_t t, La
 	return d;
 }
 
+/* Shard lin of placement out, as its first replica's tile holds it,
+ * into the tensor's encoded bytes enc: row by row, a strip row at a time
+ * in strip layouts (*off, *cap: a row's offsets, kept between calls). */
+static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap)
+{
+	int64_t T = m->pl->machine.tiles, z[MAX_REP] = { 0 }, idx[MAX_RANK];
+	int esz = fmt_bytes(out->fmt);
+	place_shard_idx(out, lin, idx);
+	const uint8_t *mem = m->s.mem[place_tile(out, idx, z, T)] + out->addr;  /* allocated: it holds a shard */
+	Layout l = place_layout(out, idx);
+	int64_t w = strip_layout(&l) ? layout_run(&l) : 0;
+	if (l.kind != LAYOUT_ROW_MAJOR && !w) {
+		if (l.cols > *cap)
+			*off = xrealloc(*off, (size_t)(*cap = l.cols) * sizeof **off);
+		layout_row(&l, 0, *off);
+	}
+	for (int64_t r = 0; r < l.rows; r++) {  /* a row: consecutive elements */
+		uint8_t *d = enc + shard_elem(out, idx, r, 0) * esz;
+		const uint8_t *s = mem + layout_offset(&l, r, 0) * esz;
+		if (l.kind == LAYOUT_ROW_MAJOR) {
+			memcpy(d, s, (size_t)(l.cols * esz));
+		} else if (w) {                 /* strips: a row's w elements a strip apart */
+			for (int64_t c = 0; c < l.cols; c += w) {
+				const uint8_t *q = s + c * l.rows * esz;
+				if (w * esz == 32 && l.cols - c >= w)
+					memcpy(d + c * esz, q, 32);
+				else
+					memcpy(d + c * esz, q, (size_t)((l.cols - c < w ? l.cols - c : w) * esz));
+			}
+		} else {
+			elems_gather(d, s, *off, l.cols, esz);
+		}
+	}
+}
+
 /* Compute step w->step on the tiles t of its output with t % parts == part. */
 static void *compute_tiles(void *arg)
 {
@@ -1343,6 +1379,7 @@ static void *compute_tiles(void *arg)
 	int64_t T = m->pl->machine.tiles;
 	const int64_t *os = m->ts[st->out].shard;
 	double cpu0 = thread_cpu();
+	int64_t *off = NULL, offcap = 0, z[MAX_REP] = { 0 };
 
 	for (int64_t t = w->part; t < T; t += w->parts) {
 		if (os[t] < 0)
@@ -1368,6 +1405,8 @@ static void *compute_tiles(void *arg)
 				free(bias);
 			}
 			write_shard(m, st->out, t, res);   /* rounds into the output's format */
+			if (place_tile(out, idx, z, T) == t)    /* the first replica: the expected bytes */
+				enc_shard(m, out, w->enc, os[t], &off, &offcap);
 			continue;
 		}
 		float *res = xcalloc((size_t)(R * C), sizeof *res);
@@ -1442,59 +1481,14 @@ static void *compute_tiles(void *arg)
 		free(a);
 		write_shard(m, st->out, t, res);   /* rounds into the output's format */
 		free(res);
+		if (place_tile(out, idx, z, T) == t)
+			enc_shard(m, out, w->enc, os[t], &off, &offcap);
 	}
+	free(off);
 	w->cpu = thread_cpu() - cpu0;
 	return NULL;
 }
 
-/* Shards [lo, hi) of placement out, from their first replica's tile,
- * into the tensor's encoded bytes. */
-typedef struct {
-	Machine_ *m;
-	const Placement *out;
-	uint8_t *enc;
-	int64_t lo, hi;
-} EncPart;
-
-static void *enc_part(void *arg)
-{
-	EncPart *ep = arg;
-	const Placement *out = ep->out;
-	int64_t T = ep->m->pl->machine.tiles, z[MAX_REP] = { 0 };
-	int esz = fmt_bytes(out->fmt);
-	int64_t *off = NULL, offcap = 0;
-	for (int64_t lin = ep->lo; lin < ep->hi; lin++) {
-		int64_t idx[MAX_RANK];
-		place_shard_idx(out, lin, idx);
-		const uint8_t *mem = ep->m->s.mem[place_tile(out, idx, z, T)] + out->addr;   /* allocated: it holds a shard */
-		Layout l = place_layout(out, idx);
-		if (l.kind != LAYOUT_ROW_MAJOR) {
-			if (l.cols > offcap)
-				off = xrealloc(off, (size_t)(offcap = l.cols) * sizeof *off);
-			layout_row(&l, 0, off);
-		}
-		int64_t w = strip_layout(&l) ? layout_run(&l) : 0;
-		for (int64_t r = 0; r < l.rows; r++) {  /* a row: consecutive elements */
-			uint8_t *d = ep->enc + shard_elem(out, idx, r, 0) * esz;
-			const uint8_t *s = mem + layout_offset(&l, r, 0) * esz;
-			if (l.kind == LAYOUT_ROW_MAJOR) {
-				memcpy(d, s, (size_t)(l.cols * esz));
-			} else if (w) {         /* strips: a row's w elements a strip apart */
-				for (int64_t c = 0; c < l.cols; c += w) {
-					const uint8_t *q = s + c * l.rows * esz;
-					if (w * esz == 32 && l.cols - c >= w)
-						memcpy(d + c * esz, q, 32);
-					else
-						memcpy(d + c * esz, q, (size_t)((l.cols - c < w ? l.cols - c : w) * esz));
-				}
-			} else {
-				elems_gather(d, s, off, l.cols, esz);
-			}
-		}
-	}
-	free(off);
-	return NULL;
-}
 
 /* Runs compute step i on every tile of its output, on two threads. */
 static int compute(Machine_ *m, int i)
@@ -1512,7 +1506,16 @@ static int compute(Machine_ *m, int i)
 	for (int64_t t = 0; t < T; t++)
 		if (os[t] >= 0)
 			sim_tile(&m->s, t);
-	Work w[2] = { { m, i, 0, 2, 0 }, { m, i, 1, 2, 0 } };
+	/* The tensor's bytes as the movement check expects them: each shard's
+	 * first replica as write_shard encoded it, copied through the layout
+	 * by the thread that wrote it (compute_tiles; no decode and encode
+	 * again). Only an output's values are kept as floats. */
+	const PTensor *x = &m->pl->t[out->tensor];
+	int64_t n = tensor_count(x);
+	uint8_t **enc = &m->vs->enc[out->tensor];
+	if (!*enc)
+		*enc = xmalloc((size_t)(tensor_values(x) * fmt_bytes(out->fmt)));
+	Work w[2] = { { m, i, 0, 2, 0, *enc }, { m, i, 1, 2, 0, *enc } };
 	pthread_t th;
 	double t0 = run_now();
 	if (sim_threads() > 1 && pthread_create(&th, NULL, compute_tiles, &w[1]) == 0) {
@@ -1530,24 +1533,6 @@ static int compute(Machine_ *m, int i)
 		stats.gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
 		stats.gemm_secs += run_now() - t0;
 		stats.gemm_cpu += w[0].cpu + w[1].cpu;
-	}
-	/* The tensor's bytes as the movement check expects them: the first
-	 * replica of every shard, as write_shard encoded it, copied element by
-	 * element through the layout (no decode and encode again), the shards
-	 * split over two threads. Only an output's values are kept as floats. */
-	const PTensor *x = &m->pl->t[out->tensor];
-	int64_t n = tensor_count(x);
-	uint8_t **enc = &m->vs->enc[out->tensor];
-	if (!*enc)
-		*enc = xmalloc((size_t)(tensor_values(x) * fmt_bytes(out->fmt)));
-	int64_t ns = place_shards(out);
-	EncPart ep[2] = { { m, out, *enc, 0, ns / 2 }, { m, out, *enc, ns / 2, ns } };
-	if (ns > 1 && sim_threads() > 1 && pthread_create(&th, NULL, enc_part, &ep[1]) == 0) {
-		enc_part(&ep[0]);
-		pthread_join(th, NULL);
-	} else {
-		ep[0].hi = ns;
-		enc_part(&ep[0]);
 	}
 	if (x->role == R_OUTPUT) {
 		if (!m->val[out->tensor])
