@@ -744,6 +744,18 @@ typedef struct {
 	int64_t *shard;
 } TileShards;
 
+/* An attention operand's panels and the bytes they were made from: a
+ * tile whose bytes are the same (its replica of the same shard) uses
+ * them as they are. */
+typedef struct {
+	int64_t exec;           /* the compute step's run it was made in (-1: none) */
+	const uint8_t *raw;
+	int64_t bytes;
+	Layout l;
+	float *p;
+	int64_t cap;
+} KvPanels;
+
 typedef struct {
 	Sim s;
 	const Plan *pl;
@@ -753,6 +765,8 @@ typedef struct {
 	Err *e;
 	float *scr[2][4];       /* per compute thread: buffers kept from step to step */
 	int64_t scap[2][4];
+	KvPanels kv[2][2];      /* per compute thread: an attention's keys and values, as last made */
+	int64_t exec;           /* compute steps run so far */
 } Machine_;
 
 /* Compute thread part's buffer i, at least n floats (its contents lost when it grows). */
@@ -1204,25 +1218,22 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
 	gelu_n(x, n, fmt, scale, y);
 }
 
-/* One head's attention for R query rows over N keys (D wide): scores
+/* One head's attention for R query rows over N keys (D wide), the keys
+ * transposed in kp and the values in vp as run_gemm_strips's panels
+ * (kv_panels): scores
  * summed in fp32 in D order and scaled; softmax with fp32 statistics (row
  * maximum m, exponentials, their sum l in key order); the output summed
  * in fp32 in key order. Whole (partial 0): o (R x D) is that sum divided
  * by l. Partial: o (R x (D+2)) holds m, l and the undivided sum, for
  * merge(). The caller rounds o once into its format. */
-static void attend(const float *q, const float *k, const float *v, float *o, int64_t R, int64_t N,
+static void attend(const float *q, const float *kp, const float *vp, float *o, int64_t R, int64_t N,
 		   int64_t D, float scale, int partial)
 {
 	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
-	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, np = cdiv(N, 16);
-	int64_t wide = (N > D ? N : D) + GEMM_S, nb = (np > cdiv(D, 16) ? np : cdiv(D, 16)) * 16;
+	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, wide = (N > D ? N : D) + GEMM_S;
 	float *ap = xmalloc((size_t)(cdiv(wide, GEMM_S) * mp * GEMM_S) * sizeof *ap);
-	float *bp = xzeroed((size_t)((N > D ? N : D) * nb), sizeof *bp);
 	pack_strips(q, D, R, D, mp, ap);
-	for (int64_t j = 0; j < N; j++)         /* the keys by column: element (d, j) of k's transpose */
-		for (int64_t d = 0; d < D; d++)
-			bp[j / 16 * D * 16 + d * 16 + j % 16] = k[j * D + d];
-	run_gemm_strips(ap, mp * GEMM_S, bp, s, R, D, N);      /* every score summed in D order */
+	run_gemm_strips(ap, mp * GEMM_S, kp, s, R, D, N);      /* every score summed in D order */
 	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
 		float *p = s + i * N, m = -INFINITY, l = 0;
@@ -1237,9 +1248,7 @@ static void attend(const float *q, const float *k, const float *v, float *o, int
 		mx[i] = m, sum[i] = l;
 	}
 	pack_strips(s, N, R, N, mp, ap);
-	for (int64_t q0 = 0; q0 < D; q0 += 16)
-		pack_panel_8(v, D, 0, N, q0, D - q0 < 16 ? D - q0 : 16, bp + q0 * N);
-	run_gemm_strips(ap, mp * GEMM_S, bp, acc, R, N, D);    /* every output summed in key order */
+	run_gemm_strips(ap, mp * GEMM_S, vp, acc, R, N, D);    /* every output summed in key order */
 	for (int64_t i = 0; i < R; i++) {
 		float *out = partial ? o + i * (D + 2) + 2 : o + i * D;
 		if (partial) {
@@ -1253,7 +1262,6 @@ static void attend(const float *q, const float *k, const float *v, float *o, int
 	}
 	free(s);
 	free(ap);
-	free(bp);
 	free(acc);
 	free(mx);
 	free(sum);
@@ -1369,6 +1377,38 @@ static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t l
 	}
 }
 
+/* Placement p's shard on tile t as attend's panels: keys (trans 1, N x D)
+ * transposed into D x N panels, values (N x D) as they are. Made again
+ * only when the tile's bytes differ from those the cache c was made from
+ * in this step (the same bytes decode to the same panels). */
+static const float *kv_panels(Machine_ *m, const Work *w, KvPanels *c, int p, int64_t t, int trans, Layout *l)
+{
+	const uint8_t *mem = shard_mem(m, p, t, l);
+	int64_t bytes = layout_bytes(l), N = l->rows, D = l->cols;
+	if (c->exec == m->exec && c->bytes == bytes && c->l.kind == l->kind && c->l.rows == N && c->l.cols == D &&
+	    (c->raw == mem || memcmp(c->raw, mem, (size_t)bytes) == 0))
+		return c->p;            /* inputs do not change while a step runs */
+	int64_t n = trans ? cdiv(N, 16) * 16 * D : cdiv(D, 16) * 16 * N;
+	if (n > c->cap) {
+		free(c->p);
+		c->p = xmalloc((size_t)n * sizeof *c->p);
+		c->cap = n;
+	}
+	float *v = scratch(m, w->part, 3, N * D);
+	decode_shard(mem, l, m->pl->p[p].fmt, m->pl->t[m->pl->p[p].tensor].scale, v);
+	if (trans) {                    /* element (d, j) of the keys' transpose */
+		memset(c->p, 0, (size_t)n * sizeof *c->p);
+		for (int64_t j = 0; j < N; j++)
+			for (int64_t d = 0; d < D; d++)
+				c->p[j / 16 * D * 16 + d * 16 + j % 16] = v[j * D + d];
+	} else {
+		for (int64_t q0 = 0; q0 < D; q0 += 16)
+			pack_panel_8(v, D, 0, N, q0, D - q0 < 16 ? D - q0 : 16, c->p + q0 * N);
+	}
+	c->exec = m->exec, c->raw = mem, c->bytes = bytes, c->l = *l;
+	return c->p;
+}
+
 /* Compute step w->step on the tiles t of its output with t % parts == part. */
 static void *compute_tiles(void *arg)
 {
@@ -1423,11 +1463,10 @@ static void *compute_tiles(void *arg)
 			break;
 		case C_ATTENTION: {
 			Layout lk, lv;
-			float *k = read_shard(m, st->in[1], t, &lk), *v = read_shard(m, st->in[2], t, &lv);
+			const float *kp = kv_panels(m, w, &m->kv[w->part][0], st->in[1], t, 1, &lk);
+			const float *vp = kv_panels(m, w, &m->kv[w->part][1], st->in[2], t, 0, &lv);
 			int partial = out->fmt == FMT_FP32;
-			attend(a, k, v, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial);
-			free(k);
-			free(v);
+			attend(a, kp, vp, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial);
 			break;
 		}
 		case C_MERGE:
@@ -1515,6 +1554,7 @@ static int compute(Machine_ *m, int i)
 	uint8_t **enc = &m->vs->enc[out->tensor];
 	if (!*enc)
 		*enc = xmalloc((size_t)(tensor_values(x) * fmt_bytes(out->fmt)));
+	m->exec++;                      /* a new run of a step: what an earlier one cached is stale */
 	Work w[2] = { { m, i, 0, 2, 0, *enc }, { m, i, 1, 2, 0, *enc } };
 	pthread_t th;
 	double t0 = run_now();
@@ -2012,6 +2052,8 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	stats.encode_secs += run_now() - setup;
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
+	for (int i = 0; i < 2; i++)
+		m.kv[i][0].exec = m.kv[i][1].exec = -1;
 	sim_init(&m.s, &pl->machine, 0);
 	m.s.elem = elem_bytes;
 	m.s.elem_ctx = &vs;
@@ -2060,9 +2102,12 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	}
 	for (int p = 0; p < pl->np; p++)
 		free(m.ts[p].shard);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		for (int j = 0; j < 4; j++)
 			free(m.scr[i][j]);
+		free(m.kv[i][0].p);
+		free(m.kv[i][1].p);
+	}
 	cache_filled(o->cache);
 	for (int t = 0; t < pl->nt; t++)
 		if (!cache_holds(o->cache, vs.enc[t]))
