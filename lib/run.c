@@ -744,14 +744,19 @@ typedef struct {
 	int64_t *shard;
 } TileShards;
 
-/* An attention operand's panels and the bytes they were made from: a
- * tile whose bytes are the same (its replica of the same shard) uses
- * them as they are. */
+/* What a decoded operand was made from: a tile whose bytes are the same
+ * (its replica of the same shard, in the same run of a step) uses it as
+ * it is, since the same bytes decode to the same floats. */
 typedef struct {
 	int64_t exec;           /* the compute step's run it was made in (-1: none) */
 	const uint8_t *raw;
-	int64_t bytes;
+	int64_t bytes, key;     /* key: what else shapes it (rows rounded up) */
 	Layout l;
+} Made;
+
+/* An attention operand's panels, and what they were made from. */
+typedef struct {
+	Made from;
 	float *p;
 	int64_t cap;
 } KvPanels;
@@ -768,6 +773,20 @@ typedef struct {
 	KvPanels kv[2][2];      /* per compute thread: an attention's keys and values, as last made */
 	int64_t exec;           /* compute steps run so far */
 } Machine_;
+
+/* Is what c records made from the shard at mem (layout l, key) in this run? */
+static int made_same(const Made *c, int64_t exec, const uint8_t *mem, const Layout *l, int64_t key)
+{
+	int64_t bytes = layout_bytes(l);
+	return c->exec == exec && c->bytes == bytes && c->key == key && c->l.kind == l->kind &&
+	       c->l.fmt == l->fmt && c->l.rows == l->rows && c->l.cols == l->cols &&
+	       (c->raw == mem || memcmp(c->raw, mem, (size_t)bytes) == 0);     /* inputs do not change while a step runs */
+}
+
+static void made_set(Made *c, int64_t exec, const uint8_t *mem, const Layout *l, int64_t key)
+{
+	*c = (Made){ exec, mem, layout_bytes(l), key, *l };
+}
 
 /* Compute thread part's buffer i, at least n floats (its contents lost when it grows). */
 static float *scratch(Machine_ *m, int part, int i, int64_t n)
@@ -1384,10 +1403,9 @@ static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t l
 static const float *kv_panels(Machine_ *m, const Work *w, KvPanels *c, int p, int64_t t, int trans, Layout *l)
 {
 	const uint8_t *mem = shard_mem(m, p, t, l);
-	int64_t bytes = layout_bytes(l), N = l->rows, D = l->cols;
-	if (c->exec == m->exec && c->bytes == bytes && c->l.kind == l->kind && c->l.rows == N && c->l.cols == D &&
-	    (c->raw == mem || memcmp(c->raw, mem, (size_t)bytes) == 0))
-		return c->p;            /* inputs do not change while a step runs */
+	int64_t N = l->rows, D = l->cols;
+	if (made_same(&c->from, m->exec, mem, l, trans))
+		return c->p;
 	int64_t n = trans ? cdiv(N, 16) * 16 * D : cdiv(D, 16) * 16 * N;
 	if (n > c->cap) {
 		free(c->p);
@@ -1405,7 +1423,7 @@ static const float *kv_panels(Machine_ *m, const Work *w, KvPanels *c, int p, in
 		for (int64_t q0 = 0; q0 < D; q0 += 16)
 			pack_panel_8(v, D, 0, N, q0, D - q0 < 16 ? D - q0 : 16, c->p + q0 * N);
 	}
-	c->exec = m->exec, c->raw = mem, c->bytes = bytes, c->l = *l;
+	made_set(&c->from, m->exec, mem, l, trans);
 	return c->p;
 }
 
@@ -2053,7 +2071,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
 	for (int i = 0; i < 2; i++)
-		m.kv[i][0].exec = m.kv[i][1].exec = -1;
+		m.kv[i][0].from.exec = m.kv[i][1].from.exec = -1;
 	sim_init(&m.s, &pl->machine, 0);
 	m.s.elem = elem_bytes;
 	m.s.elem_ctx = &vs;
