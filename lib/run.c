@@ -1709,11 +1709,6 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the send of "
 			    "%lld bytes the schedule needs (step %d)", (long long)st, x->phase,
 			    (long long)xf->len, xf->step);
-	if (xf->len > x->nbuf) {
-		free(x->buf);
-		x->nbuf = xf->len;
-		x->buf = xmalloc((size_t)x->nbuf);
-	}
 	int64_t sa0 = s->addr + m->s.iter * s->istride;       /* a moving source: this iteration's */
 	if (sa0 < 0 || sa0 + xf->len > m->s.sram) {
 		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
@@ -1781,11 +1776,6 @@ static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t
 		sim_tile(&m->s, st);
 		if (sa < x->hi[st] && x->lo[st] < sa + xf->len)
 			x->hazard = 1;
-	}
-	if (xf->len > x->nbuf) {
-		free(x->buf);
-		x->nbuf = xf->len;
-		x->buf = xmalloc((size_t)x->nbuf);
 	}
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
@@ -1918,6 +1908,12 @@ static int make_moves(Exchange *x, int ph)
 	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
 	double t1 = run_now();
 	stats.poison_secs += t1 - t0;
+	for (int64_t i = 0; i < x->nmv; i++)   /* the snapshot buffer: the longest copy */
+		if (x->mv[i].len > x->nbuf) {
+			free(x->buf);
+			x->nbuf = x->mv[i].len;
+			x->buf = xmalloc((size_t)x->nbuf);
+		}
 	int64_t frag = -1;
 	for (int64_t i = 0; i < x->nmv; i++) {
 		const Move *v = &x->mv[i];
