@@ -72,6 +72,9 @@ $(BIN)/%: tools/%.c tools/tool.h $(OBJ)/libamp.a lib/*.h | $(BIN)
 $(OBJ)/tests/%: tests/unit/%.c tests/unit/*.h $(OBJ)/libamp.a lib/*.h | $(OBJ)/tests
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
+# the corpus replay includes the fuzzing harness's readers
+$(OBJ)/tests/test_fuzz: tests/fuzz/readers.h
+
 $(OBJ)/lib $(OBJ)/tests $(BIN):
 	mkdir -p $@
 

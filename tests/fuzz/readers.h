@@ -3,18 +3,20 @@
  * the corpora under make check (tests/unit/test_fuzz.c).
  *
  * Each takes any bytes, hands them to the reader as a file (the model,
- * machine, scales, program and .npy readers take paths) or as a memory
+ * machine, scales, program, .npy and sweep spec readers take paths) or as a memory
  * input (the stage readers and amp-compare's capture reader), and frees whatever was read. A reader may
  * refuse the bytes; it must never crash, leak, hang or read out of bounds.
  */
 #ifndef AMP_FUZZ_READERS_H
 #define AMP_FUZZ_READERS_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compare.h"
@@ -25,6 +27,7 @@
 #include "plan.h"
 #include "program.h"
 #include "scales.h"
+#include "sweep.h"
 
 /* The bytes as a file this process owns (rewritten for every input). */
 static const char *fuzz_path(const uint8_t *d, size_t n)
@@ -45,11 +48,56 @@ static const char *fuzz_path(const uint8_t *d, size_t n)
 	return path;
 }
 
+/* The sweep spec reader opens the model and machine files a spec names,
+ * relative to the spec. The spec is written at /tmp/amp-fuzz-sweep.PID/a/b/
+ * spec.yaml, beside a link share -> the project's share/, so a seed names
+ * ../../share/models/tiny-mlp.yaml as a spec in tests/bad/ does. */
+static char fuzz_sweep_dir[64];
+
+static const char *fuzz_sweep_path(const uint8_t *d, size_t n)
+{
+	static char path[96];
+	if (!fuzz_sweep_dir[0]) {
+		char p[96];
+		snprintf(fuzz_sweep_dir, sizeof fuzz_sweep_dir, "/tmp/amp-fuzz-sweep.%ld", (long)getpid());
+		snprintf(p, sizeof p, "%s/share", fuzz_sweep_dir);
+		if (mkdir(fuzz_sweep_dir, 0700) && errno != EEXIST)
+			abort();
+		unlink(p);
+		if (symlink(AMP_SHARE_DIR, p))
+			abort();
+		snprintf(p, sizeof p, "%s/a", fuzz_sweep_dir);
+		mkdir(p, 0700);
+		snprintf(p, sizeof p, "%s/a/b", fuzz_sweep_dir);
+		mkdir(p, 0700);
+		snprintf(path, sizeof path, "%s/a/b/spec.yaml", fuzz_sweep_dir);
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		abort();
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, d + off, n - off);
+		if (w <= 0)
+			abort();
+		off += (size_t)w;
+	}
+	close(fd);
+	return path;
+}
+
 static void fuzz_cleanup(void)
 {
-	char path[64];
+	char path[128];
 	snprintf(path, sizeof path, "/tmp/amp-fuzz.%ld", (long)getpid());
 	unlink(path);
+	if (fuzz_sweep_dir[0]) {
+		const char *const parts[] = { "a/b/spec.yaml", "a/b", "a", "share" };
+		for (int i = 0; i < 4; i++) {
+			snprintf(path, sizeof path, "%s/%s", fuzz_sweep_dir, parts[i]);
+			i == 1 || i == 2 ? rmdir(path) : unlink(path);
+		}
+		rmdir(fuzz_sweep_dir);
+	}
 }
 
 static int fuzz_model(const uint8_t *d, size_t n)
@@ -128,6 +176,15 @@ static int fuzz_capture(const uint8_t *d, size_t n)
 	return 0;
 }
 
+static int fuzz_sweep(const uint8_t *d, size_t n)
+{
+	Sweep s;
+	Err e;
+	sweep_load(&s, fuzz_sweep_path(d, n), &e);
+	sweep_free(&s);
+	return 0;
+}
+
 typedef int (*FuzzFn)(const uint8_t *d, size_t n);
 
 /* Every reader, by the name of its corpus directory tests/fuzz/<name>/. */
@@ -138,7 +195,7 @@ static const struct {
 	{ "model", fuzz_model }, { "machine", fuzz_machine }, { "scales", fuzz_scales },
 	{ "plan", fuzz_plan }, { "expand", fuzz_expand }, { "exchange", fuzz_exchange },
 	{ "group", fuzz_group }, { "program", fuzz_program }, { "npy", fuzz_npy },
-	{ "capture", fuzz_capture },
+	{ "capture", fuzz_capture }, { "sweep", fuzz_sweep },
 };
 #define FUZZ_READERS ((int)(sizeof fuzz_readers / sizeof *fuzz_readers))
 
