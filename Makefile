@@ -57,11 +57,11 @@ deps:
 $(OBJ)/lib/%.o: lib/%.c lib/*.h | $(OBJ)/lib
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
-# The machine model's and the references' loops (lib/run.c) at -O3, which
-# vectorizes their element-wise loops: -ffp-contract=off still keeps one
-# rounding per operation, and without -ffast-math no sum is reordered, so
-# the results are the same bits.
-$(OBJ)/lib/run.o: CFLAGS += -O3
+# The machine model's and the references' loops (lib/run.c, lib/run_*.c) at
+# -O3, which vectorizes their element-wise loops: -ffp-contract=off still
+# keeps one rounding per operation, and without -ffast-math no sum is
+# reordered, so the results are the same bits.
+$(patsubst lib/%.c,$(OBJ)/lib/%.o,$(filter lib/run.c lib/run_%.c,$(LIB_SRC))): CFLAGS += -O3
 
 $(OBJ)/libamp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -1,4 +1,4 @@
-/* gemm_kernel.h: the blocked GEMM kernel of lib/run.c (its comment there
+/* gemm_kernel.h: the blocked GEMM kernel of lib/run_gemm.c (its comment there
  * says how it is blocked), included by it once per arithmetic and vector
  * width: GK(x) names this copy's functions, GK_ATTR is its run_gemm's
  * attributes, GK_MR its register tile's rows and GK_NP its 16-column
@@ -137,8 +137,9 @@ void GK(run_gemm_strips)(const float *A, int64_t rs, const float *bp, float *C, 
 	}
 }
 
-/* B[k0 .. k0 + kc) x [j0 .. j0 + nj) as a 16-column panel, zeros past nj. */
-static void GK(pack_panel)(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
+/* B[k0 .. k0 + kc) x [j0 .. j0 + nj) as a 16-column panel, zeros past nj
+ * (not static: lib/run_compute.c packs with the 8-wide copy's). */
+void GK(pack_panel)(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
 {
 	if (nj == 16) {
 		for (int64_t k = 0; k < kc; k++)
