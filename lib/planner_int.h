@@ -1,0 +1,87 @@
+/* planner_int.h: what the parts of the planner share (lib/planner.h is
+ * the planner's contract).
+ *
+ *   planner.c       the plan's records, canonical ownership and parameter
+ *                   homes, and the whole model: every op in order, the fit
+ *                   check, both ownerships and the margins (plan_build)
+ *   planner_gemm.c  a matmul's GEMM plan: its candidates ranked by the
+ *                   formula, the short list lowered exactly, the one chosen
+ *                   built with its casts and deliveries
+ *   planner_cost.c  exact costing of one choice of an op: build it, lower
+ *                   it against every tile's load (lib/trial.h), take it back
+ *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
+ */
+#ifndef AMP_PLANNER_INT_H
+#define AMP_PLANNER_INT_H
+
+#include "planner.h"
+
+#include "capture.h"
+#include "compose.h"
+#include "exchange.h"
+#include "expand.h"
+#include "group.h"
+#include "table.h"
+#include "trial.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One plan under construction. */
+typedef struct {
+	Plan *pl;
+	const Model *m;
+	const Machine *mc;
+	const PlanOpts *o;
+	int *canon;             /* plan tensor -> its canonical/home placement */
+	int64_t *base;          /* per tile: bytes of homes */
+	int64_t next_tile;      /* rotating pointer for homes */
+	int *last_use;          /* model tensor -> last op reading it */
+	int body;               /* first step of the repeat being built */
+	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
+				   (trial lowering; memory and cycles objectives) */
+	double margin;          /* a trial fits within (1 - margin) of every limit */
+} Builder;
+
+/* Builds one choice of op (a GEMM candidate, an attention's staging). */
+typedef void (*BuildFn)(Builder *b, const MOp *op, const void *arg);
+
+/* A lower bound on a choice's rank under the memory objective (planner_cost.c). */
+typedef struct {
+	int64_t excess, bytes;  /* the worst tile's excess in 1% steps; bytes, all tiles */
+} Bound;
+
+/* planner.c: records, ownership, homes */
+int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
+	       Format fmt, int scale);
+int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
+void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst);
+int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
+		int out, double eps);
+void canonical_of(const Builder *b, const PTensor *t, Placement *p);
+int canonical(Builder *b, int tensor);
+int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+	      int64_t tile);
+void tile_load(Builder *b, int op, int64_t *acc);
+int64_t base_load(Builder *b, int op);
+
+/* planner_gemm.c */
+int64_t op_start(const Builder *b, const MOp *op);
+int matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
+
+/* planner_cost.c */
+double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
+int cannot_beat(Bound bd, const Candidate *beat);
+void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
+		 const int64_t *load, Bound *bound, Candidate *c);
+
+/* planner_ops.c */
+void rowlocal(Builder *b, const MOp *op);
+void broadcast(Builder *b, const MOp *op);
+int attention(Builder *b, const MOp *op, Err *e);
+void carry(Builder *b, const char *op, int from, int to);
+
+#endif

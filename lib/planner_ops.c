@@ -1,0 +1,327 @@
+/* planner_ops.c: the planner's other ops (lib/planner.h): row-local ops
+ * on the owners, broadcasts, attention (its staging costed exactly by
+ * planner_cost.c) and a repeat's carried activation. */
+#include "planner_int.h"
+
+/* ---- row-local ops ---- */
+
+/* A vector parameter on every owner: stage on the first, then replicate. */
+static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
+{
+	Plan *pl = b->pl;
+	int64_t owners = place_shards(&pl->p[owners_of]);
+	int64_t obase = pl->p[owners_of].base, ostride = pl->p[owners_of].stride[1];
+	Placement p;
+	int existed, st, rep;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = 1;
+	p.block[0] = pl->t[tensor].shape[0];
+	p.base = obase;
+	st = add_place(pl, &p, tensor, "owners.stage", &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], st);
+	if (owners > 1) {
+		p.nrep = 1;
+		p.rep[0] = owners;
+		p.rstride[0] = ostride;
+	}
+	rep = add_place(pl, &p, tensor, "owners", &existed);
+	if (!existed && rep != st)
+		add_copy(pl, op, opd, MOVE_PARAMETER, st, rep);
+	return rep;
+}
+
+/* A [tokens, features] parameter cut by the owners' token rows: owner i
+ * holds the rows of its tokens (a position table, a probe token). */
+static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
+{
+	Plan *pl = b->pl;
+	const Placement *o = &pl->p[owners_of];
+	Placement p;
+	int existed, d;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = o->split[1], p.block[0] = o->block[1], p.stride[0] = o->stride[1];
+	p.split[1] = 1, p.block[1] = pl->t[tensor].shape[1];
+	if (o->split[0] > 1)            /* the same rows on every batch part's owner */
+		p.nrep = 1, p.rep[0] = o->split[0], p.rstride[0] = o->stride[0];
+	p.base = o->base;
+	d = add_place(pl, &p, tensor, "owners.rows", &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], d);
+	return d;
+}
+
+void rowlocal(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int in[3], nin = 0, out = plan_find_tensor(pl, m->t[op->out].name), existed;
+	static const ComputeKind kinds[OP_COUNT] = {
+		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
+	};
+	Placement p;
+
+	in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[0]].name));
+	if (op->kind == OP_ADD) {
+		int bt = plan_find_tensor(pl, m->t[op->in[1]].name);
+		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
+						      : canonical(b, bt);
+	}
+	if (op->kind == OP_LAYERNORM)
+		for (int k = 1; k < 3; k++)
+			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
+					      plan_find_tensor(pl, m->t[op->in[k]].name), in[0]);
+	p = pl->p[in[0]];
+	p.name = NULL;
+	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
+	add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
+}
+
+/* A [tokens, features] parameter made an activation: every batch entry a
+ * copy, on the owners of the result's token rows. */
+void broadcast(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	int out = plan_find_tensor(pl, b->m->t[op->out].name), x = plan_find_tensor(pl, b->m->t[op->in[0]].name);
+	Placement cp;
+	int existed;
+
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	int in = rows_on_owners(b, op->name, OPD_X, x, b->canon[out]);
+	add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
+}
+
+/* Attention tiles: (batch, query block, head, key block). Tile
+ * (b, qb, h, kb) sits at base + ((b*QB + qb)*H + h)*KB + kb. With one key
+ * block it holds its query rows and the whole head's keys and values and
+ * writes the head's output columns. With KB > 1 it holds a block of the
+ * keys and values (multicast to the head's query blocks) and writes an
+ * fp32 partial [m, l, o] per query row; the partials of a query block are
+ * gathered on its kb = 0 tile and merged there in key-block order (online
+ * softmax, formats/plan.md). The output returns to the owners. */
+typedef struct {
+	int64_t QB, KB, tq, tk, bytes;
+} AttnGrid;
+
+/* Bytes a tile holds for attention with QB query and KB key blocks: q,
+ * k, v, the score scratch of one row, and the partials, their gathered
+ * block and the output when KB > 1 (the output alone otherwise). */
+static int64_t attn_bytes(int64_t Tq, int64_t Tk, int64_t D, int64_t QB, int64_t KB, int64_t *tq,
+			  int64_t *tk)
+{
+	*tq = cdiv(Tq, QB), *tk = cdiv(Tk, KB);
+	int64_t b = 2 * *tq * D + 2 * 2 * *tk * D + 4 * *tk + 2 * *tq * D;
+	if (KB > 1)
+		b += 4 * *tq * (D + 2) * (1 + KB);
+	return b;
+}
+
+/* The fewest key blocks whose tile fits beside what is in use (with the
+ * table budget kept free), then the most query blocks; when none fits,
+ * the smallest tile. */
+static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op)
+{
+	int64_t room = machine_avail(b->mc) - base_load(b, op) - b->mc->table_budget_bytes;
+	AttnGrid best = { 0, 0, 0, 0, INT64_MAX }, small = best;
+	for (int64_t KB = 1; KB <= Tk && KB <= per; KB++) {
+		if (!uniform_ok(Tk, KB))
+			continue;
+		for (int64_t QB = per / KB; QB >= 1; QB--) {
+			if (QB > Tq || !uniform_ok(Tq, QB))
+				continue;
+			AttnGrid g = { QB, KB, 0, 0, 0 };
+			g.bytes = attn_bytes(Tq, Tk, D, QB, KB, &g.tq, &g.tk);
+			if (g.bytes < small.bytes)
+				small = g;
+			if (g.bytes <= room && !best.QB)
+				best = g;
+			break;          /* the most query blocks for this KB */
+		}
+		if (best.QB)
+			break;
+	}
+	return best.QB ? best : small;
+}
+
+typedef struct {
+	AttnGrid ag;
+	int relay;
+} AttnTry;
+
+static void build_attention(Builder *b, const MOp *op, const void *arg);
+
+int attention(Builder *b, const MOp *op, Err *e)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name);
+	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
+	int64_t B = qt->shape[0], Tq = qt->shape[1], Tk = kt->shape[1], C = pl->t[out].shape[2];
+	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
+
+	if (B * H > T)
+		return err_at(e, m->file, op->line, op->col,
+			      "attention '%s': %lld batch entries x %lld heads need more tiles than the "
+			      "machine's %lld", op->name, (long long)B, (long long)H, (long long)T);
+	AttnGrid ag = attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops));
+	if (op->grid[0]) {
+		int64_t QB = op->grid[0], KB = op->grid[1];
+		const char *why = QB > Tq ? "more query blocks than query tokens" :
+				  KB > Tk ? "more key blocks than keys" :
+				  !uniform_ok(Tq, QB) ? "query blocks that do not cut the queries uniformly" :
+				  !uniform_ok(Tk, KB) ? "key blocks that do not cut the keys uniformly" :
+				  B * H * QB * KB > T ? "more tiles than the machine has" : NULL;
+		if (why)
+			return err_at(e, m->file, op->pin_line, op->pin_col,
+				      "pin for '%s': blocks [%lld, %lld] need %s (%lld queries, %lld keys, "
+				      "%lld x %lld x %lld x %lld tiles of %lld)", op->name, (long long)QB,
+				      (long long)KB, why, (long long)Tq, (long long)Tk, (long long)B,
+				      (long long)H, (long long)QB, (long long)KB, (long long)T);
+		ag.QB = QB, ag.KB = KB;
+		ag.bytes = attn_bytes(Tq, Tk, D, QB, KB, &ag.tq, &ag.tk);
+	}
+	/* Keys and values: direct multicast from the owners, or relay (each
+	 * block gathered once on its first query block's tile, then sent on
+	 * whole). With exact costing both are lowered and the better kept. */
+	AttnTry at = { ag, op->kv_staging == 2 };
+	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
+		int64_t *load = xcalloc((size_t)T, sizeof *load);
+		Candidate c[2];
+		memset(c, 0, sizeof c);
+		tile_load(b, (int)(op - m->ops), load);
+		for (int r = 0; r < 2; r++) {
+			AttnTry t = { ag, r };
+			trial_build(b, op, build_attention, &t, load, NULL, &c[r]);
+		}
+		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
+		free(load);
+	}
+	build_attention(b, op, &at);
+	return 0;
+}
+
+/* Builds attention op with the grid and staging of arg (an AttnTry). */
+static void build_attention(Builder *b, const MOp *op, const void *arg)
+{
+	const AttnTry *at = arg;
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
+	const PTensor *qt = &pl->t[q];
+	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
+	int64_t H = op->heads, D = C / H;
+	AttnGrid ag = at->ag;
+	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = op_start(b, op);
+	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
+	int64_t coff[3] = { 0, fused ? C : 0, fused ? 2 * C : C };
+	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
+	int tensor[3] = { q, kv, kv }, idx[3];
+	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
+	static const char *what[3] = { "q", "k", "v" };
+	char where[160];
+
+	for (int k = 0; k < 3; k++) {
+		const PTensor *t = &pl->t[tensor[k]];
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.off[2] = coff[k];
+		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = C;
+		memcpy(p.whole, t->shape, sizeof p.whole);
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
+		p.split[2] = H, p.block[2] = D, p.stride[2] = sh;
+		if (k == 0) {
+			p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
+			if (KB > 1)
+				p.nrep = 1, p.rep[0] = KB, p.rstride[0] = 1;
+		} else {
+			p.split[1] = KB, p.block[1] = tk, p.stride[1] = 1;
+			if (QB > 1)
+				p.nrep = 1, p.rep[0] = QB, p.rstride[0] = sq;
+		}
+		if (coff[k] == 0 && C == t->shape[2])
+			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
+		p.base = base;
+		if (k > 0 && at->relay && p.nrep) {
+			/* gathered once on the q = 0 tile of its query blocks, then
+			 * relayed whole to the others (replica 0 is that buffer) */
+			Placement st = p;
+			st.nrep = 0, st.rep[0] = 0, st.rstride[0] = 0;
+			snprintf(where, sizeof where, "%s.%s.stage", op->name, what[k]);
+			int si = add_place(pl, &st, tensor[k], where, &existed);
+			if (!existed)
+				add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], si);
+			snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
+			idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+			if (!existed)
+				add_copy(pl, op->name, opd[k], MOVE_RELAY, si, idx[k]);
+			continue;
+		}
+		snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
+		idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
+	}
+	Placement o;
+	memset(&o, 0, sizeof o);
+	o.layout = LAYOUT_ROW_MAJOR;
+	o.split[0] = B, o.block[0] = 1, o.stride[0] = sb;
+	o.split[1] = QB, o.block[1] = tq, o.stride[1] = sq;
+	o.split[2] = H, o.block[2] = D, o.stride[2] = sh;
+	o.base = base;
+	snprintf(where, sizeof where, "%s.out", op->name);
+	int op_out = add_place(pl, &o, out, where, &existed), st;
+	if (KB == 1) {
+		st = add_compute(pl, op->name, C_ATTENTION, idx, 3, op_out, 0);
+	} else {
+		/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
+		char name[200];
+		int64_t shape[4] = { KB, B, Tq, H * (D + 2) };
+		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, shape, FMT_FP32, 0);
+		Placement pp, rp;
+		memset(&pp, 0, sizeof pp);
+		pp.layout = LAYOUT_ROW_MAJOR;
+		pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = 1;
+		pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = sb;
+		pp.split[2] = QB, pp.block[2] = tq, pp.stride[2] = sq;
+		pp.split[3] = H, pp.block[3] = D + 2, pp.stride[3] = sh;
+		pp.base = base;
+		rp = pp;
+		rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+		snprintf(where, sizeof where, "%s.partial", op->name);
+		int pi = add_place(pl, &pp, pt, where, &existed);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, 3, pi, 0);
+		snprintf(where, sizeof where, "%s.merge", op->name);
+		int ri = add_place(pl, &rp, pt, where, &existed);
+		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
+		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+	}
+	pl->s[st].scale = 1.0 / sqrt((double)D);
+	pl->s[st].heads = H;
+	pl->s[st].scratch = 4 * tk;
+	Placement cp;
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+}
+
+/* The carried activation of a repeat: a local copy on its owners. */
+void carry(Builder *b, const char *op, int from, int to)
+{
+	Plan *pl = b->pl;
+	int in = canonical(b, from), existed;
+	if (b->canon[to] < 0) {
+		Placement p = pl->p[in];
+		p.name = NULL;
+		b->canon[to] = add_place(pl, &p, to, "canon", &existed);
+	}
+	add_compute(pl, op, C_CARRY, &in, 1, b->canon[to], 0);
+}
