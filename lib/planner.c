@@ -424,20 +424,20 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		const MOp *op = &m->ops[i];
 		int r = op->rep, first = -1, ns0 = pl->ns;
 		if (r >= 0 && m->rep[r].first == i) {
-			carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
+			plan_carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
 			first = pl->ns;
 		}
 		switch (op->kind) {
 		case OP_MATMUL:
-			if (matmul(&b, op, ex ? &ex[i] : NULL, e))
+			if (plan_matmul(&b, op, ex ? &ex[i] : NULL, e))
 				goto out;
 			break;
 		case OP_ATTENTION:
-			if (attention(&b, op, e))
+			if (plan_attention(&b, op, e))
 				goto out;
 			break;
 		case OP_BROADCAST:
-			broadcast(&b, op);
+			plan_broadcast(&b, op);
 			break;
 		case OP_PATCHIFY: {
 			Host h = { xstrdup(op->name), op->in[0], op->out, op->patch, op->cls };
@@ -447,7 +447,7 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 			break;
 		}
 		default:
-			rowlocal(&b, op);
+			plan_rowlocal(&b, op);
 			break;
 		}
 		if (first >= 0)
@@ -457,7 +457,7 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		    plan_trial(pl, ns0, pl->ns - 1, WEIGHTS_DEFAULT, b.tab, b.frg, NULL, e))
 			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
-			carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
+			plan_carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
 			Repeat x = { xstrdup(m->rep[r].name), b.body, pl->ns - 1, m->rep[r].count };
 			pl->r = xrealloc(pl->r, (size_t)(pl->nr + 1) * sizeof *pl->r);
 			pl->r[pl->nr++] = x;

@@ -168,7 +168,7 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 static void build_matmul(Builder *b, const MOp *op, const GemmShape *gs, const Candidate *c);
 static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain *ex, Err *e);
 
-int matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
+int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;

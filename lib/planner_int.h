@@ -70,7 +70,7 @@ int64_t base_load(Builder *b, int op);
 
 /* planner_gemm.c */
 int64_t op_start(const Builder *b, const MOp *op);
-int matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
+int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
 
 /* planner_cost.c */
 double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
@@ -79,9 +79,9 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
 		 const int64_t *load, Bound *bound, Candidate *c);
 
 /* planner_ops.c */
-void rowlocal(Builder *b, const MOp *op);
-void broadcast(Builder *b, const MOp *op);
-int attention(Builder *b, const MOp *op, Err *e);
-void carry(Builder *b, const char *op, int from, int to);
+void plan_rowlocal(Builder *b, const MOp *op);
+void plan_broadcast(Builder *b, const MOp *op);
+int plan_attention(Builder *b, const MOp *op, Err *e);
+void plan_carry(Builder *b, const char *op, int from, int to);
 
 #endif

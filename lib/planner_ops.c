@@ -55,7 +55,7 @@ static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, i
 	return d;
 }
 
-void rowlocal(Builder *b, const MOp *op)
+void plan_rowlocal(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
@@ -83,7 +83,7 @@ void rowlocal(Builder *b, const MOp *op)
 
 /* A [tokens, features] parameter made an activation: every batch entry a
  * copy, on the owners of the result's token rows. */
-void broadcast(Builder *b, const MOp *op)
+void plan_broadcast(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
 	int out = plan_find_tensor(pl, b->m->t[op->out].name), x = plan_find_tensor(pl, b->m->t[op->in[0]].name);
@@ -155,7 +155,7 @@ typedef struct {
 
 static void build_attention(Builder *b, const MOp *op, const void *arg);
 
-int attention(Builder *b, const MOp *op, Err *e)
+int plan_attention(Builder *b, const MOp *op, Err *e)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
@@ -314,7 +314,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 }
 
 /* The carried activation of a repeat: a local copy on its owners. */
-void carry(Builder *b, const char *op, int from, int to)
+void plan_carry(Builder *b, const char *op, int from, int to)
 {
 	Plan *pl = b->pl;
 	int in = canonical(b, from), existed;

@@ -28,14 +28,14 @@ int64_t tensor_values(const PTensor *t)
 }
 
 static float f16_table[65536];
-float f8_table[256], pow2[253];
+float f8_table[256], f8_pow2[253];
 
 /* v[i] = quantize(v[i]), and its code into enc (little-endian; NULL: not
  * kept): one encoding per value, the decoding from the codes (F16C, or
  * fp8's table times the scale's power of two, as f8s_to_f32 multiplies). */
 void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 {
-	tables();
+	run_tables();
 	if (f == FMT_FP16) {
 		uint16_t h[256];
 		for (int64_t i0 = 0; i0 < n; i0 += 256) {
@@ -53,7 +53,7 @@ void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 		return;
 	}
 	int table = scale >= -126 && scale <= 126;
-	float p = table ? pow2[scale + 126] : 0;
+	float p = table ? f8_pow2[scale + 126] : 0;
 	uint8_t b[256];
 	for (int64_t i0 = 0; i0 < n; i0 += 256) {
 		int64_t k = n - i0 < 256 ? n - i0 : 256;
@@ -72,7 +72,7 @@ void quantize_n(float *v, int64_t n, Format f, int scale)
 
 float quantize(float x, Format f, int scale)
 {
-	tables();
+	run_tables();
 	switch (f) {
 	case FMT_FP16: return f16_to_f32(f32_to_f16(x));
 	case FMT_FP8: return f8s_to_f32(f32_to_f8s(x, scale), scale);
@@ -92,10 +92,10 @@ static void build_tables(void)
 	for (int i = 0; i < 256; i++)
 		f8_table[i] = f8_to_f32((uint8_t)i);
 	for (int i = 0; i < 253; i++)
-		pow2[i] = ldexpf(1.0f, i - 126);
+		f8_pow2[i] = ldexpf(1.0f, i - 126);
 }
 
-void tables(void)
+void run_tables(void)
 {
 	pthread_once(&tables_once, build_tables);
 }
@@ -187,8 +187,8 @@ void f8_decode(const uint8_t *b, int64_t n, float k, float *v)
 
 void run_decode_fp8(const uint8_t *b, int64_t n, int scale, float *v)
 {
-	tables();
-	f8_decode(b, n, pow2[scale + 126], v);
+	run_tables();
+	f8_decode(b, n, f8_pow2[scale + 126], v);
 }
 
 /* n values at byte offsets off[i] * esz of mem, decoded into v (fmt,
@@ -216,7 +216,7 @@ void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int
 		return;
 	}
 	case FMT_FP8: {
-		float k = pow2[scale + 126];
+		float k = f8_pow2[scale + 126];
 		if (!off) {
 			f8_decode(mem, n, k, v);
 			return;
@@ -265,7 +265,7 @@ void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int sca
 	}
 }
 
-RunStats stats;
+RunStats run_totals;
 
 double run_now(void)
 {
@@ -285,5 +285,5 @@ double thread_cpu(void)
 
 void run_stats(RunStats *s)
 {
-	*s = stats;
+	*s = run_totals;
 }

@@ -102,13 +102,13 @@ static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, flo
 			if (f == FMT_FP8 && rs == 16 && nj == 16) {     /* panels: the codes in row order, decoded at once */
 				uint8_t rows[32 * 16];
 				transpose_codes(panel, nr, rows);
-				f8_decode(rows, nr * 16, pow2[sc + 126], v + cp * ps + kb * mu * 16);
+				f8_decode(rows, nr * 16, f8_pow2[sc + 126], v + cp * ps + kb * mu * 16);
 				continue;
 			}
 			for (int64_t r = 0; r < nr; r++) {
 				float *d = v + cp * ps + (kb * mu + r) * rs;
 				if (f == FMT_FP8) {
-					float k = pow2[sc + 126];
+					float k = f8_pow2[sc + 126];
 					for (int64_t j = 0; j < nj; j++)
 						d[j] = f8_table[panel[j * mu + r]] * k;
 				} else if (f == FMT_FP16) {
@@ -299,7 +299,7 @@ static void gelu_n(const float *x, int64_t n, Format fmt, int sc, float *y)
 
 void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
 {
-	tables();
+	run_tables();
 	gelu_n(x, n, fmt, scale, y);
 }
 
@@ -618,7 +618,7 @@ static void *compute_tiles(void *arg)
 
 
 /* Runs compute step i on every tile of its output, on two threads. */
-int compute(Machine_ *m, int i)
+int compute_step(Machine_ *m, int i)
 {
 	const Step *st = &m->pl->s[i];
 	const Placement *out = &m->pl->p[st->out];
@@ -658,9 +658,9 @@ int compute(Machine_ *m, int i)
 		double mm = 1;
 		for (int a = 0; a + 1 < A->rank; a++)
 			mm *= (double)A->shape[a];
-		stats.gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
-		stats.gemm_secs += run_now() - t0;
-		stats.gemm_cpu += w[0].cpu + w[1].cpu;
+		run_totals.gemm_flops += 2.0 * mm * (double)B->shape[0] * (double)B->shape[1];
+		run_totals.gemm_secs += run_now() - t0;
+		run_totals.gemm_cpu += w[0].cpu + w[1].cpu;
 	}
 	if (x->role == R_OUTPUT) {
 		if (!m->val[out->tensor])

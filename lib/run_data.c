@@ -146,7 +146,7 @@ static int data_file(const DataSpec *x, const RunOpts *o, char *path, size_t n)
 /* A stacked parameter made from the seed is kept by no one whole: each
  * user makes the instance it needs (instance_data), so 27 layers of
  * weights never sit in memory as floats. */
-int lazy(const DataSpec *x, const RunOpts *o)
+int lazy_spec(const DataSpec *x, const RunOpts *o)
 {
 	char path[4096];
 	return x->count > 1 && o->quantized && !data_file(x, o, path, sizeof path);
@@ -381,7 +381,7 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		if (host)
 			continue;               /* made from its host op's input below */
 		DataSpec d = plan_spec(pl, t);
-		if (lazy(&d, o))
+		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time by its users */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
 		if (tensor_data(&d, o, val[t], e))

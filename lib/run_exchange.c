@@ -310,14 +310,14 @@ static int make_moves(Exchange *x, int ph)
 		}
 		sim_check_end(mp[0].c);
 		sim_check_end(mp[1].c);
-		stats.move_secs += run_now() - t0;
+		run_totals.move_secs += run_now() - t0;
 		x->nmv = 0;
 		return !mp[0].bad && !mp[1].bad;
 	}
 	Poison q = { m, x->src, x->dst };
 	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
 	double t1 = run_now();
-	stats.poison_secs += t1 - t0;
+	run_totals.poison_secs += t1 - t0;
 	for (int64_t i = 0; i < x->nmv; i++)   /* the snapshot buffer: the longest copy */
 		if (x->mv[i].len > x->nbuf) {
 			free(x->buf);
@@ -337,7 +337,7 @@ static int make_moves(Exchange *x, int ph)
 		}
 		memcpy(m->s.mem[v->dt] + v->da, x->buf, (size_t)v->len);
 	}
-	stats.move_secs += run_now() - t1;
+	run_totals.move_secs += run_now() - t1;
 	x->nmv = 0;
 	return 0;
 }
@@ -403,7 +403,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 
 	if (ph >= 0)
 		rc = decode_tables(prog, ph, &x, m->e);
-	stats.table_secs += (t1 = run_now()) - t0;
+	run_totals.table_secs += (t1 = run_now()) - t0;
 	/* Step by step (records follow step order): a destination is poisoned
 	 * just before its step moves anything, since a placement that dies
 	 * earlier in the phase may share its address, and checked when its
@@ -434,12 +434,12 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 				rc = xfer_each(&lx, T, local_move, &x) ? -1 : 0;
 			}
 		}
-		stats.route_secs += (t0 = run_now()) - t1;
+		run_totals.route_secs += (t0 = run_now()) - t1;
 		int checked = !rc && make_moves(&x, ph);
 		t1 = run_now();
 		if (!rc && !checked)
 			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
-		stats.check_secs += (t0 = run_now()) - t1;
+		run_totals.check_secs += (t0 = run_now()) - t1;
 		t1 = t0;
 	}
 	for (int64_t t = 0; t < T && !rc; t++)
@@ -471,7 +471,7 @@ static void enc_update(Values *v, int t)
 	int64_t n = tensor_values(x), size = tensor_count(x);
 	int esz = fmt_bytes(x->fmt);
 	DataSpec d = plan_spec(v->pl, t);
-	int lz = !v->val[t] && (x->role == R_PARAM || x->role == R_INPUT) && lazy(&d, v->o);
+	int lz = !v->val[t] && (x->role == R_PARAM || x->role == R_INPUT) && lazy_spec(&d, v->o);
 	if (!v->val[t] && !lz)
 		return;
 	if (!v->enc[t])
@@ -498,7 +498,7 @@ static void elem_bytes(void *ctx, int t, int64_t e, int64_t n, uint8_t *out)
 
 int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
-	tables();
+	run_tables();
 	Machine_ m;
 	Values vs = { pl, o, val, xcalloc((size_t)pl->nt + 1, sizeof *vs.enc) };
 	int rc = 0, ph = 0;
@@ -511,7 +511,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	for (int t = 0; t < pl->nt; t++)
 		enc_update(&vs, t);
 	cache_filled(o->cache);
-	stats.encode_secs += run_now() - setup;
+	run_totals.encode_secs += run_now() - setup;
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
 	for (int i = 0; i < 2; i++)
@@ -523,7 +523,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	for (int p = 0; p < pl->np; p++)
 		if (plan_writer(pl, p) < 0)
 			sim_fill(&m.s, pl, p);
-	stats.fill_secs += run_now() - setup;
+	run_totals.fill_secs += run_now() - setup;
 	int rep = -1;
 	for (int i = 0; !rc;) {
 		if (rep >= 0 && i > pl->r[rep].last) {
@@ -543,9 +543,9 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 			ph++;
 		double t0 = run_now();
 		if (pl->s[i].kind == STEP_COMPUTE) {
-			rc = compute(&m, i);
+			rc = compute_step(&m, i);
 			i++;
-			stats.compute_secs += run_now() - t0;
+			run_totals.compute_secs += run_now() - t0;
 			continue;
 		}
 		if (ph < pl->nph && pl->ph[ph].first <= i) {
@@ -555,7 +555,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 			rc = run_phase(&m, prog, -1, i, i);     /* on-tile copies only */
 			i++;
 		}
-		stats.phase_secs += run_now() - t0;
+		run_totals.phase_secs += run_now() - t0;
 	}
 	if (rc && rep >= 0) {
 		char why[sizeof e->msg];

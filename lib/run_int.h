@@ -18,10 +18,10 @@
 
 /* ---- numbers and timing (run.c) ---- */
 
-/* Codes decoded once by tables(), which every user calls first: fp8's 256
- * at scale 0 and the power of two of every scale (pow2[scale + 126]). */
-extern float f8_table[256], pow2[253];
-void tables(void);
+/* Codes decoded once by run_tables(), which every user calls first: fp8's 256
+ * at scale 0 and the power of two of every scale (f8_pow2[scale + 126]). */
+extern float f8_table[256], f8_pow2[253];
+void run_tables(void);
 void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc);
 /* run_gemm_width's limit (that is in run_gemm.c; run.c's fp8 decoding
  * obeys it too). */
@@ -30,7 +30,7 @@ void f8_decode(const uint8_t *b, int64_t n, float k, float *v);
 void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v);
 void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem);
 /* What run_stats returns: each part adds its own times. */
-extern RunStats stats;
+extern RunStats run_totals;
 double thread_cpu(void);
 
 /* The tanh form of gelu in fp32: the machine's (run_compute.c, by table
@@ -73,7 +73,7 @@ DataSpec plan_spec(const Plan *pl, int t);
 Dist model_dist(const Model *m, int t);
 int same_spec(const DataSpec *a, const DataSpec *b);
 int64_t spec_values(const DataSpec *x);
-int lazy(const DataSpec *x, const RunOpts *o);
+int lazy_spec(const DataSpec *x, const RunOpts *o);
 void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc);
 int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e);
 int data_dir_ok(const RunOpts *o, Err *e);
@@ -137,7 +137,7 @@ typedef struct {
 /* Placement p's shard index on each tile (m->ts[p], made on first use). */
 const int64_t *shards_of(Machine_ *m, int p);
 /* Runs compute step i on every tile of its output. */
-int compute(Machine_ *m, int i);
+int compute_step(Machine_ *m, int i);
 
 /* ---- the matrix products (run_gemm.c) ---- */
 

@@ -49,7 +49,7 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N, 0 }, { A, B, bias, C, M / 2, M, K, N, 0 } };
 	pthread_t th;
 	double t0 = run_now();
-	stats.ref_gemm_flops += 2.0 * (double)M * (double)K * (double)N;
+	run_totals.ref_gemm_flops += 2.0 * (double)M * (double)K * (double)N;
 	if (M >= 64 && sim_threads() > 1 && pthread_create(&th, NULL, gemm_rows, &g[1]) == 0) {
 		gemm_rows(&g[0]);
 		pthread_join(th, NULL);
@@ -57,8 +57,8 @@ static void gemm2(const float *A, const float *B, const float *bias, float *C, i
 		g[0].r1 = M;
 		gemm_rows(&g[0]);
 	}
-	stats.ref_gemm_secs += run_now() - t0;
-	stats.ref_gemm_cpu += g[0].cpu + g[1].cpu;
+	run_totals.ref_gemm_secs += run_now() - t0;
+	run_totals.ref_gemm_cpu += g[0].cpu + g[1].cpu;
 }
 
 /* The stage's reference as it runs: values per plan tensor (inputs and
@@ -336,7 +336,7 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 		if (m->t[i].role == T_ACT)
 			continue;
 		DataSpec d = model_spec(m, sc, i);
-		if (lazy(&d, o))
+		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time (minst) */
 		int t = pl && pval ? plan_find_tensor(pl, d.name) : -1;
 		if (t >= 0 && pval[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
