@@ -29,12 +29,9 @@
 #include "scales.h"
 #include "sweep.h"
 
-/* The bytes as a file this process owns (rewritten for every input). */
-static const char *fuzz_path(const uint8_t *d, size_t n)
+/* Writes the bytes as the file path (replacing it) and returns path. */
+static const char *fuzz_write(const char *path, const uint8_t *d, size_t n)
 {
-	static char path[64];
-	if (!path[0])
-		snprintf(path, sizeof path, "/tmp/amp-fuzz.%ld", (long)getpid());
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		abort();
@@ -46,6 +43,15 @@ static const char *fuzz_path(const uint8_t *d, size_t n)
 	}
 	close(fd);
 	return path;
+}
+
+/* The bytes as a file this process owns (rewritten for every input). */
+static const char *fuzz_path(const uint8_t *d, size_t n)
+{
+	static char path[64];
+	if (!path[0])
+		snprintf(path, sizeof path, "/tmp/amp-fuzz.%ld", (long)getpid());
+	return fuzz_write(path, d, n);
 }
 
 /* The sweep spec reader opens the model and machine files a spec names,
@@ -72,17 +78,7 @@ static const char *fuzz_sweep_path(const uint8_t *d, size_t n)
 		mkdir(p, 0700);
 		snprintf(path, sizeof path, "%s/a/b/spec.yaml", fuzz_sweep_dir);
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		abort();
-	for (size_t off = 0; off < n;) {
-		ssize_t w = write(fd, d + off, n - off);
-		if (w <= 0)
-			abort();
-		off += (size_t)w;
-	}
-	close(fd);
-	return path;
+	return fuzz_write(path, d, n);
 }
 
 static void fuzz_cleanup(void)
