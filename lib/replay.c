@@ -23,13 +23,13 @@ typedef struct {
 	Bucket *b;              /* nb buckets, made on the first write */
 } TileWrites;
 
-typedef struct {
+struct Replay {
 	const Machine *m;
 	int64_t *issue, *sfree, *rfree;
 	TileWrites *tw;
 	int64_t nb;
 	int64_t last;
-} Replay;
+};
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -78,53 +78,110 @@ static void add_write(Replay *r, int64_t t, Write w)
 	tw->nw++;
 }
 
-static int frag(void *ctx, const Xfer *x, int64_t m, int64_t s, int64_t sa, int64_t dt, int64_t da)
+Replay *replay_new(const Machine *m)
 {
-	Replay *r = ctx;
-	int64_t T = r->m->tiles, start, end;
-	(void)m;
+	int64_t T = m->tiles, sram = m->sram_bytes;
+	Replay *r = xmalloc(sizeof *r);
+	r->m = m;
+	r->issue = xcalloc((size_t)T, sizeof *r->issue);
+	r->sfree = xcalloc((size_t)T, sizeof *r->sfree);
+	r->rfree = xcalloc((size_t)T, sizeof *r->rfree);
+	r->tw = xcalloc((size_t)T, sizeof *r->tw);
+	r->nb = (sram > 0 ? sram - 1 : 0) / (1 << BUCKET_BITS) + 1;
+	r->last = 0;
+	return r;
+}
 
-	r->issue[s] += r->m->send_control_cycles;
-	start = max64(r->issue[s], r->sfree[s]);
-	start = max64(start, written(r, s, sa, sa + x->len));    /* forwards wait for their data */
-	for (int64_t j = 0; j < x->nrecv; j++) {
-		int64_t t = tile_mod(dt + j * x->recv_step, T);
-		r->issue[t] += r->m->receive_control_cycles;
-		start = max64(start, max64(r->issue[t], r->rfree[t]));
+void replay_free(Replay *r)
+{
+	if (!r)
+		return;
+	for (int64_t t = 0; t < r->m->tiles; t++) {
+		for (int64_t k = 0; r->tw[t].b && k < r->nb; k++)
+			free(r->tw[t].b[k].w);
+		free(r->tw[t].b);
+		free(r->tw[t].w);
 	}
-	end = start + cdiv(x->len, r->m->exchange_bytes_per_cycle);
+	free(r->issue);
+	free(r->sfree);
+	free(r->rfree);
+	free(r->tw);
+	free(r);
+}
+
+int64_t replay_last(const Replay *r)
+{
+	return r->last;
+}
+
+int64_t replay_start_at(const Replay *r, const Frag *f, int64_t *tile)
+{
+	const Machine *m = r->m;
+	int64_t T = m->tiles, s = f->src, is = r->issue[s] + m->send_control_cycles;
+	int64_t start = max64(is, r->sfree[s]), at = s;
+	start = max64(start, written(r, s, f->src_addr, f->src_addr + f->len));  /* forwards wait for their data */
+	for (int64_t j = 0; j < f->nrecv; j++) {
+		int64_t t = tile_mod(f->dst_tile + j * f->recv_step, T);
+		int64_t it = max64((t == s ? is : r->issue[t]) + m->receive_control_cycles, r->rfree[t]);
+		if (it > start)
+			start = it, at = t;
+	}
+	if (tile)
+		*tile = at;
+	return start;
+}
+
+int64_t replay_start(const Replay *r, const Frag *f)
+{
+	return replay_start_at(r, f, NULL);
+}
+
+int64_t replay_issue(Replay *r, const Frag *f)
+{
+	const Machine *m = r->m;
+	int64_t T = m->tiles, s = f->src, start = replay_start(r, f), end;
+
+	r->issue[s] += m->send_control_cycles;
+	for (int64_t j = 0; j < f->nrecv; j++)
+		r->issue[tile_mod(f->dst_tile + j * f->recv_step, T)] += m->receive_control_cycles;
+	end = start + cdiv(f->len, m->exchange_bytes_per_cycle);
 	r->sfree[s] = end;
 	r->last = max64(r->last, max64(end, r->issue[s]));
-	for (int64_t j = 0; j < x->nrecv; j++) {
-		int64_t t = tile_mod(dt + j * x->recv_step, T);
+	for (int64_t j = 0; j < f->nrecv; j++) {
+		int64_t t = tile_mod(f->dst_tile + j * f->recv_step, T);
 		r->rfree[t] = end;
 		r->last = max64(r->last, r->issue[t]);
-		add_write(r, t, (Write){ da, da + x->len, end });
+		add_write(r, t, (Write){ f->dst_addr, f->dst_addr + f->len, end });
 	}
-	r->last = max64(r->last, end);
+	return end;
+}
+
+static int frag(void *ctx, const Xfer *x, int64_t m, int64_t s, int64_t sa, int64_t dt, int64_t da)
+{
+	(void)m;
+	Frag f = { s, sa, dt, da, x->len, x->nrecv, x->recv_step };
+	replay_issue(ctx, &f);
 	return 0;
+}
+
+/* The replay of records x[0..n) whose step lies in first..last, in order. */
+static int64_t replay_range(const Plan *pl, const Xfer *x, int n, int first, int last)
+{
+	Replay *r = replay_new(&pl->machine);
+	for (int i = 0; i < n; i++)
+		if (x[i].kind == X_SEND && x[i].step >= first && x[i].step <= last)
+			xfer_each(&x[i], pl->machine.tiles, frag, r);
+	int64_t end = r->last;
+	replay_free(r);
+	return end;
+}
+
+int64_t replay_records(const Plan *pl, const Xfer *x, int n)
+{
+	return replay_range(pl, x, n, INT32_MIN, INT32_MAX);
 }
 
 int64_t phase_cycles(const Plan *pl, int p)
 {
-	int64_t T = pl->machine.tiles, sram = pl->machine.sram_bytes;
-	Replay r = { &pl->machine, xcalloc((size_t)T, 8), xcalloc((size_t)T, 8), xcalloc((size_t)T, 8),
-		     xcalloc((size_t)T, sizeof *r.tw), (sram > 0 ? sram - 1 : 0) / (1 << BUCKET_BITS) + 1, 0 };
-
-	for (int i = 0; i < pl->nx; i++) {
-		const Xfer *x = &pl->x[i];
-		if (x->kind == X_SEND && x->step >= pl->ph[p].first && x->step <= pl->ph[p].last)
-			xfer_each(x, T, frag, &r);
-	}
-	for (int64_t t = 0; t < T; t++) {
-		for (int64_t k = 0; r.tw[t].b && k < r.nb; k++)
-			free(r.tw[t].b[k].w);
-		free(r.tw[t].b);
-		free(r.tw[t].w);
-	}
-	free(r.issue);
-	free(r.sfree);
-	free(r.rfree);
-	free(r.tw);
-	return r.last;
+	return replay_range(pl, pl->x, pl->nx, pl->ph[p].first, pl->ph[p].last);
 }

@@ -19,8 +19,29 @@
 #ifndef AMP_REPLAY_H
 #define AMP_REPLAY_H
 
+#include <stdint.h>
+
 #include "plan.h"
 
 int64_t phase_cycles(const Plan *pl, int phase);
+/* The replay of the send records x[0..n) alone, in order (one phase's). */
+int64_t replay_records(const Plan *pl, const Xfer *x, int n);
+
+/* The replay's state, one fragment at a time (lib/schedule.c orders a
+ * phase with it): replay_start is when fragment f would start if issued
+ * next, replay_issue issues it (the update above) and returns its end,
+ * replay_last is the phase's cycles so far. */
+typedef struct {
+	int64_t src, src_addr, dst_tile, dst_addr, len, nrecv, recv_step;
+} Frag;
+typedef struct Replay Replay;
+Replay *replay_new(const Machine *m);
+int64_t replay_start(const Replay *r, const Frag *f);
+/* The same, and the tile whose port or pipeline sets that start (the
+ * sender when it does, or nothing later does). */
+int64_t replay_start_at(const Replay *r, const Frag *f, int64_t *tile);
+int64_t replay_issue(Replay *r, const Frag *f);
+int64_t replay_last(const Replay *r);
+void replay_free(Replay *r);
 
 #endif

@@ -338,15 +338,67 @@ rejects() {
 	assert_output ""
 }
 
-@test "group --weights direct keeps amp-exchange's transfers as they are" {
+@test "group --weights direct --schedule record keeps amp-exchange's transfers as they are" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
-	grouped x.yaml d.yaml --weights direct
+	grouped x.yaml d.yaml --weights direct --schedule record
 	transfers x.yaml > x-transfers.txt
 	transfers d.yaml > d-transfers.txt
 	run wc -l < x-transfers.txt
 	assert [ "$output" -ge 10 ]
 	run cmp x-transfers.txt d-transfers.txt
 	assert_success
+}
+
+# sorted_members STAGE: its members, sorted (which bytes move, not in what order).
+sorted_members() {
+	members "$1" | LC_ALL=C sort
+}
+
+@test "group's schedule reorders a phase of compose-shared-stage: the same members, each step's in place, fewer cycles" {
+	exchanged "$ROOT/tests/models/compose-shared-stage.yaml" x.yaml
+	grouped x.yaml r.yaml --weights direct --schedule record
+	run --separate-stderr amp-group -v --weights direct x.yaml -o s.yaml
+	assert_success
+	[[ "$stderr" =~ ^amp-group:\ ([0-9]+)\ of\ ([0-9]+)\ phases\ reordered\;\ exchange\ ([0-9]+)\ -\>\ ([0-9]+)\ cycles ]]
+	assert [ "${BASH_REMATCH[1]}" -ge 1 ]
+	assert [ "${BASH_REMATCH[4]}" -lt "${BASH_REMATCH[3]}" ]
+	run cmp -s r.yaml s.yaml
+	assert_failure
+	# the same members move
+	sorted_members r.yaml > r-members.txt
+	sorted_members s.yaml > s-members.txt
+	run cmp r-members.txt s-members.txt
+	assert_success
+	# each step's records stay together, steps in program order
+	run sh -c "transfers_steps() { sed -n '/^transfers:\$/,\$p' \"\$1\" | sed -n 's/^- {step: \\([0-9]*\\),.*/\\1/p'; }; transfers_steps s.yaml | sort -n -c"
+	assert_success
+	# amp-capture's replay of each agrees with what -v said
+	run amp-capture r.yaml -o r.json
+	assert_success
+	run amp-capture s.yaml -o s.json
+	assert_success
+	run jq '[.phases[].cycles] | add' r.json
+	assert_output "${BASH_REMATCH[3]}"
+	run jq '[.phases[].cycles] | add' s.json
+	assert_output "${BASH_REMATCH[4]}"
+}
+
+@test "group's schedule keeps every (sender, receiver) pair's order" {
+	exchanged "$ROOT/tests/models/compose-shared-stage.yaml" x.yaml
+	grouped x.yaml r.yaml --weights direct --schedule record
+	grouped x.yaml s.yaml --weights direct
+	members r.yaml | awk '$2 == "send" { print $1, $4, $6, $0 }' | sort -s -k1,1n -k2,2n -k3,3n > r-pairs.txt
+	members s.yaml | awk '$2 == "send" { print $1, $4, $6, $0 }' | sort -s -k1,1n -k2,2n -k3,3n > s-pairs.txt
+	run cmp r-pairs.txt s-pairs.txt
+	assert_success
+}
+
+@test "group rejects a --schedule value other than list or record with usage status 2" {
+	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
+	run --separate-stderr amp-group --schedule greedy x.yaml
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^amp-group: --schedule takes 'list' or 'record', not 'greedy'"
 }
 
 @test "group --weights forward splits each parameter multicast into a delivery and a forward" {

@@ -266,6 +266,20 @@ names_byte() {
 	assert_output ""
 }
 
+@test "run passes a program whose phases amp-group reordered: byte-exact" {
+	model=$ROOT/tests/models/compose-shared-stage.yaml
+	amp-plan "$model" | amp-compose | amp-expand | amp-exchange > x.yaml
+	run --separate-stderr amp-group -v x.yaml -o g.yaml
+	assert_success
+	[[ "$stderr" =~ ^amp-group:\ ([0-9]+)\ of ]]
+	assert [ "${BASH_REMATCH[1]}" -ge 1 ]
+	run amp-emit --model "$model" g.yaml -o g.amp
+	assert_success
+	run amp-run g.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+}
+
 @test "run passes tiny-mlp calibrated, planned with --scales and emitted: byte-exact and cosine at least 0.99" {
 	run amp-run --calibrate "$MODELS/tiny-mlp.yaml" -o scales.yaml
 	assert_success

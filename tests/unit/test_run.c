@@ -17,6 +17,7 @@
 #include "planner.h"
 #include "program.h"
 #include "run.h"
+#include "schedule.h"
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
@@ -349,7 +350,7 @@ static void quantize_bits(void)
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
-	int n = fuzz && *fuzz ? 300 : 40;
+	int n = fuzz && *fuzz ? 300 : 40, scheduled = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
 	close(fd);
@@ -389,8 +390,12 @@ int main(void)
 		if (ok) {
 			if (next() % 2)
 				plan_compose(&pl);
+			ScheduleStats ss = { 0, 0, 0 };
+			int sched = i % 4 != 0;         /* record order, or scheduled (every faster order taken) */
 			ok = plan_expand(&pl, &e) == 0 && plan_exchange(&pl, &e) == 0 &&
-			     plan_group(&pl, (int)(next() % 3), &e) == 0 && program_build(&pl, &prog, &e) == 0;
+			     plan_group(&pl, (int)(next() % 3), &e) == 0 &&
+			     (!sched || plan_schedule(&pl, 0, &ss, &e) == 0) && program_build(&pl, &prog, &e) == 0;
+			scheduled += ss.phases;
 			CHECK(ok, "%s: lowering: %s", desc, e.msg);
 		}
 		if (ok) {
@@ -448,6 +453,8 @@ int main(void)
 		scales_free(&sc);
 		model_free(&md);
 	}
+	t_case("random models: phases the schedule reordered ran byte-exact");
+	CHECK(scheduled > 0, "no phase of %d random models was reordered", n);
 	independence(path);
 	gemm_bits();
 	strips_bits();
