@@ -20,12 +20,14 @@ typedef struct {
 typedef struct {
 	Write *w;
 	int nw, cw;
-	Bucket *b;              /* nb buckets, made on the first write */
+	int64_t lo, hi;         /* the bytes every write lies in */
+	Bucket *b;              /* nb buckets, made when a send first reads within [lo, hi) */
 } TileWrites;
 
 struct Replay {
 	const Machine *m;
 	int64_t *issue, *sfree, *rfree;
+	int64_t *rlo, *rhi;     /* per tile, when declared: the bytes its sends read (lo >= hi: none) */
 	TileWrites *tw;
 	int64_t nb;
 	int64_t last;
@@ -39,13 +41,33 @@ static int64_t bucket_of(const Replay *r, int64_t addr)
 	return k < 0 ? 0 : k >= r->nb ? r->nb - 1 : k;
 }
 
-/* The latest end of a write on tile t that overlaps [lo, hi). */
+static void bucket_add(const Replay *r, TileWrites *tw, int i)
+{
+	const Write *w = &tw->w[i];
+	for (int64_t k = bucket_of(r, w->lo), kh = bucket_of(r, w->hi - 1); k <= kh; k++) {
+		Bucket *b = &tw->b[k];
+		if (b->n == b->cap) {
+			b->cap = b->cap ? 2 * b->cap : 4;
+			b->w = xrealloc(b->w, (size_t)b->cap * sizeof *b->w);
+		}
+		b->w[b->n++] = i;
+	}
+}
+
+/* The latest end of a write on tile t that overlaps [lo, hi). Most sends
+ * read bytes far from every write of the phase on their tile (a source
+ * is not a destination): those need no search. */
 static int64_t written(const Replay *r, int64_t t, int64_t lo, int64_t hi)
 {
-	const TileWrites *tw = &r->tw[t];
+	TileWrites *tw = &r->tw[t];
 	int64_t dep = 0;
-	if (!tw->nw || hi <= lo)
+	if (!tw->nw || hi <= lo || hi <= tw->lo || tw->hi <= lo)
 		return 0;
+	if (!tw->b) {
+		tw->b = xcalloc((size_t)r->nb, sizeof *tw->b);
+		for (int i = 0; i < tw->nw; i++)
+			bucket_add(r, tw, i);
+	}
 	for (int64_t k = bucket_of(r, lo), kh = bucket_of(r, hi - 1); k <= kh; k++)
 		for (int i = 0; i < tw->b[k].n; i++) {
 			const Write *w = &tw->w[tw->b[k].w[i]];
@@ -60,21 +82,17 @@ static void add_write(Replay *r, int64_t t, Write w)
 	TileWrites *tw = &r->tw[t];
 	if (w.hi <= w.lo)
 		return;
-	if (!tw->b)
-		tw->b = xcalloc((size_t)r->nb, sizeof *tw->b);
 	if (tw->nw == tw->cw) {
 		tw->cw = tw->cw ? 2 * tw->cw : 8;
 		tw->w = xrealloc(tw->w, (size_t)tw->cw * sizeof *tw->w);
 	}
+	if (!tw->nw || w.lo < tw->lo)
+		tw->lo = w.lo;
+	if (!tw->nw || w.hi > tw->hi)
+		tw->hi = w.hi;
 	tw->w[tw->nw] = w;
-	for (int64_t k = bucket_of(r, w.lo), kh = bucket_of(r, w.hi - 1); k <= kh; k++) {
-		Bucket *b = &tw->b[k];
-		if (b->n == b->cap) {
-			b->cap = b->cap ? 2 * b->cap : 4;
-			b->w = xrealloc(b->w, (size_t)b->cap * sizeof *b->w);
-		}
-		b->w[b->n++] = tw->nw;
-	}
+	if (tw->b)
+		bucket_add(r, tw, tw->nw);
 	tw->nw++;
 }
 
@@ -87,9 +105,33 @@ Replay *replay_new(const Machine *m)
 	r->sfree = xcalloc((size_t)T, sizeof *r->sfree);
 	r->rfree = xcalloc((size_t)T, sizeof *r->rfree);
 	r->tw = xcalloc((size_t)T, sizeof *r->tw);
+	r->rlo = r->rhi = NULL;
 	r->nb = (sram > 0 ? sram - 1 : 0) / (1 << BUCKET_BITS) + 1;
 	r->last = 0;
 	return r;
+}
+
+static int note_read(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Replay *r = ctx;
+	(void)m, (void)dt, (void)da;
+	if (r->rlo[st] >= r->rhi[st])
+		r->rlo[st] = sa, r->rhi[st] = sa + x->len;
+	else
+		r->rlo[st] = sa < r->rlo[st] ? sa : r->rlo[st], r->rhi[st] = max64(r->rhi[st], sa + x->len);
+	return 0;
+}
+
+void replay_reads(Replay *r, const Xfer *x, int n)
+{
+	int64_t T = r->m->tiles;
+	if (!r->rlo) {
+		r->rlo = xcalloc((size_t)T, sizeof *r->rlo);
+		r->rhi = xcalloc((size_t)T, sizeof *r->rhi);
+	}
+	for (int i = 0; i < n; i++)
+		if (x[i].kind == X_SEND)
+			xfer_each(&x[i], T, note_read, r);
 }
 
 void replay_free(Replay *r)
@@ -102,6 +144,8 @@ void replay_free(Replay *r)
 		free(r->tw[t].b);
 		free(r->tw[t].w);
 	}
+	free(r->rlo);
+	free(r->rhi);
 	free(r->issue);
 	free(r->sfree);
 	free(r->rfree);
@@ -151,7 +195,8 @@ int64_t replay_issue(Replay *r, const Frag *f)
 		int64_t t = tile_mod(f->dst_tile + j * f->recv_step, T);
 		r->rfree[t] = end;
 		r->last = max64(r->last, r->issue[t]);
-		add_write(r, t, (Write){ f->dst_addr, f->dst_addr + f->len, end });
+		if (!r->rlo || (f->dst_addr < r->rhi[t] && r->rlo[t] < f->dst_addr + f->len))
+			add_write(r, t, (Write){ f->dst_addr, f->dst_addr + f->len, end });
 	}
 	return end;
 }
@@ -168,6 +213,12 @@ static int frag(void *ctx, const Xfer *x, int64_t m, int64_t s, int64_t sa, int6
 static int64_t replay_range(const Plan *pl, const Xfer *x, int n, int first, int last)
 {
 	Replay *r = replay_new(&pl->machine);
+	int lo = 0, hi = n;             /* the sends that may read what the phase writes */
+	while (lo < n && (x[lo].step < first || x[lo].step > last))
+		lo++;
+	while (hi > lo && (x[hi - 1].step < first || x[hi - 1].step > last))
+		hi--;
+	replay_reads(r, x + lo, hi - lo);
 	for (int i = 0; i < n; i++)
 		if (x[i].kind == X_SEND && x[i].step >= first && x[i].step <= last)
 			xfer_each(&x[i], pl->machine.tiles, frag, r);

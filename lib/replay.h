@@ -42,6 +42,11 @@ int64_t replay_start(const Replay *r, const Frag *f);
 int64_t replay_start_at(const Replay *r, const Frag *f, int64_t *tile);
 int64_t replay_issue(Replay *r, const Frag *f);
 int64_t replay_last(const Replay *r);
+/* Declares every send the replay will issue (records x[0..n), members of
+ * any kind but send ignored): a receive is then remembered for the
+ * forward dependency only where some send of its tile reads near it (the
+ * same figures, less work). Without it every receive is remembered. */
+void replay_reads(Replay *r, const Xfer *x, int n);
 void replay_free(Replay *r);
 
 #endif

@@ -429,6 +429,7 @@ static void row_sizes(const Plan *pl, int p, Xfer *x, int n, int64_t *rows)
 static int64_t order_phase(const Plan *pl, int lo, int hi, int exact, Out *o)
 {
 	Replay *r = replay_new(&pl->machine);
+	replay_reads(r, pl->x + lo, hi - lo);
 	for (int a = lo; a < hi;) {
 		int b = a;
 		while (b < hi && pl->x[b].step == pl->x[a].step)
@@ -459,9 +460,9 @@ static void *order_run(void *arg)
 static int worth(const Plan *pl, int p, int lo, int hi, int64_t old, const Out *o, int64_t now, int strict,
 		 int64_t per_record, int64_t *ra, int64_t *rb)
 {
-	/* faster, by per_record cycles (over every run) for each record added */
+	/* faster, by per_record cycles (one run) for each record added */
 	int take = now < old &&
-		   (old - now) * plan_step_count(pl, pl->ph[p].first) >= per_record * (o->n - (hi - lo));
+		   (old - now) >= per_record * (o->n - (hi - lo));
 	if (take && strict) {
 		row_sizes(pl, p, pl->x + lo, hi - lo, ra);
 		row_sizes(pl, p, o->x, o->n, rb);

@@ -34,8 +34,9 @@
  * order written) is a candidate.
  *
  * A phase takes the candidate only when its replay is faster than record
- * order's, by at least per_record cycles over every run of the phase for
- * each record it adds to the stage (an order that folds badly is not
+ * order's, by at least per_record cycles (one run of the phase: a repeat
+ * body's order does not depend on its count, so the body's records stay
+ * the same whatever the count) for each record it adds to the stage (an order that folds badly is not
  * worth its lines; amp-group uses SCHEDULE_CYCLES_PER_RECORD). The tables
  * may grow: a receive that no longer continues the previous one of its
  * row costs 4 B more (lib/table.h). When the scheduled plan would then be
@@ -56,7 +57,7 @@ typedef struct {
 	int64_t before, after;  /* modelled exchange cycles of every phase, once each */
 } ScheduleStats;
 
-#define SCHEDULE_CYCLES_PER_RECORD 4
+#define SCHEDULE_CYCLES_PER_RECORD 1
 #define SCHEDULE_POPS_PER_UNIT 32
 
 /* Orders every phase of a grouped plan (stats may be NULL). Fails only on
