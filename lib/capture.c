@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "floor.h"
 #include "json.h"
 #include "replay.h"
 #include "table.h"
@@ -392,7 +393,29 @@ static void write_metrics(Json *j, const Metrics *m, int summary)
 	if (summary) {
 		json_kint(j, "compute_cycles", m->compute_cycles);
 		json_kint(j, "total_cycles", m->total_cycles);
+		json_kint(j, "exchange_floor_cycles", m->floor_cycles);
+		json_kratio(j, "exchange_floor_ratio", m->cycles, m->floor_cycles);
+	} else {
+		json_kint(j, "floor_cycles", m->floor_cycles);
+		json_kint(j, "floor_tile", m->floor_tile);
+		json_kratio(j, "floor_ratio", m->cycles, m->floor_cycles);
 	}
+}
+
+/* The phases' floors into ph[] and their sum x count into sum, and the
+ * model's floor (lib/floor.h). */
+static void floors(const Plan *pl, Metrics *ph, Metrics *sum, ModelFloor *mf)
+{
+	int64_t *c = xcalloc((size_t)pl->nph + 1, sizeof *c), *t = xcalloc((size_t)pl->nph + 1, sizeof *t);
+	phase_floors(pl, c, t);
+	sum->floor_cycles = 0;
+	for (int p = 0; p < pl->nph; p++) {
+		ph[p].floor_cycles = c[p], ph[p].floor_tile = t[p];
+		sum->floor_cycles += c[p] * ph[p].count;
+	}
+	free(c);
+	free(t);
+	model_floor(pl, mf);
 }
 
 static void write_ops(Json *j, const Plan *pl, const Metrics *ph, const Metrics *st)
@@ -442,9 +465,11 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	const Machine *mc = &pl->machine;
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
 	Metrics *st = xcalloc((size_t)pl->ns + 1, sizeof *st);
+	ModelFloor mf;
 	Json j;
 
 	capture_metrics(pl, ph, st, &sum);
+	floors(pl, ph, &sum, &mf);
 	json_init(&j, out);
 	json_open(&j, '{', 0);
 	json_kstr(&j, "format", "amp-capture");
@@ -498,6 +523,14 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_key(&j, "summary");
 	json_open(&j, '{', 1);
 	write_metrics(&j, &sum, 1);
+	json_key(&j, "floor");
+	json_open(&j, '{', 1);
+	json_kint(&j, "compute_floor_cycles", mf.compute);
+	json_kint(&j, "movement_floor_cycles", mf.movement);
+	json_kint(&j, "sync_floor_cycles", mf.sync);
+	json_kint(&j, "total_floor_cycles", mf.total);
+	json_kratio(&j, "ratio", sum.total_cycles, mf.total);
+	json_close(&j, '}');
 	json_close(&j, '}');
 	write_ops(&j, pl, ph, st);
 	write_compute(&j, pl, st);

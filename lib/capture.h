@@ -3,9 +3,12 @@
  *
  * Everything is computed from the grouped stage: rows and footprints from
  * lib/table, exchange cycles from lib/replay, compute and local-copy
- * cycles from lib/cost, movement classes from the transfers of each copy
- * step (a class is the transfers of one phase that serve one operand of
- * one op with one source and destination placement).
+ * cycles from lib/cost, the phases' and the program's floors from
+ * lib/floor, movement classes from the transfers of each copy step (a
+ * class is the transfers of one phase that serve one operand of one op
+ * with one source and destination placement). capture_metrics leaves the
+ * floors 0 (the planner calls it on every trial); capture_write computes
+ * them.
  *
  * Every step and phase runs `count` times (1 today; a Repeat body will run
  * its iterations' count): the summary and the per-op figures add each
@@ -16,7 +19,7 @@
 
 #include "plan.h"
 
-#define CAPTURE_VERSION 4        /* written; 3 (no provenance) is still read */
+#define CAPTURE_VERSION 5        /* written; 4 (no floors) and 3 (no provenance) are still read */
 #define CAPTURE_VERSION_OLDEST 3
 
 /* The one metrics type: a phase's, a step's, an op's or the whole
@@ -36,6 +39,8 @@ typedef struct {
 	int64_t compute_cycles;     /* compute steps, each its slowest tile's (lib/cost) */
 	int64_t compute_tiles;      /* tiles that run a compute step */
 	int64_t total_cycles;       /* compute + exchange + sync + local copies */
+	int64_t floor_cycles;       /* a phase's floor (lib/floor); summary: floors x count */
+	int64_t floor_tile;         /* a phase's: the tile of its floor, -1 when none */
 	int64_t worst_table_tile, worst_fragment_tile, worst_compute_tile;
 	int worst_table_phase, worst_fragment_phase;
 	int64_t max_tensor_bytes;   /* summary: largest tile's tensors at their peak (plan_memory) */

@@ -2,10 +2,10 @@
 #include "compare.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "capture.h"
-
 
 int cap_load(Cap *c, const char *path, Err *e)
 {
@@ -14,7 +14,63 @@ int cap_load(Cap *c, const char *path, Err *e)
 
 void cap_free(Cap *c)
 {
+	free(c->figs);
+	c->figs = NULL, c->nfigs = 0;
 	yr_close(&c->r);
+}
+
+const CapFig *cap_fig(const Cap *c, const char *key)
+{
+	for (int i = 0; i < c->nfigs; i++)
+		if (!strcmp(c->figs[i].key, key))
+			return &c->figs[i];
+	return NULL;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* A ratio: a non-negative number, or null. */
+static int ratio_ok(const char *f, const Val *v, Err *e)
+{
+	double x;
+	if (v->kind == VAL_SCALAR && v->s && !strcmp(v->s, "null"))
+		return 0;
+	if (val_f64(f, v, &x, e))
+		return -1;
+	if (x < 0)
+		return val_err(f, v, e, "expected a ratio (a number, 0 or more, or null)");
+	return 0;
+}
+
+/* The figures of map m (the summary, or its floor object in version 5):
+ * integers kept, ratios checked and left out. */
+static int read_figs(Cap *c, const char *f, const Val *m, int64_t version, int nested, Err *e)
+{
+	for (int i = 0; i < m->n; i++) {
+		const char *k = m->items[2 * i].s;
+		const Val *v = &m->items[2 * i + 1];
+		int64_t x;
+		if (version >= 5 && (ends_with(k, "_ratio") || (nested && !strcmp(k, "ratio")))) {
+			if (ratio_ok(f, v, e))
+				return -1;
+			continue;
+		}
+		if (version >= 5 && !nested && !strcmp(k, "floor")) {
+			if (v->kind != VAL_MAP)
+				return val_err(f, v, e, "expected 'floor' to be an object");
+			if (read_figs(c, f, v, version, 1, e))
+				return -1;
+			continue;
+		}
+		if (val_int(f, v, 0, INT64_MAX, &x, e))
+			return -1;
+		c->figs[c->nfigs++] = (CapFig){ k, x };
+	}
+	return 0;
 }
 
 int cap_load_input(Cap *c, Input *in, Err *e)
@@ -47,15 +103,14 @@ int cap_load_input(Cap *c, Input *in, Err *e)
 		return -1;
 	if (c->summary->kind != VAL_MAP)
 		return val_err(f, c->summary, e, "expected 'summary' to be an object");
+	const Val *fl = version >= 5 ? map_get(c->summary, "floor") : NULL;
+	c->figs = xcalloc((size_t)c->summary->n + (fl && fl->kind == VAL_MAP ? (size_t)fl->n : 0) + 1, sizeof *c->figs);
+	if (read_figs(c, f, c->summary, version, 0, e))
+		return -1;
 	if (c->ops->kind != VAL_SEQ)
 		return val_err(f, c->ops, e, "expected 'ops' to be an array");
 	if (c->phases->kind != VAL_SEQ)
 		return val_err(f, c->phases, e, "expected 'phases' to be an array");
-	for (int i = 0; i < c->summary->n; i++) {
-		int64_t x;
-		if (val_int(f, &c->summary->items[2 * i + 1], 0, INT64_MAX, &x, e))
-			return -1;
-	}
 	for (int i = 0; i < c->ops->n; i++) {
 		const char *s;
 		int64_t x;

@@ -109,6 +109,25 @@ void json_kint(Json *j, const char *k, int64_t v)
 	json_int(j, v);
 }
 
+void json_ratio(Json *j, int64_t num, int64_t den)
+{
+	char b[48];
+	member(j);
+	if (den <= 0 || num < 0) {
+		puts_(j, "null");
+		return;
+	}
+	int64_t q = (2 * 1000 * num + den) / (2 * den);     /* thousandths, halves up */
+	snprintf(b, sizeof b, "%" PRId64 ".%03" PRId64, q / 1000, q % 1000);
+	puts_(j, b);
+}
+
+void json_kratio(Json *j, const char *k, int64_t num, int64_t den)
+{
+	json_key(j, k);
+	json_ratio(j, num, den);
+}
+
 void json_kstr(Json *j, const char *k, const char *s)
 {
 	json_key(j, k);

@@ -194,6 +194,29 @@ static int fig(const char *f, const Val *m, const char *key, int64_t *x, Err *e)
 	return get_int(f, m, key, INT64_MIN, INT64_MAX, x, e);
 }
 
+/* The capture summary's integer figures, the floor object's flattened in
+ * at its place; ratios (numbers with decimals, or null) are left out. */
+static int summary_figs(Json *j, const char *f, const Val *sum, int nested, Err *e)
+{
+	for (int i = 0; i < sum->n; i++) {
+		const char *k = sum->items[2 * i].s;
+		const Val *v = &sum->items[2 * i + 1];
+		size_t n = strlen(k);
+		int64_t x;
+		if (!nested && v->kind == VAL_MAP && !strcmp(k, "floor")) {
+			if (summary_figs(j, f, v, 1, e))
+				return -1;
+			continue;
+		}
+		if ((n >= 6 && !strcmp(k + n - 6, "_ratio")) || (nested && !strcmp(k, "ratio")))
+			continue;
+		if (val_int(f, v, INT64_MIN, INT64_MAX, &x, e))
+			return -1;
+		json_kint(j, k, x);
+	}
+	return 0;
+}
+
 static int write_result(const char *path, const char *id, const Outcome *oc, const char *capture, const int64_t lim[3],
 			const char *emit_msg, Err *e)
 {
@@ -249,13 +272,9 @@ static int write_result(const char *path, const char *id, const Outcome *oc, con
 		json_close(&j, '}');
 		json_key(&j, "summary");
 		json_open(&j, '{', 1);
-		for (int i = 0; i < sum->n; i++) {
-			int64_t x;
-			if (val_int(capture, &sum->items[2 * i + 1], INT64_MIN, INT64_MAX, &x, e)) {
-				output_abort(o);
-				goto out;
-			}
-			json_kint(&j, sum->items[2 * i].s, x);
+		if (summary_figs(&j, capture, sum, 0, e)) {
+			output_abort(o);
+			goto out;
 		}
 		json_close(&j, '}');
 	}

@@ -6,9 +6,10 @@
 #       of the tile with the most phase by phase, or its failure),
 #       capture.json, tiles.tsv (amp-capture --tiles: per tile and per
 #       tile and phase) and summary.txt (the totals, compute, exchange, sync
-#       and total cycles among them; cycles by op; the phase table, each
-#       phase's runs and a total row that adds up to the totals; the top
-#       movement classes; amp-emit's report but its per-tile lines). LIMITS
+#       and total cycles among them, and the floors beside them; cycles by
+#       op; the phase table, each phase's runs, its floor and ratio, and a
+#       total row that adds up to the totals; the top movement classes;
+#       amp-emit's report but its per-tile lines). LIMITS
 #       override the machine's policy for amp-emit and amp-capture alike
 #       (--sram-limit: amp-emit only). Each file is remade only when its
 #       inputs, its tool or its flags changed.
@@ -45,8 +46,8 @@ $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \
 	  echo; { printf 'op\tcompute\texchange\tsync\tlocal_copy\ttotal\n'; \
 	  jq -r -f $(JQ)/op-table.jq $<; } | column -t -s '	'; \
-	  echo; echo "phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles over every run)"; \
-	  { printf 'phase\tlabels\truns\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\ttotal_cycles\n'; \
+	  echo; echo "phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles and floor over every run; ratio: cycles / floor)"; \
+	  { printf 'phase\tlabels\truns\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\ttotal_cycles\tfloor\tratio\n'; \
 	  jq -r -f $(JQ)/phase-table.jq $<; } | column -t -s '	'; \
 	  echo; echo "top movement classes by receiver payload"; \
 	  { printf 'phase\top.operand\ttensor\tmovement\tsends\treceiver_bytes\treplication\n'; \

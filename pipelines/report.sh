@@ -209,8 +209,8 @@ table() { # table CAPTION HEADER (tab-separated) < TSV rows
 		table "" $'op\tcompute\texchange\tsync\tlocal_copy\ttotal'
 	echo "<h2>Phases</h2>"
 	jq -r -f "$jqdir/phase-table.jq" "$capture" |
-		table "transfers, bytes, max_row, max_frag and cycles per run; total_cycles over every run" \
-			$'phase\tlabels\truns\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\ttotal_cycles'
+		table "transfers, bytes, max_row, max_frag and cycles per run; total_cycles and floor over every run; ratio: cycles / floor" \
+			$'phase\tlabels\truns\ttransfers\tbytes\tmax_row\tmax_frag\tcycles\ttotal_cycles\tfloor\tratio'
 	echo "<h2>Top movement classes</h2>"
 	jq -r --argjson n 10 -f "$jqdir/top-classes.jq" "$capture" |
 		table "by receiver payload" $'phase\top.operand\ttensor\tmovement\tsends\treceiver_bytes\treplication'

@@ -12,9 +12,10 @@ static void help(void)
 	printf("Usage: amp-compare [OPTION]... A B\n"
 	       "Compare two captures written by amp-capture (formats/capture.md), A the\n"
 	       "baseline and B the variant: every summary figure with B - A and the\n"
-	       "change in percent; each op's compute, exchange and total cycles; and the\n"
-	       "phases side by side, matched by index (labels, transfers, largest row\n"
-	       "and cycles over every run), with a total row equal to each summary's.\n"
+	       "change in percent (the floor's figures among them; ratios are left out);\n"
+	       "each op's compute, exchange and total cycles; and the phases side by\n"
+	       "side, matched by index (labels, transfers, largest row and cycles over\n"
+	       "every run), with a total row equal to each summary's.\n"
 	       "Ops are matched by name, A's order first; an op on one side only shows\n"
 	       "'-' on the other; a figure that names a tile, phase or step has no\n"
 	       "delta. The output is text, or with --json one JSON document\n"
@@ -141,11 +142,12 @@ static void write_text(Output *o, const Cap *a, const Cap *b, const char *na, co
 	put(o, "%s: %s (model %s on %s)\n%s: %s (model %s on %s)\n\n", na, a->r.name, a->model,
 		      a->machine, nb, b->r.name, b->model, b->machine);
 	row(&t, "summary\t%s\t%s\tdelta\tchange", na, nb);
-	for (int i = 0; i < a->summary->n; i++) {
-		const char *k = a->summary->items[2 * i].s;
-		if (!map_get(b->summary, k))
+	for (int i = 0; i < a->nfigs; i++) {
+		const char *k = a->figs[i].key;
+		const CapFig *fb = cap_fig(b, k);
+		if (!fb)
 			continue;
-		int64_t x = fig(a->summary, k), y = fig(b->summary, k);
+		int64_t x = a->figs[i].v, y = fb->v;
 		change(x, y, d, sizeof d, pc, sizeof pc);
 		if (is_id(k))
 			snprintf(d, sizeof d, "-"), snprintf(pc, sizeof pc, "-");
@@ -258,11 +260,12 @@ static int write_json(Output *o, const Cap *a, const Cap *b, const char *na, con
 	json_side(&j, "b", b, nb);
 	json_key(&j, "summary");
 	json_open(&j, '[', 0);
-	for (int i = 0; i < a->summary->n; i++) {
-		const char *k = a->summary->items[2 * i].s;
-		if (!map_get(b->summary, k))
+	for (int i = 0; i < a->nfigs; i++) {
+		const char *k = a->figs[i].key;
+		const CapFig *fb = cap_fig(b, k);
+		if (!fb)
 			continue;
-		int64_t x = fig(a->summary, k), y = fig(b->summary, k);
+		int64_t x = a->figs[i].v, y = fb->v;
 		json_open(&j, '{', 1);
 		json_kstr(&j, "figure", k);
 		json_kint(&j, "a", x);

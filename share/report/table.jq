@@ -1,12 +1,13 @@
 # TSV (jq's @tsv, header line first) as an HTML table, every cell escaped:
 #   jq -rRn --arg caption TEXT -f share/report/table.jq < table.tsv
-# A cell that is an integer is right-aligned (class "n"); a first cell
-# "total" makes its row the table's footer row (class "total").
+# A cell that is a number (an integer, or a ratio like 1.498) is
+# right-aligned (class "n"); a first cell "total" makes its row the
+# table's footer row (class "total").
 
 # Undo @tsv's escapes (\t \n \r \\) in one pass.
 def untsv: gsub("\\\\(?<c>[tnr\\\\])";
 	if .c == "t" then "\t" elif .c == "n" then "\n" elif .c == "r" then "\r" else "\\" end);
-def cell(tag): "<\(tag)\(if test("^-?[0-9]+$") then " class=\"n\"" else "" end)>\(@html)</\(tag)>";
+def cell(tag): "<\(tag)\(if test("^-?[0-9]+(\\.[0-9]+)?$") then " class=\"n\"" else "" end)>\(@html)</\(tag)>";
 
 [inputs | split("\t") | map(untsv)] as $rows |
 "<table>",

@@ -23,9 +23,11 @@ listing_phases() {
 
 # The stages are made once per file: tiny-mlp with its program, siglip-mlp
 # with its capture and the per-phase figures of its listing, the small
-# compose-native-fp8 stage the replay cases are written into, and the two
+# compose-native-fp8 stage the replay cases are written into, the two
 # pinned GEMMs of tests/models/cost-two-matmuls.yaml (on a 48-tile machine,
-# where m2 shares tiles with the owners) with its capture.
+# where m2 shares tiles with the owners) with its capture, and
+# tests/models/vit-tiny.yaml (attention, layernorm, gelu, add, a repeat)
+# with its capture.
 setup_file() {
 	cd "$BATS_FILE_TMPDIR" || return 1
 	export TINY=$BATS_FILE_TMPDIR/tiny.yaml TINY_PROG=$BATS_FILE_TMPDIR/tiny.amp
@@ -33,7 +35,10 @@ setup_file() {
 	export SIGLIP_CAPTURE=$BATS_FILE_TMPDIR/siglip.json SIGLIP_PHASES=$BATS_FILE_TMPDIR/siglip-phases.txt
 	export NATIVE=$BATS_FILE_TMPDIR/native.yaml
 	export COST=$BATS_FILE_TMPDIR/cost.yaml COST_CAPTURE=$BATS_FILE_TMPDIR/cost.json
+	export VIT=$BATS_FILE_TMPDIR/vit.yaml VIT_CAPTURE=$BATS_FILE_TMPDIR/vit.json
 	grouped "$MODELS/tiny-mlp.yaml" "$TINY"
+	grouped "$ROOT/tests/models/vit-tiny.yaml" "$VIT"
+	amp-capture "$VIT" -o "$VIT_CAPTURE"
 	grouped "$ROOT/tests/models/cost-two-matmuls.yaml" "$COST" "$ROOT/tests/models/machine-48.yaml"
 	amp-capture "$COST" -o "$COST_CAPTURE"
 	[ -n "${AMP_SAN:-}" ] || grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
@@ -229,7 +234,7 @@ jq_empty() {
 		run jq -c 'keys_unsorted' "$f"
 		assert_output '["format","version","model","machine","provenance","summary","ops","compute","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
-		assert_output '["amp-capture",4]'
+		assert_output '["amp-capture",5]'
 	done
 	run jq -r .model "$TINY_CAPTURE"
 	assert_output tiny-mlp
@@ -237,13 +242,24 @@ jq_empty() {
 	assert_output siglip-mlp
 }
 
-@test "capture's every figure is a non-negative integer" {
+@test "capture's every figure is a non-negative integer but the ratios, each its quotient to 3 decimals" {
 	siglip_ok
 	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
+		# floor_tile is -1 only for a phase that moves nothing
 		jq_empty '[paths(type == "number") as $p | getpath($p) as $v
-			| select($v != ($v | floor) or $v < 0) | $p]' "$f"
+			| select(($p[-1] | tostring | test("ratio$")) | not)
+			| select($v != ($v | floor) or ($v < 0 and $p[-1] != "floor_tile")) | $p]' "$f"
 		run jq '[paths(type == "number")] | length' "$f"
 		assert [ "$output" -ge 100 ]
+		# each ratio: num / den in thousandths, halves up, null when den is 0
+		jq_empty 'def r(n; d): if d == 0 then null else ((2000 * n + d) / (2 * d) | floor) end;
+			def q(v): if v == null then null else (v * 1000 | round) end;
+			[(.phases[] | select(q(.floor_ratio) != r(.cycles; .floor_cycles)) | "phase \(.id)"),
+			 (.summary | select(q(.exchange_floor_ratio) != r(.exchange_cycles; .exchange_floor_cycles)) | "exchange"),
+			 (.summary | select(q(.floor.ratio) != r(.total_cycles; .floor.total_floor_cycles)) | "floor")]' "$f"
+		# and the file holds them with exactly three decimals
+		run grep -oE '"(floor_ratio|exchange_floor_ratio|ratio)": ([0-9]+\.[0-9]{3}|null)[,}]' "$f"
+		assert_equal "${#lines[@]}" "$(jq '.phases | length + 2' "$f")"
 	done
 }
 
@@ -282,7 +298,9 @@ jq_empty() {
 	siglip_ok
 	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
 		run jq -c '.summary | keys_unsorted' "$f"
-		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles"]'
+		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles","exchange_floor_cycles","exchange_floor_ratio","floor"]'
+		run jq -c '.summary.floor | keys_unsorted' "$f"
+		assert_output '["compute_floor_cycles","movement_floor_cycles","sync_floor_cycles","total_floor_cycles","ratio"]'
 	done
 }
 
@@ -291,7 +309,7 @@ jq_empty() {
 	for f in "$TINY" "$SIGLIP"; do
 		c=$TINY_CAPTURE
 		[ "$f" = "$SIGLIP" ] && c=$SIGLIP_CAPTURE
-		jq_empty '[.phases[] | select(keys_unsorted != ["id","labels","steps","count","transfers","bytes","max_row_bytes","max_fragments","cycles","local_copy_cycles"])]' "$c"
+		jq_empty '[.phases[] | select(keys_unsorted != ["id","labels","steps","count","transfers","bytes","max_row_bytes","max_fragments","cycles","local_copy_cycles","floor_cycles","floor_tile","floor_ratio"])]' "$c"
 		sed -n 's/^- {phase: \([0-9]*\), steps: \[\([0-9]*\), \([0-9]*\)\], label: \([^}]*\)}$/\1 \2 \3 \4/p' "$f" > stage-phases.txt
 		run wc -l < stage-phases.txt
 		assert [ "$output" -ge 3 ]
@@ -596,23 +614,39 @@ replay() {
 	assert_equal "${#lines[@]}" "$((n < 10 ? n : 10))"
 }
 
-@test "phase-table.jq prints one line per phase with its runs and figures, and a total row that adds up to the summary" {
+# thousandths N D: N / D in thousandths, halves up, as "I.FFF"
+thousandths() {
+	local q=$(((2000 * $1 + $2) / (2 * $2)))
+	printf '%d.%03d' $((q / 1000)) $((q % 1000))
+}
+
+@test "phase-table.jq prints one line per phase with its runs, figures, floor and ratio, and a total row that adds up to the summary" {
 	siglip_ok
-	local c n i
+	local c n i fl sum=0
 	for c in "$SIGLIP_CAPTURE" "$TINY_CAPTURE"; do
 		run jq -r -f "$ROOT/share/jq/phase-table.jq" "$c"
 		assert_success
 		n=$(jq '.phases | length' "$c")
 		assert_equal "${#lines[@]}" "$((n + 1))"
+		sum=0
 		for ((i = 0; i < n; i++)); do
 			IFS=$'\t' read -r -a f <<< "${lines[$i]}"
-			assert_equal "${#f[@]}" 9
+			assert_equal "${#f[@]}" 11
 			assert_equal "${f[0]}" "$i"
 			assert_equal "${f[1]} ${f[2]} ${f[3]} ${f[7]}" \
 				"$(jq -r ".phases[$i] | \"\(.labels | join(\"+\")) \(.count) \(.transfers) \(.cycles)\"" "$c")"
 			assert_equal "${f[8]}" "$((f[7] * f[2]))"
+			# the floor over every run, and cycles / floor
+			fl=$(jq ".phases[$i].floor_cycles" "$c")
+			assert_equal "${f[9]}" "$((fl * f[2]))"
+			assert_equal "${f[10]}" "$(thousandths "${f[7]}" "$fl")"
+			sum=$((sum + f[9]))
 		done
-		assert_equal "${lines[n]}" "$(jq -r '"total\t-\t\(.summary.phases)\t\(.summary.transfers)\t\(.summary.bytes)\t\(.summary.max_row_bytes)\t\([.phases[].max_fragments] | max)\t-\t\(.summary.exchange_cycles)"' "$c")"
+		IFS=$'\t' read -r -a f <<< "${lines[n]}"
+		assert_equal "${f[*]:0:9}" "$(jq -r '"total - \(.summary.phases) \(.summary.transfers) \(.summary.bytes) \(.summary.max_row_bytes) \([.phases[].max_fragments] | max) - \(.summary.exchange_cycles)"' "$c")"
+		assert_equal "${f[9]}" "$(jq .summary.exchange_floor_cycles "$c")"
+		assert_equal "${f[9]}" "$sum"
+		assert_equal "${f[10]}" "$(thousandths "${f[8]}" "${f[9]}")"
 	done
 }
 
@@ -625,11 +659,18 @@ replay() {
 	assert_output ""
 }
 
-@test "summary-head.jq prints the model, machine, totals and each limit with its worst tile in seven lines" {
+# commas N: N with a comma every three digits
+commas() {
+	local n=$1 out=""
+	while [ ${#n} -gt 3 ]; do out=",${n: -3}$out"; n=${n:0:${#n}-3}; done
+	echo "$n$out"
+}
+
+@test "summary-head.jq prints the model, machine, totals, each limit with its worst tile and the floors in nine lines" {
 	siglip_ok
 	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$SIGLIP_CAPTURE"
 	assert_success
-	assert_equal "${#lines[@]}" 7
+	assert_equal "${#lines[@]}" 9
 	assert_line --index 0 'model siglip-mlp on amp1472 (1472 tiles)'
 	s=$(jq -r '.summary | "phases run \(.phases), transfers \(.transfers), bytes \(.bytes)"' "$SIGLIP_CAPTURE")
 	assert_line --index 1 "$s"
@@ -639,6 +680,24 @@ replay() {
 	assert_line --index 4 --regexp '^fragments per tile: max [0-9]+ \(tile [0-9]+, most in phase [0-9]+\) against the limit 16384: ok$'
 	assert_line --index 5 --regexp '^SRAM per tile: tensors at their peak max [0-9]+ \(tile [0-9]+, step [0-9]+\); with tables max [0-9]+ \(tile [0-9]+\) against 586960 available: (ok|OVER)$'
 	assert_line --index 6 "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$SIGLIP_CAPTURE")"
+	# the floor, its parts in the unit of its size, and the total's ratio to it
+	local c m s t tot ex exf unit div part want=""
+	read -r c m s t tot ex exf <<< "$(jq -r '.summary | "\(.floor.compute_floor_cycles) \(.floor.movement_floor_cycles) \(.floor.sync_floor_cycles) \(.floor.total_floor_cycles) \(.total_cycles) \(.exchange_cycles) \(.exchange_floor_cycles)"' "$SIGLIP_CAPTURE")"
+	if [ "$t" -ge 1000000 ]; then unit=M div=100000; elif [ "$t" -ge 1000 ]; then unit=K div=100; else unit=""; fi
+	for part in "$c" "$m" "$s"; do
+		if [ -n "$unit" ]; then
+			part=$(((2 * part + div) / (2 * div)))
+			part="$((part / 10)).$((part % 10))$unit"
+		fi
+		want+="${want:+:}$part"
+	done
+	IFS=: read -r c m s <<< "$want"
+	assert_line --index 7 "floor: $(commas "$t") cycles (compute $c, movement $m, sync $s); total is $(thousandths "$tot" "$t")x the floor"
+	assert_line --index 8 "exchange: $(commas "$ex") cycles, $(thousandths "$ex" "$exf")x the per-phase floors ($(commas "$exf") cycles)"
+	# a capture of version 4 (no floors) gives the first seven lines alone
+	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$ROOT/tests/fuzz/capture/tiny-mlp.json"
+	assert_success
+	assert_equal "${#lines[@]}" 7
 }
 
 # ---- H. compute cost (formats/machine.md's cost model) ----
@@ -818,6 +877,182 @@ tiles_of() {
 	local s1=$((sync * w1 / (w1 + w2)))
 	run jq -c '[.ops[] | [.op, .exchange_cycles, .sync_cycles]]' "$COST_CAPTURE"
 	assert_output "[[\"m1\",$((c0 + e1)),$((sync + s1))],[\"m2\",$((c1 - e1 + c2)),$((sync - s1 + sync))]]"
+}
+
+# ---- F. floors (formats/capture.md, "Floors") ----
+
+# phase_floors STAGE: "phase floor tile" per phase, by the definition, from
+# every member of the stage's send transfers (stages.bash's members).
+phase_floors() {
+	members "$1" > members.txt
+	awk '
+	function val(k,   s) { s = $0; sub(".*[{ ]" k ": ", "", s); sub("[,}].*", "", s); return s + 0 }
+	FNR == NR {
+		if (/^machine: /) {
+			tiles = val("tiles"); bpc = val("exchange_bytes_per_cycle")
+			sc = val("send_control_cycles"); rc = val("receive_control_cycles")
+		}
+		if (/^- \{phase: /) {
+			t = $0; gsub(/[][{},:]/, " ", t); split(t, f, " ")
+			np++; for (s = f[5]; s <= f[6]; s++) ph[s] = f[3]
+		}
+		next
+	}
+	$2 == "send" && ($1 in ph) {
+		p = ph[$1]; d = int(($3 + bpc - 1) / bpc)
+		sent[p, $4] += d; nsend[p, $4]++
+		for (j = 0; j < $8; j++) { t = (($6 + j * $9) % tiles + tiles) % tiles; rcvd[p, t] += d; nrecv[p, t]++ }
+	}
+	END {
+		for (p = 0; p < np; p++) {
+			best = 0; at = -1
+			for (t = 0; t < tiles; t++) {
+				if (!nsend[p, t] && !nrecv[p, t]) continue
+				x = sc * nsend[p, t] + rc * nrecv[p, t]
+				if (nsend[p, t] && sc + sent[p, t] > x) x = sc + sent[p, t]
+				if (nrecv[p, t] && rc + rcvd[p, t] > x) x = rc + rcvd[p, t]
+				if (at < 0 || x > best) { best = x; at = t }
+			}
+			print p, best, at
+		}
+	}' "$1" members.txt
+}
+
+# compute_floor STAGE: the model's compute floor by its definition, from
+# the stage's records: GEMMs (m k n, format), the compute steps of kind
+# attention, layernorm, gelu and add on their placements' shapes (a
+# window's extent, else its tensor's shape), each times its repeat's count.
+compute_floor() {
+	awk '
+	function val(k,   s) { s = $0; if (!sub(".*[{ ]" k ": ", "", s)) return ""; sub("[,}].*", "", s); return s }
+	function list(k,   s) { s = $0; sub(".*[{ ]" k ": \\[", "", s); sub("\\].*", "", s); return s }
+	function prod(l,   f, n, i, p) { n = split(l, f, ", "); p = 1; for (i = 1; i <= n; i++) p *= f[i]; return p }
+	function count(st,   i) { for (i = 1; i <= nr; i++) if (st >= rf[i] && st <= rl[i]) return rc[i]; return 1 }
+	/^machine: / {
+		tiles = val("tiles"); el = val("elementwise_cycles_per_element"); red = val("reduction_cycles_per_element")
+		r16 = val("fp16"); r8 = val("fp8")
+	}
+	/^[a-z]+:/ { sect = $1 }
+	sect == "tensors:" && /^- / { shape[val("name")] = list("shape") }
+	sect == "gemms:" && /^- / { ng++; gop[ng] = val("op"); macs[ng] = val("m") * val("k") * val("n"); fp8[ng] = val("format") == "fp8" }
+	sect == "placements:" && /^- / { ext[val("name")] = index($0, " extent: ") ? list("extent") : shape[val("tensor")] }
+	sect == "steps:" && / compute: / {
+		n++; step[n] = val("step") + 0; kind[n] = val("compute"); op[n] = val("op")
+		split(list("in"), in1, ", "); in0[n] = in1[1]; in2[n] = in1[2]; out[n] = val("out"); heads[n] = val("heads")
+	}
+	sect == "repeats:" && /^- / { nr++; split(list("steps"), r, ", "); rf[nr] = r[1] + 0; rl[nr] = r[2] + 0; rc[nr] = val("count") }
+	END {
+		for (i = 1; i <= n; i++) {
+			c = count(step[i])
+			if (kind[i] == "matmul" && !(op[i] in gc)) gc[op[i]] = c
+			if (kind[i] == "attention") {
+				split(ext[in0[i]], q, ", "); split(ext[in2[i]], k, ", ")
+				sc = q[1] * heads[i] * q[2] * k[2]
+				m16 += 2 * sc * (q[3] / heads[i]) * c; e += sc * red * c
+			}
+			if (kind[i] == "layernorm") e += prod(ext[in0[i]]) * red * c
+			if (kind[i] == "gelu" || kind[i] == "add") e += prod(ext[out[i]]) * el * c
+		}
+		for (g = 1; g <= ng; g++) {
+			c = (gop[g] in gc) ? gc[gop[g]] : 1
+			if (fp8[g]) m8 += macs[g] * c; else m16 += macs[g] * c
+		}
+		a = r16; b = r8; while (b) { t = a % b; a = b; b = t }; l = r16 / a * r8
+		w = e * l + m16 * (l / r16) + m8 * (l / r8)
+		printf "%d\n", int((w + l * tiles - 1) / (l * tiles))
+	}' "$1"
+}
+
+@test "capture's phase floors are the definition's, over every member of the stage, and never above the phase's cycles" {
+	siglip_ok
+	local pair stage cap
+	for pair in "$TINY:$TINY_CAPTURE" "$SIGLIP:$SIGLIP_CAPTURE" "$VIT:$VIT_CAPTURE" "$COST:$COST_CAPTURE"; do
+		stage=${pair%%:*} cap=${pair#*:}
+		phase_floors "$stage" > want.txt
+		run wc -l < want.txt
+		assert [ "$output" -ge 3 ]
+		jq -r '.phases[] | "\(.id) \(.floor_cycles) \(.floor_tile)"' "$cap" > got.txt
+		run diff want.txt got.txt
+		assert_success
+		# a phase takes at least its floor; every phase that moves anything has one
+		jq_empty '.machine.tiles as $t | [.phases[] | select(.floor_cycles > .cycles or (.transfers > 0 and .floor_cycles <= 0)
+			or .floor_tile < 0 or .floor_tile >= $t) | .id]' "$cap"
+	done
+}
+
+@test "capture's exchange floor weighs each phase's floor by its count; the exchange is at least it" {
+	siglip_ok
+	local f
+	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE" "$VIT_CAPTURE" "$COST_CAPTURE"; do
+		run jq -c '.summary as $s | [
+			$s.exchange_floor_cycles == ([.phases[] | .floor_cycles * .count] | add),
+			$s.exchange_floor_cycles > 0,
+			$s.exchange_floor_ratio >= 1,
+			$s.exchange_cycles >= $s.exchange_floor_cycles] | all' "$f"
+		assert_output true
+	done
+	# the repeat's phases count times over
+	run jq '[.phases[] | select(.count > 1)] | length' "$VIT_CAPTURE"
+	assert [ "$output" -ge 1 ]
+}
+
+@test "capture's model floor: compute from whole tensors, movement from the receiver payload, one sync per matmul or attention op" {
+	siglip_ok
+	local pair stage cap want
+	for pair in "$TINY:$TINY_CAPTURE" "$SIGLIP:$SIGLIP_CAPTURE" "$VIT:$VIT_CAPTURE" "$COST:$COST_CAPTURE"; do
+		stage=${pair%%:*} cap=${pair#*:}
+		want=$(compute_floor "$stage")
+		assert [ "$want" -gt 0 ]
+		assert_equal "compute $(jq .summary.floor.compute_floor_cycles "$cap")" "compute $want"
+		# the receivers' bytes over every run, spread over every tile's port
+		want=$(jq '. as $c | ([$c.phases[] | .count as $n | $c.phase_traffic[.id | tostring][].receiver_payload_bytes * $n] | add)
+			as $b | $c.machine as $m | ($b + $m.exchange_bytes_per_cycle * $m.tiles - 1) / ($m.exchange_bytes_per_cycle * $m.tiles) | floor' "$cap")
+		assert_equal "movement $(jq .summary.floor.movement_floor_cycles "$cap")" "movement $want"
+		# one sync per run of each op with a matmul or attention step
+		want=$(jq '[.compute[] | select(.compute == "matmul" or .compute == "attention")] | unique_by(.op)
+			| map(.count) | add * $s' --argjson s "$(jq .machine.sync_cycles "$cap")" "$cap")
+		assert_equal "sync $(jq .summary.floor.sync_floor_cycles "$cap")" "sync $want"
+		run jq -c '.summary as $s | $s.floor as $f | [
+			$f.total_floor_cycles == $f.compute_floor_cycles + $f.movement_floor_cycles + $f.sync_floor_cycles,
+			$f.total_floor_cycles < $s.total_cycles, $f.ratio >= 1,
+			$f.compute_floor_cycles <= $s.compute_cycles,
+			$f.movement_floor_cycles <= $s.exchange_floor_cycles, $s.exchange_floor_cycles <= $s.exchange_cycles,
+			$f.sync_floor_cycles <= $s.sync_cycles,
+			$f.compute_floor_cycles > 0, $f.movement_floor_cycles > 0, $f.sync_floor_cycles > 0] | all' "$cap"
+		assert_output true
+	done
+	# vit-tiny's repeat counts: two layers' syncs, and more than one run of its body's ops
+	run jq '[.compute[] | select(.compute == "attention")] | map(.count) | max' "$VIT_CAPTURE"
+	assert [ "$output" -gt 1 ]
+}
+
+@test "capture's model floor leaves out what a plan adds: the call overhead and the staging kinds" {
+	# the same stage on a machine whose matmul calls and local copies cost
+	# more: compute cycles grow, the floor does not
+	sed '3s/matmul_call_cycles: [0-9]*/matmul_call_cycles: 5000/; 3s/local_copy_bytes_per_cycle: [0-9]*/local_copy_bytes_per_cycle: 1/' \
+		"$VIT" > costly.yaml
+	run amp-capture costly.yaml -o costly.json
+	assert_success
+	run jq -n --slurpfile a "$VIT_CAPTURE" --slurpfile b costly.json \
+		'$b[0].summary.compute_cycles > $a[0].summary.compute_cycles and $b[0].summary.floor == ($a[0].summary.floor | .ratio = $b[0].summary.floor.ratio)'
+	assert_output true
+	# and a rate it uses does move it: more fp8 MACs per cycle, a smaller compute floor
+	sed '3s/fp8: \([0-9]*\)}/fp8: 1024}/' "$VIT" > fast.yaml
+	run amp-capture fast.yaml -o fast.json
+	assert_success
+	assert [ "$(jq .summary.floor.compute_floor_cycles fast.json)" -lt "$(jq .summary.floor.compute_floor_cycles "$VIT_CAPTURE")" ]
+	assert_equal "$(jq .summary.floor.compute_floor_cycles fast.json)" "$(compute_floor fast.yaml)"
+}
+
+@test "capture's phase floor: a single send's is the replay's, 100 small sends' their receiver's controls" {
+	local bpc sc rc
+	read -r bpc sc rc <<< "$(jq -r '.machine | "\(.exchange_bytes_per_cycle) \(.send_control_cycles) \(.receive_control_cycles)"' "$TINY_CAPTURE")"
+	replay '- {step: 4, kind: send, len: 400, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: []}' > /dev/null
+	run jq -r '.phases[] | select(.steps == [4, 4]) | "\(.cycles) \(.floor_cycles) \(.floor_tile)"' r.json
+	assert_output "$((rc + (400 + bpc - 1) / bpc)) $((rc + (400 + bpc - 1) / bpc)) 1"
+	replay '- {step: 4, kind: send, len: 4, src: [0, 5664], dst: [1, 672], recv: [1, 0], loops: [[100, 0, 4, 0, 4]]}' > /dev/null
+	run jq -r '.phases[] | select(.steps == [4, 4]) | "\(.floor_cycles) \(.floor_tile) \(.cycles > .floor_cycles)"' r.json
+	assert_output "$((100 * rc)) 1 true"
 }
 
 # ---- G. malformed input ----

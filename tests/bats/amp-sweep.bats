@@ -161,6 +161,14 @@ mtimes() {
 		total=$(cut -f"$col" <<<"$(grep "^$id" m.tsv)")
 		assert_equal "$total" "$(jq .summary.total_cycles "sw/jobs/$id/capture.json")"
 	done < <(tail -n +2 m.tsv)
+	# a result's summary: the capture's integer figures, the floor's in its place, no ratio
+	run jq -n --slurpfile r sw/jobs/000001/result.json --slurpfile c sw/jobs/000001/capture.json \
+		'$r[0].summary == ($c[0].summary | del(.exchange_floor_ratio, .floor) + (.floor | del(.ratio)))
+		 and ($r[0].summary | keys_unsorted | index("total_floor_cycles") > index("exchange_floor_cycles"))'
+	assert_output true
+	amp-sweep merge --rank total_floor_cycles -o f.tsv sw
+	col=$(head -1 f.tsv | tr '\t' '\n' | grep -nx total_floor_cycles | cut -d: -f1)
+	tail -n +2 f.tsv | cut -f"$col" | sort -n -c || fail "not ranked by total_floor_cycles"
 	# the tiny table budget: OVER in the fit and tables columns, fit otherwise
 	run awk -F'\t' 'NR > 1 { print $4, $6, $7, $8, $9 }' m.tsv
 	assert_output "$(printf '%s\n' 'machine fit fit fit fit' 'tiny OVER OVER fit fit' 'machine fit fit fit fit' \

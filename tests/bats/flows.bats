@@ -177,13 +177,16 @@ check_table() {
 	for op in ln mlp_up act mlp_down residual; do
 		assert_line --regexp "^$op +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
 	done
-	assert_line 'phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles over every run)'
-	assert_line --regexp '^phase +labels +runs +transfers +bytes +max_row +max_frag +cycles +total_cycles$'
+	# the floors beside the totals
+	assert_line --regexp "^floor: [0-9,]+ cycles \(compute [0-9.]+[MK]?, movement [0-9.]+[MK]?, sync [0-9.]+[MK]?\); total is [0-9]+\.[0-9]{3}x the floor$"
+	assert_line --regexp "^exchange: [0-9,]+ cycles, [0-9]+\.[0-9]{3}x the per-phase floors \([0-9,]+ cycles\)$"
+	assert_line 'phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles and floor over every run; ratio: cycles / floor)'
+	assert_line --regexp '^phase +labels +runs +transfers +bytes +max_row +max_frag +cycles +total_cycles +floor +ratio$'
 	for ((f = 0; f < phases; f++)); do
-		assert_line --regexp "^$f +[^ ]+ +1 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
+		assert_line --regexp "^$f +[^ ]+ +1 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+\.[0-9]{3}$"
 	done
 	# the total row adds up to the head's figures
-	assert_line --regexp "$(jq -r '.summary | "^total +- +\(.phases) +\(.transfers) +\(.bytes) +\(.max_row_bytes) +[0-9]+ +- +\(.exchange_cycles)$"' "$a/capture.json")"
+	assert_line --regexp "$(jq -r '.summary | "^total +- +\(.phases) +\(.transfers) +\(.bytes) +\(.max_row_bytes) +[0-9]+ +- +\(.exchange_cycles) +\(.exchange_floor_cycles) +[0-9]+\\.[0-9]{3}$"' "$a/capture.json")"
 	assert_line 'top movement classes by receiver payload'
 	assert_line --regexp '^phase +op\.operand +tensor +movement +sends +receiver_bytes +replication$'
 	assert_line --regexp '^[0-9]+ +[a-z_]+\.[a-z_]+ +[^ ]+ +(activation|parameter|output|reduction) +[0-9]+ +[0-9]+ +[0-9]+$'

@@ -332,12 +332,14 @@ checked_copy() {
 
 @test "table cells are escaped: markup in a name is text, numbers are right-aligned" {
 	run jq -rRn --arg caption 'a<b' -f "$ROOT/share/report/table.jq" \
-		< <(printf 'op\tcycles\n<i>x</i> & "y"\t12\nback\\\\slash\\ttab\t-3\n')
+		< <(printf 'op\tcycles\n<i>x</i> & "y"\t12\nback\\\\slash\\ttab\t-3\nratio\t1.498\nversion\t1.2.3\n')
 	assert_success
 	assert_line '<caption>a&lt;b</caption>'
 	assert_line '<thead><tr><th>op</th><th>cycles</th></tr></thead>'
 	assert_line '<tr><td>&lt;i&gt;x&lt;/i&gt; &amp; &quot;y&quot;</td><td class="n">12</td></tr>'
 	assert_line $'<tr><td>back\\slash\ttab</td><td class="n">-3</td></tr>'
+	assert_line '<tr><td>ratio</td><td class="n">1.498</td></tr>'
+	assert_line '<tr><td>version</td><td>1.2.3</td></tr>'
 }
 
 @test "headless chromium loads the page and decodes every image; a missing one is reported" {
