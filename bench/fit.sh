@@ -3,7 +3,10 @@
 # defaults, lowered, emitted at the machine's limits (amp-emit --report)
 # and captured. One row per model: the largest and median tile's table
 # bytes, the largest fragment count, the largest SRAM use (tensors +
-# tables), total modelled cycles, and whether amp-emit wrote the program
+# tables), total modelled cycles beside the model's floor (amp-capture's
+# summary.floor: essential compute, the plan's movement and the fewest
+# syncs, spread over every tile) and the ratio, the exchange's ratio to
+# its per-phase floors, and whether amp-emit wrote the program
 # (or amp-plan's reason when no plan fits). Prints figures; not a test.
 #
 #   bench/fit.sh [MACHINE] [MODEL...]   (default amp1472 and every
@@ -21,12 +24,12 @@ make -s all
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "machine: $machine"
-printf '| model | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | program |\n'
-printf '|---|---|---|---|---|---|\n'
+printf '| model | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | floor | x floor | exchange x phase floors | program |\n'
+printf '|---|---|---|---|---|---|---|---|---|\n'
 for m in "${models[@]}"; do
 	n=$(basename "$m" .yaml)
 	if ! bin/amp-plan --machine "$machine" -o "$tmp/plan.yaml" "$m" 2> "$tmp/err"; then
-		printf '| %s | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-120)"
+		printf '| %s | - | - | - | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-120)"
 		continue
 	fi
 	bin/amp-compose "$tmp/plan.yaml" | bin/amp-expand | bin/amp-exchange | bin/amp-group > "$tmp/g.yaml"
@@ -35,5 +38,5 @@ for m in "${models[@]}"; do
 	sram=$(sed -n 's/^amp-emit: largest SRAM use: tile [0-9]*, \([0-9]*\) bytes.*/\1/p' "$tmp/emit")
 	bin/amp-capture -o "$tmp/c.json" "$tmp/g.yaml"
 	jq -r --arg n "$n" --arg s "${sram:--}" --arg w "$written" \
-		'.summary | "| \($n) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \($w) |"' "$tmp/c.json"
+		'.summary | "| \($n) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \(.floor.total_floor_cycles) | \(.floor.ratio) | \(.exchange_floor_ratio) | \($w) |"' "$tmp/c.json"
 done

@@ -230,7 +230,7 @@ int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
 		 * (and any candidate that does not fit): the most headroom on
 		 * the worst tile, in steps of 1%, then the least bytes */
 		int64_t ea = (int64_t)(a->x_excess * 100), eb = (int64_t)(b->x_excess * 100);
-		if (o == OBJ_CYCLES && a->fits && (r = cmp64(a->cycles, b->cycles)))
+		if (o == OBJ_CYCLES && a->fits && (r = cmp64(a->x_cycles, b->x_cycles)))
 			return r;
 		if ((r = cmp64(ea, eb)))
 			return r;

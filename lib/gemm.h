@@ -65,6 +65,8 @@ typedef struct {
 	int64_t x_peak;         /* largest tile's tensors while the op runs, plus its table bytes */
 	int64_t x_bytes;        /* the op's tensor and table bytes, all tiles */
 	double x_excess;        /* worst ratio of a figure to its limit (fits: <= 1) */
+	int64_t x_cycles;       /* cycles objective: the trial's modelled cycles (replay, sync,
+				 * local copies, compute), beside the estimate in cycles */
 } Candidate;
 
 /* 0 if the grid is valid for the shape; else -1 and why (no location). */

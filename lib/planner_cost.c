@@ -183,7 +183,7 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
 		}
 		c->fits = c->x_excess <= 1.0 - b->margin;
 		if (b->o->objective == OBJ_CYCLES)
-			c->cycles = cyc;        /* the trial's modelled cycles replace the estimate */
+			c->x_cycles = cyc;
 	}
 	snap_back(b, &sn);
 	free(tt);

@@ -341,6 +341,20 @@ static int by_estimate(const void *x, const void *y)
 	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
 }
 
+/* The cycles objective's order for the short list: as by_estimate for
+ * the per-tile bound, then the formula's cycles, then by_estimate's. */
+static int by_cycles(const void *x, const void *y)
+{
+	const Candidate *a = x, *b = y;
+	int64_t oa = a->tile_bytes - rank_room, ob = b->tile_bytes - rank_room;
+	oa = oa > 0 ? oa : 0, ob = ob > 0 ? ob : 0;
+	if (oa != ob)
+		return oa < ob ? -1 : 1;
+	if (a->cycles != b->cycles)
+		return a->cycles < b->cycles ? -1 : 1;
+	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
+}
+
 static int by_exact(const void *x, const void *y)
 {
 	return candidate_cmp(x, y, rank_obj);
@@ -367,7 +381,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	for (int64_t t = 0; t < T; t++)
 		base = load[t] > base ? load[t] : base;
 	rank_room = machine_avail(b->mc) - base - b->mc->table_budget_bytes;
-	qsort(all, (size_t)nall, sizeof *all, by_estimate);
+	qsort(all, (size_t)nall, sizeof *all, b->o->objective == OBJ_CYCLES ? by_cycles : by_estimate);
 	/* Rounds of SHORTLIST per staging pair, down the formula's order,
 	 * until one fits (at most SHORTLIST_ROUNDS). */
 	/* Under the memory objective, without --explain (which lists every

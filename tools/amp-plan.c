@@ -71,6 +71,8 @@ static void print_candidate(int rank, const Candidate *c, int chosen)
 	if (c->exact)
 		printf("  %9lld  %6lld  %9lld  %4s", (long long)c->x_table, (long long)c->x_frags,
 		       (long long)c->x_peak, c->fits ? "yes" : "no");
+	if (c->exact && c->x_cycles)
+		printf("  %9lld", (long long)c->x_cycles);
 	printf("\n");
 }
 
@@ -83,7 +85,9 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 		printf("(estimates by formula; 'x tables', 'x frags' and 'x peak' are the exact figures of\n"
 		       " a trial lowering, on the worst tile, earlier ops included: table bytes,\n"
 		       " fragments, and tensors + tables; 'fits' checks them against the table budget,\n"
-		       " the fragment limit and the SRAM available)\n");
+		       " the fragment limit and the SRAM available%s)\n",
+		       obj == OBJ_CYCLES ? "; 'x cycles' the trial's modelled cycles, by which\n"
+		       " fitting candidates rank, beside the formula's estimate in 'cycles'" : "");
 	for (int i = 0; i < m->nops; i++) {
 		const Explain *x = &ex[i];
 		if (!x->op)
@@ -106,7 +110,8 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 			       (long long)x->avail, (long long)x->base);
 		printf("  rank  grid            cast   staging    out     reduce   tiles  tile bytes   total bytes"
 		       "    largest    rows     cycles     tables%s\n",
-		       x->exact ? "   x tables  x frags    x peak  fits" : "");
+		       x->exact ? obj == OBJ_CYCLES ? "   x tables  x frags    x peak  fits   x cycles" :
+			   "   x tables  x frags    x peak  fits" : "");
 		for (int k = 0; k < x->nbest; k++) {
 			const Candidate *c = &x->best[k];
 			int chosen = !memcmp(c->grid, g->grid, sizeof c->grid) && c->cast == g->cast &&
