@@ -139,6 +139,7 @@ help:
 	@echo '                  the flows, into artifacts/NAME/ (ART=DIR, ARTIFACTS=DIR to move it)'
 	@echo 'make report MODEL=FILE  capture, then artifacts/NAME/report.html: heatmaps, flow graph, tables'
 	@echo 'make experiment-weights|experiment-compose|experiment-staging [EXP_MODEL=FILE]'
+	@echo 'make experiment-search [SEARCH_CASES=mlp|so400m]  the search oracle: best pinned GEMMs beside amp-plan (docs/search.md)'
 	@echo 'make fuzz|fuzz-record|fuzz-status [FUZZ_SECONDS=60] [FUZZ_READERS=...]'
 	@echo 'make regen        rewrite the golden stage files in tests/golden/'
 	@echo 'make man          man pages from --help (build/man/)'

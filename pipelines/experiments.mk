@@ -9,6 +9,16 @@
 #                             per tile (p50, p90, max), SRAM, exchange, local-copy and
 #                             compute cycles (bench/staging.c; docs/staging.md has the
 #                             figures measured). Takes minutes.
+#   make experiment-search    the search oracle (bench/search-oracle.sh, docs/search.md):
+#                             a brute force over pinned GEMM choices, each lowered and
+#                             captured by the tools and checked by amp-emit, on
+#                             siglip-mlp (coordinate descent over mlp_up and mlp_down)
+#                             and SigLIP-so400m's 1-layer mlp_down; prints every
+#                             candidate, the top 10 fitting, the best found beside
+#                             amp-plan's own choices. SEARCH_CASES= picks the cases
+#                             (mlp, so400m), SEARCH_GRIDS= the grids per round (5 for
+#                             mlp, 6 for so400m), SEARCH_JOBS= the lowerings at once
+#                             (2), SEARCH_FRESH=1 forgets earlier results. Takes minutes.
 #
 # Each builds both variants under artifacts/experiments/NAME/ (NAME:
 # EXP_MODEL's basename, default siglip-mlp) and prints amp-compare's
@@ -19,7 +29,7 @@ EXP_ROOT := $(ARTIFACTS)/experiments
 EXP_MODEL ?= share/models/siglip-mlp.yaml
 EXP := $(EXP_ROOT)/$(basename $(notdir $(EXP_MODEL)))
 
-.PHONY: experiment-weights experiment-compose experiment-staging
+.PHONY: experiment-weights experiment-compose experiment-staging experiment-search
 
 ifneq ($(filter experiment-weights experiment-compose,$(MAKECMDGOALS)),)
 ifeq ($(wildcard $(EXP_MODEL)),)
@@ -77,3 +87,9 @@ experiment-staging: all $(OBJ)/bench/staging | $(EXP_ROOT)
 		$(OBJ)/bench/staging $(STAGING_MODEL) $(MACHINE) > $(EXP_ROOT)/staging.txt.tmp && \
 		mv $(EXP_ROOT)/staging.txt.tmp $(EXP_ROOT)/staging.txt
 	@cat $(EXP_ROOT)/staging.txt
+
+# The search oracle: its scratch (every candidate's model, plan, capture
+# and result, kept for reruns with the same tools) in EXP_ROOT/search.
+SEARCH_CASES ?=
+experiment-search: all | $(EXP_ROOT)
+	@MACHINE=$(MACHINE) BIN=$(BIN) SEARCH_DIR=$(EXP_ROOT)/search bash bench/search-oracle.sh $(SEARCH_CASES)
