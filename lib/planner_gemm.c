@@ -331,11 +331,15 @@ static _Thread_local int64_t rank_room;
  * (its largest shards, with the table budget kept free) passes what is
  * left on the busiest tile, none first; then tensor memory plus estimated
  * tables. */
+static int64_t over_room(const Candidate *c)
+{
+	return c->tile_bytes > rank_room ? c->tile_bytes - rank_room : 0;
+}
+
 static int by_estimate(const void *x, const void *y)
 {
 	const Candidate *a = x, *b = y;
-	int64_t oa = a->tile_bytes - rank_room, ob = b->tile_bytes - rank_room;
-	oa = oa > 0 ? oa : 0, ob = ob > 0 ? ob : 0;
+	int64_t oa = over_room(a), ob = over_room(b);
 	if (oa != ob)
 		return oa < ob ? -1 : 1;
 	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
@@ -346,8 +350,7 @@ static int by_estimate(const void *x, const void *y)
 static int by_cycles(const void *x, const void *y)
 {
 	const Candidate *a = x, *b = y;
-	int64_t oa = a->tile_bytes - rank_room, ob = b->tile_bytes - rank_room;
-	oa = oa > 0 ? oa : 0, ob = ob > 0 ? ob : 0;
+	int64_t oa = over_room(a), ob = over_room(b);
 	if (oa != ob)
 		return oa < ob ? -1 : 1;
 	if (a->cycles != b->cycles)
