@@ -62,18 +62,46 @@ int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int6
 	return place_same_region(s, idx, d, dst_idx);
 }
 
-/* Every tile both hold: the same region there. */
-static int can_alias(const Plan *pl, int q, int i, const TileList *ti)
+/* at[t]: the first shard of p (in place_each's order, as shard_on finds
+ * it) on tile t, linear, or -1. */
+static int first_at(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	int64_t *at = ctx, lin = 0;
+	(void)rep;
+	for (int a = 0; a < p->rank; a++)
+		lin = lin * p->split[a] + idx[a];
+	if (at[t] < 0)
+		at[t] = lin;
+	return 0;
+}
+
+static void shards_at(const Plan *pl, const Placement *p, int64_t *at)
+{
+	for (int64_t t = 0; t < pl->machine.tiles; t++)
+		at[t] = -1;
+	place_each(p, pl->machine.tiles, first_at, at);
+}
+
+/* Every tile both hold: the same region there. at: 2 x tiles scratch. */
+static int can_alias(const Plan *pl, int q, int i, const TileList *ti, int64_t *at)
 {
 	const Placement *a = &pl->p[q], *b = &pl->p[i];
-	int64_t ia[MAX_RANK], ib[MAX_RANK];
+	int64_t ia[MAX_RANK], ib[MAX_RANK], T = pl->machine.tiles;
 	if (a->layout != b->layout)
 		return 0;
-	for (int64_t k = 0; k < ti->n; k++)
-		if (shard_on(pl, a, ti->tiles[k], ia)) {
-			if (!shard_on(pl, b, ti->tiles[k], ib) || !place_same_region(a, ia, b, ib))
+	shards_at(pl, a, at);
+	shards_at(pl, b, at + T);
+	for (int64_t k = 0; k < ti->n; k++) {
+		int64_t t = ti->tiles[k];
+		if (at[t] >= 0) {
+			if (at[T + t] < 0)
+				return 0;
+			place_shard_idx(a, at[t], ia);
+			place_shard_idx(b, at[T + t], ib);
+			if (!place_same_region(a, ia, b, ib))
 				return 0;
 		}
+	}
 	return 1;
 }
 
@@ -126,6 +154,7 @@ int plan_alloc(Plan *pl, Err *e)
 	char *done = xcalloc((size_t)np, 1);
 	TileBlocks *tb = xcalloc((size_t)T, sizeof *tb);
 	TileList tl = { xmalloc((size_t)T * sizeof *tl.tiles), 0 };
+	int64_t *at = xmalloc((size_t)(2 * T) * sizeof *at);
 
 	plan_lifetimes(pl, first, last, alias);
 	for (int i = 0; i < np; i++)
@@ -146,7 +175,7 @@ int plan_alloc(Plan *pl, Err *e)
 		tl.n = 0;
 		place_each(p, T, collect, &tl);
 		addr = -1;
-		if (q >= 0 && done[q] && can_alias(pl, q, i, &tl)) {
+		if (q >= 0 && done[q] && can_alias(pl, q, i, &tl, at)) {
 			int64_t b2 = -1;
 			int64_t a = first_fit(tb, &tl, pl->p[q].addr, size, first[i], last[i], q, &b2);
 			if (a == pl->p[q].addr)
@@ -191,6 +220,7 @@ out:
 		free(tb[t].b);
 	free(tb);
 	free(tl.tiles);
+	free(at);
 	free(first);
 	free(last);
 	free(alias);

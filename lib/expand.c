@@ -1,212 +1,10 @@
 #include "expand.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
-
-/* Cut quanta: a layout is affine between multiples of these (0: nowhere
- * cut). Each format's own panel shape: fp8 strips are 32 K-values. */
-static int64_t row_quantum(const Placement *p)
-{
-	return p->layout == LAYOUT_TRANSPOSED_RIGHT ? fmt_mu(p->fmt) : 0;
-}
-
-static int64_t col_quantum(const Placement *p)
-{
-	switch (p->layout) {
-	case LAYOUT_AMP_LEFT: return fmt_mu(p->fmt);
-	case LAYOUT_TRANSPOSED_RIGHT:
-	case LAYOUT_AMP_OUTPUT: return 16;
-	default: return 0;
-	}
-}
-
-/* Element strides inside one cell. */
-static void cell_strides(const Layout *l, int64_t *sr, int64_t *sc)
-{
-	switch (l->kind) {
-	case LAYOUT_ROW_MAJOR: *sr = l->cols; *sc = 1; break;
-	case LAYOUT_AMP_LEFT: *sr = fmt_mu(l->fmt); *sc = 1; break;
-	case LAYOUT_AMP_OUTPUT: *sr = 16; *sc = 1; break;
-	default: *sr = 1; *sc = fmt_mu(l->fmt); break;
-	}
-}
-
-/* Distance from x to the next multiple of q (q == 0: never). */
-static int64_t to_cut(int64_t x, int64_t q)
-{
-	return q ? q - x % q : INT64_MAX;
-}
-
-/* Is shard idx made of whole panels: every boundary of its region on a
- * panel boundary of its layout or at the tensor's edge? Transposed-right
- * panels stack K-rows, so with more leading axes they must be trivial. */
-int shard_whole(const Placement *p, const int64_t *idx)
-{
-	int last = p->rank - 1, L = p->rank - 2;
-	int64_t qc = col_quantum(p), qr = row_quantum(p);
-	if (!qc)
-		return 0;
-	int64_t lo = idx[last] * p->block[last], hi = lo + place_extent(p, last, idx[last]);
-	if (lo % qc || (hi % qc && hi != p->shape[last]))
-		return 0;
-	if (qr && L >= 0) {
-		for (int a = 0; a < L; a++)
-			if (p->shape[a] != 1)
-				return 0;
-		lo = idx[L] * p->block[L];
-		hi = lo + place_extent(p, L, idx[L]);
-		if (lo % qr || (hi % qr && hi != p->shape[L]))
-			return 0;
-	}
-	return 1;
-}
-
-typedef struct {
-	Run *r;
-	int64_t n, *cap;
-	Run **out;
-} Runs;
-
-static void emit(Runs *rs, int64_t src, int64_t dst, int64_t len)
-{
-	if (rs->n == *rs->cap) {
-		*rs->cap = *rs->cap ? 2 * *rs->cap : 64;
-		rs->r = xrealloc(rs->r, (size_t)*rs->cap * sizeof *rs->r);
-		*rs->out = rs->r;
-	}
-	Run r = { src, dst, len };
-	rs->r[rs->n++] = r;
-}
-
-/* One cell [h rows x w cols] where both sides are affine. */
-static void cell(Runs *rs, const Layout *ls, const Layout *ld, int64_t rS, int64_t rD, int64_t h,
-		 int64_t cS, int64_t cD, int64_t w)
-{
-	int64_t srS, scS, srD, scD;
-	int64_t s0 = layout_offset(ls, rS, cS), d0 = layout_offset(ld, rD, cD);
-
-	cell_strides(ls, &srS, &scS);
-	cell_strides(ld, &srD, &scD);
-	/* Traverse along the destination's unit stride. */
-	int64_t fast = w, slow = h, fS = scS, sS = srS, sD = srD;
-	if (scD != 1) {
-		fast = h, slow = w, fS = srS, sS = scS, sD = scD;
-	}
-	if (fS != 1) {                      /* cross-layout relayout: single elements */
-		int64_t fD = scD != 1 ? srD : scD;
-		for (int64_t k = 0; k < slow; k++)
-			for (int64_t j = 0; j < fast; j++)
-				emit(rs, s0 + k * sS + j * fS, d0 + k * sD + j * fD, 1);
-		return;
-	}
-	if (slow == 1 || (sS == fast && sD == fast)) {
-		emit(rs, s0, d0, fast * slow);
-		return;
-	}
-	for (int64_t k = 0; k < slow; k++)
-		emit(rs, s0 + k * sS, d0 + k * sD, fast);
-}
-
-static int by_dst(const void *a, const void *b)
-{
-	const Run *x = a, *y = b;
-	return (x->dst > y->dst) - (x->dst < y->dst);
-}
-
-int64_t shard_runs(const Placement *S, const int64_t *sidx, const Placement *D,
-		   const int64_t *didx, const int64_t *lo, const int64_t *hi, int whole,
-		   Run **runs, int64_t *cap)
-{
-	int rank = S->rank, last = rank - 1, L = rank - 2;
-	Layout ls = place_layout(S, sidx), ld = place_layout(D, didx);
-	int64_t los[MAX_RANK], lod[MAX_RANK], inS[MAX_RANK], inD[MAX_RANK], end[MAX_RANK];
-	int64_t qrS = row_quantum(S), qrD = row_quantum(D), qcS = col_quantum(S), qcD = col_quantum(D);
-	int esz = fmt_bytes(S->fmt);
-	Runs rs = { *runs, 0, cap, runs };
-
-	for (int a = 0; a < rank; a++) {
-		los[a] = S->off[a] + sidx[a] * S->block[a];
-		lod[a] = D->off[a] + didx[a] * D->block[a];
-		end[a] = hi[a];
-	}
-	for (int a = L, iS = 1, iD = 1; a >= 0; a--) {
-		inS[a] = iS;
-		inD[a] = iD;
-		iS *= place_extent(S, a, sidx[a]);
-		iD *= place_extent(D, a, didx[a]);
-	}
-	if (whole) {                        /* padding travels at the tensor's edge */
-		int64_t q = col_quantum(D);
-		if (q && hi[last] == D->shape[last])
-			end[last] = lo[last] + (cdiv(D->shape[last], q) * q - lo[last]);
-		q = row_quantum(D);
-		if (q && L >= 0 && hi[L] == D->shape[L])
-			end[L] = cdiv(D->shape[L], q) * q;
-	}
-
-	int64_t idx[MAX_RANK];
-	for (int a = 0; a < L; a++)
-		idx[a] = lo[a];
-	for (;;) {
-		int64_t oS = 0, oD = 0, r0S, r0D, nr;
-		for (int a = 0; a < L; a++) {
-			oS += (idx[a] - los[a]) * inS[a];
-			oD += (idx[a] - lod[a]) * inD[a];
-		}
-		if (L >= 0) {
-			r0S = oS + lo[L] - los[L];
-			r0D = oD + lo[L] - lod[L];
-			nr = end[L] - lo[L];
-		} else {
-			r0S = r0D = 0;
-			nr = 1;
-		}
-		int64_t c0S = lo[last] - los[last], c0D = lo[last] - lod[last], nc = end[last] - lo[last];
-		for (int64_t i = 0; i < nr;) {
-			int64_t h = nr - i, t;
-			if ((t = to_cut(r0S + i, qrS)) < h) h = t;
-			if ((t = to_cut(r0D + i, qrD)) < h) h = t;
-			for (int64_t j = 0; j < nc;) {
-				int64_t w = nc - j;
-				if ((t = to_cut(c0S + j, qcS)) < w) w = t;
-				if ((t = to_cut(c0D + j, qcD)) < w) w = t;
-				cell(&rs, &ls, &ld, r0S + i, r0D + i, h, c0S + j, c0D + j, w);
-				j += w;
-			}
-			i += h;
-		}
-		int a = L - 1;
-		while (a >= 0 && ++idx[a] == hi[a]) {
-			idx[a] = lo[a];
-			a--;
-		}
-		if (a < 0)
-			break;
-	}
-
-	int64_t u = 1;                          /* often made in order already */
-	while (u < rs.n && rs.r[u - 1].dst <= rs.r[u].dst)
-		u++;
-	if (u < rs.n)
-		qsort(rs.r, (size_t)rs.n, sizeof *rs.r, by_dst);
-	int64_t n = 0;
-	for (int64_t i = 0; i < rs.n; i++) {
-		Run r = rs.r[i];
-		if (n && rs.r[n - 1].dst + rs.r[n - 1].len == r.dst &&
-		    rs.r[n - 1].src + rs.r[n - 1].len == r.src)
-			rs.r[n - 1].len += r.len;
-		else
-			rs.r[n++] = r;
-	}
-	for (int64_t i = 0; i < n; i++) {
-		rs.r[i].src *= esz;
-		rs.r[i].dst *= esz;
-		rs.r[i].len *= esz;
-	}
-	return n;
-}
 
 /* ---- copies ---- */
 
@@ -215,7 +13,7 @@ typedef struct {
 	int n, cap;
 } XList;
 
-static void push(XList *l, const Xfer *x)
+static inline void push(XList *l, const Xfer *x)
 {
 	if (l->n == l->cap) {
 		l->cap = l->cap ? 2 * l->cap : 256;
@@ -314,13 +112,19 @@ typedef struct {
 	int64_t len, src_tile, src_addr, dst_tile, dst_addr, nrecv, recv_step;
 } Req;
 
+/* Is x of g's shape (group_cmp's 0)? */
+static inline int of_group(const Group *g, const Req *x)
+{
+	return g->kind == x->kind && g->len == x->len && g->nrecv == x->nrecv && g->recv_step == x->recv_step;
+}
+
 static void stream_push(Stream *s, const Req *x)
 {
 	Group key = { x->kind, x->len, x->nrecv, x->recv_step, { NULL, 0, 0 } }, *g = NULL;
-	if (s->n && !group_cmp(&s->g[s->last], &key))
+	if (s->n && of_group(&s->g[s->last], x))
 		g = &s->g[s->last];
 	for (int i = 0; !g && i < s->n; i++)
-		if (!group_cmp(&s->g[i], &key))
+		if (of_group(&s->g[i], x))
 			g = &s->g[s->last = i];
 	if (!g) {
 		if (s->n == s->cap) {
@@ -354,12 +158,16 @@ static void stream_push(Stream *s, const Req *x)
 			return;
 		}
 	}
-	Xfer r;                                 /* a new record: a single */
-	memset(&r, 0, sizeof r);
-	r.kind = x->kind, r.step = x->step, r.len = x->len;
-	r.src_tile = x->src_tile, r.src_addr = x->src_addr, r.dst_tile = x->dst_tile, r.dst_addr = x->dst_addr;
-	r.nrecv = x->nrecv, r.recv_step = x->recv_step;
-	push(&g->out, &r);
+	XList *l = &g->out;                     /* a new record: a single, made in place */
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 256;
+		l->x = xrealloc(l->x, (size_t)l->cap * sizeof *l->x);
+	}
+	Xfer *r = &l->x[l->n++];
+	memset(r, 0, sizeof *r);
+	r->kind = x->kind, r->step = x->step, r->len = x->len;
+	r->src_tile = x->src_tile, r->src_addr = x->src_addr, r->dst_tile = x->dst_tile, r->dst_addr = x->dst_addr;
+	r->nrecv = x->nrecv, r->recv_step = x->recv_step;
 }
 
 /* The shard's requests into l (after from), folded: the groups in
@@ -406,6 +214,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			    "handles one", step, D->name, D->nrep);
 	Stream sm;
 	memset(&sm, 0, sizeof sm);
+	runs_forget();
 	for (int64_t dl = 0; dl < nd; dl++) {
 		int64_t didx[MAX_RANK], dlo[MAX_RANK], dhi[MAX_RANK], q = dl;
 		int64_t slo[MAX_RANK], shi[MAX_RANK], sidx[MAX_RANK];
@@ -460,7 +269,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 				if (tile_mod(t0 + r * rstride, T) == ts && S->addr == D->addr &&
 				    place_same_region(S, sidx, D, didx))
 					skip = r;
-			int64_t nr = shard_runs(S, sidx, D, didx, lo, hi, whole, runs, cap);
+			int64_t nr = shard_runs_kept(S, sidx, D, didx, lo, hi, whole, runs, cap);
 			for (int part = 0; part < 2; part++) {
 				if (skip < 0 && part)
 					break;
@@ -564,7 +373,7 @@ static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *))
 /* A copy's requests depend on its placements' shapes, tiles and formats,
  * whether they share an address, and the machine's tiles; addresses only
  * move them. The key holds those as integers. */
-#define KEY_MAX (2 * (8 + 6 * MAX_RANK + 2 * MAX_REP) + 2)
+#define KEY_MAX (2 * PLACE_KEY_MAX + 8)
 
 typedef struct {
 	uint64_t hash;
@@ -575,21 +384,11 @@ typedef struct {
 	int64_t saddr, daddr;
 } Expanded;
 
-static _Thread_local Expanded *done;
-static _Thread_local int64_t done_cap, done_n;
-
-static int place_key(const Placement *p, int64_t *k)
-{
-	int n = 0;
-	k[n++] = p->layout, k[n++] = p->fmt, k[n++] = p->rank, k[n++] = p->base, k[n++] = p->nrep;
-	for (int a = 0; a < p->rank; a++) {
-		k[n++] = p->shape[a], k[n++] = p->off[a], k[n++] = p->whole[a];
-		k[n++] = p->split[a], k[n++] = p->block[a], k[n++] = p->stride[a];
-	}
-	for (int r = 0; r < p->nrep; r++)
-		k[n++] = p->rep[r], k[n++] = p->rstride[r];
-	return n;
-}
+/* Shared by the threads (the planner's two ownerships lower many of the
+ * same copies): under done_mu. */
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static Expanded *done;
+static int64_t done_cap, done_n;
 
 static uint64_t key_hash(const int64_t *k, int n)
 {
@@ -640,12 +439,20 @@ static void done_put(const int64_t *k, int n, uint64_t h, const Xfer *x, int nx,
 	done_n++;
 }
 
+void expand_release_thread(void)
+{
+	runs_release();
+}
+
 void expand_release(void)
 {
+	runs_release();
+	pthread_mutex_lock(&done_mu);
 	for (int64_t i = 0; i < done_cap; i++)
 		free(done[i].x);
 	free(done);
 	done = NULL, done_cap = done_n = 0;
+	pthread_mutex_unlock(&done_mu);
 }
 
 int plan_expand_steps(Plan *pl, int first, int last, Err *e)
@@ -665,6 +472,7 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 		key[nk++] = S->addr == D->addr;
 		key[nk++] = pl->machine.tiles;
 		uint64_t h = key_hash(key, nk);
+		pthread_mutex_lock(&done_mu);
 		const Expanded *d = done_find(key, nk, h);
 		if (d) {                        /* the same requests, moved */
 			for (int i = 0; i < d->n; i++) {
@@ -675,8 +483,10 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 				x.dst_addr += D->addr - d->daddr;
 				plan_add_xfer(pl, &x);
 			}
-			continue;
 		}
+		pthread_mutex_unlock(&done_mu);
+		if (d)
+			continue;
 		l.n = 0;
 		if (expand_copy(pl, s, &l, &runs, &cap, e))
 			goto out;
@@ -684,7 +494,10 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 		int n = xfer_compress(l.x, l.n);
 		for (int i = 0; i < n; i++)
 			plan_add_xfer(pl, &l.x[i]);
-		done_put(key, nk, h, l.x, n, S->addr, D->addr);
+		pthread_mutex_lock(&done_mu);
+		if (!done_find(key, nk, h))     /* another thread may have put it meanwhile */
+			done_put(key, nk, h, l.x, n, S->addr, D->addr);
+		pthread_mutex_unlock(&done_mu);
 	}
 	rc = 0;
 out:

@@ -34,11 +34,15 @@ int plan_expand(Plan *pl, Err *e);
  * addresses (no allocation): plan_expand's second half, and the planner's
  * trial lowering (lib/trial.h). */
 int plan_expand_steps(Plan *pl, int first, int last, Err *e);
-/* plan_expand_steps keeps, per thread, each copy's requests by the shape
- * of its two placements (everything but names and addresses): a copy of
- * the same shapes again is the same requests moved by the address
- * differences. This frees the calling thread's. */
+/* plan_expand_steps keeps each copy's requests by the shape of its two
+ * placements (everything but names and addresses), for every thread: a
+ * copy of the same shapes again is the same requests moved by the address
+ * differences. expand_release frees them, and the calling thread's
+ * scratch; no other thread may be in plan_expand_steps then.
+ * expand_release_thread frees only the calling thread's scratch (a thread
+ * that ends while others expand). */
 void expand_release(void);
+void expand_release_thread(void);
 
 /* One run of a shard-to-shard mapping, in bytes from each shard's start. */
 typedef struct {
@@ -54,5 +58,16 @@ int64_t shard_runs(const Placement *src, const int64_t *sidx, const Placement *d
 /* Is shard idx made of whole panels of its layout (every region boundary
  * on a panel boundary or at the tensor's edge)? */
 int shard_whole(const Placement *p, const int64_t *idx);
+/* shard_runs, with the runs of each geometry kept per thread: they are
+ * offsets from each shard's start, so they depend on the two layouts and
+ * formats, both shards' extents and the box relative to each shard's
+ * origin alone, and uniform cuts meet the same few over and over.
+ * runs_forget drops the calling thread's (a new copy); runs_release frees
+ * them. */
+int64_t shard_runs_kept(const Placement *src, const int64_t *sidx, const Placement *dst,
+			const int64_t *didx, const int64_t *lo, const int64_t *hi, int whole,
+			Run **runs, int64_t *cap);
+void runs_forget(void);
+void runs_release(void);
 
 #endif

@@ -127,26 +127,118 @@ void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COU
 		set(&pl[GP_OUT_ROWS], LAYOUT_ROW_MAJOR, FMT_FP16, 3, oshape, osplit, oblock, ostride, 1, 0);
 }
 
-void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
+/* Is placement i of gemm_placements(s, c) there (rank > 0)? */
+static int gp_used(const GemmShape *s, const Candidate *c, int i)
 {
-	Placement pl[GP_COUNT];
+	switch (i) {
+	case GP_A_STAGE:
+	case GP_A_PACKED: return c->staging == STAGING_PACK_ONCE;
+	case GP_A_OP: return c->cast == CAST_LATE;
+	case GP_BIAS_STAGE:
+	case GP_BIAS_OP: return s->has_bias;
+	case GP_PARTIAL:
+	case GP_RED: return c->grid[1] > 1;
+	case GP_OUT_ROWS: return c->unpack;
+	default: return 1;
+	}
+}
+
+/* A placement's place_total_bytes depends only on its layout, format and
+ * cut (not its tiles), times its replicas: each placement of gemm_figures
+ * keeps the last few, per thread, for the grids after it (most of a GEMM's
+ * placements cut fewer than all three axes). */
+#define KEPT_BYTES 8
+
+typedef struct {
+	int64_t key[3 + 3 * MAX_RANK];
+	int nkey;
+	int64_t one;                    /* place_total_bytes of one replica */
+} ShardBytes;
+
+static _Thread_local ShardBytes last_bytes[2][GP_COUNT][KEPT_BYTES];
+
+static int64_t shard_total(ShardBytes *kept, const Placement *p)
+{
+	int64_t k[3 + 3 * MAX_RANK];
+	uint64_t h = 0;
+	int n = 0;
+	k[n++] = p->layout, k[n++] = p->fmt, k[n++] = p->rank;
+	for (int a = 0; a < p->rank; a++)
+		k[n++] = p->shape[a], k[n++] = p->split[a], k[n++] = p->block[a];
+	for (int i = 0; i < n; i++)
+		h = (h ^ (uint64_t)k[i]) * 0x100000001B3u;
+	ShardBytes *m = &kept[(h ^ h >> 32) % KEPT_BYTES];
+	if (n != m->nkey || memcmp(k, m->key, (size_t)n * sizeof *k)) {
+		Placement one = *p;
+		one.nrep = 0;
+		m->one = place_total_bytes(&one);
+		memcpy(m->key, k, (size_t)n * sizeof *k);
+		m->nkey = n;
+	}
+	return m->one * place_replicas(p);
+}
+
+void gemm_figures(const GemmShape *s, const Candidate *c, GemmFigures *f)
+{
+	Candidate all = *c;
+	all.staging = STAGING_PACK_ONCE, all.unpack = 1;
+	f->nsc = 1 + (c->grid[1] > 1);
+	f->totals = 0;
+	for (int sc = 0; sc < f->nsc; sc++) {
+		all.scatter = sc;
+		gemm_placements(s, &all, f->pl[sc]);
+		for (int i = 0; i < GP_COUNT; i++)
+			f->max[sc][i] = f->pl[sc][i].rank ? place_max_bytes(&f->pl[sc][i]) : 0;
+		f->red_tiles[sc] = place_shards(&f->pl[sc][GP_OUT]);
+	}
+}
+
+void gemm_figures_total(GemmFigures *f)
+{
+	if (f->totals)
+		return;
+	for (int sc = 0; sc < f->nsc; sc++)
+		for (int i = 0; i < GP_COUNT; i++)
+			f->total[sc][i] = f->pl[sc][i].rank ? shard_total(last_bytes[sc][i], &f->pl[sc][i]) : 0;
+	f->totals = 1;
+}
+
+/* Placement i's largest shard counts in c's per-tile bound. */
+static int gp_counted(const GemmShape *s, const Candidate *c, int i)
+{
+	return gp_used(s, c, i) && i != GP_A_PACKED;   /* the first replica of GP_A_MOVED: one buffer */
+}
+
+int64_t gemm_tile_bytes(const GemmShape *s, const GemmFigures *f, const Candidate *c)
+{
+	int64_t b = 0;
+	int sc = c->grid[1] > 1 && c->scatter;
+	for (int i = 0; i < GP_COUNT; i++)
+		if (gp_counted(s, c, i))
+			b += f->max[sc][i];
+	return b;
+}
+
+void gemm_score_from(const GemmShape *s, const Machine *m, GemmFigures *f, Candidate *c)
+{
 	int64_t R = c->grid[0], K = c->grid[1], C = c->grid[2], frag = m->max_transfer_bytes;
 	int64_t macs = s->fmt == FMT_FP8 ? m->macs_fp8 : m->macs_fp16;
 	int64_t bt = cdiv(s->tokens, R), rows_a = s->batch * bt;
 	int64_t bk = cdiv(strips(s), K) * fmt_mu(s->fmt), bc = cdiv(groups(s), C) * 16;
 	int64_t max[GP_COUNT] = { 0 }, frags = 0, phases = 0, xbytes = 0, local = 0;
+	int sc = K > 1 && c->scatter;
 
-	gemm_placements(s, c, pl);
+	gemm_figures_total(f);
 	c->tiles = R * K * C;
-	c->total = c->largest = c->tile_bytes = 0;
+	c->total = c->largest = 0;
+	c->tile_bytes = gemm_tile_bytes(s, f, c);
 	for (int i = 0; i < GP_COUNT; i++) {
-		if (!pl[i].rank)
+		if (!gp_used(s, c, i))
 			continue;
-		max[i] = place_max_bytes(&pl[i]);
-		if (i == GP_A_PACKED)   /* the first replica of GP_A_MOVED: one buffer */
+		max[i] = f->max[sc][i];
+		if (!gp_counted(s, c, i))
 			continue;
-		c->total += place_total_bytes(&pl[i]);
-		c->tile_bytes += max[i];
+		c->total += f->total[sc][i];
 		if (max[i] > c->largest)
 			c->largest = max[i];
 	}
@@ -176,7 +268,7 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 	frags += R * K * C * (cdiv(max[GP_B_OP], frag) + cdiv(bc, 16)) + s->b_home_shards;
 	xbytes += max[GP_B_OP];
 	phases += 1;
-	int64_t red_tiles = place_shards(&pl[GP_OUT]);     /* the reduction's and the result's */
+	int64_t red_tiles = f->red_tiles[sc];             /* the reduction's and the result's */
 	if (s->has_bias) {
 		c->rows += s->bias_home_shards + red_tiles;
 		frags += 2 * red_tiles;
@@ -210,6 +302,13 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
 	c->cycles = rows_a * bk * bc / macs + xbytes / m->exchange_bytes_per_cycle +
 		    local / m->local_copy_bytes_per_cycle + phases * m->sync_cycles;
 	c->tables = 8 * c->rows + 8 * frags;
+}
+
+void gemm_score(const GemmShape *s, const Machine *m, Candidate *c)
+{
+	GemmFigures f;
+	gemm_figures(s, c, &f);
+	gemm_score_from(s, m, &f, c);
 }
 
 static int cmp64(int64_t a, int64_t b) { return a < b ? -1 : a > b; }

@@ -77,6 +77,24 @@ void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COU
  * K divides it (axis 0), else the tokens (axis 1), in parts of *block. */
 int gemm_scatter_axis(const GemmShape *s, const int64_t grid[3], int64_t *parts, int64_t *block);
 void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
+/* gemm_score in parts, for scoring every staging of one grid: the
+ * placements of c's grid and cast (all of them, both reductions) and
+ * their largest shards (gemm_figures), then their total bytes
+ * (gemm_figures_total), then the score of any staging, out staging and
+ * reduction of that grid and cast from them, equal to gemm_score's
+ * (gemm_score_from; it makes the totals when they are not yet).
+ * gemm_tile_bytes is that score's tile_bytes, from the largest shards
+ * alone. */
+typedef struct {
+	Placement pl[2][GP_COUNT];                      /* [scatter][placement] */
+	int64_t max[2][GP_COUNT], total[2][GP_COUNT];
+	int64_t red_tiles[2];
+	int nsc, totals;
+} GemmFigures;
+void gemm_figures(const GemmShape *s, const Candidate *c, GemmFigures *f);
+void gemm_figures_total(GemmFigures *f);
+int64_t gemm_tile_bytes(const GemmShape *s, const GemmFigures *f, const Candidate *c);
+void gemm_score_from(const GemmShape *s, const Machine *m, GemmFigures *f, Candidate *c);
 
 /* memory (default): the fitting candidate with the least tensor + table
  * bytes, by trial lowering; cycles: the fitting candidate with the fewest
@@ -87,5 +105,6 @@ const char *objective_name(Objective o);
 /* Ranking: <0 when a is better. Capacity: total, largest, rows, cycles;
  * capacity+tables: total + tables first. Ties fall to the smaller grid. */
 int candidate_cmp(const Candidate *a, const Candidate *b, Objective o);
+
 
 #endif

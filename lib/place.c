@@ -10,14 +10,6 @@ int uniform_ok(int64_t n, int64_t parts)
 	return cdiv(n, cdiv(n, parts)) == parts;
 }
 
-int64_t place_extent(const Placement *p, int a, int64_t i)
-{
-	int64_t lo = i * p->block[a], hi = lo + p->block[a];
-	if (hi > p->shape[a])
-		hi = p->shape[a];
-	return hi - lo;
-}
-
 int64_t place_shards(const Placement *p)
 {
 	int64_t n = 1;
@@ -107,7 +99,37 @@ int64_t place_tile(const Placement *p, const int64_t *idx, const int64_t *rep, i
 
 int place_each(const Placement *p, int64_t tiles, ShardFn fn, void *ctx)
 {
-	return place_each_part(p, tiles, fn, ctx, 0, 1);
+	/* place_each_part's order (the last axis fastest, each shard's
+	 * replicas the last fastest) with the indices and the tile sum carried
+	 * from one to the next instead of made again */
+	int64_t idx[MAX_RANK] = { 0 }, rep[MAX_REP] = { 0 };
+	int64_t n = place_shards(p), r = place_replicas(p), at = p->base;
+	for (int64_t s = 0; s < n; s++) {
+		int64_t rat = 0;
+		for (int64_t j = 0; j < r; j++) {
+			int64_t t = (at + rat) % tiles;
+			int rc = fn(ctx, p, idx, rep, t < 0 ? t + tiles : t);
+			if (rc)
+				return rc;
+			for (int k = p->nrep - 1; k >= 0; k--) {
+				if (++rep[k] < p->rep[k]) {
+					rat += p->rstride[k];
+					break;
+				}
+				rep[k] = 0;
+				rat -= (p->rep[k] - 1) * p->rstride[k];
+			}
+		}
+		for (int a = p->rank - 1; a >= 0; a--) {
+			if (++idx[a] < p->split[a]) {
+				at += p->stride[a];
+				break;
+			}
+			idx[a] = 0;
+			at -= (p->split[a] - 1) * p->stride[a];
+		}
+	}
+	return 0;
 }
 
 int place_each_part(const Placement *p, int64_t tiles, ShardFn fn, void *ctx, int part, int parts)
@@ -312,4 +334,17 @@ void place_shard_idx(const Placement *p, int64_t lin, int64_t *idx)
 		idx[a] = lin % p->split[a];
 		lin /= p->split[a];
 	}
+}
+
+int place_key(const Placement *p, int64_t *k)
+{
+	int n = 0;
+	k[n++] = p->layout, k[n++] = p->fmt, k[n++] = p->rank, k[n++] = p->base, k[n++] = p->nrep;
+	for (int a = 0; a < p->rank; a++) {
+		k[n++] = p->shape[a], k[n++] = p->off[a], k[n++] = p->whole[a];
+		k[n++] = p->split[a], k[n++] = p->block[a], k[n++] = p->stride[a];
+	}
+	for (int r = 0; r < p->nrep; r++)
+		k[n++] = p->rep[r], k[n++] = p->rstride[r];
+	return n;
 }

@@ -47,8 +47,19 @@ typedef struct {
 } Placement;
 
 /* Extent of part i on axis a. */
-int64_t place_extent(const Placement *p, int a, int64_t i);
-int64_t place_shards(const Placement *p);       /* product of split */
+static inline int64_t place_extent(const Placement *p, int a, int64_t i)
+{
+	int64_t lo = i * p->block[a], hi = lo + p->block[a];
+	if (hi > p->shape[a])
+		hi = p->shape[a];
+	return hi - lo;
+}
+int64_t place_shards(const Placement *p);
+/* Writes a key of everything about p but its name, tensor and address
+ * (at most PLACE_KEY_MAX entries; returns how many): two placements with
+ * equal keys put the same shapes of shards on the same tiles. */
+#define PLACE_KEY_MAX (5 + 6 * MAX_RANK + 2 * MAX_REP)
+int place_key(const Placement *p, int64_t *k);       /* product of split */
 int64_t place_replicas(const Placement *p);     /* product of rep */
 /* Layout of shard idx (R x C as above). */
 Layout place_layout(const Placement *p, const int64_t *idx);

@@ -197,8 +197,6 @@ void plan_lifetimes(const Plan *pl, int *first, int *last, int *alias)
 
 typedef struct {
 	int64_t *bytes;         /* [tiles] */
-	int64_t *region;        /* [tiles * 2 * MAX_RANK] lo, hi of the shard there */
-	int64_t tiles;
 	int64_t instances;      /* a stacked placement holds every instance */
 } TileMap;
 
@@ -207,11 +205,30 @@ static int fill(void *ctx, const Placement *p, const int64_t *idx, const int64_t
 	TileMap *m = ctx;
 	(void)rep;
 	m->bytes[t] = place_shard_bytes(p, idx) * m->instances;
-	for (int a = 0; a < p->rank; a++) {
-		int64_t lo = p->off[a] + idx[a] * p->block[a];
-		m->region[t * 2 * MAX_RANK + 2 * a] = lo;
-		m->region[t * 2 * MAX_RANK + 2 * a + 1] = lo + place_extent(p, a, idx[a]);
-	}
+	return 0;
+}
+
+/* same[t] = 1 where placement i's shard is q's (a shard of q there, and
+ * the same region: one buffer when both are live and alike). */
+typedef struct {
+	const Placement *q;
+	const int64_t *q_at;    /* q's shard on each tile, or -1 */
+	char *same;
+} Same;
+
+static int mark_same(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	Same *m = ctx;
+	int64_t qidx[MAX_RANK];
+	(void)rep;
+	if (m->q_at[t] < 0)
+		return 0;
+	place_shard_idx(m->q, m->q_at[t], qidx);
+	int same = p->rank == m->q->rank;
+	for (int a = 0; same && a < p->rank; a++)
+		same = p->off[a] + idx[a] * p->block[a] == m->q->off[a] + qidx[a] * m->q->block[a] &&
+		       place_extent(p, a, idx[a]) == place_extent(m->q, a, qidx[a]);
+	m->same[t] = (char)same;
 	return 0;
 }
 
@@ -221,9 +238,10 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 	int64_t T = pl->machine.tiles, best = 0;
 	int np = pl->np, ns = pl->ns;
 	TileMap *m = xcalloc((size_t)np, sizeof *m);
+	char **same = xcalloc((size_t)np, sizeof *same);
 	int *first = xmalloc((size_t)np * sizeof *first), *last = xmalloc((size_t)np * sizeof *last);
 	int *alias = xmalloc((size_t)np * sizeof *alias);
-	int64_t *cur = xcalloc((size_t)T, sizeof *cur);
+	int64_t *cur = xcalloc((size_t)T, sizeof *cur), *q_at = xmalloc((size_t)T * sizeof *q_at);
 
 	if (worst)
 		*worst = 0;
@@ -234,9 +252,19 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 	plan_lifetimes(pl, first, last, alias);
 	for (int i = 0; i < np; i++) {
 		m[i].bytes = xcalloc((size_t)T, sizeof *m[i].bytes);
-		m[i].region = xcalloc((size_t)T * 2 * MAX_RANK, sizeof *m[i].region);
 		m[i].instances = plan_stacked(pl, i) ? pl->t[pl->p[i].tensor].count : 1;
 		place_each(&pl->p[i], T, fill, &m[i]);
+	}
+	/* Where a placement and its alias are one buffer (the same region on
+	 * a tile): the shard of a copy destination that is its source's. */
+	for (int i = 0; i < np; i++) {
+		int q = alias[i];
+		if (q < 0 || pl->p[q].layout != pl->p[i].layout)
+			continue;
+		Same sm = { &pl->p[q], q_at, xcalloc((size_t)T, 1) };
+		place_shard_at(&pl->p[q], T, q_at);
+		place_each(&pl->p[i], T, mark_same, &sm);
+		same[i] = sm.same;
 	}
 	for (int s = 0; s <= ns; s++) {
 		memset(cur, 0, (size_t)T * sizeof *cur);
@@ -244,16 +272,14 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 			if (s < first[i] || s > last[i])
 				continue;
 			int q = alias[i];
-			int qlive = q >= 0 && s >= first[q] && s <= last[q] &&
-				    pl->p[q].layout == pl->p[i].layout;
-			for (int64_t t = 0; t < T; t++) {
-				if (!m[i].bytes[t])
-					continue;
-				if (qlive && m[q].bytes[t] &&
-				    !memcmp(&m[q].region[t * 2 * MAX_RANK], &m[i].region[t * 2 * MAX_RANK],
-					    2 * MAX_RANK * sizeof(int64_t)))
-					continue;       /* the same buffer */
-				cur[t] += m[i].bytes[t];
+			const char *one = same[i] && s >= first[q] && s <= last[q] ? same[i] : NULL;
+			const int64_t *bi = m[i].bytes;
+			if (one) {
+				for (int64_t t = 0; t < T; t++)
+					cur[t] += one[t] ? 0 : bi[t];   /* the same buffer: counted once */
+			} else {
+				for (int64_t t = 0; t < T; t++)
+					cur[t] += bi[t];
 			}
 		}
 		if (s < ns && pl->s[s].kind == STEP_COMPUTE && pl->s[s].scratch)
@@ -281,9 +307,11 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 	}
 	for (int i = 0; i < np; i++) {
 		free(m[i].bytes);
-		free(m[i].region);
+		free(same[i]);
 	}
 	free(m);
+	free(same);
+	free(q_at);
 	free(first);
 	free(last);
 	free(alias);

@@ -299,7 +299,7 @@ static void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	memset(f, 0, sizeof *f);
 	plan_dup(&q, pl);
 	plan_compose(&q);
-	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || plan_group(&q, WEIGHTS_DEFAULT, &le)) {
+	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || trial_group(&q, WEIGHTS_DEFAULT, &le)) {
 		snprintf(f->why, sizeof f->why, "%s", le.msg);
 		f->excess = 1e30;
 		goto out;
@@ -379,9 +379,12 @@ int plan_batch_split(const Plan *pl)
 }
 
 static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-		     Explain *ex, double margin, Err *e)
+		     Explain *ex, double margin, Memo *memo, Err *e)
 {
-	Builder b = { pl, m, mc, o, NULL, NULL, 0, NULL, -1, NULL, NULL, margin };
+	Builder b;
+	memset(&b, 0, sizeof b);
+	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
+	b.memo = memo, b.prefix = -1;
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);
@@ -393,6 +396,9 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 	b.base = xcalloc((size_t)mc->tiles, sizeof *b.base);
 	b.tab = xcalloc((size_t)mc->tiles, sizeof *b.tab);
 	b.frg = xcalloc((size_t)mc->tiles, sizeof *b.frg);
+	b.op_tab = xcalloc((size_t)mc->tiles, sizeof *b.op_tab);
+	b.op_frg = xcalloc((size_t)mc->tiles, sizeof *b.op_frg);
+	b.scratch = xcalloc((size_t)(3 * mc->tiles), sizeof *b.scratch);
 	b.last_use = xcalloc((size_t)m->nt, sizeof *b.last_use);
 	for (int i = 0; i < m->nops; i++)
 		for (int k = 0; k < m->ops[i].nin; k++)
@@ -427,6 +433,7 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 			plan_carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
 			first = pl->ns;
 		}
+		trial_reset(&b);
 		switch (op->kind) {
 		case OP_MATMUL:
 			if (plan_matmul(&b, op, ex ? &ex[i] : NULL, e))
@@ -453,8 +460,7 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		if (first >= 0)
 			b.body = first;
 		/* What the op put on every tile's tables, for the ops after it. */
-		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 &&
-		    plan_trial(pl, ns0, pl->ns - 1, WEIGHTS_DEFAULT, b.tab, b.frg, NULL, e))
+		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 && trial_op(&b, op, ns0, e))
 			goto out;
 		if (r >= 0 && m->rep[r].last == i) {
 			plan_carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
@@ -471,6 +477,10 @@ out:
 	free(b.base);
 	free(b.tab);
 	free(b.frg);
+	free(b.op_tab);
+	free(b.op_frg);
+	free(b.scratch);
+	free(b.by);
 	free(b.last_use);
 	if (rc)
 		plan_free(pl);
@@ -505,132 +515,174 @@ static int fit_better(const Fit *a, const Fit *b, Objective o)
 	return a->peak + a->sram_table < b->peak + b->sram_table;
 }
 
-typedef struct {
-	Plan *pl;
-	const Model *m;
-	const Machine *mc;
-	PlanOpts o;
-	Explain *ex;
-	Err e;
-	int rc, want_cycles;
-	double margin;
-	Fit fit;
-} Build;
-
-/* Builds one ownership's plan and lowers it whole (a thread's work). */
-static void *build_fit(void *arg)
-{
-	Build *b = arg;
-	b->rc = build_one(b->pl, b->m, b->mc, &b->o, b->ex, b->margin, &b->e);
-	if (!b->rc)
-		plan_fit(b->pl, b->want_cycles, &b->fit);
-	table_release();                /* this thread's rows */
-	expand_release();               /* and copies */
-	return NULL;
-}
-
-/* With --ownership auto under the memory and cycles objectives, both
- * ownerships are planned and lowered whole when the batch can split (on
- * two threads), and the better kept (ties: batch). The fit check's
- * verdict fails the build, or with no_fit_check goes to o->fit when set. */
-/* One build under the memory or cycles objective, both ownerships when
- * auto and the batch can be cut; the kept plan's whole-plan fit in *fit. */
-static int build_fitted(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-			Explain *ex, double margin, Fit *fit, Err *e)
-{
-	Plan pt;
-	Explain *ext = NULL;
-	Build bb, bt;
-	memset(&bb, 0, sizeof bb);
-	bb.pl = pl, bb.m = m, bb.mc = mc, bb.o = *o, bb.ex = ex, bb.margin = margin;
-	bt = bb;
-	int two = o->ownership == OWN_AUTO && batch_can_split(m, mc);
-
-	if (bb.o.ownership == OWN_AUTO)
-		bb.o.ownership = OWN_BATCH;
-	bb.want_cycles = 0;
-	if (two) {
-		bb.want_cycles = bt.want_cycles = o->objective == OBJ_CYCLES;
-		ext = ex ? xcalloc((size_t)m->nops + 1, sizeof *ext) : NULL;
-		bt.pl = &pt, bt.ex = ext, bt.o.ownership = OWN_TOKENS;
-		pthread_t th;
-		int threaded = pthread_create(&th, NULL, build_fit, &bt) == 0;
-		build_fit(&bb);
-		if (threaded)
-			pthread_join(th, NULL);
-		else
-			build_fit(&bt);
-	} else {
-		build_fit(&bb);
-	}
-	Build *win = &bb, *lose = two ? &bt : NULL;
-	if (two && (bb.rc ? !bt.rc : !bt.rc && fit_better(&bt.fit, &bb.fit, o->objective)))
-		win = &bt, lose = &bb;
-	if (win->rc) {                  /* both failed: the batch ownership's error */
-		*e = bb.e;
-	} else if (win == &bt) {        /* pl holds the batch plan (unless it failed) */
-		if (!bb.rc)
-			plan_free(pl);
-		*pl = pt;
-		for (int i = 0; ex && i < m->nops; i++) {
-			Explain x = ex[i];
-			ex[i] = ext[i], ext[i] = x;
-		}
-	} else if (lose && !lose->rc) {
-		plan_free(&pt);
-	}
-	explain_free(ext, ext ? m->nops : 0);
-	free(ext);
-	if (win->rc)
-		return -1;
-	*fit = win->fit;
-	return 0;
-}
-
 /* Under the cycles objective the fastest candidates sit near the limits,
  * and a trial lowers one op alone: the whole plan (phases merged across
  * ops) can pass a limit the trials did not. Then the plan is built again
  * with each trial kept this much further inside every limit. */
 static const double fit_margins[] = { 0, 0.01, 0.03, 0.06, 0.10 };
+#define NMARGINS (int)(sizeof fit_margins / sizeof *fit_margins)
 
+/* What the ownerships' builds share: the first margin at which one of
+ * them fits (none yet: NMARGINS). Each build stops past it. */
+typedef struct {
+	pthread_mutex_t mu;
+	int stop;
+} Stop;
+
+/* One ownership's builds, margin after margin (a thread's work). */
+typedef struct {
+	const Model *m;
+	const Machine *mc;
+	PlanOpts o;
+	int n;                          /* margins to try */
+	int explain;                    /* keep each margin's Explain */
+	Stop *stop;
+	Memo *memo;                     /* trials already lowered, for the later margins */
+	Plan pl[NMARGINS];
+	Explain *ex[NMARGINS];
+	Err e[NMARGINS];
+	int rc[NMARGINS], built[NMARGINS];
+	Fit fit[NMARGINS];
+} Own;
+
+static int fits(const Fit *f) { return f->lowered && f->excess <= 1.0; }
+
+static void *own_run(void *arg)
+{
+	Own *w = arg;
+	for (int i = 0; i < w->n; i++) {
+		pthread_mutex_lock(&w->stop->mu);
+		int past = i > w->stop->stop;
+		pthread_mutex_unlock(&w->stop->mu);
+		if (past)
+			break;
+		w->ex[i] = w->explain ? xcalloc((size_t)w->m->nops + 1, sizeof *w->ex[i]) : NULL;
+		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], fit_margins[i], w->memo, &w->e[i]);
+		if (!w->rc[i])
+			plan_fit(&w->pl[i], 0, &w->fit[i]);
+		w->built[i] = 1;
+		if (!w->rc[i] && fits(&w->fit[i])) {
+			pthread_mutex_lock(&w->stop->mu);
+			if (i < w->stop->stop)
+				w->stop->stop = i;
+			pthread_mutex_unlock(&w->stop->mu);
+			break;
+		}
+	}
+	memo_free(w->memo);
+	w->memo = NULL;
+	table_release();                /* this thread's rows */
+	expand_release_thread();        /* and scratch */
+	trial_release();                /* and phases */
+	return NULL;
+}
+
+static void own_free(Own *w)
+{
+	for (int i = 0; i < w->n; i++) {
+		if (w->built[i] && !w->rc[i])
+			plan_free(&w->pl[i]);
+		explain_free(w->ex[i], w->ex[i] ? w->m->nops : 0);
+		free(w->ex[i]);
+	}
+}
+
+/* With --ownership auto under the memory and cycles objectives, both
+ * ownerships are planned and lowered whole when the batch can split (on
+ * two threads), and the better kept (ties: batch). Under cycles, margin
+ * after margin (fit_margins) until the kept plan fits: margin i's choice
+ * is the better of the two builds at i, each of which depends on i alone,
+ * so each ownership runs its margins on its own thread, and both stop
+ * past the first margin at which one fits. The fit check's verdict fails
+ * the build, or with no_fit_check goes to o->fit when set. */
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
-	Fit fit;
 	if (o->objective < OBJ_MEMORY) {
 		PlanOpts c = *o;
 		if (c.ownership == OWN_AUTO)
 			c.ownership = OWN_TOKENS;
-		return build_one(pl, m, mc, &c, ex, 0, e);
+		return build_one(pl, m, mc, &c, ex, 0, NULL, e);
 	}
-	int n = o->objective == OBJ_CYCLES && (!o->no_fit_check || o->fit) ?
-		(int)(sizeof fit_margins / sizeof *fit_margins) : 1;
-	for (int i = 0; i < n; i++) {
-		if (i) {
-			plan_free(pl);
-			if (ex) {
-				explain_free(ex, m->nops);
-				memset(ex, 0, (size_t)m->nops * sizeof *ex);
-			}
+	int n = o->objective == OBJ_CYCLES && (!o->no_fit_check || o->fit) ? NMARGINS : 1;
+	int two = o->ownership == OWN_AUTO && batch_can_split(m, mc);
+	Stop stop = { PTHREAD_MUTEX_INITIALIZER, NMARGINS };
+	Own *w = xcalloc(2, sizeof *w);         /* [0]: batch (or the one ownership), [1]: tokens */
+	for (int k = 0; k < 1 + two; k++) {
+		w[k].m = m, w[k].mc = mc, w[k].o = *o, w[k].n = n, w[k].stop = &stop;
+		w[k].explain = ex != NULL;
+		w[k].memo = n > 1 ? memo_new() : NULL;
+	}
+	if (w[0].o.ownership == OWN_AUTO)
+		w[0].o.ownership = OWN_BATCH;
+	w[1].o.ownership = OWN_TOKENS;
+	pthread_t th;
+	int threaded = two && pthread_create(&th, NULL, own_run, &w[1]) == 0;
+	own_run(&w[0]);
+	if (threaded)
+		pthread_join(th, NULL);
+	else if (two)
+		own_run(&w[1]);
+
+	/* Margin by margin, as if built one after the other: both failed is
+	 * the batch ownership's error; else the better kept, done when it
+	 * fits. Every margin up to the first that fits was built by both. */
+	int rc = -1, mi = -1, wi = 0;
+	for (int i = 0; i < n && w[0].built[i] && (!two || w[1].built[i]); i++) {
+		if (w[0].rc[i] && (!two || w[1].rc[i])) {
+			*e = w[0].e[i];
+			mi = -1;
+			break;
 		}
-		if (build_fitted(pl, m, mc, o, ex, fit_margins[i], &fit, e))
-			return -1;
-		if (fit.lowered && fit.excess <= 1.0)
+		if (two && o->objective == OBJ_CYCLES && !w[0].rc[i] && !w[1].rc[i] &&
+		    fits(&w[0].fit[i]) && fits(&w[1].fit[i])) {
+			/* Both fit: the fewer cycles wins (fit_better), the only
+			 * use of them. One after the other, so that at most one
+			 * whole plan's capture is in memory. */
+			for (int k = 0; k < 2; k++) {
+				Fit f;
+				plan_fit(&w[k].pl[i], 1, &f);
+				w[k].fit[i].cycles = f.cycles;
+			}
+			table_release();
+			expand_release();
+			trial_release();
+		}
+		mi = i, wi = 0;
+		if (two && (w[0].rc[i] ? !w[1].rc[i] : !w[1].rc[i] && fit_better(&w[1].fit[i], &w[0].fit[i], o->objective)))
+			wi = 1;
+		if (fits(&w[wi].fit[i]))
 			break;
 	}
-	Err fe;
-	if (fit_error(pl, m, &fit, &fe)) {
-		if (!o->no_fit_check) {
-			*e = fe;
-			plan_free(pl);
-			return -1;
+	if (mi >= 0) {
+		Own *win = &w[wi];
+		Fit fit = win->fit[mi];
+		*pl = win->pl[mi];
+		win->built[mi] = 0;             /* the caller's now */
+		for (int i = 0; ex && i < m->nops; i++) {
+			Explain x = ex[i];
+			ex[i] = win->ex[mi][i], win->ex[mi][i] = x;
 		}
-		if (o->fit)
-			*o->fit = fe;
-	} else if (o->fit) {
-		o->fit->msg[0] = 0;
+		rc = 0;
+		Err fe;
+		if (fit_error(pl, m, &fit, &fe)) {
+			if (!o->no_fit_check) {
+				*e = fe;
+				plan_free(pl);
+				rc = -1;
+			} else if (o->fit) {
+				*o->fit = fe;
+			}
+		} else if (o->fit) {
+			o->fit->msg[0] = 0;
+		}
 	}
-	return 0;
+	for (int k = 0; k < 1 + two; k++)
+		own_free(&w[k]);
+	free(w);
+	expand_release();               /* the copies and decisions both threads kept */
+	trial_forget();
+	return rc;
 }
 
 void explain_free(Explain *ex, int n)

@@ -61,16 +61,21 @@ int64_t op_start(const Builder *b, const MOp *op)
 	return (int64_t)(((x >> 32) * (uint64_t)b->mc->tiles) >> 32);
 }
 
-static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
-		  Explain *ex, Candidate **all, int64_t *nall, Err *e)
+/* Every candidate of op's GEMM that its pins allow, scored (gemm_score),
+ * to fn in one fixed order: grid rows, k, columns, cast order, staging,
+ * out staging, reduction; but when may (not NULL) says a candidate, with
+ * only its choice and tile_bytes set, cannot matter to fn, it is neither
+ * scored nor given. Returns how many there are. */
+typedef void (*EachFn)(void *ctx, const Candidate *c);
+typedef int (*MayFn)(void *ctx, const Candidate *c);
+
+static int64_t each_candidate(const Builder *b, const MOp *op, const GemmShape *gs, EachFn fn,
+			      MayFn may, void *ctx)
 {
 	const Machine *mc = b->mc;
-	int64_t avail = machine_avail(mc), base = base_load(b, (int)(op - b->m->ops));
-	int64_t ks = cdiv(gs->k, fmt_mu(gs->fmt)), cg = cdiv(gs->n, 16);
+	int64_t ks = cdiv(gs->k, fmt_mu(gs->fmt)), cg = cdiv(gs->n, 16), n = 0;
 	int need_cast = gs->a_fmt != gs->fmt;
-	int64_t considered = 0, fitting = 0, closest = INT64_MAX;
-	Candidate *top = NULL, nearest;
-	int ntop = 0, keep = ex && b->o->explain > 0 ? b->o->explain : 0;
+	GemmFigures f;
 
 	for (int64_t R = 1; R <= gs->tokens; R++) {
 		if (!uniform_ok(gs->tokens, R) || (op->grid[0] && op->grid[0] != R))
@@ -85,6 +90,7 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 					CastOrder cast = need_cast ? (ci ? CAST_LATE : CAST_EARLY) : CAST_AUTO;
 					if ((!need_cast && ci) || (op->cast && need_cast && op->cast != cast))
 						continue;
+					int figured = 0;        /* one grid and cast: its placements' bytes once */
 					for (int si = 0; si < 8; si++) {
 						Staging st = si & 1 ? STAGING_DIRECT : STAGING_PACK_ONCE;
 						int unpack = si >> 1 & 1, scatter = si >> 2;
@@ -95,62 +101,87 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 							continue;
 						Candidate c = { .grid = { R, K, C }, .cast = cast, .staging = st,
 								.unpack = unpack, .scatter = scatter };
-						gemm_score(gs, mc, &c);
-						considered++;
-						if (all) {
-							if ((*nall & (*nall - 1)) == 0)
-								*all = xrealloc(*all, (size_t)(*nall ? 2 * *nall : 1) * sizeof **all);
-							(*all)[(*nall)++] = c;
+						if (!figured)
+							gemm_figures(gs, &c, &f), figured = 1;
+						n++;
+						if (may) {
+							c.tile_bytes = gemm_tile_bytes(gs, &f, &c);
+							if (!may(ctx, &c))
+								continue;
 						}
-						if (base + c.tile_bytes > avail) {
-							if (base + c.tile_bytes < closest) {
-								closest = base + c.tile_bytes;
-								nearest = c;
-							}
-							continue;
-						}
-						fitting++;
-						if (fitting == 1 || candidate_cmp(&c, best, b->o->objective) < 0)
-							*best = c;
-						if (keep) {
-							int pos = ntop;
-							while (pos > 0 && candidate_cmp(&c, &top[pos - 1], b->o->objective) < 0)
-								pos--;
-							if (pos < keep) {
-								if (ntop < keep)
-									ntop++;
-								top = xrealloc(top, (size_t)keep * sizeof *top);
-								memmove(&top[pos + 1], &top[pos],
-									(size_t)(ntop - 1 - pos) * sizeof *top);
-								top[pos] = c;
-							}
-						}
+						gemm_score_from(gs, mc, &f, &c);
+						fn(ctx, &c);
 					}
 				}
 			}
 		}
 	}
+	return n;
+}
+
+/* The formula's choice (capacity objectives): the best candidate whose
+ * largest shards fit beside the busiest tile's load, and explain's list. */
+typedef struct {
+	Objective obj;
+	int64_t avail, base;
+	int64_t fitting, closest;
+	Candidate *best, nearest, *top;
+	int ntop, keep;
+} Choice;
+
+static void choice_add(void *ctx, const Candidate *cp)
+{
+	Choice *h = ctx;
+	const Candidate c = *cp;
+	if (h->base + c.tile_bytes > h->avail) {
+		if (h->base + c.tile_bytes < h->closest) {
+			h->closest = h->base + c.tile_bytes;
+			h->nearest = c;
+		}
+		return;
+	}
+	h->fitting++;
+	if (h->fitting == 1 || candidate_cmp(&c, h->best, h->obj) < 0)
+		*h->best = c;
+	if (h->keep) {
+		int pos = h->ntop;
+		while (pos > 0 && candidate_cmp(&c, &h->top[pos - 1], h->obj) < 0)
+			pos--;
+		if (pos < h->keep) {
+			if (h->ntop < h->keep)
+				h->ntop++;
+			h->top = xrealloc(h->top, (size_t)h->keep * sizeof *h->top);
+			memmove(&h->top[pos + 1], &h->top[pos], (size_t)(h->ntop - 1 - pos) * sizeof *h->top);
+			h->top[pos] = c;
+		}
+	}
+}
+
+static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
+		  Explain *ex, Err *e)
+{
+	const Machine *mc = b->mc;
+	Choice h = { b->o->objective, machine_avail(mc), base_load(b, (int)(op - b->m->ops)), 0,
+		     INT64_MAX, best, { .grid = { 0 } }, NULL, 0, ex && b->o->explain > 0 ? b->o->explain : 0 };
+	int64_t considered = each_candidate(b, op, gs, choice_add, NULL, &h);
+	int64_t avail = h.avail, base = h.base, fitting = h.fitting, closest = h.closest;
+
 	if (ex) {
 		ex->op = xstrdup(op->name);
 		ex->considered = considered;
 		ex->fitting = fitting;
-		ex->best = top;
-		ex->nbest = ntop;
+		ex->best = h.top;
+		ex->nbest = h.ntop;
 		ex->avail = avail;
 		ex->base = base;
 	} else {
-		free(top);
+		free(h.top);
 	}
-	/* With exact costing (all != NULL) the bound only ranks: the short
-	 * list is lowered and the whole plan checked, so a pinned grid is
-	 * judged by the exact figures, never refused by the bound. */
-	if (all && *nall)
-		return 0;
 	/* The bound adds the candidate's largest shards to the busiest tile;
 	 * when none passes it, the candidate nearest to passing is taken and
 	 * the plan's exact per-tile memory (check_memory) decides. */
 	if (!fitting && closest < INT64_MAX && !op->grid[0]) {
-		*best = nearest;
+		*best = h.nearest;
 		return 0;
 	}
 	if (!fitting) {
@@ -192,7 +223,7 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 	}
 	if (b->o->objective >= OBJ_MEMORY)
 		return trial_choose(b, op, &gs, ex, e);
-	if (choose(b, op, &gs, &c, ex, NULL, NULL, e))
+	if (choose(b, op, &gs, &c, ex, e))
 		return -1;
 	build_matmul(b, op, &gs, &c);
 	return 0;
@@ -314,53 +345,129 @@ static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
 	build_matmul(b, op, g->gs, g->c);
 }
 
+static OpChoice gemm_choice(const Candidate *c)
+{
+	OpChoice k = { { c->grid[0], c->grid[1], c->grid[2], c->cast, c->staging, c->unpack, c->scatter } };
+	return k;
+}
+
 static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load, Bound *bound,
-		      Candidate *c)
+		      int64_t *lb, Candidate *c)
 {
 	GemmTry g = { gs, c };
-	trial_build(b, op, build_gemm_try, &g, load, bound, c);
+	OpChoice k = gemm_choice(c);
+	trial_build(b, op, build_gemm_try, &g, &k, load, bound, lb, c);
+}
+
+/* The cycles objective without --explain: the short list's trials are
+ * lowered without their replays (trial_build's lb), which decides
+ * everything but the exact cycles, and those rank fitting candidates
+ * alone (candidate_cmp). So the one candidate_cmp puts first is found
+ * replaying only fitting candidates, in the order of their lower bounds,
+ * until the best so far has fewer cycles than the next bound; when none
+ * fits, none. Returns its index. */
+static int lazy_first(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
+		      Candidate *sl, const int64_t *lb, int nsl)
+{
+	Objective o = b->o->objective;
+	int *ord = xmalloc((size_t)(nsl + 1) * sizeof *ord), n = 0, best = -1;
+	for (int i = 0; i < nsl; i++)
+		if (sl[i].fits) {
+			int j = n++;            /* stable: by bound, then lowering order */
+			for (; j > 0 && lb[ord[j - 1]] > lb[i]; j--)
+				ord[j] = ord[j - 1];
+			ord[j] = i;
+		}
+	for (int k = 0; k < n; k++) {
+		int i = ord[k];
+		if (best >= 0 && lb[i] > sl[best].x_cycles)
+			break;                  /* nor any after it: more cycles than the best */
+		if (sl[i].x_cycles < 0)
+			trial_one(b, op, gs, load, NULL, NULL, &sl[i]);
+		if (best < 0 || candidate_cmp(&sl[i], &sl[best], o) < 0)
+			best = i;
+	}
+	if (!n)                                 /* none fits: the cycles rank nothing */
+		for (int i = 0; i < nsl; i++)
+			if (best < 0 || candidate_cmp(&sl[i], &sl[best], o) < 0)
+				best = i;
+	free(ord);
+	return best;
 }
 
 #define SHORTLIST 3     /* candidates per staging (a's and the result's) re-scored exactly */
 #define SHORTLIST_ROUNDS 4      /* more rounds while none of them fits */
+
+#define PICKS (SHORTLIST * SHORTLIST_ROUNDS)     /* at most lowered per staging pair */
 
 static _Thread_local Objective rank_obj;     /* the two ownerships plan on two threads */
 static _Thread_local int64_t rank_room;
 
 /* The formula's order for the short list: by how far the per-tile bound
  * (its largest shards, with the table budget kept free) passes what is
- * left on the busiest tile, none first; then tensor memory plus estimated
- * tables. */
-static int64_t over_room(const Candidate *c)
+ * left on the busiest tile (room), none first; under the cycles objective
+ * then the formula's cycles; then tensor memory plus estimated tables. A
+ * total order (candidate_cmp ends at the choice itself). */
+static int64_t over_room(const Candidate *c, int64_t room)
 {
-	return c->tile_bytes > rank_room ? c->tile_bytes - rank_room : 0;
+	return c->tile_bytes > room ? c->tile_bytes - room : 0;
+}
+
+static int est_cmp(const Candidate *a, const Candidate *b, int64_t room, Objective o)
+{
+	int64_t oa = over_room(a, room), ob = over_room(b, room);
+	if (oa != ob)
+		return oa < ob ? -1 : 1;
+	if (o == OBJ_CYCLES && a->cycles != b->cycles)
+		return a->cycles < b->cycles ? -1 : 1;
+	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
 }
 
 static int by_estimate(const void *x, const void *y)
 {
-	const Candidate *a = x, *b = y;
-	int64_t oa = over_room(a), ob = over_room(b);
-	if (oa != ob)
-		return oa < ob ? -1 : 1;
-	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
-}
-
-/* The cycles objective's order for the short list: as by_estimate for
- * the per-tile bound, then the formula's cycles, then by_estimate's. */
-static int by_cycles(const void *x, const void *y)
-{
-	const Candidate *a = x, *b = y;
-	int64_t oa = over_room(a), ob = over_room(b);
-	if (oa != ob)
-		return oa < ob ? -1 : 1;
-	if (a->cycles != b->cycles)
-		return a->cycles < b->cycles ? -1 : 1;
-	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
+	return est_cmp(x, y, rank_room, rank_obj);
 }
 
 static int by_exact(const void *x, const void *y)
 {
 	return candidate_cmp(x, y, rank_obj);
+}
+
+/* The rounds below take each staging pair's candidates in the formula's
+ * order, at most PICKS of them: only those are kept, per pair, best
+ * first (the same short list as sorting them all). */
+typedef struct {
+	int64_t room;
+	Objective obj;
+	Candidate top[3][2][2][PICKS];          /* [staging][unpack][scatter] */
+	int n[3][2][2];
+} Picks;
+
+/* The formula's first key alone (est_cmp's): a candidate that passes
+ * the room by more than the last kept of its pair (a full list) would
+ * not be kept. */
+static int picks_may(void *ctx, const Candidate *c)
+{
+	const Picks *k = ctx;
+	if (k->n[c->staging][c->unpack][c->scatter] < PICKS)
+		return 1;
+	const Candidate *last = &k->top[c->staging][c->unpack][c->scatter][PICKS - 1];
+	return over_room(c, k->room) <= over_room(last, k->room);
+}
+
+static void picks_add(void *ctx, const Candidate *c)
+{
+	Picks *k = ctx;
+	Candidate *top = k->top[c->staging][c->unpack][c->scatter];
+	int *n = &k->n[c->staging][c->unpack][c->scatter], pos = *n;
+	if (pos == PICKS && est_cmp(c, &top[PICKS - 1], k->room, k->obj) >= 0)
+		return;
+	while (pos > 0 && est_cmp(c, &top[pos - 1], k->room, k->obj) < 0)
+		pos--;
+	if (*n < PICKS)
+		(*n)++;
+	memmove(&top[pos + 1], &top[pos], (size_t)(*n - 1 - pos) * sizeof *top);
+	top[pos] = *c;
 }
 
 /* The memory and cycles objectives: the formula ranks every candidate and
@@ -374,17 +481,35 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	int64_t *load = xcalloc((size_t)T, sizeof *load);
 	int opi = (int)(op - b->m->ops);
 
-	if (choose(b, op, gs, &best, NULL, &all, &nall, e)) {
-		free(all);
-		free(load);
-		return -1;
-	}
 	tile_load(b, opi, load);
 	int64_t base = 0;                       /* the busiest tile's, as base_load gives it */
 	for (int64_t t = 0; t < T; t++)
 		base = load[t] > base ? load[t] : base;
+	Picks *pk = xcalloc(1, sizeof *pk);
+	pk->room = machine_avail(b->mc) - base - b->mc->table_budget_bytes;
+	pk->obj = b->o->objective;
+	int64_t considered = each_candidate(b, op, gs, picks_add, picks_may, pk);
+	if (!considered) {                      /* no candidate: choose's error */
+		free(pk);
+		free(load);
+		if (choose(b, op, gs, &best, NULL, e))
+			return -1;
+		build_matmul(b, op, gs, &best);
+		OpChoice k = gemm_choice(&best);
+		trial_decide(b, op, &k);
+		return 0;
+	}
+	all = xmalloc((size_t)3 * 2 * 2 * PICKS * sizeof *all);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			for (int k = 0; k < 2; k++) {
+				memcpy(all + nall, pk->top[i][j][k], (size_t)pk->n[i][j][k] * sizeof *all);
+				nall += pk->n[i][j][k];
+			}
+	free(pk);
 	rank_room = machine_avail(b->mc) - base - b->mc->table_budget_bytes;
-	qsort(all, (size_t)nall, sizeof *all, b->o->objective == OBJ_CYCLES ? by_cycles : by_estimate);
+	rank_obj = b->o->objective;
+	qsort(all, (size_t)nall, sizeof *all, by_estimate);
 	/* Rounds of SHORTLIST per staging pair, down the formula's order,
 	 * until one fits (at most SHORTLIST_ROUNDS). */
 	/* Under the memory objective, without --explain (which lists every
@@ -394,7 +519,8 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	 * win: they are not lowered. The round's choice is the same. */
 	char *tried = xcalloc((size_t)nall + 1, 1);
 	int fit = 0, bi = -1, prune = b->o->objective == OBJ_MEMORY && !ex;
-	int64_t *pick = xmalloc((size_t)(nall + 1) * sizeof *pick);
+	int lazy = b->o->objective == OBJ_CYCLES && !ex;
+	int64_t *pick = xmalloc((size_t)(nall + 1) * sizeof *pick), *lb = NULL;
 	Bound *bd = prune ? xmalloc((size_t)(nall + 1) * sizeof *bd) : NULL;
 	rank_obj = b->o->objective;
 	for (int round = 1; round <= SHORTLIST_ROUNDS && !fit; round++) {
@@ -410,7 +536,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 			break;          /* every candidate tried */
 		for (int64_t k = 0; prune && k < np; k++) {
 			Candidate c = all[pick[k]];
-			trial_one(b, op, gs, load, &bd[pick[k]], &c);
+			trial_one(b, op, gs, load, &bd[pick[k]], NULL, &c);
 		}
 		for (int64_t k = 1; prune && k < np; k++) {     /* stable: by bound, then the formula's order */
 			int64_t x = pick[k], j = k;
@@ -424,8 +550,10 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 				break;          /* nor any after it */
 			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
 			sl[nsl] = all[pick[k]];
-			trial_one(b, op, gs, load, NULL, &sl[nsl]);
-			if (sl[nsl].fits && (bi < 0 || by_exact(&sl[nsl], &sl[bi]) < 0))
+			if (lazy)
+				lb = xrealloc(lb, (size_t)(nsl + 1) * sizeof *lb);
+			trial_one(b, op, gs, load, NULL, lazy ? &lb[nsl] : NULL, &sl[nsl]);
+			if (!lazy && sl[nsl].fits && (bi < 0 || by_exact(&sl[nsl], &sl[bi]) < 0))
 				bi = nsl;
 			fit |= sl[nsl].fits;
 			nsl++;
@@ -434,11 +562,18 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	free(pick);
 	free(bd);
 	free(tried);
-	qsort(sl, (size_t)nsl, sizeof *sl, by_exact);
+	if (lazy && nsl) {                      /* only sl[0], the one built, matters */
+		int f = lazy_first(b, op, gs, load, sl, lb, nsl);
+		Candidate t = sl[0];
+		sl[0] = sl[f], sl[f] = t;
+	} else {
+		qsort(sl, (size_t)nsl, sizeof *sl, by_exact);
+	}
+	free(lb);
 	if (ex) {
 		int keep = b->o->explain < nsl ? b->o->explain : nsl;
 		ex->op = xstrdup(op->name);
-		ex->considered = nall;
+		ex->considered = considered;
 		ex->fitting = 0;
 		for (int i = 0; i < nsl; i++)
 			ex->fitting += sl[i].fits;
@@ -450,6 +585,8 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 		ex->exact = nsl;
 	}
 	build_matmul(b, op, gs, nsl ? &sl[0] : &best);
+	OpChoice k = gemm_choice(nsl ? &sl[0] : &best);
+	trial_decide(b, op, &k);
 	free(sl);
 	free(all);
 	free(load);

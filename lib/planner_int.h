@@ -8,7 +8,8 @@
  *                   formula, the short list lowered exactly, the one chosen
  *                   built with its casts and deliveries
  *   planner_cost.c  exact costing of one choice of an op: build it, lower
- *                   it against every tile's load (lib/trial.h), take it back
+ *                   it against every tile's load (lib/trial.h), take it
+ *                   back; the trials kept for the cycles objective's margins
  *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
  */
 #ifndef AMP_PLANNER_INT_H
@@ -30,6 +31,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A choice of an op, as the memo and the choices made so far name it: a
+ * GEMM candidate's grid, cast order, staging, out staging and reduction;
+ * an attention's blocks and key and value staging. */
+typedef struct {
+	int64_t v[7];
+} OpChoice;
+
+/* Trials already lowered (planner_cost.c): under the cycles objective the
+ * plan is built again at a larger margin, and up to the first op whose
+ * choice changes, the state each trial starts from is the same. */
+typedef struct Memo Memo;
+
 /* One plan under construction. */
 typedef struct {
 	Plan *pl;
@@ -44,6 +57,16 @@ typedef struct {
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
 	double margin;          /* a trial fits within (1 - margin) of every limit */
+	Memo *memo;             /* or NULL */
+	int prefix;             /* the choices made so far (the memo's name for them) */
+	/* The best trial of the op being chosen so far (trial_build), by
+	 * candidate_cmp under the objective, and when op_have its tables:
+	 * the op's own trial when that choice is built (trial_op). */
+	Candidate op_best;
+	OpChoice op_key;
+	int op_set, op_have, op_first, op_last;
+	int64_t *op_tab, *op_frg, *scratch;     /* per tile; scratch: 3 x tiles */
+	int64_t *by, nby;                       /* trial_build's per-placement bytes */
 } Builder;
 
 /* Builds one choice of op (a GEMM candidate, an attention's staging). */
@@ -75,8 +98,20 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
 /* planner_cost.c */
 double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
 int cannot_beat(Bound bd, const Candidate *beat);
-void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg,
-		 const int64_t *load, Bound *bound, Candidate *c);
+Memo *memo_new(void);
+void memo_free(Memo *mm);
+/* Before an op's trials: no best trial yet. */
+void trial_reset(Builder *b);
+/* k (a choice of op) was lowered by trial_build (or by none) and is now
+ * built: the choices made so far include it. */
+void trial_decide(Builder *b, const MOp *op, const OpChoice *k);
+/* The steps first.. of op, built, lowered (plan_trial) and added to every
+ * tile's tables and fragments (b->tab, b->frg); the op's best trial's
+ * figures when they are those steps' (the same plan, lowered the same
+ * way). */
+int trial_op(Builder *b, const MOp *op, int first, Err *e);
+void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, const OpChoice *k,
+		 const int64_t *load, Bound *bound, int64_t *lb, Candidate *c);
 
 /* planner_ops.c */
 void plan_rowlocal(Builder *b, const MOp *op);

@@ -197,12 +197,15 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		tile_load(b, (int)(op - m->ops), load);
 		for (int r = 0; r < 2; r++) {
 			AttnTry t = { ag, r };
-			trial_build(b, op, build_attention, &t, load, NULL, &c[r]);
+			OpChoice k = { { ag.QB, ag.KB, r, -1, -1, -1, -1 } };
+			trial_build(b, op, build_attention, &t, &k, load, NULL, NULL, &c[r]);
 		}
 		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
 		free(load);
 	}
 	build_attention(b, op, &at);
+	OpChoice k = { { at.ag.QB, at.ag.KB, at.relay, -1, -1, -1, -1 } };
+	trial_decide(b, op, &k);
 	return 0;
 }
 

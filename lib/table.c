@@ -41,7 +41,7 @@ typedef struct {
 	const char *home;               /* and tiles (per tile: holds a shard) */
 } Walk;
 
-static int walk_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+static inline int walk_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
 {
 	Walk *w = ctx;
 	(void)m;
@@ -73,33 +73,54 @@ static int mark(void *ctx, const Placement *p, const int64_t *idx, const int64_t
 static _Thread_local char *kept_home;   /* the stacked home's tiles */
 static _Thread_local int64_t kept_home_tiles;
 
-static void phase_walk(const Plan *pl, int p, PutFn put, void *sink)
+/* Sets w for record i of pl (a send): its sends from a stacked home. */
+static void walk_record(Walk *w, const Plan *pl, int i, int *home_of)
+{
+	const Xfer *x = &pl->x[i];
+	int64_t T = pl->machine.tiles;
+	w->xfer = i;
+	int src = pl->nr ? pl->s[x->step].src : -1;       /* no repeat: nothing moves */
+	w->iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
+	w->istride = w->iters ? place_instance(&pl->p[src]) : 0;
+	if (w->iters && src != *home_of) {
+		*home_of = src;
+		memset(kept_home, 0, (size_t)T);
+		place_each(&pl->p[src], T, mark, kept_home);
+	}
+	w->hlo = src >= 0 ? pl->p[src].addr : 0;
+	w->hhi = w->hlo + w->istride;
+}
+
+static void walk_start(const Plan *pl, Walk *w)
 {
 	int64_t T = pl->machine.tiles;
-	int home_of = -1;
 	if (kept_home_tiles != T) {
 		free(kept_home);
 		kept_home = xcalloc((size_t)T, 1);
 		kept_home_tiles = T;
 	}
-	Walk w = { .put = put, .sink = sink, .tiles = T, .home = kept_home };
-	for (int i = 0; i < pl->nx; i++) {
-		const Xfer *x = &pl->x[i];
-		if (x->kind != X_SEND || x->step < pl->ph[p].first || x->step > pl->ph[p].last)
-			continue;
-		w.xfer = i;
-		int src = pl->nr ? pl->s[x->step].src : -1;       /* no repeat: nothing moves */
-		w.iters = src >= 0 && plan_stacked(pl, src) ? plan_step_count(pl, x->step) : 0;
-		w.istride = w.iters ? place_instance(&pl->p[src]) : 0;
-		if (w.iters && src != home_of) {
-			home_of = src;
-			memset(kept_home, 0, (size_t)T);
-			place_each(&pl->p[src], T, mark, kept_home);
+	memset(w, 0, sizeof *w);
+	w->tiles = T;
+	w->home = kept_home;
+}
+
+/* Is record x one of phase p's sends? */
+static int in_phase(const Plan *pl, int p, const Xfer *x)
+{
+	return x->kind == X_SEND && x->step >= pl->ph[p].first && x->step <= pl->ph[p].last;
+}
+
+static void phase_walk(const Plan *pl, int p, PutFn put, void *sink)
+{
+	int home_of = -1;
+	Walk w;
+	walk_start(pl, &w);
+	w.put = put, w.sink = sink;
+	for (int i = 0; i < pl->nx; i++)
+		if (in_phase(pl, p, &pl->x[i])) {
+			walk_record(&w, pl, i, &home_of);
+			xfer_each_inline(&pl->x[i], w.tiles, walk_member, &w);
 		}
-		w.hlo = src >= 0 ? pl->p[src].addr : 0;
-		w.hhi = w.hlo + w.istride;
-		xfer_each(x, T, walk_member, &w);
-	}
 }
 
 /* ---- the rows ---- */
@@ -164,59 +185,192 @@ int phase_rows(const Plan *pl, int p, RowFn fn, void *ctx)
 	return rc;
 }
 
-/* ---- row sizes without the rows ---- */
-
-/* A tile's row as it grows: its bytes so far (before the 8-byte header
- * and rounding), instructions, and where its last RECV ended. The same
- * sizes as row_bytes() gives for the row phase_rows builds. */
+/* ---- row sizes without the rows ----
+ *
+ * The same walk with the sink inline: a tile's row as it grows is its
+ * bytes so far (before the 8-byte header and rounding), instructions, and
+ * where its last RECV ended (the sizes row_bytes() gives for the row
+ * phase_rows builds), and for table_totals a hash of its instructions. */
 typedef struct {
 	int64_t bytes, n, prev_end;
 } RowSum;
 
+/* Two independent 64-bit hashes of a row, made as its instructions come
+ * (the row itself is never kept): rows a tile already holds are
+ * recognised by both (a false match needs a 128-bit collision). */
 typedef struct {
-	RowSum *rs;
-	int64_t *touched, ntouched;
-} Sums;
+	uint64_t a, b;
+} Hash2;
 
-static _Thread_local RowSum *kept_sums;
-static _Thread_local int64_t *kept_sum_touched, kept_sum_tiles;
+static const Hash2 hash_start = { 1469598103934665603u, 0x9E3779B97F4A7C15u };
 
-static void sum_put(void *sink, int64_t t, const Instr *in)
+static inline void hash_instr(Hash2 *h, const Instr *in)
 {
-	Sums *u = sink;
-	RowSum *r = &u->rs[t];
-	if (r->n == 0) {
-		u->touched[u->ntouched++] = t;
-		r->prev_end = -1;
+	/* the instruction's fields, one to one in four words (its kind in
+	 * len's low bit) */
+	uint64_t v[4] = { (uint64_t)in->len << 1 | in->kind, (uint64_t)in->addr,
+			  (uint64_t)(uint32_t)in->peer | (uint64_t)(uint32_t)in->iters << 32,
+			  (uint64_t)in->istride };
+	for (int k = 0; k < 4; k++) {
+		h->a = (h->a ^ v[k]) * 1099511628211u;
+		h->a ^= h->a >> 29;
+		h->b += v[k] * 0xBF58476D1CE4E5B9u + 0x94D049BB133111EBu;
+		h->b = (h->b ^ (h->b >> 31)) * 0xD6E8FEB86659FD93u;
 	}
-	if (in->kind == I_SEND) {
-		r->bytes += SEND_BYTES(in->len) + MOVING_BYTES(in->iters);
-	} else {
-		r->bytes += in->addr == r->prev_end ? 8 : 12;
-		r->prev_end = in->addr + in->len;
-	}
-	r->n++;
 }
 
-void phase_row_sums(const Plan *pl, int p, int64_t *table, int64_t *frags)
+typedef struct {
+	RowSum r;
+	Hash2 h;
+	int64_t sdur, rdur, iss;        /* phase_row_sums_bound: port and pipeline cycles */
+} RowTot;
+
+typedef struct {
+	Walk w;
+	RowTot *rt;
+	int64_t *touched, ntouched;
+	int hash;               /* also hash the rows */
+	const Machine *busy;    /* also add up each tile's busy cycles (phase_row_sums_bound) */
+} Sums;
+
+static inline RowTot *sum_row(Sums *u, int64_t t)
+{
+	RowTot *r = &u->rt[t];
+	if (r->r.n == 0) {
+		u->touched[u->ntouched++] = t;
+		r->r.prev_end = -1;
+		r->h = hash_start;
+	}
+	r->r.n++;
+	return r;
+}
+
+/* walk_member with the sums for its sink. */
+static int sum_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Sums *u = ctx;
+	const Walk *w = &u->w;
+	(void)m;
+	int mv = w->iters && w->home[st] && sa >= w->hlo && sa < w->hhi;
+	int32_t iters = mv ? (int32_t)w->iters : 0;
+	RowTot *r = sum_row(u, st);
+	r->r.bytes += SEND_BYTES(x->len) + MOVING_BYTES(iters);
+	int64_t dur = u->busy ? cdiv(x->len, u->busy->exchange_bytes_per_cycle) : 0;
+	if (u->busy)
+		r->sdur += dur, r->iss += u->busy->send_control_cycles;
+	if (u->hash) {
+		Instr s = { .len = x->len, .addr = sa, .istride = mv ? w->istride : 0, .peer = -1,
+			     .xfer = w->xfer, .iters = iters, .kind = I_SEND };
+		hash_instr(&r->h, &s);
+	}
+	Instr v = { .len = x->len, .addr = da, .peer = (int32_t)st, .xfer = w->xfer, .kind = I_RECV };
+	int64_t step = tile_mod(x->recv_step, w->tiles), end = da + x->len;
+	for (int64_t j = 0, t = dt; j < x->nrecv; j++) {      /* dt + j * recv_step, in [0, tiles) */
+		r = sum_row(u, t);
+		r->r.bytes += da == r->r.prev_end ? 8 : 12;
+		r->r.prev_end = end;
+		if (u->busy)
+			r->rdur += dur, r->iss += u->busy->receive_control_cycles;
+		if (u->hash)
+			hash_instr(&r->h, &v);
+		t += step;
+		t -= t >= w->tiles ? w->tiles : 0;
+	}
+	return 0;
+}
+
+static _Thread_local RowTot *kept_sums;
+static _Thread_local int64_t *kept_sum_touched, kept_sum_tiles;
+
+/* Phase p's rows summed into u (u->ntouched tiles, each to be reset). */
+static void sums_walk(const Plan *pl, int p, Sums *u)
 {
 	int64_t T = pl->machine.tiles;
+	int home_of = -1;
 	if (kept_sum_tiles != T) {
 		free(kept_sums), free(kept_sum_touched);
 		kept_sums = xcalloc((size_t)T, sizeof *kept_sums);
 		kept_sum_touched = xmalloc((size_t)T * sizeof *kept_sum_touched);
 		kept_sum_tiles = T;
 	}
-	Sums u = { kept_sums, kept_sum_touched, 0 };
-	phase_walk(pl, p, sum_put, &u);
+	walk_start(pl, &u->w);
+	u->rt = kept_sums, u->touched = kept_sum_touched, u->ntouched = 0;
+	for (int i = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (!in_phase(pl, p, x))
+			continue;
+		walk_record(&u->w, pl, i, &home_of);
+		xfer_each_inline(x, T, sum_member, u);
+	}
+}
+
+void phase_row_sums(const Plan *pl, int p, int64_t *table, int64_t *frags)
+{
+	phase_row_sums_bound(pl, p, table, frags, NULL);
+}
+
+/* The walk's rows: each tile's row bytes and fragments to fn, and the
+ * busy bound (cycles, when not NULL). */
+typedef void (*SumFn)(void *ctx, int64_t k, int64_t tile, int64_t bytes, int64_t frags);
+
+static void row_sums(const Plan *pl, int p, SumFn fn, void *ctx, int64_t *cycles)
+{
+	Sums u;
+	u.hash = 0;
+	u.busy = cycles ? &pl->machine : NULL;
+	sums_walk(pl, p, &u);
+	if (cycles)
+		*cycles = 0;
 	for (int64_t k = 0; k < u.ntouched; k++) {
 		int64_t t = u.touched[k];
-		if (table)
-			table[t] += (8 + u.rs[t].bytes + 7) / 8 * 8;
-		if (frags)
-			frags[t] += u.rs[t].n;
-		memset(&u.rs[t], 0, sizeof u.rs[t]);
+		const RowTot *r = &u.rt[t];
+		fn(ctx, k, t, (8 + r->r.bytes + 7) / 8 * 8, r->r.n);
+		if (cycles) {
+			int64_t c = r->sdur > r->rdur ? r->sdur : r->rdur;
+			c = r->iss > c ? r->iss : c;
+			*cycles = c > *cycles ? c : *cycles;
+		}
+		memset(&u.rt[t], 0, sizeof u.rt[t]);
 	}
+}
+
+typedef struct {
+	int64_t *table, *frags;
+} AddTo;
+
+static void add_to(void *ctx, int64_t k, int64_t t, int64_t bytes, int64_t frags)
+{
+	AddTo *a = ctx;
+	(void)k;
+	if (a->table)
+		a->table[t] += bytes;
+	if (a->frags)
+		a->frags[t] += frags;
+}
+
+void phase_row_sums_bound(const Plan *pl, int p, int64_t *table, int64_t *frags, int64_t *cycles)
+{
+	AddTo a = { table, frags };
+	row_sums(pl, p, add_to, &a, cycles);
+}
+
+typedef struct {
+	int64_t *tiles, *table, *frags, n;
+} List;
+
+static void list_one(void *ctx, int64_t k, int64_t t, int64_t bytes, int64_t frags)
+{
+	List *l = ctx;
+	l->tiles[k] = t, l->table[k] = bytes, l->frags[k] = frags;
+	l->n = k + 1;
+}
+
+int64_t phase_row_list(const Plan *pl, int p, int64_t *tiles, int64_t *table, int64_t *frags,
+		       int64_t *cycles)
+{
+	List l = { tiles, table, frags, 0 };
+	row_sums(pl, p, list_one, &l, cycles);
+	return l.n;
 }
 
 void table_release(void)
@@ -241,60 +395,11 @@ int64_t phase_max_row(const Plan *pl, int p)
 
 /* ---- totals with sharing ---- */
 
-/* Two independent 64-bit hashes of a row: rows a tile already holds are
- * recognised by both (a false match needs a 128-bit collision). */
-typedef struct {
-	uint64_t a, b;
-} Hash2;
-
-static Hash2 row_hash(const Instr *ins, int n)
-{
-	Hash2 h = { 1469598103934665603u, 0x9E3779B97F4A7C15u ^ (uint64_t)n };
-	for (int i = 0; i < n; i++) {
-		uint64_t v[6] = { ins[i].kind, (uint64_t)ins[i].len, (uint64_t)ins[i].addr, (uint64_t)ins[i].peer,
-				  (uint64_t)ins[i].iters, (uint64_t)ins[i].istride };
-		for (int k = 0; k < 6; k++) {
-			h.a = (h.a ^ v[k]) * 1099511628211u;
-			h.a ^= h.a >> 29;
-			h.b += v[k] * 0xBF58476D1CE4E5B9u + 0x94D049BB133111EBu;
-			h.b = (h.b ^ (h.b >> 31)) * 0xD6E8FEB86659FD93u;
-		}
-	}
-	return h;
-}
-
-typedef struct {
-	const Plan *pl;
-	int64_t *table, *frags, *max_row;
-	int phase;
-	Hash2 **seen;           /* per tile: hashes of rows it holds */
-	int *nseen;
-} Tot;
-
-static int total_row(void *ctx, int64_t t, const Instr *ins, int n)
-{
-	Tot *c = ctx;
-	int64_t b = row_bytes(ins, n);
-	Hash2 h = row_hash(ins, n);
-	if (c->max_row && b > c->max_row[c->phase])
-		c->max_row[c->phase] = b;
-	if (c->frags)
-		c->frags[t] += n;
-	for (int i = 0; i < c->nseen[t]; i++)
-		if (c->seen[t][i].a == h.a && c->seen[t][i].b == h.b)
-			return 0;               /* the tile holds this row already */
-	c->seen[t] = xrealloc(c->seen[t], (size_t)(c->nseen[t] + 1) * sizeof **c->seen);
-	c->seen[t][c->nseen[t]++] = h;
-	if (c->table)
-		c->table[t] += b;
-	return 0;
-}
-
 void table_totals(const Plan *pl, int64_t *table, int64_t *frags, int64_t *max_row)
 {
 	int64_t T = pl->machine.tiles;
-	Tot c = { pl, table, frags, max_row, 0, xcalloc((size_t)T, sizeof *c.seen),
-		  xcalloc((size_t)T, sizeof *c.nseen) };
+	Hash2 **seen = xcalloc((size_t)T, sizeof *seen);        /* per tile: hashes of rows it holds */
+	int *nseen = xcalloc((size_t)T, sizeof *nseen);
 	if (table)
 		memset(table, 0, (size_t)T * sizeof *table);
 	if (frags)
@@ -302,11 +407,34 @@ void table_totals(const Plan *pl, int64_t *table, int64_t *frags, int64_t *max_r
 	if (max_row)
 		memset(max_row, 0, (size_t)pl->nph * sizeof *max_row);
 	for (int p = 0; p < pl->nph; p++) {
-		c.phase = p;
-		phase_rows(pl, p, total_row, &c);
+		Sums u;
+		u.hash = 1;
+		u.busy = NULL;
+		sums_walk(pl, p, &u);
+		for (int64_t k = 0; k < u.ntouched; k++) {
+			int64_t t = u.touched[k], n = u.rt[t].r.n, b = (8 + u.rt[t].r.bytes + 7) / 8 * 8;
+			Hash2 h = u.rt[t].h;
+			h.a = (h.a ^ (uint64_t)n) * 1099511628211u;     /* the row's length */
+			h.b = (h.b ^ (uint64_t)n) * 0xD6E8FEB86659FD93u;
+			memset(&u.rt[t], 0, sizeof u.rt[t]);
+			if (max_row && b > max_row[p])
+				max_row[p] = b;
+			if (frags)
+				frags[t] += n;
+			int i = 0;
+			while (i < nseen[t] && !(seen[t][i].a == h.a && seen[t][i].b == h.b))
+				i++;
+			if (i < nseen[t])
+				continue;               /* the tile holds this row already */
+			if ((nseen[t] & (nseen[t] - 1)) == 0)
+				seen[t] = xrealloc(seen[t], (size_t)(nseen[t] ? 2 * nseen[t] : 1) * sizeof **seen);
+			seen[t][nseen[t]++] = h;
+			if (table)
+				table[t] += b;
+		}
 	}
 	for (int64_t t = 0; t < T; t++)
-		free(c.seen[t]);
-	free(c.seen);
-	free(c.nseen);
+		free(seen[t]);
+	free(seen);
+	free(nseen);
 }

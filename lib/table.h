@@ -50,6 +50,15 @@ int phase_rows(const Plan *pl, int phase, RowFn fn, void *ctx);
  * and fragments, without making the rows: table and frags (tiles
  * entries, either NULL) are added to. */
 void phase_row_sums(const Plan *pl, int phase, int64_t *table, int64_t *frags);
+/* The same, and in *cycles a lower bound of the phase's replay
+ * (phase_cycles, lib/replay.h), from the same walk: the most cycles any
+ * tile spends sending (its send port, one fragment after another),
+ * receiving (its receive port) or issuing (its control cycles). */
+void phase_row_sums_bound(const Plan *pl, int phase, int64_t *table, int64_t *frags, int64_t *cycles);
+/* The same, tile by tile: for each of the n tiles with a row (returned;
+ * arrays of tiles entries), its tile, row_bytes and fragments. */
+int64_t phase_row_list(const Plan *pl, int phase, int64_t *tiles, int64_t *table, int64_t *frags,
+		       int64_t *cycles);
 /* The largest row_bytes of any tile's row in the phase (0: none). */
 int64_t phase_max_row(const Plan *pl, int phase);
 /* phase_rows keeps its per-tile lists per thread between calls (fn must

@@ -14,7 +14,7 @@
  * tiles (lib/cost), as amp-capture counts them.
  *
  * Addresses: the plan has none yet, so each placement gets its own
- * synthetic address, far from every other; a copy destination that may
+ * synthetic buffer, apart from every other; a copy destination that may
  * alias its source (plan_lifetimes) takes the source's, as amp-expand's
  * allocator gives it when it can. The figures therefore equal the
  * emitted program's, except that (a) a receive that happens to continue
@@ -33,5 +33,23 @@
 
 int plan_trial(const Plan *pl, int first, int last, int weights, int64_t *table,
 	       int64_t *frags, int64_t *cycles, Err *e);
+/* plan_trial with cycles (required) a lower bound of plan_trial's: each
+ * phase's replay bounded below by its busiest tile's sends, receives or
+ * control cycles (lib/replay.h), without replaying it. */
+int plan_trial_bound(const Plan *pl, int first, int last, int weights, int64_t *table,
+		     int64_t *frags, int64_t *cycles, Err *e);
+/* plan_group(pl, weights, e) on a plan just through plan_exchange (one
+ * phase per copy step, transfers in step order), as plan_trial groups: the
+ * same result, with amp-group's auto decision for each copy kept by the
+ * shapes of its two placements (lib/trial.c) and used again without its
+ * replays. */
+int trial_group(Plan *pl, int weights, Err *e);
+/* plan_trial keeps, per thread, each phase it lowered (its rows, the lower
+ * bound of its cycles and, once replayed, its cycles) by the shapes of its
+ * copies' placements; trial_release frees the calling thread's. The
+ * decisions trial_group kept are for all threads; trial_forget frees them
+ * (no thread may be in plan_trial or trial_group then). */
+void trial_release(void);
+void trial_forget(void);
 
 #endif

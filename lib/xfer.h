@@ -56,6 +56,47 @@ typedef int (*XferFn)(void *ctx, const Xfer *x, int64_t m, int64_t src_tile,
 		      int64_t src_addr, int64_t dst_tile, int64_t dst_addr);
 int xfer_each(const Xfer *x, int64_t tiles, XferFn fn, void *ctx);
 
+/* xfer_each itself, for a caller whose fn should be inlined (a walk that
+ * visits millions of members). */
+static inline int xfer_each_inline(const Xfer *x, int64_t tiles, XferFn fn, void *ctx)
+{
+	int64_t idx[XFER_LOOPS] = { 0 }, n = 1;
+	/* Members in order, each from the last: a loop's step adds its deltas,
+	 * its wrap takes back count - 1 of them. Tiles stay in [0, tiles),
+	 * so one comparison replaces a division. */
+	int64_t ds[XFER_LOOPS], dd[XFER_LOOPS], ws[XFER_LOOPS], wd[XFER_LOOPS];
+	for (int k = 0; k < x->nloop; k++) {
+		int64_t c = (x->loop[k].count - 1) % tiles;
+		n *= x->loop[k].count;
+		ds[k] = tile_mod(x->loop[k].src_tile, tiles);
+		dd[k] = tile_mod(x->loop[k].dst_tile, tiles);
+		ws[k] = tile_mod(c * ds[k], tiles);
+		wd[k] = tile_mod(c * dd[k], tiles);
+	}
+	int64_t st = tile_mod(x->src_tile, tiles), sa = x->src_addr, dt = tile_mod(x->dst_tile, tiles), da = x->dst_addr;
+	for (int64_t m = 0; m < n; m++) {
+		int rc = fn(ctx, x, m, st, sa, dt, da);
+		if (rc)
+			return rc;
+		for (int k = 0; k < x->nloop; k++) {
+			const XLoop *l = &x->loop[k];
+			if (++idx[k] < l->count) {
+				st += ds[k], dt += dd[k];
+				st -= st >= tiles ? tiles : 0;
+				dt -= dt >= tiles ? tiles : 0;
+				sa += l->src_addr, da += l->dst_addr;
+				break;
+			}
+			idx[k] = 0;
+			st -= ws[k], dt -= wd[k];
+			st += st < 0 ? tiles : 0;
+			dt += dt < 0 ? tiles : 0;
+			sa -= (l->count - 1) * l->src_addr, da -= (l->count - 1) * l->dst_addr;
+		}
+	}
+	return 0;
+}
+
 /* Lowest and highest address any member reads (src) or writes (dst). */
 void xfer_span(const Xfer *x, int dst, int64_t *lo, int64_t *hi);
 
