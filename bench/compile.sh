@@ -3,9 +3,10 @@
 # from amp-plan through amp-capture, each stage reading the previous one's
 # output, as `make capture` runs them. Per stage: wall time and peak RSS
 # (/usr/bin/time -v; wall from $EPOCHREALTIME, best of RUNS, default 3)
-# and output size; then the totals against the target (at most 4 s and
-# 200 MB peak RSS on this 2-core machine; bench/README.md has the figures). amp-plan
-# runs with PLAN_FLAGS (default none: the memory objective) and amp-emit
+# and output size; then the totals against the target (at most 12 s and
+# 512 MB peak RSS on this 2-core machine, the cycles objective's search and
+# amp-group's schedule included; bench/README.md has the figures). amp-plan
+# runs with PLAN_FLAGS (default none: the cycles objective) and amp-emit
 # with EMIT_FLAGS (default none: the machine's own limits; a study may
 # raise them). Prints figures; not a test.
 set -euo pipefail
@@ -43,5 +44,5 @@ for stage in plan compose expand exchange group emit capture; do
 	case $stage in emit|capture) ;; *) in=$out ;; esac
 done
 awk -v us="$total_us" -v kib="$max_kib" 'BEGIN {
-	printf "total %.3f s, largest peak RSS %d KiB (target: at most 4 s and 200 MB: %s)\n", us / 1e6, kib,
-		(us <= 4e6 && kib * 1024 <= 200e6) ? "PASS" : "FAIL" }'
+	printf "total %.3f s, largest peak RSS %d KiB (target: at most 12 s and 512 MB: %s)\n", us / 1e6, kib,
+		(us <= 12e6 && kib * 1024 <= 512e6) ? "PASS" : "FAIL" }'

@@ -308,13 +308,13 @@ run_case() {
 	echo "== case $name: $model (machine $(basename "$machine"), $runner)"
 
 	plan_of ""; local def_plan=$pl_dir/plan.yaml def_res=$pl_res def_ok=$pl_ok
-	plan_of "--objective cycles"; local cyc_plan=$pl_dir/plan.yaml cyc_res=$pl_res cyc_ok=$pl_ok
+	plan_of "--objective memory"; local alt_plan=$pl_dir/plan.yaml alt_res=$pl_res alt_ok=$pl_ok
 	[ "$def_ok" = yes ] || { echo "search-oracle: amp-plan has no plan of $model: $(cut -f6 <<< "$def_res")" >&2; exit 1; }
-	declare -A def_choice cyc_choice
+	declare -A def_choice alt_choice
 	gemm_ops=()
 	while read -r op rest; do gemm_ops+=("$op"); def_choice[$op]=$rest; cur[$op]=$rest; done < <(gemm_choices "$def_plan")
-	if [ "$cyc_ok" = yes ]; then
-		while read -r op rest; do cyc_choice[$op]=$rest; done < <(gemm_choices "$cyc_plan")
+	if [ "$alt_ok" = yes ]; then
+		while read -r op rest; do alt_choice[$op]=$rest; done < <(gemm_choices "$alt_plan")
 	fi
 	att=$(attention_pins "$def_plan")
 
@@ -333,7 +333,7 @@ run_case() {
 		r=$((r + 1))
 		local seeds
 		seeds=$(echo "${def_choice[$rop]}" | cut -d' ' -f1-3)
-		[ -z "${cyc_choice[$rop]:-}" ] || seeds+=",$(echo "${cyc_choice[$rop]}" | cut -d' ' -f1-3)"
+		[ -z "${alt_choice[$rop]:-}" ] || seeds+=",$(echo "${alt_choice[$rop]}" | cut -d' ' -f1-3)"
 		grids "$def_plan" "$rop" "$seeds" > "$case_dir/round$r.grids"
 		read -r nvalid nhalf < "$dir/counts.tmp"
 		local keys=() R K C st out red keep=${cur[$rop]}
@@ -435,10 +435,10 @@ run_case() {
 			echo "best found: none of the candidates fits"
 		fi
 		planner_line "planner (amp-plan default objective)" "$def_res" def_choice ""
-		if [ "$cyc_ok" = yes ]; then
-			planner_line "planner (amp-plan --objective cycles)" "$cyc_res" cyc_choice "$others"
+		if [ "$alt_ok" = yes ]; then
+			planner_line "planner (amp-plan --objective memory)" "$alt_res" alt_choice "$others"
 		else
-			echo "planner (amp-plan --objective cycles): no plan ($(cut -f6 <<< "$cyc_res"))"
+			echo "planner (amp-plan --objective memory): no plan ($(cut -f6 <<< "$alt_res"))"
 		fi
 	} > "$summ"
 	cat "$summ"

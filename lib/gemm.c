@@ -299,7 +299,10 @@ void gemm_score_from(const GemmShape *s, const Machine *m, GemmFigures *f, Candi
 	}
 	xbytes += max[GP_OUT];
 	phases += 1;
-	c->cycles = rows_a * bk * bc / macs + xbytes / m->exchange_bytes_per_cycle +
+	/* The sum of the partials on the busiest tile: every fp16 element of
+	 * its reduction block (all K partials of its part) read once. */
+	int64_t reduce = K > 1 ? max[GP_RED] / 2 * m->reduction_cycles_per_element : 0;
+	c->cycles = rows_a * bk * bc / macs + reduce + xbytes / m->exchange_bytes_per_cycle +
 		    local / m->local_copy_bytes_per_cycle + phases * m->sync_cycles;
 	c->tables = 8 * c->rows + 8 * frags;
 }
@@ -325,11 +328,12 @@ int candidate_cmp(const Candidate *a, const Candidate *b, Objective o)
 	if (a->exact && b->exact) {     /* trial figures: fitting first, then the objective */
 		if (a->fits != b->fits)
 			return a->fits ? -1 : 1;
-		/* cycles: the fewest modelled cycles among fitting ones; memory
+		/* cycles: the fewest modelled cycles (with the table price:
+		 * x_score) among fitting ones; memory
 		 * (and any candidate that does not fit): the most headroom on
 		 * the worst tile, in steps of 1%, then the least bytes */
 		int64_t ea = (int64_t)(a->x_excess * 100), eb = (int64_t)(b->x_excess * 100);
-		if (o == OBJ_CYCLES && a->fits && (r = cmp64(a->x_cycles, b->x_cycles)))
+		if (o == OBJ_CYCLES && a->fits && (r = cmp64(a->x_score, b->x_score)))
 			return r;
 		if ((r = cmp64(ea, eb)))
 			return r;

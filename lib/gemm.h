@@ -67,6 +67,8 @@ typedef struct {
 	double x_excess;        /* worst ratio of a figure to its limit (fits: <= 1) */
 	int64_t x_cycles;       /* cycles objective: the trial's modelled cycles (replay, sync,
 				 * local copies, compute), beside the estimate in cycles */
+	int64_t x_score;        /* cycles objective: what fitting candidates rank by, x_cycles
+				 * times the op's runs plus the table price times x_table */
 } Candidate;
 
 /* 0 if the grid is valid for the shape; else -1 and why (no location). */

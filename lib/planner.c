@@ -1,8 +1,9 @@
 /* planner.c: model + machine -> plan (lib/planner.h). The plan's records,
  * canonical ownership and parameter homes, and the whole model: each op in
  * turn (matmuls in planner_gemm.c, the others in planner_ops.c), the check
- * that the machine holds the plan, and the ownerships and margins tried. */
+ * that the machine holds the plan, and the ownerships and attempts tried. */
 #include "planner_int.h"
+#include "floor.h"
 
 /* ---- records ---- */
 
@@ -379,12 +380,12 @@ int plan_batch_split(const Plan *pl)
 }
 
 static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-		     Explain *ex, double margin, Memo *memo, Err *e)
+		     Explain *ex, double margin, double price, Memo *memo, Err *e)
 {
 	Builder b;
 	memset(&b, 0, sizeof b);
 	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
-	b.memo = memo, b.prefix = -1;
+	b.price = price, b.memo = memo, b.prefix = -1;
 	int rc = -1;
 
 	memset(pl, 0, sizeof *pl);
@@ -517,32 +518,44 @@ static int fit_better(const Fit *a, const Fit *b, Objective o)
 
 /* Under the cycles objective the fastest candidates sit near the limits,
  * and a trial lowers one op alone: the whole plan (phases merged across
- * ops) can pass a limit the trials did not. Then the plan is built again
- * with each trial kept this much further inside every limit. */
-static const double fit_margins[] = { 0, 0.01, 0.03, 0.06, 0.10 };
-#define NMARGINS (int)(sizeof fit_margins / sizeof *fit_margins)
+ * ops) can pass a limit the trials did not. Then the plan is built again,
+ * attempt after attempt, the least change first: with each trial kept
+ * margin further inside every limit, or with table bytes priced, so that
+ * the ops the greedy order meets first leave the budget to those that
+ * gain the most cycles from it. A table byte on the worst tile costs
+ * price x F / table budget cycles, F the model's compute floor (lib/floor.h,
+ * of the first attempt's plan): at 0.3, the whole budget is worth 30% of
+ * the essential compute. */
+typedef struct {
+	double margin, price;
+} Attempt;
+static const Attempt attempts[] = {
+	{ 0, 0 }, { 0.01, 0 }, { 0, 0.1 }, { 0.03, 0 }, { 0, 0.3 }, { 0.06, 0 }, { 0, 0.8 }, { 0.10, 0 },
+};
+#define NATTEMPTS (int)(sizeof attempts / sizeof *attempts)
 
-/* What the ownerships' builds share: the first margin at which one of
- * them fits (none yet: NMARGINS). Each build stops past it. */
+/* What the ownerships' builds share: the first attempt at which one of
+ * them fits (none yet: NATTEMPTS). Each build stops past it. */
 typedef struct {
 	pthread_mutex_t mu;
 	int stop;
 } Stop;
 
-/* One ownership's builds, margin after margin (a thread's work). */
+/* One ownership's builds, attempt after attempt (a thread's work). */
 typedef struct {
 	const Model *m;
 	const Machine *mc;
 	PlanOpts o;
-	int n;                          /* margins to try */
-	int explain;                    /* keep each margin's Explain */
+	int n;                          /* attempts to make */
+	int explain;                    /* keep each attempt's Explain */
 	Stop *stop;
-	Memo *memo;                     /* trials already lowered, for the later margins */
-	Plan pl[NMARGINS];
-	Explain *ex[NMARGINS];
-	Err e[NMARGINS];
-	int rc[NMARGINS], built[NMARGINS];
-	Fit fit[NMARGINS];
+	Memo *memo;                     /* trials already lowered, for the later attempts */
+	int64_t floor;                  /* the first attempt's plan's compute floor */
+	Plan pl[NATTEMPTS];
+	Explain *ex[NATTEMPTS];
+	Err e[NATTEMPTS];
+	int rc[NATTEMPTS], built[NATTEMPTS];
+	Fit fit[NATTEMPTS];
 } Own;
 
 static int fits(const Fit *f) { return f->lowered && f->excess <= 1.0; }
@@ -557,7 +570,16 @@ static void *own_run(void *arg)
 		if (past)
 			break;
 		w->ex[i] = w->explain ? xcalloc((size_t)w->m->nops + 1, sizeof *w->ex[i]) : NULL;
-		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], fit_margins[i], w->memo, &w->e[i]);
+		double price = attempts[i].price * (double)w->floor / (double)w->mc->table_budget_bytes;
+		if (i && w->rc[0])
+			price = 0;              /* no plan to take a floor from */
+		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], attempts[i].margin, price,
+				     w->memo, &w->e[i]);
+		if (!i && !w->rc[0]) {
+			ModelFloor f;
+			model_floor(&w->pl[0], &f);
+			w->floor = f.compute;
+		}
 		if (!w->rc[i])
 			plan_fit(&w->pl[i], 0, &w->fit[i]);
 		w->built[i] = 1;
@@ -589,24 +611,24 @@ static void own_free(Own *w)
 
 /* With --ownership auto under the memory and cycles objectives, both
  * ownerships are planned and lowered whole when the batch can split (on
- * two threads), and the better kept (ties: batch). Under cycles, margin
- * after margin (fit_margins) until the kept plan fits: margin i's choice
- * is the better of the two builds at i, each of which depends on i alone,
- * so each ownership runs its margins on its own thread, and both stop
- * past the first margin at which one fits. The fit check's verdict fails
+ * two threads), and the better kept (ties: batch). Under cycles, attempt
+ * after attempt (attempts[]) until the kept plan fits: attempt i's choice
+ * is the better of the two builds at i, each of which depends on its own
+ * ownership's attempts alone, so each ownership runs its attempts on its
+ * own thread, and both stop past the first attempt at which one fits. The fit check's verdict fails
  * the build, or with no_fit_check goes to o->fit when set. */
-int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-	       Explain *ex, Err *e)
+static int build_objective(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+			   Explain *ex, Err *e)
 {
 	if (o->objective < OBJ_MEMORY) {
 		PlanOpts c = *o;
 		if (c.ownership == OWN_AUTO)
 			c.ownership = OWN_TOKENS;
-		return build_one(pl, m, mc, &c, ex, 0, NULL, e);
+		return build_one(pl, m, mc, &c, ex, 0, 0, NULL, e);
 	}
-	int n = o->objective == OBJ_CYCLES && (!o->no_fit_check || o->fit) ? NMARGINS : 1;
+	int n = o->objective == OBJ_CYCLES && (!o->no_fit_check || o->fit) ? NATTEMPTS : 1;
 	int two = o->ownership == OWN_AUTO && batch_can_split(m, mc);
-	Stop stop = { PTHREAD_MUTEX_INITIALIZER, NMARGINS };
+	Stop stop = { PTHREAD_MUTEX_INITIALIZER, NATTEMPTS };
 	Own *w = xcalloc(2, sizeof *w);         /* [0]: batch (or the one ownership), [1]: tokens */
 	for (int k = 0; k < 1 + two; k++) {
 		w[k].m = m, w[k].mc = mc, w[k].o = *o, w[k].n = n, w[k].stop = &stop;
@@ -624,9 +646,9 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	else if (two)
 		own_run(&w[1]);
 
-	/* Margin by margin, as if built one after the other: both failed is
-	 * the batch ownership's error; else the better kept, done when it
-	 * fits. Every margin up to the first that fits was built by both. */
+	/* Attempt by attempt, as if built one after the other: both failed
+	 * is the batch ownership's error; else the better kept, done when it
+	 * fits. Every attempt up to the first that fits was built by both. */
 	int rc = -1, mi = -1, wi = 0;
 	for (int i = 0; i < n && w[0].built[i] && (!two || w[1].built[i]); i++) {
 		if (w[0].rc[i] && (!two || w[1].rc[i])) {
@@ -683,6 +705,67 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	expand_release();               /* the copies and decisions both threads kept */
 	trial_forget();
 	return rc;
+}
+
+/* Under cycles, the trials rank by cycles and keep only the machine's
+ * limits: when no plan they lead to fits (the whole plan's tables pass
+ * what the trials saw at every attempt) or none is built (no candidate
+ * of an op fits), the memory objective's plan, which keeps the most
+ * headroom, is built, and kept when it fits: the fastest fitting plan
+ * found. Without a fit verdict (--no-fit-check and no o->fit) there is
+ * nothing to fall back on. */
+int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	       Explain *ex, Err *e)
+{
+	Err fit = { 0 };
+	PlanOpts c = *o;
+	if (o->fell_back)
+		*o->fell_back = 0;
+	if (o->objective != OBJ_CYCLES || (o->no_fit_check && !o->fit))
+		return build_objective(pl, m, mc, o, ex, e);
+	c.no_fit_check = 1, c.fit = &fit;
+	int crc = build_objective(pl, m, mc, &c, ex, e);
+	if (!crc && !fit.msg[0])
+		goto fits;
+	Plan pm;
+	Err me, mfit = { 0 };
+	Explain *mex = ex ? xcalloc((size_t)m->nops + 1, sizeof *mex) : NULL;
+	PlanOpts mo = c;
+	mo.objective = OBJ_MEMORY, mo.fit = &mfit;
+	int mrc = build_objective(&pm, m, mc, &mo, mex, &me);
+	/* memory's plan when it fits, or when the cycles search built none
+	 * (then with its verdict); else the cycles plan with its own. Both
+	 * failing: memory's error. */
+	int take = !mrc && (!mfit.msg[0] || crc);
+	if (take) {
+		if (!crc)
+			plan_free(pl);
+		*pl = pm;
+		for (int i = 0; ex && i < m->nops; i++) {
+			Explain x = ex[i];
+			ex[i] = mex[i], mex[i] = x;
+		}
+		fit = mfit;
+		if (o->fell_back && !fit.msg[0])
+			*o->fell_back = 1;
+	} else if (!mrc) {
+		plan_free(&pm);
+	}
+	explain_free(mex, mex ? m->nops : 0);
+	free(mex);
+	if (crc && mrc) {
+		*e = me;
+		return -1;
+	}
+	if (fit.msg[0] && !o->no_fit_check) {
+		*e = fit;
+		plan_free(pl);
+		return -1;
+	}
+fits:
+	if (o->fit)
+		*o->fit = fit;
+	return 0;
 }
 
 void explain_free(Explain *ex, int n)

@@ -33,6 +33,8 @@ typedef struct {
 	Ownership ownership;
 	int no_fit_check;       /* memory, cycles: write the plan even when the machine cannot hold it */
 	Err *fit;               /* with no_fit_check, when set: the fit check's error (msg "" when it fits) */
+	int *fell_back;         /* cycles, when set: 1 when the plan is the memory objective's
+				 * (the cycles search found none that fits, and it fits), else 0 */
 } PlanOpts;
 
 typedef struct {

@@ -369,6 +369,12 @@ int trial_op(Builder *b, const MOp *op, int first, Err *e)
 	return 0;
 }
 
+int64_t trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table)
+{
+	int64_t runs = op->rep >= 0 ? b->m->rep[op->rep].count : 1;
+	return cycles < 0 ? -1 : cycles * runs + (int64_t)(b->price * (double)table);
+}
+
 /* Builds a choice with build(arg), lowers it against what earlier ops put
  * on every tile, fills c's exact fields, and takes the choice back.
  * bound (not NULL): only the choice's tensor_bound is computed, into
@@ -402,6 +408,7 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, cons
 			c->fits = c->x_excess <= 1.0 - b->margin;
 			if (cyc_obj)
 				c->x_cycles = x->cycles;
+			c->x_score = trial_score(b, op, c->x_cycles, c->x_table);
 		}
 		if (lb)                         /* (a lowering that failed does not fit: no bound needed) */
 			*lb = !x->ok ? 0 : x->cycles >= 0 ? x->cycles : x->lb;
@@ -447,6 +454,7 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, cons
 			*lb = cyc, c->x_cycles = -1;
 		else if (cyc_obj)
 			c->x_cycles = cyc;
+		c->x_score = trial_score(b, op, c->x_cycles, c->x_table);
 	}
 	if (!bound) {
 		if (b->memo) {

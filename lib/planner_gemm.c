@@ -362,26 +362,28 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 /* The cycles objective without --explain: the short list's trials are
  * lowered without their replays (trial_build's lb), which decides
  * everything but the exact cycles, and those rank fitting candidates
- * alone (candidate_cmp). So the one candidate_cmp puts first is found
- * replaying only fitting candidates, in the order of their lower bounds,
- * until the best so far has fewer cycles than the next bound; when none
- * fits, none. Returns its index. */
+ * alone (candidate_cmp, by x_score). So the one candidate_cmp puts first
+ * is found replaying only fitting candidates, in the order of the bounds
+ * of their x_score, until the best so far ranks before the next bound;
+ * when none fits, none. Returns its index. */
 static int lazy_first(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load,
 		      Candidate *sl, const int64_t *lb, int nsl)
 {
 	Objective o = b->o->objective;
 	int *ord = xmalloc((size_t)(nsl + 1) * sizeof *ord), n = 0, best = -1;
+	int64_t *sc = xmalloc((size_t)(nsl + 1) * sizeof *sc);   /* a bound of each x_score */
 	for (int i = 0; i < nsl; i++)
 		if (sl[i].fits) {
 			int j = n++;            /* stable: by bound, then lowering order */
-			for (; j > 0 && lb[ord[j - 1]] > lb[i]; j--)
+			sc[i] = trial_score(b, op, lb[i], sl[i].x_table);
+			for (; j > 0 && sc[ord[j - 1]] > sc[i]; j--)
 				ord[j] = ord[j - 1];
 			ord[j] = i;
 		}
 	for (int k = 0; k < n; k++) {
 		int i = ord[k];
-		if (best >= 0 && lb[i] > sl[best].x_cycles)
-			break;                  /* nor any after it: more cycles than the best */
+		if (best >= 0 && sc[i] > sl[best].x_score)
+			break;                  /* nor any after it: ranks after the best */
 		if (sl[i].x_cycles < 0)
 			trial_one(b, op, gs, load, NULL, NULL, &sl[i]);
 		if (best < 0 || candidate_cmp(&sl[i], &sl[best], o) < 0)
@@ -392,6 +394,7 @@ static int lazy_first(Builder *b, const MOp *op, const GemmShape *gs, const int6
 			if (best < 0 || candidate_cmp(&sl[i], &sl[best], o) < 0)
 				best = i;
 	free(ord);
+	free(sc);
 	return best;
 }
 
@@ -403,11 +406,15 @@ static int lazy_first(Builder *b, const MOp *op, const GemmShape *gs, const int6
 static _Thread_local Objective rank_obj;     /* the two ownerships plan on two threads */
 static _Thread_local int64_t rank_room;
 
-/* The formula's order for the short list: by how far the per-tile bound
- * (its largest shards, with the table budget kept free) passes what is
- * left on the busiest tile (room), none first; under the cycles objective
- * then the formula's cycles; then tensor memory plus estimated tables. A
- * total order (candidate_cmp ends at the choice itself). */
+/* The formula's order for the short list. Memory: by how far the
+ * per-tile bound (its largest shards, with the table budget kept free)
+ * passes what is left on the busiest tile (room), none first. Cycles: by
+ * the formula's cycles alone; the bound is no key there, because the
+ * fastest candidates pass it (it adds shards that are never live at once
+ * and keeps the whole budget free), and as a first key it ranked them by
+ * bytes, not cycles; a trial says whether they fit. Then tensor memory
+ * plus estimated tables. A total order (candidate_cmp ends at the choice
+ * itself). */
 static int64_t over_room(const Candidate *c, int64_t room)
 {
 	return c->tile_bytes > room ? c->tile_bytes - room : 0;
@@ -415,11 +422,14 @@ static int64_t over_room(const Candidate *c, int64_t room)
 
 static int est_cmp(const Candidate *a, const Candidate *b, int64_t room, Objective o)
 {
-	int64_t oa = over_room(a, room), ob = over_room(b, room);
-	if (oa != ob)
-		return oa < ob ? -1 : 1;
-	if (o == OBJ_CYCLES && a->cycles != b->cycles)
-		return a->cycles < b->cycles ? -1 : 1;
+	if (o == OBJ_CYCLES) {
+		if (a->cycles != b->cycles)
+			return a->cycles < b->cycles ? -1 : 1;
+	} else {
+		int64_t oa = over_room(a, room), ob = over_room(b, room);
+		if (oa != ob)
+			return oa < ob ? -1 : 1;
+	}
 	return candidate_cmp(a, b, OBJ_CAPACITY_TABLES);
 }
 
@@ -443,13 +453,13 @@ typedef struct {
 	int n[3][2][2];
 } Picks;
 
-/* The formula's first key alone (est_cmp's): a candidate that passes
- * the room by more than the last kept of its pair (a full list) would
- * not be kept. */
+/* The formula's first key alone (est_cmp's, memory): a candidate that
+ * passes the room by more than the last kept of its pair (a full list)
+ * would not be kept. */
 static int picks_may(void *ctx, const Candidate *c)
 {
 	const Picks *k = ctx;
-	if (k->n[c->staging][c->unpack][c->scatter] < PICKS)
+	if (k->n[c->staging][c->unpack][c->scatter] < PICKS || k->obj == OBJ_CYCLES)
 		return 1;
 	const Candidate *last = &k->top[c->staging][c->unpack][c->scatter][PICKS - 1];
 	return over_room(c, k->room) <= over_room(last, k->room);

@@ -57,6 +57,8 @@ typedef struct {
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
 	double margin;          /* a trial fits within (1 - margin) of every limit */
+	double price;           /* cycles objective: cycles one table byte on the worst tile
+				 * costs a candidate (Candidate.x_score); 0: tables are free */
 	Memo *memo;             /* or NULL */
 	int prefix;             /* the choices made so far (the memo's name for them) */
 	/* The best trial of the op being chosen so far (trial_build), by
@@ -98,6 +100,10 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
 /* planner_cost.c */
 double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
 int cannot_beat(Bound bd, const Candidate *beat);
+/* The cycles objective's rank of a trial of op that took cycles (-1:
+ * unknown, then -1) and left the worst tile with table bytes: cycles
+ * times the op's runs plus b->price times table (Candidate.x_score). */
+int64_t trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table);
 Memo *memo_new(void);
 void memo_free(Memo *mm);
 /* Before an op's trials: no best trial yet. */

@@ -17,22 +17,24 @@ static void help(void)
 	       "                        shared data: $AMP_SHARE, else share/amp or share\n"
 	       "                        beside the binary's directory)\n"
 	       "      --objective NAME  how GEMM plans (and attention's key and value\n"
-	       "                        staging) are chosen: 'memory' (default: every\n"
-	       "                        candidate ranked by the formula, the best per staging\n"
-	       "                        lowered exactly, as amp-expand, amp-exchange and\n"
-	       "                        amp-group would, against what earlier ops put on\n"
-	       "                        every tile; a fitting one leaving the most headroom\n"
-	       "                        on the worst tile, then with the least tensor + table\n"
-	       "                        bytes, wins), 'cycles' (the candidates ordered by\n"
-	       "                        the formula's cycle estimate, the fastest of each\n"
-	       "                        staging lowered exactly, the fitting one with the\n"
-	       "                        fewest modelled cycles wins; planned again with\n"
-	       "                        the trials kept 1-10%% inside the limits when the\n"
-	       "                        whole plan does not fit), 'capacity'\n"
-	       "                        (the baseline: total live tensor memory, then largest\n"
-	       "                        allocation, then estimated rows and cycles, by formula\n"
-	       "                        alone) or 'capacity+tables' (estimated table bytes\n"
-	       "                        beside tensor memory, by formula)\n"
+	       "                        staging) are chosen: 'cycles' (default: the\n"
+	       "                        candidates ordered by the formula's cycle estimate,\n"
+	       "                        the fastest of each staging lowered exactly, as\n"
+	       "                        amp-expand, amp-exchange and amp-group would,\n"
+	       "                        against what earlier ops put on every tile; the\n"
+	       "                        fitting one with the fewest modelled cycles wins;\n"
+	       "                        planned again with the trials kept 1-10%% inside\n"
+	       "                        the limits when the whole plan does not fit, and\n"
+	       "                        when none fits, the memory objective's plan),\n"
+	       "                        'memory' (every candidate ranked by the formula,\n"
+	       "                        the best per staging lowered exactly; a fitting one\n"
+	       "                        leaving the most headroom on the worst tile, then\n"
+	       "                        with the least tensor + table bytes, wins),\n"
+	       "                        'capacity' (the baseline: total live tensor memory,\n"
+	       "                        then largest allocation, then estimated rows and\n"
+	       "                        cycles, by formula alone) or 'capacity+tables'\n"
+	       "                        (estimated table bytes beside tensor memory, by\n"
+	       "                        formula)\n"
 	       "      --ownership MODE  canonical owners of activations: 'tokens' (token\n"
 	       "                        rows, the batch kept together), 'batch' (token rows,\n"
 	       "                        and the batch split across the tiles left over) or\n"
@@ -78,9 +80,14 @@ static void print_candidate(int rank, const Candidate *c, int chosen)
 	printf("\n");
 }
 
-static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj)
+static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj, int fell_back)
 {
 	printf("objective: %s\n", objective_name(obj));
+	if (fell_back) {
+		printf("(no plan the cycles search built fits the machine's limits: this is the memory\n"
+		       " objective's plan, which does; its candidates follow)\n");
+		obj = OBJ_MEMORY;
+	}
 	printf("ownership: %s\n", plan_batch_split(pl) ? "batch (token rows, the batch split across the tiles left over)"
 						       : "tokens (token rows, the batch kept together)");
 	if (obj >= OBJ_MEMORY)
@@ -159,7 +166,8 @@ int main(int argc, char **argv)
 	};
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
-	PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 0, NULL };
+	int fell_back = 0;
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -235,7 +243,7 @@ int main(int argc, char **argv)
 	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
 		fail(&e);
 	if (po.explain)
-		explain(&pl, &m, ex, po.objective);
+		explain(&pl, &m, ex, po.objective, fell_back);
 	if (check && fit.msg[0]) {
 		fflush(stdout);
 		fail(&fit);

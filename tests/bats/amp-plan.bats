@@ -372,9 +372,12 @@ Try 'amp-plan --help' for more information."
 	run --separate-stderr amp-plan --explain --objective capacity "$TINY"
 	assert_success
 	assert_line --index 0 'objective: capacity'
-	run --separate-stderr amp-plan --explain "$TINY"
+	run --separate-stderr amp-plan --explain --objective memory "$TINY"
 	assert_success
 	assert_line --index 0 'objective: memory'
+	run --separate-stderr amp-plan --explain "$TINY"
+	assert_success
+	assert_line --index 0 'objective: cycles'
 }
 
 @test "plan --explain prints a candidate table per GEMM with the chosen row starred" {
@@ -433,7 +436,7 @@ Try 'amp-plan --help' for more information."
 	amp-plan "$TINY" >plain.plan
 	run --separate-stderr amp-plan --explain -o explained.plan "$TINY"
 	assert_success
-	assert_line --index 0 'objective: memory'
+	assert_line --index 0 'objective: cycles'
 	refute_line 'format: amp-plan'
 	run same_but_provenance plain.plan explained.plan
 	assert_success
@@ -593,7 +596,7 @@ Try 'amp-plan --help' for more information."
 	# --explain still shows the candidates, then the same failure
 	run --separate-stderr amp-plan --explain --machine "$tight" "$TINY" -o explained.plan
 	assert_failure 1
-	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ lowered exactly, 0 fit'
+	assert_line --regexp '^gemm mlp_up: m 74, k 80, n 200, fp8; [0-9]+ candidates, [0-9]+ lowered exactly, [0-9]+ fit'
 	[[ $stderr == *"does not fit machine 'tight-tables'"* ]] || fail "expected the fit failure: $stderr"
 	assert [ ! -e explained.plan ]
 }
@@ -615,6 +618,15 @@ Try 'amp-plan --help' for more information."
 		if (s / 586960 > w) w = s / 586960; printf "%d\n", w * 1e6 }'; }
 	assert [ "$(worst "$mt" "$mf" "$ms")" -le "$(worst "$ct" "$cf" "$cs")" ]
 	assert [ "$ct" -le 81920 ] && assert [ "$cs" -le 586960 ] && assert [ "$ms" -le 586960 ]
+	# cycles is the default: the same plan with no flag
+	amp-plan "$SIGLIP" -o default.plan
+	run same_but_provenance cycles.plan default.plan
+	assert_success
+	# and it follows the work: half the MLP width, fewer cycles
+	sed 's/4304/2048/g' "$SIGLIP" > half.yaml
+	amp-plan half.yaml | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture -o half.json
+	run jq -r '.summary.total_cycles' half.json
+	assert [ "$output" -lt "$cc" ]
 }
 
 @test "plan judges a pinned grid by the exact check: a pin the per-tile bound refuses is planned, lowered and emitted" {
@@ -699,12 +711,25 @@ params_at() {
 	# best fitting trial is not lowered; with it, every short-listed one
 	# is. The two plans must be the same bytes.
 	for m in "$SIGLIP" "$MODELS/pe-core-l14.yaml"; do
-		run --separate-stderr amp-plan --explain -o all.plan "$m"
+		run --separate-stderr amp-plan --objective memory --explain -o all.plan "$m"
 		assert_success
-		run --separate-stderr amp-plan -o pruned.plan "$m"
+		run --separate-stderr amp-plan --objective memory -o pruned.plan "$m"
 		assert_success
 		cmp all.plan pruned.plan || fail "plans of $m differ"
 	done
+}
+
+@test "plan: the cycles objective's unreplayed trials never change the plan (--explain replays every one)" {
+	# Without --explain, a fitting trial is replayed only while its lower
+	# bound (and its table price) can still beat the best replayed so far;
+	# with it, every one is. The two plans must be the same bytes, the
+	# attempts at a margin or a table price included.
+	run --separate-stderr amp-plan --explain -o all.plan "$SIGLIP"
+	assert_success
+	assert_line --index 0 'objective: cycles'
+	run --separate-stderr amp-plan -o lazy.plan "$SIGLIP"
+	assert_success
+	cmp all.plan lazy.plan || fail "plans differ"
 }
 
 @test "plan rejects a model that does not fit the machine's SRAM at the op that overflows (file:line:col)" {
@@ -721,14 +746,14 @@ params_at() {
 	# placements keep their tiles (base and strides). A first tile taken
 	# from a pointer running over the ops before would move them all.
 	local m=$ROOT/tests/models/vit-tiny.yaml pins
-	run --separate-stderr amp-plan --ownership tokens "$m"
+	run --separate-stderr amp-plan --objective memory --ownership tokens "$m"
 	assert_success
 	pins=$(printf '%s\n' "$output" | sed -n 's/^- {op: \([^,]*\), .*grid: \(\[[0-9, ]*\]\), cast: \([a-z]*\), staging: \([a-z-]*\), out_staging: \([a-z]*\), reduce: \([a-z]*\),.*/  \1: {grid: \2, cast: \3, staging: \4, out_staging: \5, reduce: \6}/p')
 	[[ $pins == *"  embed: {grid: [1, 2, 2], "* ]] || fail "embed is not planned [1, 2, 2]: $pins"
 	{ cat "$m"; printf 'pins:\n%s\n' "$pins"; } > p0.yaml
 	{ cat "$m"; printf 'pins:\n%s\n' "${pins/embed: \{grid: \[1, 2, 2\]/embed: {grid: [1, 1, 1]}"; } > p1.yaml
-	amp-plan --ownership tokens -o p0.plan p0.yaml
-	amp-plan --ownership tokens -o p1.plan p1.yaml
+	amp-plan --objective memory --ownership tokens -o p0.plan p0.yaml
+	amp-plan --objective memory --ownership tokens -o p1.plan p1.yaml
 	# placements as name, base, stride, rep and rstride: the tiles they sit on
 	tiles() { sed -n 's/^- {name: \([^,]*\), .* base: \([0-9]*\), stride: \(\[[^]]*\]\), rep: \(\[[^]]*\]\), rstride: \(\[[^]]*\]\).*/\1 \2 \3 \4 \5/p' "$1"; }
 	run diff <(tiles p0.plan | grep -v '@embed\.') <(tiles p1.plan | grep -v '@embed\.')
