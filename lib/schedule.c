@@ -74,10 +74,11 @@ static int by_pair(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* A min-heap of pairs by (the start their next item could take, its seq). */
+/* A min-heap of pairs by (the start their next item could take, its
+ * seq): four children a node, so that a node's children share a cache
+ * line and the heap is half as deep; the pair is found from the seq. */
 typedef struct {
 	int64_t start, seq;
-	int64_t pair;
 } Key;
 
 static int key_less(const Key *a, const Key *b)
@@ -89,7 +90,7 @@ static void heap_push(Key *h, int64_t *n, Key k)
 {
 	int64_t i = (*n)++;
 	while (i > 0) {
-		int64_t p = (i - 1) / 2;
+		int64_t p = (i - 1) / 4;
 		if (!key_less(&k, &h[p]))
 			break;
 		h[i] = h[p];
@@ -98,23 +99,31 @@ static void heap_push(Key *h, int64_t *n, Key k)
 	h[i] = k;
 }
 
-static Key heap_pop(Key *h, int64_t *n)
+/* Puts k where h[at] was and sifts it down (the heap's n keys). */
+static void heap_down(Key *h, int64_t n, int64_t at, Key k)
 {
-	Key top = h[0], last = h[--*n];
-	int64_t i = 0;
+	int64_t i = at;
 	for (;;) {
-		int64_t c = 2 * i + 1;
-		if (c >= *n)
+		int64_t c = 4 * i + 1, e = c + 4 < n ? c + 4 : n;
+		if (c >= n)
 			break;
-		if (c + 1 < *n && key_less(&h[c + 1], &h[c]))
-			c++;
-		if (!key_less(&h[c], &last))
+		for (int64_t d = c + 1; d < e; d++)
+			if (key_less(&h[d], &h[c]))
+				c = d;
+		if (!key_less(&h[c], &k))
 			break;
 		h[i] = h[c];
 		i = c;
 	}
-	if (*n)
-		h[i] = last;
+	if (n)
+		h[i] = k;
+}
+
+static Key heap_pop(Key *h, int64_t *n)
+{
+	Key top = h[0];
+	--*n;
+	heap_down(h, *n, 0, h[*n]);
 	return top;
 }
 
@@ -147,6 +156,7 @@ typedef struct {
 	int64_t nh;
 	Park *park;             /* per tile */
 	int64_t *rep, *repof;   /* per tile: its pair in the queue (-1: none); per pair: the tile it stands for */
+	int64_t *pof;           /* per item seq: its pair */
 	Replay *r;
 } List;
 
@@ -187,7 +197,7 @@ static int64_t park_pop(List *l, int64_t t)
 
 static void queue(List *l, int64_t pair)
 {
-	heap_push(l->h, &l->nh, (Key){ replay_start(l->r, &l->v->it[l->cur[pair]].f), head_seq(l, pair), pair });
+	heap_push(l->h, &l->nh, (Key){ replay_start(l->r, &l->v->it[l->cur[pair]].f), head_seq(l, pair) });
 }
 
 /* Pair stops standing for its tile: the next pair parked there takes its place in the queue. */
@@ -218,10 +228,13 @@ static void list_schedule(Replay *r, Items *v, int64_t *out, int64_t T, int exac
 	int64_t n = v->n, np = 0, k = 0;
 	qsort(v->it, (size_t)n, sizeof *v->it, by_pair);
 	List l = { v, NULL, xmalloc((size_t)(n + 1) * sizeof *l.first), NULL, 0,
-		   xcalloc((size_t)T, sizeof *l.park), xmalloc((size_t)T * sizeof *l.rep), NULL, r };
-	for (int64_t i = 0; i < n; i++)
+		   xcalloc((size_t)T, sizeof *l.park), xmalloc((size_t)T * sizeof *l.rep), NULL,
+		   xmalloc((size_t)(n + 1) * sizeof *l.pof), r };
+	for (int64_t i = 0; i < n; i++) {
 		if (!i || v->it[i].f.src != v->it[i - 1].f.src || v->it[i].f.dst_tile != v->it[i - 1].f.dst_tile)
 			l.first[np++] = i;
+		l.pof[v->it[i].seq] = np - 1;
+	}
 	l.first[np] = n;
 	l.cur = xmalloc((size_t)(np + 1) * sizeof *l.cur);
 	l.repof = xmalloc((size_t)(np + 1) * sizeof *l.repof);
@@ -233,27 +246,31 @@ static void list_schedule(Replay *r, Items *v, int64_t *out, int64_t T, int exac
 		l.repof[p] = -1;
 		queue(&l, p);
 	}
-	int64_t pops = 0, budget = SCHEDULE_POPS_PER_UNIT * n + 1024;
+	int64_t full = n < SCHEDULE_POPS_FULL_UNITS ? n : SCHEDULE_POPS_FULL_UNITS;
+	int64_t pops = 0, budget = SCHEDULE_POPS_PER_UNIT * full + SCHEDULE_POPS_PAST * (n - full) + 1024;
 	while (l.nh && pops++ < budget) {
-		Key top = heap_pop(l.h, &l.nh);
-		int64_t p = top.pair, b;
+		Key top = l.h[0];
+		int64_t p = l.pof[top.seq], b;
 		Item *it = &v->it[l.cur[p]];
 		int64_t s = replay_start_at(r, &it->f, &b);
 		if (s > top.start) {
 			if (!exact && b != it->f.src && l.rep[b] >= 0 && l.rep[b] != p) {
+				heap_pop(l.h, &l.nh);
 				release(&l, p);
 				park_push(&l, b, p);
 				continue;
 			}
+			/* back with its new start: the top's key grows in place */
+			heap_down(l.h, l.nh, 0, (Key){ s, top.seq });
 			if (exact || b == it->f.src) {
 				release(&l, p);         /* waits for its own sender */
 			} else if (l.rep[b] != p) {
 				release(&l, p);
 				l.rep[b] = p, l.repof[p] = b;
 			}
-			heap_push(l.h, &l.nh, (Key){ s, top.seq, p });
 			continue;
 		}
+		heap_pop(l.h, &l.nh);
 		Xfer u = unit_of(v, it);
 		xfer_each(&u, T, issue_member, r);
 		out[k++] = l.cur[p]++;
@@ -277,6 +294,7 @@ static void list_schedule(Replay *r, Items *v, int64_t *out, int64_t T, int exac
 	free(l.park);
 	free(l.rep);
 	free(l.repof);
+	free(l.pof);
 	free(l.first);
 	free(l.cur);
 	free(l.h);

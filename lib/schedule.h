@@ -29,8 +29,11 @@
  * a faster approximation in which, of the pairs waiting for one busy
  * tile, only the first in record order is examined again as that tile
  * takes fragments (the others wait parked on it); the exact one gives up
- * past SCHEDULE_POPS_PER_UNIT examinations per unit and keeps the rest of
- * its step in record order. The faster of the two (by the replay of the
+ * past SCHEDULE_POPS_PER_UNIT examinations per unit for a step's first
+ * SCHEDULE_POPS_FULL_UNITS units and SCHEDULE_POPS_PAST for each unit
+ * beyond (the largest steps, where the parked schedule is as good and
+ * the exact one costs the most), and keeps the rest of its step in
+ * record order. The faster of the two (by the replay of the
  * order written) is a candidate.
  *
  * A phase takes the candidate only when its replay is faster than record
@@ -59,6 +62,8 @@ typedef struct {
 
 #define SCHEDULE_CYCLES_PER_RECORD 1
 #define SCHEDULE_POPS_PER_UNIT 32
+#define SCHEDULE_POPS_FULL_UNITS 4096       /* units past these get SCHEDULE_POPS_PAST each */
+#define SCHEDULE_POPS_PAST 8
 
 /* Orders every phase of a grouped plan (stats may be NULL). Fails only on
  * records out of step order. */
