@@ -44,6 +44,8 @@ typedef struct {
 	int nbest;
 	int64_t avail, base;    /* bytes per tile available, and already in use */
 	int exact;              /* candidates lowered exactly (memory and cycles objectives) */
+	double price, margin;   /* cycles: the attempt's table price (cycles per byte on the
+				 * worst tile) and margin (lib/planner.c) */
 } Explain;
 
 /* Builds pl from the model; fills ex[nops] (NULL to skip) for matmuls.

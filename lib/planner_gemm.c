@@ -593,6 +593,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 		ex->avail = machine_avail(b->mc);
 		ex->base = base;
 		ex->exact = nsl;
+		ex->price = b->price, ex->margin = b->margin;
 	}
 	build_matmul(b, op, gs, nsl ? &sl[0] : &best);
 	OpChoice k = gemm_choice(nsl ? &sl[0] : &best);

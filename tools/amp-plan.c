@@ -118,6 +118,14 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 			       x->op, (long long)g->m, (long long)g->k, (long long)g->n, fmt_name(g->fmt),
 			       g->pinned ? ", pinned" : "", (long long)x->considered, (long long)x->fitting,
 			       (long long)x->avail, (long long)x->base);
+		if (x->exact && obj == OBJ_CYCLES && (x->price > 0 || x->margin > 0)) {
+			/* an attempt after the first (lib/planner.c): say how it ranks */
+			printf("  (planned again, as the whole plan did not fit: fitting trials rank by x cycles\n"
+			       "   times the op's runs + %.2f cycles per byte of x tables", x->price);
+			if (x->margin > 0)
+				printf(", and fit %g%% inside every limit", x->margin * 100);
+			printf(")\n");
+		}
 		printf("  rank  grid            cast   staging    out     reduce   tiles  tile bytes   total bytes"
 		       "    largest    rows     cycles     tables%s\n",
 		       x->exact ? obj == OBJ_CYCLES ? "   x tables  x frags    x peak  fits   x cycles" :
