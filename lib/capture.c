@@ -20,10 +20,8 @@ typedef struct {
 	int phase, best_bphase, best_fphase;
 } RowScan;
 
-static int scan_row(void *ctx, int64_t t, const Instr *ins, int n)
+static void scan_row(RowScan *r, int64_t t, int64_t b, int64_t n)
 {
-	RowScan *r = ctx;
-	int64_t b = row_bytes(ins, n);
 	if (b > r->m->max_row_bytes)
 		r->m->max_row_bytes = b;
 	if (n > r->m->max_fragments)
@@ -32,7 +30,6 @@ static int scan_row(void *ctx, int64_t t, const Instr *ins, int n)
 		r->best_bytes = b, r->best_bphase = r->phase;
 	if (t == r->frag_tile && n > r->best_frags)
 		r->best_frags = n, r->best_fphase = r->phase;
-	return 0;
 }
 
 static int count_member(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt,
@@ -141,6 +138,8 @@ void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *su
 	free(peak);
 	free(peak_step);
 	RowScan rs = { NULL, sum->worst_table_tile, sum->worst_fragment_tile, -1, -1, 0, 0, 0 };
+	int64_t *rt = xmalloc((size_t)T * sizeof *rt), *rb = xmalloc((size_t)T * sizeof *rb);
+	int64_t *rf = xmalloc((size_t)T * sizeof *rf);
 	for (int p = 0; p < pl->nph; p++) {
 		Metrics *m = &ph[p];
 		memset(m, 0, sizeof *m);
@@ -154,7 +153,8 @@ void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *su
 		}
 		rs.m = m;
 		rs.phase = p;
-		phase_rows(pl, p, scan_row, &rs);
+		for (int64_t k = 0, n = phase_row_list(pl, p, rt, rb, rf, NULL); k < n; k++)
+			scan_row(&rs, rt[k], rb[k], rf[k]);     /* the rows' sizes, not the rows */
 		m->cycles = phase_cycles(pl, p);
 		m->sync_cycles = pl->machine.sync_cycles;
 		m->local_copy_cycles = local_copy_cycles(pl, pl->ph[p].first, pl->ph[p].last, NULL);
@@ -173,6 +173,7 @@ void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *su
 		add_cycles(sum, &st[s]);
 	sum->worst_table_phase = rs.best_bphase;
 	sum->worst_fragment_phase = rs.best_fphase;
+	free(rt), free(rb), free(rf);
 	free(table);
 	free(frags);
 	free(own);

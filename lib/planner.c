@@ -379,8 +379,28 @@ int plan_batch_split(const Plan *pl)
 	return 0;
 }
 
+/* What the ownerships' builds share: the first attempt at which one of
+ * them fits (none yet: NATTEMPTS). Each build stops past it. */
+typedef struct {
+	pthread_mutex_t mu;
+	int stop;
+} Stop;
+
+/* Is attempt i past the first that fit (stop may be NULL)? */
+static int past_stop(Stop *stop, int i)
+{
+	if (!stop)
+		return 0;
+	pthread_mutex_lock(&stop->mu);
+	int past = i > stop->stop;
+	pthread_mutex_unlock(&stop->mu);
+	return past;
+}
+
+/* One build; as attempt i of stop, abandoned between two ops once past
+ * the first attempt that fit (its plan would not be read). */
 static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-		     Explain *ex, double margin, double price, Memo *memo, Err *e)
+		     Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
 {
 	Builder b;
 	memset(&b, 0, sizeof b);
@@ -433,6 +453,10 @@ static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		if (r >= 0 && m->rep[r].first == i) {
 			plan_carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
 			first = pl->ns;
+		}
+		if (past_stop(stop, attempt)) {
+			errf(e, "attempt %d abandoned: an earlier attempt fits", attempt);
+			goto out;
 		}
 		trial_reset(&b);
 		switch (op->kind) {
@@ -536,13 +560,6 @@ static const Attempt attempts[] = {
 };
 #define NATTEMPTS (int)(sizeof attempts / sizeof *attempts)
 
-/* What the ownerships' builds share: the first attempt at which one of
- * them fits (none yet: NATTEMPTS). Each build stops past it. */
-typedef struct {
-	pthread_mutex_t mu;
-	int stop;
-} Stop;
-
 /* One ownership's builds, attempt after attempt (a thread's work). */
 typedef struct {
 	const Model *m;
@@ -566,17 +583,14 @@ static void *own_run(void *arg)
 {
 	Own *w = arg;
 	for (int i = 0; i < w->n; i++) {
-		pthread_mutex_lock(&w->stop->mu);
-		int past = i > w->stop->stop;
-		pthread_mutex_unlock(&w->stop->mu);
-		if (past)
+		if (past_stop(w->stop, i))
 			break;
 		w->ex[i] = w->explain ? xcalloc((size_t)w->m->nops + 1, sizeof *w->ex[i]) : NULL;
 		double price = attempts[i].price * (double)w->floor / (double)w->mc->table_budget_bytes;
 		if (i && w->rc[0])
 			price = 0;              /* no plan to take a floor from */
 		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], attempts[i].margin, price,
-				     w->memo, &w->e[i]);
+				     w->memo, w->stop, i, &w->e[i]);
 		if (!i && !w->rc[0]) {
 			ModelFloor f;
 			model_floor(&w->pl[0], &f);
@@ -626,7 +640,7 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 		PlanOpts c = *o;
 		if (c.ownership == OWN_AUTO)
 			c.ownership = OWN_TOKENS;
-		return build_one(pl, m, mc, &c, ex, 0, 0, NULL, e);
+		return build_one(pl, m, mc, &c, ex, 0, 0, NULL, NULL, 0, e);
 	}
 	int n = o->objective == OBJ_CYCLES && (!o->no_fit_check || o->fit) ? NATTEMPTS : 1;
 	int two = o->ownership == OWN_AUTO && batch_can_split(m, mc);

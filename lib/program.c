@@ -17,7 +17,7 @@ typedef struct {
 	size_t n, cap;
 } Buf;
 
-static void grow(Buf *b, size_t more)
+static inline void grow(Buf *b, size_t more)
 {
 	if (b->n + more > b->cap) {
 		b->cap = (b->n + more) * 2 + 64;
@@ -25,7 +25,6 @@ static void grow(Buf *b, size_t more)
 	}
 }
 
-static void u8(Buf *b, unsigned v) { grow(b, 1); b->b[b->n++] = (uint8_t)v; }
 static void u32(Buf *b, uint64_t v)
 {
 	grow(b, 4);
@@ -33,7 +32,6 @@ static void u32(Buf *b, uint64_t v)
 		b->b[b->n++] = (uint8_t)(v >> (8 * i));
 }
 static void u64(Buf *b, uint64_t v) { u32(b, v & 0xffffffffu); u32(b, v >> 32); }
-static void u24(Buf *b, uint64_t v) { u8(b, v & 0xff); u8(b, (v >> 8) & 0xff); u8(b, (v >> 16) & 0xff); }
 
 static uint64_t get(const uint8_t *p, int n)
 {
@@ -45,43 +43,62 @@ static uint64_t get(const uint8_t *p, int n)
 
 /* ---- encoding ---- */
 
+/* Writers into room already made (grow). */
+static inline void p8(Buf *b, unsigned v) { b->b[b->n++] = (uint8_t)v; }
+static inline void p32(Buf *b, uint64_t v)
+{
+	uint8_t *q = b->b + b->n;
+	q[0] = (uint8_t)v, q[1] = (uint8_t)(v >> 8), q[2] = (uint8_t)(v >> 16), q[3] = (uint8_t)(v >> 24);
+	b->n += 4;
+}
+
 /* Encodes a row with addresses masked; appends its addresses to three
- * streams: SEND source addresses, RECV peers, RECV addresses. */
+ * streams: SEND source addresses, RECV peers, RECV addresses. Room for
+ * each instruction is made before it is written: at most 12 bytes and a
+ * word per further iteration on the row, a word per iteration on a
+ * stream. */
 static void encode(const Instr *ins, int n, Buf *row, Buf pat[3])
 {
 	int64_t prev_end = -1;
 	row->n = 0;
-	u8(row, OP_ROW), u8(row, 0), u8(row, 0), u8(row, 0), u32(row, (uint64_t)n);
+	grow(row, 8);
+	p8(row, OP_ROW), p8(row, 0), p8(row, 0), p8(row, 0), p32(row, (uint64_t)n);
 	for (int i = 0; i < n; i++) {
 		const Instr *x = &ins[i];
 		if (x->kind == I_SEND) {
 			int mv = x->iters > 1;
 			unsigned it = mv ? (unsigned)x->iters : 0;
+			int64_t words = x->iters > 1 ? x->iters : 1;
+			grow(row, (size_t)(12 + 4 * words));
+			grow(&pat[0], (size_t)(4 * words));
 			if (x->len <= 256) {
-				u8(row, mv ? OP_SEND_MOVING : OP_SEND), u8(row, (unsigned)(x->len - 1));
-				u8(row, it & 0xff), u8(row, it >> 8), u32(row, 0);
+				p8(row, mv ? OP_SEND_MOVING : OP_SEND), p8(row, (unsigned)(x->len - 1));
+				p8(row, it & 0xff), p8(row, it >> 8), p32(row, 0);
 			} else {
-				u8(row, mv ? OP_SEND_MOVING_LONG : OP_SEND_LONG), u8(row, 0);
-				u8(row, it & 0xff), u8(row, it >> 8), u32(row, 0);
-				u32(row, (uint64_t)x->len);
+				p8(row, mv ? OP_SEND_MOVING_LONG : OP_SEND_LONG), p8(row, 0);
+				p8(row, it & 0xff), p8(row, it >> 8), p32(row, 0);
+				p32(row, (uint64_t)x->len);
 			}
 			for (int64_t k = 1; k < x->iters; k++)
-				u32(row, 0);            /* the slots of the other iterations' addresses */
+				p32(row, 0);            /* the slots of the other iterations' addresses */
 			for (int64_t k = 0; k < (mv ? x->iters : 1); k++)
-				u32(&pat[0], (uint64_t)(x->addr + k * x->istride));
+				p32(&pat[0], (uint64_t)(x->addr + k * x->istride));
 		} else {
 			int at = x->addr != prev_end;
-			u8(row, at ? OP_RECV_AT : OP_RECV), u24(row, 0), u32(row, (uint64_t)x->len);
-			u32(&pat[1], (uint64_t)x->peer);
+			grow(row, 12), grow(&pat[1], 4), grow(&pat[2], 4);
+			p8(row, at ? OP_RECV_AT : OP_RECV), p8(row, 0), p8(row, 0), p8(row, 0);
+			p32(row, (uint64_t)x->len);
+			p32(&pat[1], (uint64_t)x->peer);
 			if (at) {
-				u32(row, 0);
-				u32(&pat[2], (uint64_t)x->addr);
+				p32(row, 0);
+				p32(&pat[2], (uint64_t)x->addr);
 			}
 			prev_end = x->addr + x->len;
 		}
 	}
+	grow(row, 8);
 	while (row->n % 8)
-		u8(row, 0);
+		p8(row, 0);
 }
 
 typedef struct {

@@ -459,18 +459,40 @@ static int64_t order_phase(const Plan *pl, int lo, int hi, int exact, Out *o)
 	return replay_records(pl, o->x, o->n);
 }
 
+/* One phase's work: record order's replay and both list schedules. */
+typedef struct {
+	int lo, hi, sends;
+	int64_t old;            /* record order's cycles */
+	Out o[2];               /* [0] parked, [1] exact */
+	int64_t now[2];
+} Order;
+
+/* The phases, shared by the threads that order them: each takes the
+ * next phase not yet taken (under mu). Each phase is ordered alone, so
+ * the result does not depend on which thread orders it. */
 typedef struct {
 	const Plan *pl;
-	int lo, hi, exact;
-	Out o;
-	int64_t now;
-} Order;
+	Order *ph;
+	int n, next;
+	pthread_mutex_t mu;
+} Work;
 
 static void *order_run(void *arg)
 {
-	Order *w = arg;
-	w->now = order_phase(w->pl, w->lo, w->hi, w->exact, &w->o);
-	return NULL;
+	Work *w = arg;
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		int p = w->next < w->n ? w->next++ : -1;
+		pthread_mutex_unlock(&w->mu);
+		if (p < 0)
+			return NULL;
+		Order *f = &w->ph[p];
+		if (!f->sends)
+			continue;
+		f->old = replay_records(w->pl, w->pl->x + f->lo, f->hi - f->lo);
+		for (int k = 0; k < 2; k++)
+			f->now[k] = order_phase(w->pl, f->lo, f->hi, k, &f->o[k]);
+	}
 }
 
 /* Is order o of phase p [lo, hi) worth taking over record order (old
@@ -490,66 +512,71 @@ static int worth(const Plan *pl, int p, int lo, int hi, int64_t old, const Out *
 	return take;
 }
 
-static int schedule_pass(Plan *pl, int strict, int64_t per_record, ScheduleStats *stats, Err *e)
+/* Every phase of pl, its records [lo, hi) ordered both ways, on two
+ * threads. */
+static void order_all(const Plan *pl, Work *w)
+{
+	*w = (Work){ pl, xcalloc((size_t)pl->nph + 1, sizeof *w->ph), pl->nph, 0, PTHREAD_MUTEX_INITIALIZER };
+	for (int p = 0, i = 0; p < pl->nph; p++) {
+		Order *f = &w->ph[p];
+		while (i < pl->nx && pl->x[i].step < pl->ph[p].first)
+			i++;
+		f->lo = i;
+		while (i < pl->nx && pl->x[i].step <= pl->ph[p].last)
+			i++;
+		f->hi = i;
+		for (int k = f->lo; k < f->hi; k++)
+			f->sends += pl->x[k].kind == X_SEND;
+	}
+	pthread_t th;
+	int threaded = pthread_create(&th, NULL, order_run, w) == 0;
+	order_run(w);
+	if (threaded)
+		pthread_join(th, NULL);
+}
+
+static void order_free(Work *w)
+{
+	for (int p = 0; p < w->n; p++)
+		free(w->ph[p].o[0].x), free(w->ph[p].o[1].x);
+	free(w->ph);
+}
+
+/* The records of pl with each phase in the order worth taking (strict:
+ * also growing no row), into *all. */
+static void pick_pass(const Plan *pl, const Work *w, int strict, int64_t per_record, ScheduleStats *stats,
+		      Out *all)
 {
 	int64_t T = pl->machine.tiles;
 	int64_t *ra = xmalloc((size_t)T * sizeof *ra), *rb = xmalloc((size_t)T * sizeof *rb);
-	Out all = { NULL, 0, 0 };
 	ScheduleStats st = { 0, 0, 0 };
-
-	for (int i = 1; i < pl->nx; i++)
-		if (pl->x[i].step < pl->x[i - 1].step)
-			return errf(e, "transfer %d: records are not in step order", i);
 	int i = 0;
 	for (int p = 0; p < pl->nph; p++) {
-		while (i < pl->nx && pl->x[i].step < pl->ph[p].first)
-			put(&all, &pl->x[i++]);
-		int lo = i;
-		while (i < pl->nx && pl->x[i].step <= pl->ph[p].last)
-			i++;
-		int hi = i, sends = 0;
-		for (int k = lo; k < hi; k++)
-			sends += pl->x[k].kind == X_SEND;
-		int64_t old = sends ? replay_records(pl, pl->x + lo, hi - lo) : 0, best = old;
-		Order o[2];
-		int pick = -1;
-		memset(o, 0, sizeof o);
-		if (sends) {            /* both list schedules, the exact one on a second thread */
-			for (int k = 0; k < 2; k++)
-				o[k].pl = pl, o[k].lo = lo, o[k].hi = hi, o[k].exact = k;
-			pthread_t th;
-			int threaded = pthread_create(&th, NULL, order_run, &o[1]) == 0;
-			order_run(&o[0]);
-			if (threaded)
-				pthread_join(th, NULL);
-			else
-				order_run(&o[1]);
-		}
-		for (int k = 0; sends && k < 2; k++)
-			if (o[k].now < best && worth(pl, p, lo, hi, old, &o[k].o, o[k].now, strict, per_record, ra, rb))
-				best = o[k].now, pick = k;
+		const Order *f = &w->ph[p];
+		while (i < f->lo)
+			put(all, &pl->x[i++]);
+		int lo = f->lo, hi = f->hi, pick = -1;
+		int64_t old = f->old, best = old;
+		for (int k = 0; f->sends && k < 2; k++)
+			if (f->now[k] < best && worth(pl, p, lo, hi, old, &f->o[k], f->now[k], strict, per_record, ra, rb))
+				best = f->now[k], pick = k;
 		st.before += old;
 		st.after += best;
 		st.phases += pick >= 0;
 		if (pick >= 0)
-			for (int k = 0; k < o[pick].o.n; k++)
-				put(&all, &o[pick].o.x[k]);
+			for (int k = 0; k < f->o[pick].n; k++)
+				put(all, &f->o[pick].x[k]);
 		else
 			for (int k = lo; k < hi; k++)
-				put(&all, &pl->x[k]);
-		free(o[0].o.x);
-		free(o[1].o.x);
+				put(all, &pl->x[k]);
+		i = hi;
 	}
 	while (i < pl->nx)
-		put(&all, &pl->x[i++]);
-	free(pl->x);
-	pl->x = all.x;
-	pl->nx = all.n;
+		put(all, &pl->x[i++]);
 	free(ra);
 	free(rb);
 	if (stats)
 		*stats = st;
-	return 0;
 }
 
 /* Does every tile hold its tables, fragments and tensors with tables
@@ -573,16 +600,24 @@ static int fits(const Plan *pl)
 
 int plan_schedule(Plan *pl, int64_t per_record, ScheduleStats *stats, Err *e)
 {
-	Xfer *old = xmalloc((size_t)(pl->nx + 1) * sizeof *old);
+	for (int i = 1; i < pl->nx; i++)
+		if (pl->x[i].step < pl->x[i - 1].step)
+			return errf(e, "transfer %d: records are not in step order", i);
+	Work w;
+	order_all(pl, &w);
+	Xfer *old = pl->x;
 	int nold = pl->nx;
-	memcpy(old, pl->x, (size_t)nold * sizeof *old);
-	int rc = schedule_pass(pl, 0, per_record, stats, e);
-	if (!rc && !fits(pl)) {         /* the tables grew past a limit: only orders that grow no row */
-		free(pl->x);
+	Out all = { NULL, 0, 0 };
+	pick_pass(pl, &w, 0, per_record, stats, &all);
+	pl->x = all.x, pl->nx = all.n;
+	if (!fits(pl)) {                /* the tables grew past a limit: only orders that grow no row */
+		free(all.x);
 		pl->x = old, pl->nx = nold;
-		old = NULL;
-		rc = schedule_pass(pl, 1, per_record, stats, e);
+		all = (Out){ NULL, 0, 0 };
+		pick_pass(pl, &w, 1, per_record, stats, &all);
+		pl->x = all.x, pl->nx = all.n;
 	}
 	free(old);
-	return rc;
+	order_free(&w);
+	return 0;
 }

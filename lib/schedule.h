@@ -44,7 +44,7 @@
  * may grow: a receive that no longer continues the previous one of its
  * row costs 4 B more (lib/table.h). When the scheduled plan would then be
  * over the machine's table budget, fragment limit or SRAM with tables on
- * some tile, the whole plan is scheduled again taking only orders that
+ * some tile, the orders are picked again, taking only those that
  * grow no tile's row of their phase, so a plan that fits keeps fitting.
  * No phase gets slower.
  */
