@@ -61,7 +61,7 @@ typedef struct {
 } ScheduleStats;
 
 #define SCHEDULE_CYCLES_PER_RECORD 1
-#define SCHEDULE_POPS_PER_UNIT 32
+#define SCHEDULE_POPS_PER_UNIT 16
 #define SCHEDULE_POPS_FULL_UNITS 4096       /* units past these get SCHEDULE_POPS_PAST each */
 #define SCHEDULE_POPS_PAST 8
 
