@@ -64,7 +64,52 @@ static void drop_placement(Plan *pl, int p)
 	}
 }
 
-int plan_compose(Plan *pl)
+/* Does step s read or write a placement of tensor t? */
+static int touches(const Plan *pl, const Step *s, int t)
+{
+	if (s->kind == STEP_COPY)
+		return pl->p[s->src].tensor == t || pl->p[s->dst].tensor == t;
+	for (int k = 0; k < s->nin; k++)
+		if (s->in[k] >= 0 && pl->p[s->in[k]].tensor == t)
+			return 1;
+	return pl->p[s->out].tensor == t;
+}
+
+int plan_hoist(Plan *pl)
+{
+	int moved = 0;
+	for (int i = 1; i < pl->ns; i++) {
+		if (pl->s[i].kind != STEP_COPY || pl->s[i - 1].kind != STEP_COMPUTE)
+			continue;
+		int h = i, j = i;               /* computes [h, i), copies [i, j] */
+		while (h > 0 && pl->s[h - 1].kind == STEP_COMPUTE)
+			h--;
+		while (j + 1 < pl->ns && pl->s[j + 1].kind == STEP_COPY)
+			j++;
+		int ok = h > 0 && plan_repeat_of(pl, h - 1) == plan_repeat_of(pl, j);
+		for (int k = i; ok && k <= j; k++) {
+			const Step *c = &pl->s[k];
+			const PTensor *t = &pl->t[pl->p[c->src].tensor];
+			ok = c->move == MOVE_PARAMETER && t->role == R_PARAM && t->rank == 1 &&
+			     pl->p[c->dst].tensor == pl->p[c->src].tensor;
+			for (int q = h; ok && q < i; q++)
+				ok = !touches(pl, &pl->s[q], pl->p[c->src].tensor);
+		}
+		if (ok) {                       /* the copies, then the computes */
+			int nc = i - h, nr = j - i + 1;
+			Step *tmp = xmalloc((size_t)nc * sizeof *tmp);
+			memcpy(tmp, &pl->s[h], (size_t)nc * sizeof *tmp);
+			memmove(&pl->s[h], &pl->s[i], (size_t)nr * sizeof *tmp);
+			memcpy(&pl->s[h + nr], tmp, (size_t)nc * sizeof *tmp);
+			free(tmp);
+			moved += nr;
+		}
+		i = j;
+	}
+	return moved;
+}
+
+int plan_join(Plan *pl)
 {
 	int joined = 0;
 
@@ -87,5 +132,12 @@ int plan_compose(Plan *pl)
 		drop_placement(pl, stage);
 		joined++;
 	}
+	return joined;
+}
+
+int plan_compose(Plan *pl)
+{
+	int joined = plan_join(pl);
+	plan_hoist(pl);
 	return joined;
 }

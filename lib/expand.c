@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "keytab.h"
 
 /* ---- copies ---- */
 
@@ -376,67 +377,29 @@ static void stable_sort(Xfer *x, int n, int (*cmp)(const void *, const void *))
 #define KEY_MAX (2 * PLACE_KEY_MAX + 8)
 
 typedef struct {
-	uint64_t hash;
-	int64_t key[KEY_MAX];
-	int nkey;
 	Xfer *x;                /* step 0, relative to saddr and daddr */
 	int n;
 	int64_t saddr, daddr;
 } Expanded;
 
 /* Shared by the threads (the planner's two ownerships lower many of the
- * same copies): under done_mu. */
+ * same copies): under done_mu. done_tab: key -> index in done. */
 static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
+static KeyTab done_tab;
 static Expanded *done;
 static int64_t done_cap, done_n;
 
-static uint64_t key_hash(const int64_t *k, int n)
+static void done_put(const int64_t *k, int n, const Xfer *x, int nx, int64_t saddr, int64_t daddr)
 {
-	uint64_t h = 0x9E3779B97F4A7C15u;
-	for (int i = 0; i < n; i++)
-		h = (h ^ (uint64_t)k[i]) * 0x100000001B3u, h ^= h >> 29;
-	return h ? h : 1;
-}
-
-static Expanded *done_find(const int64_t *k, int n, uint64_t h)
-{
-	for (int64_t i = done_cap ? (int64_t)(h % (uint64_t)done_cap) : 0; done_cap && done[i].hash;
-	     i = (i + 1) % done_cap)
-		if (done[i].hash == h && done[i].nkey == n && !memcmp(done[i].key, k, (size_t)n * sizeof *k))
-			return &done[i];
-	return NULL;
-}
-
-static void done_put(const int64_t *k, int n, uint64_t h, const Xfer *x, int nx, int64_t saddr, int64_t daddr)
-{
-	if (2 * (done_n + 1) > done_cap) {      /* grow: at most half full */
-		Expanded *old = done;
-		int64_t oc = done_cap;
-		done_cap = oc ? 2 * oc : 1024;
-		done = xcalloc((size_t)done_cap, sizeof *done);
-		for (int64_t i = 0; i < oc; i++) {
-			if (!old[i].hash)
-				continue;
-			int64_t j = (int64_t)(old[i].hash % (uint64_t)done_cap);
-			while (done[j].hash)
-				j = (j + 1) % done_cap;
-			done[j] = old[i];
-		}
-		free(old);
-	}
-	int64_t j = (int64_t)(h % (uint64_t)done_cap);
-	while (done[j].hash)
-		j = (j + 1) % done_cap;
-	Expanded *d = &done[j];
-	d->hash = h;
-	memcpy(d->key, k, (size_t)n * sizeof *k);
-	d->nkey = n;
+	if (done_n == done_cap)
+		done = xrealloc(done, (size_t)(done_cap = done_cap ? 2 * done_cap : 1024) * sizeof *done);
+	Expanded *d = &done[done_n];
 	d->x = xmalloc((size_t)(nx + 1) * sizeof *d->x);
 	if (nx)                                 /* a copy with no requests has no list */
 		memcpy(d->x, x, (size_t)nx * sizeof *x);
 	d->n = nx;
 	d->saddr = saddr, d->daddr = daddr;
-	done_n++;
+	keytab_put(&done_tab, k, n, done_n++);
 }
 
 void expand_release_thread(void)
@@ -448,9 +411,10 @@ void expand_release(void)
 {
 	runs_release();
 	pthread_mutex_lock(&done_mu);
-	for (int64_t i = 0; i < done_cap; i++)
+	for (int64_t i = 0; i < done_n; i++)
 		free(done[i].x);
 	free(done);
+	keytab_free(&done_tab);
 	done = NULL, done_cap = done_n = 0;
 	pthread_mutex_unlock(&done_mu);
 }
@@ -471,9 +435,9 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 		nk += place_key(D, key + nk);
 		key[nk++] = S->addr == D->addr;
 		key[nk++] = pl->machine.tiles;
-		uint64_t h = key_hash(key, nk);
 		pthread_mutex_lock(&done_mu);
-		const Expanded *d = done_find(key, nk, h);
+		int64_t di = keytab_find(&done_tab, key, nk);
+		const Expanded *d = di >= 0 ? &done[di] : NULL;
 		if (d) {                        /* the same requests, moved */
 			for (int i = 0; i < d->n; i++) {
 				Xfer x = d->x[i];
@@ -495,8 +459,8 @@ int plan_expand_steps(Plan *pl, int first, int last, Err *e)
 		for (int i = 0; i < n; i++)
 			plan_add_xfer(pl, &l.x[i]);
 		pthread_mutex_lock(&done_mu);
-		if (!done_find(key, nk, h))     /* another thread may have put it meanwhile */
-			done_put(key, nk, h, l.x, n, S->addr, D->addr);
+		if (keytab_find(&done_tab, key, nk) < 0)        /* another thread may have put it meanwhile */
+			done_put(key, nk, l.x, n, S->addr, D->addr);
 		pthread_mutex_unlock(&done_mu);
 	}
 	rc = 0;

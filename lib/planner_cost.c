@@ -1,6 +1,7 @@
 /* planner_cost.c: the exact cost of one choice of an op (a GEMM candidate,
  * an attention's staging): build it into the plan, lower it against what
  * earlier ops put on every tile (lib/trial.h), and take it back. */
+#include "keytab.h"
 #include "planner_int.h"
 
 /* ---- exact costing: build a candidate, lower it, take it back ---- */
@@ -247,7 +248,7 @@ struct Memo {
 	int npx;
 	Entry *en;
 	int nen;
-	int *slot, nslot;       /* open addressing: entry + 1, 0 free */
+	KeyTab tab;             /* entry_key -> index in en */
 };
 
 Memo *memo_new(void)
@@ -263,55 +264,39 @@ void memo_free(Memo *mm)
 		free(mm->en[i].tab), free(mm->en[i].frg);
 	free(mm->px);
 	free(mm->en);
-	free(mm->slot);
+	keytab_free(&mm->tab);
 	free(mm);
 }
 
-static uint64_t entry_hash(int prefix, int op, int kind, const OpChoice *k)
+#define ENTRY_KEY (3 + (int)(sizeof(OpChoice) / sizeof(((OpChoice *)0)->v[0])))
+
+static int entry_key(int prefix, int op, int kind, const OpChoice *k, int64_t *key)
 {
-	uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)prefix;
-	int64_t v[3] = { op, kind, 0 };
-	for (int i = 0; i < 3 + 7; i++)
-		h = (h ^ (uint64_t)(i < 3 ? v[i] : k->v[i - 3])) * 0x100000001B3u, h ^= h >> 29;
-	return h;
+	int n = 0;
+	key[n++] = prefix, key[n++] = op, key[n++] = kind;
+	for (size_t i = 0; i < sizeof k->v / sizeof k->v[0]; i++)
+		key[n++] = k->v[i];
+	return n;
 }
 
 static Entry *memo_find(Memo *mm, int prefix, int op, int kind, const OpChoice *k)
 {
-	if (!mm || !mm->nslot)
+	if (!mm)
 		return NULL;
-	for (int i = (int)(entry_hash(prefix, op, kind, k) % (uint64_t)mm->nslot); mm->slot[i];
-	     i = (i + 1) % mm->nslot) {
-		Entry *x = &mm->en[mm->slot[i] - 1];
-		if (x->prefix == prefix && x->op == op && x->kind == kind && !memcmp(&x->k, k, sizeof *k))
-			return x;
-	}
-	return NULL;
+	int64_t key[ENTRY_KEY];
+	int64_t e = keytab_find(&mm->tab, key, entry_key(prefix, op, kind, k, key));
+	return e < 0 ? NULL : &mm->en[e];
 }
 
 static Entry *memo_put(Memo *mm, int prefix, int op, int kind, const OpChoice *k)
 {
-	if (2 * (mm->nen + 1) > mm->nslot) {    /* at most half full */
-		mm->nslot = mm->nslot ? 2 * mm->nslot : 256;
-		free(mm->slot);
-		mm->slot = xcalloc((size_t)mm->nslot, sizeof *mm->slot);
-		for (int e = 0; e < mm->nen; e++) {
-			const Entry *x = &mm->en[e];
-			int i = (int)(entry_hash(x->prefix, x->op, x->kind, &x->k) % (uint64_t)mm->nslot);
-			while (mm->slot[i])
-				i = (i + 1) % mm->nslot;
-			mm->slot[i] = e + 1;
-		}
-	}
 	if ((mm->nen & (mm->nen - 1)) == 0)
 		mm->en = xrealloc(mm->en, (size_t)(mm->nen ? 2 * mm->nen : 1) * sizeof *mm->en);
 	Entry *x = &mm->en[mm->nen];
 	memset(x, 0, sizeof *x);
 	x->prefix = prefix, x->op = op, x->kind = kind, x->k = *k;
-	int i = (int)(entry_hash(prefix, op, kind, k) % (uint64_t)mm->nslot);
-	while (mm->slot[i])
-		i = (i + 1) % mm->nslot;
-	mm->slot[i] = ++mm->nen;
+	int64_t key[ENTRY_KEY];
+	keytab_put(&mm->tab, key, entry_key(prefix, op, kind, k, key), mm->nen++);
 	return x;
 }
 

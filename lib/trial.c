@@ -9,6 +9,7 @@
 #include "exchange.h"
 #include "expand.h"
 #include "group.h"
+#include "keytab.h"
 #include "replay.h"
 #include "table.h"
 
@@ -62,17 +63,10 @@ enum { DEC_DIRECT = 1, DEC_FORWARD };
 
 #define DKEY_MAX (2 * PLACE_KEY_MAX + 3)
 
-typedef struct {
-	uint64_t hash;          /* 0: free */
-	int64_t key[DKEY_MAX];
-	int nkey, dec;
-} Decision;
-
 /* Shared by the threads (the two ownerships deliver the same parameters):
- * under dec_mu. */
+ * under dec_mu. Key: dkey; value: DEC_DIRECT or DEC_FORWARD. */
 static pthread_mutex_t dec_mu = PTHREAD_MUTEX_INITIALIZER;
-static Decision *dec_tab;
-static int64_t dec_cap, dec_n;
+static KeyTab dec_tab;
 
 static _Thread_local char *on_src;     /* per tile: the copy's source has a shard there */
 static _Thread_local int64_t on_src_tiles;
@@ -108,7 +102,7 @@ static int shares(const Plan *q, const Placement *S, const Placement *D)
 }
 
 /* The key of step s's copy (after compose) in q. */
-static int dkey(const Plan *q, int s, int64_t *k, uint64_t *hash)
+static int dkey(const Plan *q, int s, int64_t *k)
 {
 	const Step *st = &q->s[s];
 	const Placement *S = &q->p[st->src], *D = &q->p[st->dst];
@@ -118,63 +112,28 @@ static int dkey(const Plan *q, int s, int64_t *k, uint64_t *hash)
 	k[n++] = st->move;
 	/* a send from a stacked home moves each iteration (lib/table.h) */
 	k[n++] = q->nr && plan_stacked(q, st->src) ? plan_step_count(q, s) : 0;
-	uint64_t h = 0x9E3779B97F4A7C15u;
-	for (int i = 0; i < n; i++)
-		h = (h ^ (uint64_t)k[i]) * 0x100000001B3u, h ^= h >> 29;
-	*hash = h ? h : 1;
 	return n;
-}
-
-static Decision *dec_slot(const int64_t *k, int n, uint64_t h)
-{
-	int64_t i = (int64_t)(h % (uint64_t)dec_cap);
-	while (dec_tab[i].hash && !(dec_tab[i].hash == h && dec_tab[i].nkey == n &&
-				    !memcmp(dec_tab[i].key, k, (size_t)n * sizeof *k)))
-		i = (i + 1) % dec_cap;
-	return &dec_tab[i];
 }
 
 static int dec_find(const Plan *q, int s)
 {
 	int64_t k[DKEY_MAX];
-	uint64_t h;
-	int n = dkey(q, s, k, &h), dec = 0;
+	int n = dkey(q, s, k);
 	pthread_mutex_lock(&dec_mu);
-	if (dec_cap) {
-		const Decision *d = dec_slot(k, n, h);
-		dec = d->hash ? d->dec : 0;
-	}
+	int64_t dec = keytab_find(&dec_tab, k, n);
 	pthread_mutex_unlock(&dec_mu);
-	return dec;
+	return dec < 0 ? 0 : (int)dec;
 }
 
 static void dec_put(const Plan *q, int s, int dec)
 {
 	int64_t k[DKEY_MAX];
-	uint64_t h;
-	int n = dkey(q, s, k, &h);
+	int n = dkey(q, s, k);
 	pthread_mutex_lock(&dec_mu);
-	if (2 * (dec_n + 1) > dec_cap) {        /* grow: at most half full */
-		Decision *old = dec_tab;
-		int64_t oc = dec_cap;
-		dec_cap = oc ? 2 * oc : 256;
-		dec_tab = xcalloc((size_t)dec_cap, sizeof *dec_tab);
-		for (int64_t i = 0; i < oc; i++)
-			if (old[i].hash)
-				*dec_slot(old[i].key, old[i].nkey, old[i].hash) = old[i];
-		free(old);
-	}
-	Decision *d = dec_slot(k, n, h);
-	if (!d->hash) {
-		d->hash = h;
-		memcpy(d->key, k, (size_t)n * sizeof *k);
-		d->nkey = n;
-		d->dec = dec;
-		dec_n++;
-	}
+	if (keytab_find(&dec_tab, k, n) < 0)    /* the first decision stays */
+		keytab_put(&dec_tab, k, n, dec);
 	pthread_mutex_unlock(&dec_mu);
 }
-
 
 /* Is any record of step s one plan_group might forward (a superset of
  * its forwardable ones)? */
@@ -239,37 +198,26 @@ int trial_group(Plan *q, int weights, Err *e)
 #define PKEY_STEP (DKEY_MAX + 2)
 
 typedef struct {
-	uint64_t hash;          /* 0: free */
-	int64_t *key;
-	int nkey;
 	int32_t *rows;          /* n x (tile, row bytes, fragments); n -1: too big to keep */
 	int64_t n, lb;
 	int64_t cycles;         /* phase_cycles; -1: not yet */
 } Kept;
 
 static pthread_mutex_t replay_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local Kept *kept_tab, lone;     /* lone: a phase too big to name */
-static _Thread_local int64_t kept_cap, kept_n, *kept_scratch, kept_scratch_tiles;
-
-static Kept *kept_slot(const int64_t *k, int n, uint64_t h)
-{
-	int64_t i = (int64_t)(h % (uint64_t)kept_cap);
-	while (kept_tab[i].hash && !(kept_tab[i].hash == h && kept_tab[i].nkey == n &&
-				     !memcmp(kept_tab[i].key, k, (size_t)n * sizeof *k)))
-		i = (i + 1) % kept_cap;
-	return &kept_tab[i];
-}
+static _Thread_local KeyTab kept_tab;          /* phase key -> index in kept */
+static _Thread_local Kept *kept, lone;         /* lone: a phase too big to name */
+static _Thread_local int64_t kept_n, kept_cap, *kept_scratch, kept_scratch_tiles;
 
 static void kept_release(void)
 {
-	for (int64_t i = 0; i < kept_cap; i++)
-		if (kept_tab[i].hash)
-			free(kept_tab[i].key), free(kept_tab[i].rows);
-	free(kept_tab);
+	for (int64_t i = 0; i < kept_n; i++)
+		free(kept[i].rows);
+	free(kept);
+	keytab_free(&kept_tab);
 	free(kept_scratch);
-	free(lone.key), free(lone.rows);
+	free(lone.rows);
 	memset(&lone, 0, sizeof lone);
-	kept_tab = NULL, kept_cap = kept_n = 0;
+	kept = NULL, kept_n = kept_cap = 0;
 	kept_scratch = NULL, kept_scratch_tiles = 0;
 }
 
@@ -279,14 +227,11 @@ static Kept *phase_kept(const Plan *q, int p, int weights)
 	int first = q->ph[p].first, last = q->ph[p].last, nk = 0;
 	int64_t *k = xmalloc((size_t)((last - first + 1) * PKEY_STEP + 2) * sizeof *k), bufs[2 * 64];
 	int nbuf = 0;
-	uint64_t h = 0;
 	k[nk++] = weights;
 	for (int s = first; s <= last; s++) {
 		if (q->s[s].kind != STEP_COPY)
 			continue;
-		uint64_t hs;
-		nk += dkey(q, s, k + nk, &hs);
-		h = (h ^ hs) * 0x100000001B3u, h ^= h >> 29;
+		nk += dkey(q, s, k + nk);
 		for (int side = 0; side < 2; side++) {  /* buffers by first use in the phase */
 			int64_t a = q->p[side ? q->s[s].dst : q->s[s].src].addr, id = 0;
 			while (id < nbuf && bufs[id] != a)
@@ -294,31 +239,24 @@ static Kept *phase_kept(const Plan *q, int p, int weights)
 			if (id == nbuf && nbuf < 2 * 64)
 				bufs[nbuf++] = a;
 			k[nk++] = id;
-			h = (h ^ (uint64_t)id) * 0x100000001B3u, h ^= h >> 29;
 		}
 	}
-	h = h ? h : 1;
 	Kept *x = &lone;
 	if (nbuf < 2 * 64) {
-		if (2 * (kept_n + 1) > kept_cap) {      /* grow: at most half full */
-			Kept *old = kept_tab;
-			int64_t oc = kept_cap;
-			kept_cap = oc ? 2 * oc : 256;
-			kept_tab = xcalloc((size_t)kept_cap, sizeof *kept_tab);
-			for (int64_t i = 0; i < oc; i++)
-				if (old[i].hash)
-					*kept_slot(old[i].key, old[i].nkey, old[i].hash) = old[i];
-			free(old);
+		int64_t i = keytab_find(&kept_tab, k, nk);
+		if (i >= 0) {
+			free(k);
+			return &kept[i];
 		}
-		x = kept_slot(k, nk, h);
+		if (kept_n == kept_cap)
+			kept = xrealloc(kept, (size_t)(kept_cap = kept_cap ? 2 * kept_cap : 256) * sizeof *kept);
+		keytab_put(&kept_tab, k, nk, kept_n);
+		x = &kept[kept_n++];
 	} else {                                        /* too many buffers to name: not kept */
-		free(lone.key), free(lone.rows);
-		memset(&lone, 0, sizeof lone);
+		free(lone.rows);
 	}
-	if (x->hash) {
-		free(k);
-		return x;
-	}
+	free(k);
+	memset(x, 0, sizeof *x);
 	int64_t T = q->machine.tiles;
 	if (kept_scratch_tiles != T) {
 		free(kept_scratch);
@@ -336,9 +274,6 @@ static Kept *phase_kept(const Plan *q, int p, int weights)
 		x->rows[3 * i] = (int32_t)tl[i], x->rows[3 * i + 1] = (int32_t)tb[i], x->rows[3 * i + 2] = (int32_t)fr[i];
 	}
 	x->cycles = -1;
-	x->hash = h;
-	x->key = k, x->nkey = nk;
-	kept_n += x != &lone;
 	return x;
 }
 
@@ -498,7 +433,6 @@ void trial_release(void)
 void trial_forget(void)
 {
 	pthread_mutex_lock(&dec_mu);
-	free(dec_tab);
-	dec_tab = NULL, dec_cap = dec_n = 0;
+	keytab_free(&dec_tab);
 	pthread_mutex_unlock(&dec_mu);
 }

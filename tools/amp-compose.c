@@ -1,4 +1,5 @@
-/* amp-compose: plan -> plan, joining conversions with their replication. */
+/* amp-compose: plan -> plan, joining conversions with their replication
+ * and moving parameter copies ahead of compute that does not need them. */
 #include <getopt.h>
 
 #include "compose.h"
@@ -11,10 +12,12 @@ static void help(void)
 	       "Read a plan stage (formats/plan.md; standard input when absent or '-'),\n"
 	       "apply composition (a conversion followed by a replication becomes one\n"
 	       "copy when the conversion is an identity-layout or native-panel mapping;\n"
-	       "docs/machine.md §5) and write the plan.\n"
+	       "then a run of parameter-vector copies moves ahead of the compute steps before\n"
+	       "it when none of them touches those parameters, so that it joins the\n"
+	       "previous exchange phase; docs/machine.md §5) and write the plan.\n"
 	       "\n"
 	       "      --no-compose      pass the plan through unchanged (for comparison)\n"
-	       "  -v, --verbose         report the number of joined copies on stderr\n"
+	       "  -v, --verbose         report the copies joined and moved on stderr\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress        compress the output with zstd\n"
 	       "      --help            print this help and exit\n"
@@ -43,9 +46,10 @@ static int run(Plan *pl, Err *e)
 {
 	if (!compose)
 		return 0;
-	int joined = plan_compose(pl);
+	int joined = plan_join(pl), moved = plan_hoist(pl);     /* plan_compose, counted */
 	if (verbose)
-		fprintf(stderr, "amp-compose: joined %d copies\n", joined);
+		fprintf(stderr, "amp-compose: joined %d copies, moved %d parameter copies ahead of compute\n",
+			joined, moved);
 	return plan_check(pl, "composed plan", e);
 }
 

@@ -354,7 +354,8 @@ rejects() {
 	run grep -c '^- {name: x, role: input, shape: \[1, 6, 70\], dtype: fp16}$' after.plan
 	assert_output 1
 	run steps after.plan
-	# a moves in fp16 to the GEMM tiles, then a cast compute there
+	# a moves in fp16 to the GEMM tiles, then a cast compute there (b, a
+	# weight matrix, is not moved ahead of the cast)
 	assert_line --index 0 'copy x@canon x@mm.a relayout'
 	assert_line --index 1 'compute cast x@mm.a -> x.fp8@mm.a'
 	assert_line 'compute matmul x.fp8@mm.a w@mm.b -> y@mm.out'
@@ -463,13 +464,37 @@ rejects() {
 	after=$output
 	assert_equal "$((before - after))" 4
 	run --separate-stderr amp-compose -v p.plan -o c.plan
-	assert_equal "$stderr" "amp-compose: joined 4 copies"
+	assert_equal "$stderr" "amp-compose: joined 4 copies, moved 0 parameter copies ahead of compute"
 	run --separate-stderr amp-compose --verbose "$GOLDEN/shared-stage/plan.yaml" -o s.composed
 	assert_success
-	assert_equal "$stderr" "amp-compose: joined 0 copies"
+	assert_equal "$stderr" "amp-compose: joined 0 copies, moved 0 parameter copies ahead of compute"
 	run --separate-stderr amp-compose p.plan -o quiet.plan
 	assert_success
 	assert_equal "$stderr" ""
+}
+
+@test "compose moves a layer's second layernorm parameters ahead of the residual add, into the projection's return phase" {
+	composed "$MODELS/siglip-so400m-1layer.yaml" p.plan c.plan
+	# in the plan: the residual add, then ln2's parameter copies
+	run grep -o -e 'compute: add, op: res1' -e 'copy: parameter, op: ln2, operand: scale' p.plan
+	assert_line --index 0 'compute: add, op: res1'
+	assert_line --index 1 'copy: parameter, op: ln2, operand: scale'
+	run grep -o -e 'compute: add, op: res1' -e 'copy: parameter, op: ln2, operand: scale' c.plan
+	assert_line --index 0 'copy: parameter, op: ln2, operand: scale'
+	assert_line --index 1 'compute: add, op: res1'
+	run --separate-stderr amp-compose -v p.plan -o /dev/null
+	[[ $stderr =~ ^amp-compose:\ joined\ [0-9]+\ copies,\ moved\ ([0-9]+)\ parameter\ copies ]]
+	assert [ "${BASH_REMATCH[1]}" -ge 2 ]         # at least ln2's scale and bias
+	# one phase fewer per moved run: the projection's return carries them
+	run bash -c "amp-expand c.plan | amp-exchange | amp-group | grep -c 'label: proj.out+ln2.scale+ln2.bias}'"
+	assert_output 1
+	run bash -c "amp-compose --no-compose p.plan | amp-expand | amp-exchange | amp-group | grep -c 'label: ln2.scale'"
+	assert_output 1
+	# and --no-compose moves nothing
+	run amp-compose --no-compose p.plan -o n.plan
+	assert_success
+	run same_but_provenance p.plan n.plan
+	assert_success
 }
 
 # ---- D. malformed plans ----

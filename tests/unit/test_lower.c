@@ -12,6 +12,7 @@
 #include "sim.h"
 #include "t.h"
 #include "testlib.h"
+#include "vitgen.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
@@ -394,6 +395,160 @@ static void round_trips(void)
 	unlink(path);
 }
 
+
+/* ---- parameter copies moved ahead of compute (plan_hoist) ---- */
+
+/* The placements step s reads (r) and writes (w). */
+static void step_sets(const Step *s, int r[4], int *nr, int *w)
+{
+	*nr = 0;
+	if (s->kind == STEP_COPY) {
+		r[(*nr)++] = s->src;
+		*w = s->dst;
+		return;
+	}
+	for (int k = 0; k < s->nin; k++)
+		if (s->in[k] >= 0)
+			r[(*nr)++] = s->in[k];
+	*w = s->out;
+}
+
+static int conflict(const Step *a, const Step *b)
+{
+	int ra[4], rb[4], na, nb, wa, wb;
+	step_sets(a, ra, &na, &wa);
+	step_sets(b, rb, &nb, &wb);
+	if (wa == wb)
+		return 1;
+	for (int k = 0; k < nb; k++)
+		if (rb[k] == wa)
+			return 1;
+	for (int k = 0; k < na; k++)
+		if (ra[k] == wb)
+			return 1;
+	return 0;
+}
+
+/* Could the copy run starting at step i (after a compute) still move,
+ * by the rule, brute force: every copy of the run a parameter vector's, no
+ * compute of the run before it touching that tensor, a copy before those
+ * computes in the same repeat region. */
+static int could_move(const Plan *pl, int i)
+{
+	int h = i, j = i;
+	while (h > 0 && pl->s[h - 1].kind == STEP_COMPUTE)
+		h--;
+	while (j + 1 < pl->ns && pl->s[j + 1].kind == STEP_COPY)
+		j++;
+	if (h == 0 || plan_repeat_of(pl, h - 1) != plan_repeat_of(pl, j))
+		return 0;
+	for (int k = i; k <= j; k++) {
+		const Step *c = &pl->s[k];
+		int t = pl->p[c->src].tensor;
+		if (c->move != MOVE_PARAMETER || pl->t[t].role != R_PARAM || pl->t[t].rank != 1 ||
+		    pl->p[c->dst].tensor != t)
+			return 0;
+		for (int q = h; q < i; q++) {
+			int r[4], nr, w;
+			step_sets(&pl->s[q], r, &nr, &w);
+			if (pl->p[w].tensor == t)
+				return 0;
+			for (int m = 0; m < nr; m++)
+				if (pl->p[r[m]].tensor == t)
+					return 0;
+		}
+	}
+	return 1;
+}
+
+static void hoisting(void)
+{
+	char path[] = "/tmp/amp-hoist-XXXXXX", desc[512];
+	int fd = mkstemp(path), moved_any = 0;
+	close(fd);
+	for (int i = 0; i < 40; i++) {
+		Machine mc = test_machine(pick(8, 96));
+		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL };
+		Model m;
+		Plan pl;
+		Err e;
+		vit_model(path, desc, sizeof desc);
+		if (model_load(&m, path, &e) || plan_build(&pl, &m, &mc, &po, NULL, &e))
+			continue;
+		model_free(&m);
+		plan_join(&pl);
+		if (i % 4 == 3) {
+			/* A compute before a movable run that reads the run's
+			 * parameter (a plan edited by hand): the run stays. */
+			int s = 1;
+			while (s < pl.ns && !(pl.s[s].kind == STEP_COPY && pl.s[s - 1].kind == STEP_COMPUTE &&
+					      could_move(&pl, s)))
+				s++;
+			if (s < pl.ns && pl.s[s - 1].nin > 0) {
+				Step *c = &pl.s[s - 1];
+				const char *op = pl.s[s].op;
+				c->in[c->nin - 1] = pl.s[s].src;
+				plan_hoist(&pl);
+				t_case("a run whose parameter a compute before it reads stays after it");
+				CHECK(pl.s[s].op == op, "%s: step %d moved", desc, s);
+				plan_free(&pl);
+				continue;
+			}
+		}
+		int ns = pl.ns, *region = xmalloc((size_t)ns * sizeof *region), *at = xmalloc((size_t)ns * sizeof *at);
+		Step *old = xmalloc((size_t)ns * sizeof *old);
+		memcpy(old, pl.s, (size_t)ns * sizeof *old);
+		for (int s = 0; s < ns; s++)
+			region[s] = plan_repeat_of(&pl, s);
+		int moved = plan_hoist(&pl);
+		moved_any += moved > 0;
+
+		t_case("hoisting permutes the steps, each within its repeat region");
+		int ok = pl.ns == ns;
+		for (int s = 0; ok && s < ns; s++) {
+			at[s] = -1;
+			for (int n = 0; n < ns; n++)
+				if (pl.s[n].op == old[s].op)
+					at[s] = n;
+			ok = at[s] >= 0 && plan_repeat_of(&pl, at[s]) == region[s];
+		}
+		CHECK(ok, "%s: a step lost or moved across a repeat boundary", desc);
+		if (!ok)
+			goto next;
+
+		t_case("hoisting keeps copies in order, computes in order, and every dependency");
+		for (int a = 0; a < ns && ok; a++)
+			for (int b = a + 1; b < ns && ok; b++)
+				if ((old[a].kind == old[b].kind || conflict(&old[a], &old[b])) && at[a] > at[b])
+					ok = 0;
+		CHECK(ok, "%s: an order between two steps changed", desc);
+
+		t_case("hoisting moves every run the rule allows, and only parameter copies");
+		int moved_copies = 0;
+		for (int s = 0; s < ns; s++)
+			if (at[s] != s && old[s].kind == STEP_COPY && at[s] < s)
+				moved_copies++, ok &= old[s].move == MOVE_PARAMETER;
+		for (int s = 1; s < pl.ns && ok; s++)
+			if (pl.s[s].kind == STEP_COPY && pl.s[s - 1].kind == STEP_COMPUTE)
+				ok = !could_move(&pl, s);
+		CHECK(ok && moved_copies == moved && plan_hoist(&pl) == 0, "%s: moved %d (%d), ok %d", desc, moved,
+		      moved_copies, ok);
+		for (int s = 0; s < ns; s++)    /* only parameter vectors move */
+			if (at[s] < s)
+				ok &= old[s].kind == STEP_COPY && pl.t[pl.p[old[s].src].tensor].rank == 1;
+		CHECK(ok, "%s: a copy of a tensor of rank above 1 moved", desc);
+		CHECK(plan_check(&pl, "hoisted", &e) == 0, "%s: %s", desc, e.msg);
+next:
+		free(old);
+		free(region);
+		free(at);
+		plan_free(&pl);
+	}
+	unlink(path);
+	t_case("some random model has parameter copies to move");
+	CHECK(moved_any > 0, "none of 40 models moved a copy");
+}
+
 int main(void)
 {
 	fp8_lanes();
@@ -401,5 +556,6 @@ int main(void)
 	coalescing();
 	forwarding_order();
 	round_trips();
+	hoisting();
 	return t_summary();
 }
