@@ -246,8 +246,7 @@ static void list_schedule(Replay *r, Items *v, int64_t *out, int64_t T, int exac
 		l.repof[p] = -1;
 		queue(&l, p);
 	}
-	int64_t full = n < SCHEDULE_POPS_FULL_UNITS ? n : SCHEDULE_POPS_FULL_UNITS;
-	int64_t pops = 0, budget = SCHEDULE_POPS_PER_UNIT * full + SCHEDULE_POPS_PAST * (n - full) + 1024;
+	int64_t pops = 0, budget = SCHEDULE_POPS_PER_UNIT * n + SCHEDULE_POPS_EXTRA;
 	while (l.nh && pops++ < budget) {
 		Key top = l.h[0];
 		int64_t p = l.pof[top.seq], b;

@@ -29,12 +29,12 @@
  * a faster approximation in which, of the pairs waiting for one busy
  * tile, only the first in record order is examined again as that tile
  * takes fragments (the others wait parked on it); the exact one gives up
- * past SCHEDULE_POPS_PER_UNIT examinations per unit for a step's first
- * SCHEDULE_POPS_FULL_UNITS units and SCHEDULE_POPS_PAST for each unit
- * beyond (the largest steps, where the parked schedule is as good and
- * the exact one costs the most), and keeps the rest of its step in
- * record order. The faster of the two (by the replay of the
- * order written) is a candidate.
+ * past SCHEDULE_POPS_PER_UNIT examinations per unit of its step and
+ * SCHEDULE_POPS_EXTRA more (small steps, such as an all-to-all among a
+ * few tiles, need more per unit than large ones), and keeps the rest of
+ * its step in record order: on every shipped model 8 per unit give the
+ * same cycles as 32, and 4 give more. The faster of the two (by the
+ * replay of the order written) is a candidate.
  *
  * A phase takes the candidate only when its replay is faster than record
  * order's, by at least per_record cycles (one run of the phase: a repeat
@@ -61,9 +61,8 @@ typedef struct {
 } ScheduleStats;
 
 #define SCHEDULE_CYCLES_PER_RECORD 1
-#define SCHEDULE_POPS_PER_UNIT 16
-#define SCHEDULE_POPS_FULL_UNITS 4096       /* units past these get SCHEDULE_POPS_PAST each */
-#define SCHEDULE_POPS_PAST 8
+#define SCHEDULE_POPS_PER_UNIT 8
+#define SCHEDULE_POPS_EXTRA 4096        /* and these more, for the small steps */
 
 /* Orders every phase of a grouped plan (stats may be NULL). Fails only on
  * records out of step order. */
