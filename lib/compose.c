@@ -86,7 +86,9 @@ int plan_hoist(Plan *pl)
 			h--;
 		while (j + 1 < pl->ns && pl->s[j + 1].kind == STEP_COPY)
 			j++;
-		int ok = h > 0 && plan_repeat_of(pl, h - 1) == plan_repeat_of(pl, j);
+		int ok = h > 0;                 /* every step of [h - 1, j] in one repeat region */
+		for (int k = h; ok && k <= j; k++)
+			ok = plan_repeat_of(pl, k) == plan_repeat_of(pl, h - 1);
 		for (int k = i; ok && k <= j; k++) {
 			const Step *c = &pl->s[k];
 			const PTensor *t = &pl->t[pl->p[c->src].tensor];

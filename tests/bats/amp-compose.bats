@@ -497,6 +497,21 @@ rejects() {
 	assert_success
 }
 
+@test "compose never moves parameter copies across a repeat that lies among the computes before them" {
+	plan "$CASES/compose-repeat-inside.yaml" p.plan
+	run --separate-stderr amp-compose -v p.plan -o c.plan
+	assert_success
+	[[ $stderr == *", moved 0 parameter copies ahead of compute" ]] || fail "$stderr"
+	# the region is still the gelu and its carry, and ln2's copies follow it
+	run grep -A1 '^repeats:' c.plan
+	assert_line --index 1 --partial 'steps: [4, 5]'
+	run grep -o -e 'compute: carry' -e 'copy: parameter, op: ln2' c.plan
+	assert_line --index 1 'compute: carry'
+	assert_line --index 2 'copy: parameter, op: ln2'
+	run bash -c "amp-expand c.plan | amp-exchange | amp-group | amp-capture - | jq .summary.phases"
+	assert_success
+}
+
 # ---- D. malformed plans ----
 
 @test "compose rejects a stage file of another format" {

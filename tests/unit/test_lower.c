@@ -440,8 +440,11 @@ static int could_move(const Plan *pl, int i)
 		h--;
 	while (j + 1 < pl->ns && pl->s[j + 1].kind == STEP_COPY)
 		j++;
-	if (h == 0 || plan_repeat_of(pl, h - 1) != plan_repeat_of(pl, j))
+	if (h == 0)
 		return 0;
+	for (int k = h; k <= j; k++)            /* no repeat boundary in [h - 1, j] */
+		if (plan_repeat_of(pl, k) != plan_repeat_of(pl, h - 1))
+			return 0;
 	for (int k = i; k <= j; k++) {
 		const Step *c = &pl->s[k];
 		int t = pl->p[c->src].tensor;
