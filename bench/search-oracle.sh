@@ -107,6 +107,19 @@ gemm_choices() {
 	}' "$1"
 }
 
+# can_spread PLAN OP K C: does grid k K, cols C allow staging spread for
+# OP's GEMM (each K block's strips cut into C whole-strip pieces, none
+# empty; formats/plan.md)?
+can_spread() {
+	awk -v op="$2" -v K="$3" -v C="$4" '/^gemms:/ { s = 1; next } /^[a-z]/ { s = 0 }
+	s && index($0, "- {op: " op ", ") == 1 {
+		k = $0; sub(/.* k: /, "", k); sub(/,.*/, "", k)
+		mu = $0 ~ /format: fp8/ ? 32 : 16
+		strips = int((k + mu - 1) / mu); sk = int((strips + K - 1) / K)
+		if (C > 1 && sk % C == 0) { w = sk / C * mu; ok = int((k + w - 1) / w) == K * C }
+	} END { exit !ok }' "$1"
+}
+
 # attention_pins PLAN: a pin line per attention op, "op: {blocks: [Q, K],
 # kv_staging: S}": Q and K from the split of its q and k placements
 # (formats/plan.md), relay when the keys have a stage.
@@ -241,7 +254,8 @@ make_candidate() {
 	d=$dir/cand/$key
 	if [ ! -f "$d/model.yaml" ]; then
 		mkdir -p "$d"
-		{ cat "$model"; printf '%s\n' "$pins"; } > "$d/model.yaml.tmp"
+		# amp-model 3 (staging spread), a superset of 1 and 2
+		{ sed 's/^amp-model: [12]$/amp-model: 3/' "$model"; printf '%s\n' "$pins"; } > "$d/model.yaml.tmp"
 		mv "$d/model.yaml.tmp" "$d/model.yaml"
 	fi
 	printf '%s\n' "$key"
@@ -338,8 +352,9 @@ run_case() {
 		read -r nvalid nhalf < "$dir/counts.tmp"
 		local keys=() R K C st out red keep=${cur[$rop]}
 		while read -r R K C _; do
-			for st in pack-once direct; do for out in direct unpack; do for red in gather scatter; do
+			for st in pack-once direct spread; do for out in direct unpack; do for red in gather scatter; do
 				[ "$K" -gt 1 ] || [ $red = gather ] || continue
+				[ $st != spread ] || can_spread "$def_plan" "$rop" "$K" "$C" || continue
 				cur[$rop]="$R $K $C early $st $out $red"
 				key=$(make_candidate)
 				keys+=("$key")

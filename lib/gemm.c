@@ -66,6 +66,14 @@ int gemm_scatter_axis(const GemmShape *s, const int64_t g[3], int64_t *parts, in
 	return 1;
 }
 
+int64_t gemm_stage_pieces(const GemmShape *s, const int64_t g[3])
+{
+	int64_t C = g[2], strips_k = cdiv(strips(s), g[1]);
+	if (C < 2 || strips_k % C)
+		return 1;
+	return cdiv(s->k, strips_k / C * fmt_mu(s->fmt)) == g[1] * C ? C : 1;
+}
+
 void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COUNT])
 {
 	const int64_t *g = c->grid;
@@ -104,9 +112,13 @@ void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COU
 	int64_t rstride_[4] = { 0, ostride[0], ostride[1], 1 };
 
 	memset(pl, 0, GP_COUNT * sizeof *pl);
-	if (c->staging == STAGING_PACK_ONCE) {
-		set(&pl[GP_A_STAGE], LAYOUT_ROW_MAJOR, moved, 3, ashape, asplit, ablock, astride, 1, 0);
-		set(&pl[GP_A_PACKED], LAYOUT_AMP_LEFT, moved, 3, ashape, asplit, ablock, astride, 1, 0);
+	if (c->staging == STAGING_PACK_ONCE || c->staging == STAGING_SPREAD) {
+		/* spread: piece j of block (r, k) on tile (r, k, j) */
+		int64_t P = c->staging == STAGING_SPREAD ? gemm_stage_pieces(s, g) : 1;
+		int64_t ssplit[3] = { 1, R, K * P }, sblock[3] = { s->batch, bt, bk / P };
+		int64_t sstride[3] = { 0, K * C, P > 1 ? 1 : C };
+		set(&pl[GP_A_STAGE], LAYOUT_ROW_MAJOR, moved, 3, ashape, ssplit, sblock, sstride, 1, 0);
+		set(&pl[GP_A_PACKED], LAYOUT_AMP_LEFT, moved, 3, ashape, ssplit, sblock, sstride, 1, 0);
 	}
 	set(&pl[GP_A_MOVED], LAYOUT_AMP_LEFT, moved, 3, ashape, asplit, ablock, astride, C, 1);
 	if (c->cast == CAST_LATE)
@@ -132,7 +144,7 @@ static int gp_used(const GemmShape *s, const Candidate *c, int i)
 {
 	switch (i) {
 	case GP_A_STAGE:
-	case GP_A_PACKED: return c->staging == STAGING_PACK_ONCE;
+	case GP_A_PACKED: return c->staging == STAGING_PACK_ONCE || c->staging == STAGING_SPREAD;
 	case GP_A_OP: return c->cast == CAST_LATE;
 	case GP_BIAS_STAGE:
 	case GP_BIAS_OP: return s->has_bias;
@@ -191,6 +203,31 @@ void gemm_figures(const GemmShape *s, const Candidate *c, GemmFigures *f)
 			f->max[sc][i] = f->pl[sc][i].rank ? place_max_bytes(&f->pl[sc][i]) : 0;
 		f->red_tiles[sc] = place_shards(&f->pl[sc][GP_OUT]);
 	}
+	f->pieces = gemm_stage_pieces(s, c->grid);
+	if (f->pieces > 1) {
+		Placement sp[GP_COUNT];
+		all.staging = STAGING_SPREAD, all.scatter = 0;
+		gemm_placements(s, &all, sp);
+		for (int i = 0; i < 2; i++) {
+			f->spread[i] = sp[GP_A_STAGE + i];
+			f->spread_max[i] = place_max_bytes(&f->spread[i]);
+		}
+	}
+}
+
+/* Largest shard of placement i for c (f: c's grid's figures). */
+static int64_t fig_max(const GemmFigures *f, const Candidate *c, int sc, int i)
+{
+	if (c->staging == STAGING_SPREAD && f->pieces > 1 && (i == GP_A_STAGE || i == GP_A_PACKED))
+		return f->spread_max[i - GP_A_STAGE];
+	return f->max[sc][i];
+}
+
+static int64_t fig_total(const GemmFigures *f, const Candidate *c, int sc, int i)
+{
+	if (c->staging == STAGING_SPREAD && f->pieces > 1 && (i == GP_A_STAGE || i == GP_A_PACKED))
+		return f->spread_total[i - GP_A_STAGE];
+	return f->total[sc][i];
 }
 
 void gemm_figures_total(GemmFigures *f)
@@ -200,13 +237,16 @@ void gemm_figures_total(GemmFigures *f)
 	for (int sc = 0; sc < f->nsc; sc++)
 		for (int i = 0; i < GP_COUNT; i++)
 			f->total[sc][i] = f->pl[sc][i].rank ? shard_total(last_bytes[sc][i], &f->pl[sc][i]) : 0;
+	for (int i = 0; f->pieces > 1 && i < 2; i++)
+		f->spread_total[i] = place_total_bytes(&f->spread[i]);
 	f->totals = 1;
 }
 
 /* Placement i's largest shard counts in c's per-tile bound. */
 static int gp_counted(const GemmShape *s, const Candidate *c, int i)
 {
-	return gp_used(s, c, i) && i != GP_A_PACKED;   /* the first replica of GP_A_MOVED: one buffer */
+	/* pack-once's packed block is GP_A_MOVED's first replica: one buffer */
+	return gp_used(s, c, i) && (i != GP_A_PACKED || c->staging == STAGING_SPREAD);
 }
 
 int64_t gemm_tile_bytes(const GemmShape *s, const GemmFigures *f, const Candidate *c)
@@ -215,7 +255,7 @@ int64_t gemm_tile_bytes(const GemmShape *s, const GemmFigures *f, const Candidat
 	int sc = c->grid[1] > 1 && c->scatter;
 	for (int i = 0; i < GP_COUNT; i++)
 		if (gp_counted(s, c, i))
-			b += f->max[sc][i];
+			b += fig_max(f, c, sc, i);
 	return b;
 }
 
@@ -235,10 +275,10 @@ void gemm_score_from(const GemmShape *s, const Machine *m, GemmFigures *f, Candi
 	for (int i = 0; i < GP_COUNT; i++) {
 		if (!gp_used(s, c, i))
 			continue;
-		max[i] = f->max[sc][i];
+		max[i] = fig_max(f, c, sc, i);
 		if (!gp_counted(s, c, i))
 			continue;
-		c->total += f->total[sc][i];
+		c->total += fig_total(f, c, sc, i);
 		if (max[i] > c->largest)
 			c->largest = max[i];
 	}
@@ -248,13 +288,14 @@ void gemm_score_from(const GemmShape *s, const Machine *m, GemmFigures *f, Candi
 	 * row gathers, one per 32-byte strip row for relayouts), plus one send
 	 * per run. */
 	c->rows = 0;
-	if (c->staging == STAGING_PACK_ONCE) {
-		c->rows += s->owners + R * K;               /* gather into the stage */
-		c->rows += R * K * C;                       /* replicate the packed block */
-		frags += 2 * R * K * rows_a;
-		frags += R * K * (1 + C) * cdiv(max[GP_A_PACKED], frag);
+	if (c->staging == STAGING_PACK_ONCE || c->staging == STAGING_SPREAD) {
+		int64_t P = c->staging == STAGING_SPREAD ? f->pieces : 1;
+		c->rows += s->owners + R * K * P;           /* gather into the stage */
+		c->rows += R * K * C;                       /* replicate the packed block or pieces */
+		frags += 2 * R * K * P * rows_a;
+		frags += R * K * P * (1 + C) * cdiv(max[GP_A_PACKED], frag);
 		xbytes += max[GP_A_STAGE] + max[GP_A_MOVED];
-		local += max[GP_A_STAGE];
+		local += max[GP_A_STAGE] + (P > 1 ? max[GP_A_PACKED] : 0);      /* the pack; spread: the own piece */
 		phases += 2;
 	} else {
 		c->rows += s->owners + R * K * C;

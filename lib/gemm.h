@@ -16,8 +16,9 @@
 
 /* The placements of one GEMM, by role. Unused ones have rank 0. */
 enum {
-	GP_A_STAGE,     /* a, row-major, on the cols=0 tiles (pack-once) */
-	GP_A_PACKED,    /* a, amp-left, same tiles (pack-once) */
+	GP_A_STAGE,     /* a, row-major (pack-once: each block on its c = 0 tile;
+			 * spread: in gemm_stage_pieces pieces on its C tiles) */
+	GP_A_PACKED,    /* a, amp-left, same tiles (pack-once, spread) */
 	GP_A_MOVED,     /* a in its moved format, amp-left, replicated over cols */
 	GP_A_OP,        /* a in the operand format (late cast: cast of GP_A_MOVED) */
 	GP_B_STAGE,     /* b, transposed-right, on the rows=0 tiles */
@@ -73,6 +74,11 @@ typedef struct {
 
 /* 0 if the grid is valid for the shape; else -1 and why (no location). */
 int gemm_grid_ok(const GemmShape *s, const int64_t grid[3], int64_t tiles, Err *e);
+/* Staging spread's pieces per a block: C when the block's K strips divide
+ * into C whole-strip pieces, none of them empty (piece j of block (r, k)
+ * then sits on tile (r, k, j), and in amp-left it is one contiguous span
+ * of the block); else 1: the grid cannot spread. */
+int64_t gemm_stage_pieces(const GemmShape *s, const int64_t grid[3]);
 /* Fills pl[GP_COUNT]; tensor fields are left -1 for the planner to set. */
 void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COUNT]);
 /* Reduce scatter's cut of a block's rows over its K tiles: the batch when
@@ -90,6 +96,9 @@ void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
 typedef struct {
 	Placement pl[2][GP_COUNT];                      /* [scatter][placement] */
 	int64_t max[2][GP_COUNT], total[2][GP_COUNT];
+	Placement spread[2];                            /* staging spread's GP_A_STAGE, GP_A_PACKED */
+	int64_t spread_max[2], spread_total[2];
+	int64_t pieces;                                 /* gemm_stage_pieces */
 	int64_t red_tiles[2];
 	int nsc, totals;
 } GemmFigures;

@@ -12,7 +12,7 @@ static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", 
 const char *op_name(OpKind k) { return op_names[k]; }
 
 static const char *cast_names[] = { "auto", "early", "late" };
-static const char *staging_names[] = { "auto", "pack-once", "direct" };
+static const char *staging_names[] = { "auto", "pack-once", "direct", "spread" };
 const char *cast_name(CastOrder c) { return cast_names[c]; }
 const char *staging_name(Staging s) { return staging_names[s]; }
 
@@ -28,7 +28,7 @@ int cast_parse(const char *s, CastOrder *c)
 
 int staging_parse(const char *s, Staging *st)
 {
-	for (int i = 1; i < 3; i++)
+	for (int i = 1; i < STAGING_COUNT; i++)
 		if (strcmp(s, staging_names[i]) == 0) {
 			*st = (Staging)i;
 			return 0;
@@ -625,7 +625,10 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 			if (val_str(f, x, &s, e))
 				return -1;
 			if (staging_parse(s, &o->staging))
-				return val_err(f, x, e, "unknown staging '%s' (expected pack-once or direct)", s);
+				return val_err(f, x, e, "unknown staging '%s' (expected pack-once, direct or spread)", s);
+			if (o->staging == STAGING_SPREAD && m->version < 3)
+				return val_err(f, x, e, "staging 'spread' needs amp-model 3 (this file is version %d)",
+					       m->version);
 		}
 		if ((x = map_get(v, "out_staging")) &&
 		    pin_choice(f, x, "out_staging", "direct", "unpack", &o->out_staging, e))

@@ -16,7 +16,7 @@
 #include "io.h"
 #include "layout.h"
 
-#define MODEL_VERSION 2       /* reads 1 (no repeat, no whole-model ops) and 2 */
+#define MODEL_VERSION 3       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread) and 3 */
 #define MAX_RANK 4
 
 typedef enum { T_INPUT, T_PARAM, T_ACT } TensorRole;
@@ -39,7 +39,7 @@ typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, O
 	       OP_ATTENTION, OP_COUNT } OpKind;
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
-typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT } Staging;
+typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
 
 typedef struct {
 	OpKind kind;

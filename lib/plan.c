@@ -486,6 +486,10 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 	return 0;
 }
 
+/* The version of the stage file being read (the two ownerships' builds
+ * read on two threads). */
+static _Thread_local int reading_version;
+
 static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "op", "a", "b", "bias", "out", "m", "k", "n", "format",
@@ -494,7 +498,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	static const char *const bools[] = { "false", "true" };
 	static const char *const fmts[] = { "fp32", "fp16", "fp8" };
 	static const char *const casts[] = { "auto", "early", "late" };
-	static const char *const stagings[] = { "auto", "pack-once", "direct" };
+	static const char *const stagings[] = { "auto", "pack-once", "direct", "spread" };
 	Gemm g;
 	const char *op, *s;
 	int fmt, cast, staging, pinned, n, unpack, scatter;
@@ -513,7 +517,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 	    map_need(f, r, "grid", &v, e) ||
 	    val_ints(f, v, 3, 1, INT64_C(1) << 30, g.grid, &n, e) ||
 	    ref_enum(f, r, "cast", casts, 3, &cast, e) ||
-	    ref_enum(f, r, "staging", stagings, 3, &staging, e) ||
+	    ref_enum(f, r, "staging", stagings, 4, &staging, e) ||
 	    ref_enum(f, r, "out_staging", (const char *const[]){ "direct", "unpack" }, 2, &unpack, e) ||
 	    ref_enum(f, r, "reduce", (const char *const[]){ "gather", "scatter" }, 2, &scatter, e) ||
 	    ref_enum(f, r, "pinned", bools, 2, &pinned, e) ||
@@ -524,6 +528,9 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 		return val_err(f, v, e, "grid must be [rows, k, cols]");
 	if (g.grid[0] * g.grid[1] * g.grid[2] != g.tiles)
 		return val_err(f, map_get(r, "tiles"), e, "tiles must be the product of the grid");
+	if (staging == STAGING_SPREAD && reading_version < 6)
+		return val_err(f, map_get(r, "staging"), e, "staging 'spread' needs version 6 (this file is version %d)",
+			       reading_version);
 	if (scatter && g.grid[1] == 1)
 		return val_err(f, map_get(r, "reduce"), e, "reduce scatter needs grid k > 1 (grid k is 1)");
 	static const struct { const char *key; LayoutKind want; } lay[] = {
@@ -885,6 +892,7 @@ static int read_from(Plan *pl, YReader *rr, StageKind kind, Err *e)
 	if (stage_read_header(r, stage_format(kind), PLAN_VERSION_OLDEST, PLAN_VERSION, &version, &pl->machine,
 			      &pl->model, e))
 		goto out;
+	reading_version = version;
 	if (version >= 5) {
 		Val *rec;
 		int more;

@@ -22,7 +22,7 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 5           /* written; 4 (no provenance) is still read */
+#define PLAN_VERSION 6           /* written; 4 (no provenance) and 5 (no staging spread) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.

@@ -91,10 +91,13 @@ static int64_t each_candidate(const Builder *b, const MOp *op, const GemmShape *
 					if ((!need_cast && ci) || (op->cast && need_cast && op->cast != cast))
 						continue;
 					int figured = 0;        /* one grid and cast: its placements' bytes once */
-					for (int si = 0; si < 8; si++) {
-						Staging st = si & 1 ? STAGING_DIRECT : STAGING_PACK_ONCE;
-						int unpack = si >> 1 & 1, scatter = si >> 2;
-						if ((op->staging && op->staging != st) ||
+					for (int si = 0; si < 12; si++) {
+						static const Staging sts[3] = { STAGING_PACK_ONCE, STAGING_DIRECT,
+										STAGING_SPREAD };
+						Staging st = sts[si % 3];
+						int unpack = si / 3 & 1, scatter = si / 6;
+						if ((st == STAGING_SPREAD && gemm_stage_pieces(gs, (int64_t[3]){ R, K, C }) == 1) ||
+						    (op->staging && op->staging != st) ||
 						    (op->out_staging && op->out_staging != unpack + 1) ||
 						    (scatter && K == 1) ||
 						    (op->reduce && K > 1 && op->reduce != scatter + 1))
@@ -187,6 +190,11 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	if (!fitting) {
 		const Model *m = b->m;
 		long line = op->pinned ? op->pin_line : op->line, col = op->pinned ? op->pin_col : op->col;
+		if (!considered)
+			return err_at(e, m->file, line, col,
+				      "matmul '%s': no grid allows its pins%s", op->name,
+				      op->staging == STAGING_SPREAD ? " (staging spread needs grid cols > 1 that "
+				      "cut each K block's strips into whole-strip pieces, none empty)" : "");
 		return err_at(e, m->file, line, col,
 			      "matmul '%s': no %sgrid fits in SRAM: the smallest needs %lld bytes on a tile "
 			      "(%lld already in use), %lld are available (sram_bytes - reserved_bytes)",
@@ -221,6 +229,13 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 		return err_at(e, m->file, op->pin_line, op->pin_col, "pin for '%s': %s",
 			      op->name, why);
 	}
+	if (op->grid[0] && op->staging == STAGING_SPREAD && gemm_stage_pieces(&gs, op->grid) == 1)
+		return err_at(e, m->file, op->pin_line, op->pin_col,
+			      "pin for '%s': staging spread needs grid cols > 1 that cut each K block's "
+			      "strips into whole-strip pieces, none empty; grid [%lld, %lld, %lld] has K blocks "
+			      "of %lld %s strips", op->name, (long long)op->grid[0], (long long)op->grid[1],
+			      (long long)op->grid[2],
+			      (long long)cdiv(cdiv(gs.k, fmt_mu(gs.fmt)), op->grid[1]), fmt_name(gs.fmt));
 	if (b->o->objective >= OBJ_MEMORY)
 		return trial_choose(b, op, &gs, ex, e);
 	if (choose(b, op, &gs, &c, ex, e))
@@ -269,7 +284,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 #define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
 			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
 	int rep_a = c.grid[2] > 1;
-	if (c.staging == STAGING_PACK_ONCE) {
+	if (c.staging == STAGING_PACK_ONCE || c.staging == STAGING_SPREAD) {
 		PLACE(GP_A_STAGE, moved, "a.stage");
 		if (!existed)
 			add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_STAGE]);
@@ -278,7 +293,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 			add_compute(pl, op->name, C_PACK, &idx[GP_A_STAGE], 1, idx[GP_A_PACKED], 0);
 		ain = idx[GP_A_PACKED];
 	}
-	if (c.staging != STAGING_PACK_ONCE || rep_a) {
+	if (c.staging == STAGING_DIRECT || rep_a) {
 		PLACE(GP_A_MOVED, moved, "a");
 		if (!existed)
 			add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_MOVED]);
@@ -449,8 +464,8 @@ static int by_exact(const void *x, const void *y)
 typedef struct {
 	int64_t room;
 	Objective obj;
-	Candidate top[3][2][2][PICKS];          /* [staging][unpack][scatter] */
-	int n[3][2][2];
+	Candidate top[STAGING_COUNT][2][2][PICKS];      /* [staging][unpack][scatter] */
+	int n[STAGING_COUNT][2][2];
 } Picks;
 
 /* The formula's first key alone (est_cmp's, memory): a candidate that
@@ -487,7 +502,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 {
 	Candidate *all = NULL, best, *sl = NULL;
 	int64_t nall = 0, T = b->mc->tiles;
-	int nsl = 0, per[3][2][2] = { { { 0 } } };
+	int nsl = 0, per[STAGING_COUNT][2][2] = { { { 0 } } };
 	int64_t *load = xcalloc((size_t)T, sizeof *load);
 	int opi = (int)(op - b->m->ops);
 
@@ -509,8 +524,8 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 		trial_decide(b, op, &k);
 		return 0;
 	}
-	all = xmalloc((size_t)3 * 2 * 2 * PICKS * sizeof *all);
-	for (int i = 0; i < 3; i++)
+	all = xmalloc((size_t)STAGING_COUNT * 2 * 2 * PICKS * sizeof *all);
+	for (int i = 0; i < STAGING_COUNT; i++)
 		for (int j = 0; j < 2; j++)
 			for (int k = 0; k < 2; k++) {
 				memcpy(all + nall, pk->top[i][j][k], (size_t)pk->n[i][j][k] * sizeof *all);

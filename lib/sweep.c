@@ -157,10 +157,15 @@ static int parse_limits(const char *f, const Val *v, SweepValue *x, Err *e)
 static const char *const pin_keys[] = { "grid", "cast", "staging", "out_staging", "reduce", "blocks", "kv_staging",
 					NULL };
 
-static int check_choice(const char *f, const Val *v, const char *key, const char *a, const char *b, Err *e)
+/* v is a or b, or (c not NULL) c. */
+static int check_choice(const char *f, const Val *v, const char *key, const char *a, const char *b,
+			const char *c, Err *e)
 {
-	if (v->kind != VAL_SCALAR || (strcmp(v->s, a) && strcmp(v->s, b)))
+	if (v->kind != VAL_SCALAR || (strcmp(v->s, a) && strcmp(v->s, b) && (!c || strcmp(v->s, c)))) {
+		if (c)
+			return val_err(f, v, e, "pin '%s' is '%s', '%s' or '%s'", key, a, b, c);
 		return val_err(f, v, e, "pin '%s' is '%s' or '%s'", key, a, b);
+	}
 	return 0;
 }
 
@@ -186,15 +191,15 @@ static int check_pins(const char *f, const Val *set, Err *e)
 					return val_err(f, v, e, "pin '%s' is a list of %d integers", key, want);
 				if (val_ints(f, v, want, 1, INT32_MAX, xs, &n, e))
 					return -1;
-			} else if (!strcmp(key, "cast") && check_choice(f, v, key, "early", "late", e))
+			} else if (!strcmp(key, "cast") && check_choice(f, v, key, "early", "late", NULL, e))
 				return -1;
-			else if (!strcmp(key, "staging") && check_choice(f, v, key, "pack-once", "direct", e))
+			else if (!strcmp(key, "staging") && check_choice(f, v, key, "pack-once", "direct", "spread", e))
 				return -1;
-			else if (!strcmp(key, "out_staging") && check_choice(f, v, key, "direct", "unpack", e))
+			else if (!strcmp(key, "out_staging") && check_choice(f, v, key, "direct", "unpack", NULL, e))
 				return -1;
-			else if (!strcmp(key, "reduce") && check_choice(f, v, key, "gather", "scatter", e))
+			else if (!strcmp(key, "reduce") && check_choice(f, v, key, "gather", "scatter", NULL, e))
 				return -1;
-			else if (!strcmp(key, "kv_staging") && check_choice(f, v, key, "direct", "relay", e))
+			else if (!strcmp(key, "kv_staging") && check_choice(f, v, key, "direct", "relay", NULL, e))
 				return -1;
 		}
 	}
@@ -410,6 +415,17 @@ static int count_repeats(const Val *root)
 	return n;
 }
 
+/* Does a pin set pin staging spread (which needs amp-model 3)? */
+static int pins_spread(const Val *pins)
+{
+	for (int i = 0; pins && pins->kind == VAL_MAP && i < pins->n; i++) {
+		const Val *st = map_get(&pins->items[2 * i + 1], "staging");
+		if (st && st->kind == VAL_SCALAR && !strcmp(st->s, "spread"))
+			return 1;
+	}
+	return 0;
+}
+
 /* The derived model's text: a header line naming what was changed, then
  * the base model with batch (-1: kept), layers (-1: kept) and pins (NULL:
  * none) applied. */
@@ -434,6 +450,9 @@ char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64
 		if (c)
 			add_override(&d, c, layers);
 	}
+	const Val *ver = map_get(root, "amp-model");     /* a spread pin: version 3 (a superset) */
+	if (ver && ver->kind == VAL_SCALAR && strtoll(ver->s, NULL, 10) < 3 && pins_spread(pins))
+		add_override(&d, ver, 3);
 	bprintf(&b, "# Derived by amp-sweep from %s", base);
 	if (batch >= 0)
 		bprintf(&b, ", batch %" PRId64, batch);

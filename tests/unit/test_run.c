@@ -1,5 +1,6 @@
 /* Randomized tiny models (clipped shapes, random pinned grids, cast orders,
- * stagings of a and of the result, fp8 and fp16 weights; a third ViT-shaped with attention,
+ * stagings of a (pack-once, direct, spread where the grid allows) and of
+ * the result, fp8 and fp16 weights; a third ViT-shaped with attention,
  * a repeat, a MAP head and key blocks, vitgen.h), planned by the capacity
  * baseline or the memory objective, pass both of amp-run's checks:
  * calibrated, planned, composed, lowered, emitted and executed on the
@@ -42,7 +43,7 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 	int64_t B = pick(1, 2), T = pick(2, 24), D = pick(8, 72), H = pick(8, 96);
 	const char *f1 = next() % 3 ? "fp8" : "fp16", *f2 = next() % 3 ? "fp8" : "fp16";
 	FILE *f = fopen(path, "w");
-	fprintf(f, "amp-model: 1\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
+	fprintf(f, "amp-model: 3\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
 		"params:\n  s: {shape: [%lld], dtype: fp16}\n  o: {shape: [%lld], dtype: fp16}\n"
 		"  w1: {shape: [%lld, %lld], dtype: %s}\n  b1: {shape: [%lld], dtype: fp16}\n"
 		"  w2: {shape: [%lld, %lld], dtype: %s}\nops:\n"
@@ -63,7 +64,17 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 			c = parts((N[i] + 15) / 16, pick(1, 4));
 		while (r * k * c > tiles)
 			c > 1 ? (c = parts((N[i] + 15) / 16, c - 1)) : (r = parts(T, r - 1));
-		const char *cast = next() % 2 ? "early" : "late", *st = next() % 2 ? "pack-once" : "direct";
+		static const char *sts[3] = { "pack-once", "direct", "spread" };
+		const char *cast = next() % 2 ? "early" : "late", *st = sts[next() % 3];
+		int64_t sk = ((K[i] + mu - 1) / mu + k - 1) / k;        /* strips per K block */
+		for (int64_t cc = c; !strcmp(st, "spread") && cc <= (N[i] + 15) / 16 && r * k * cc <= tiles; cc++)
+			if (cc > 1 && sk % cc == 0 && (K[i] + sk / cc * mu - 1) / (sk / cc * mu) == k * cc &&
+			    uniform_ok((N[i] + 15) / 16, cc)) {
+				c = cc;         /* the first cols from c up that spread */
+				break;
+			}
+		if (!strcmp(st, "spread") && (c < 2 || sk % c || (K[i] + sk / c * mu - 1) / (sk / c * mu) != k * c))
+			st = "pack-once";       /* no grid near it can spread */
 		const char *out = next() % 2 ? "unpack" : "direct", *red = next() % 2 ? "scatter" : "gather";
 		fprintf(f, "  m%d: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s, reduce: %s}\n",
 			i + 1, (long long)r, (long long)k, (long long)c, cast, st, out, red);
@@ -350,7 +361,7 @@ static void quantize_bits(void)
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
-	int n = fuzz && *fuzz ? 300 : 40, scheduled = 0;
+	int n = fuzz && *fuzz ? 300 : 40, scheduled = 0, spread = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
 	close(fd);
@@ -449,6 +460,8 @@ int main(void)
 			free(val);
 			free(ref);
 			program_free(&prog);
+			for (int g = 0; !rc && g < pl.ng; g++)
+				spread += pl.g[g].staging == STAGING_SPREAD;
 		}
 		if (ok || pl.nt)
 			plan_free(&pl);
@@ -457,6 +470,8 @@ int main(void)
 	}
 	t_case("random models: phases the schedule reordered ran byte-exact");
 	CHECK(scheduled > 0, "no phase of %d random models was reordered", n);
+	t_case("random models: GEMMs with staging spread ran byte-exact");
+	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	independence(path);
 	gemm_bits();
 	strips_bits();
