@@ -72,7 +72,7 @@ static char *slurp(const char *path)
 static int plan_of(const char *path, const Machine *mc, Explain **ex, int *nops, Plan *pl, Err *e)
 {
 	Model m;
-	PlanOpts po = { OBJ_MEMORY, ex ? 3 : 0, NULL, OWN_AUTO, 1, NULL };
+	PlanOpts po = { OBJ_MEMORY, ex ? 3 : 0, NULL, OWN_AUTO, 1, NULL, NULL, NULL };
 	if (model_load(&m, path, e))
 		return -1;
 	if (ex) {

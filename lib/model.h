@@ -55,7 +55,7 @@ typedef struct {
 	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
 	int rep;            /* the repeat whose body holds it, or -1 */
 	/* pins */
-	int pinned;
+	int pinned;         /* 1: the model pins it; 2: held by the planner */
 	int64_t grid[3];    /* rows, k, cols; 0 = not pinned */
 	CastOrder cast;
 	Staging staging;

@@ -277,18 +277,8 @@ static int check_memory(Builder *b, Err *e)
  * do (amp-group's default weights) and checked as amp-emit checks it.
  * When it does not fit, the error names the tile and the figure, and says
  * what no plan can avoid: the parameters, each byte once, spread evenly. */
-/* The whole plan lowered as amp-compose, amp-expand, amp-exchange and
- * amp-group do, and checked as amp-emit does: the worst tiles' figures. */
-typedef struct {
-	int lowered;                    /* 0: the lowering failed (why) */
-	int64_t wt, wf, ws;             /* tiles with the most table bytes, fragments, SRAM */
-	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
-	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
-	int64_t cycles;                 /* total modelled cycles (when asked for) */
-	char why[sizeof ((Err *)0)->msg];
-} Fit;
 
-static void plan_fit(const Plan *pl, int want_cycles, Fit *f)
+void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 {
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles;
@@ -330,25 +320,33 @@ out:
 }
 
 /* 0 when f fits; else -1 with the error at the model's params mark. */
+int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
+{
+	int64_t avail = machine_avail(mc);
+	if (!f->lowered)
+		snprintf(why, size, "%s", f->why);
+	else if (f->table > mc->table_budget_bytes)
+		snprintf(why, size, "tile %lld: exchange tables need %lld bytes, over the table budget of "
+			 "%lld", (long long)f->wt, (long long)f->table, (long long)mc->table_budget_bytes);
+	else if (f->frags > mc->fragment_limit)
+		snprintf(why, size, "tile %lld: %lld send and receive fragments, over the fragment limit "
+			 "of %lld", (long long)f->wf, (long long)f->frags, (long long)mc->fragment_limit);
+	else if (f->peak + f->sram_table > avail)
+		snprintf(why, size, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
+			 "tables need %lld, over the %lld available", (long long)f->ws, (long long)f->peak,
+			 (long long)f->sram_table, (long long)(f->peak + f->sram_table), (long long)avail);
+	else
+		return 0;
+	return 1;
+}
+
 static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 {
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
 	char why[sizeof e->msg];
 
-	if (!f->lowered)
-		snprintf(why, sizeof why, "%s", f->why);
-	else if (f->table > mc->table_budget_bytes)
-		snprintf(why, sizeof why, "tile %lld: exchange tables need %lld bytes, over the table budget of "
-			 "%lld", (long long)f->wt, (long long)f->table, (long long)mc->table_budget_bytes);
-	else if (f->frags > mc->fragment_limit)
-		snprintf(why, sizeof why, "tile %lld: %lld send and receive fragments, over the fragment limit "
-			 "of %lld", (long long)f->wf, (long long)f->frags, (long long)mc->fragment_limit);
-	else if (f->peak + f->sram_table > avail)
-		snprintf(why, sizeof why, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
-			 "tables need %lld, over the %lld available", (long long)f->ws, (long long)f->peak,
-			 (long long)f->sram_table, (long long)(f->peak + f->sram_table), (long long)avail);
-	else
+	if (!fit_why(f, mc, why, sizeof why))
 		return 0;
 	for (int i = 0; i < pl->np; i++)
 		if (pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0)
@@ -381,10 +379,10 @@ int plan_batch_split(const Plan *pl)
 
 /* What the ownerships' builds share: the first attempt at which one of
  * them fits (none yet: NATTEMPTS). Each build stops past it. */
-typedef struct {
+struct Stop {
 	pthread_mutex_t mu;
 	int stop;
-} Stop;
+};
 
 /* Is attempt i past the first that fit (stop may be NULL)? */
 static int past_stop(Stop *stop, int i)
@@ -399,8 +397,8 @@ static int past_stop(Stop *stop, int i)
 
 /* One build; as attempt i of stop, abandoned between two ops once past
  * the first attempt that fit (its plan would not be read). */
-static int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-		     Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
+int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
 {
 	Builder b;
 	memset(&b, 0, sizeof b);
@@ -575,9 +573,10 @@ typedef struct {
 	Err e[NATTEMPTS];
 	int rc[NATTEMPTS], built[NATTEMPTS];
 	Fit fit[NATTEMPTS];
+	double price[NATTEMPTS];        /* each attempt's table price, cycles per byte */
 } Own;
 
-static int fits(const Fit *f) { return f->lowered && f->excess <= 1.0; }
+int fit_ok(const Fit *f) { return f->lowered && f->excess <= 1.0; }
 
 static void *own_run(void *arg)
 {
@@ -589,6 +588,7 @@ static void *own_run(void *arg)
 		double price = attempts[i].price * (double)w->floor / (double)w->mc->table_budget_bytes;
 		if (i && w->rc[0])
 			price = 0;              /* no plan to take a floor from */
+		w->price[i] = price;
 		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], attempts[i].margin, price,
 				     w->memo, w->stop, i, &w->e[i]);
 		if (!i && !w->rc[0]) {
@@ -599,7 +599,7 @@ static void *own_run(void *arg)
 		if (!w->rc[i])
 			plan_fit(&w->pl[i], 0, &w->fit[i]);
 		w->built[i] = 1;
-		if (!w->rc[i] && fits(&w->fit[i])) {
+		if (!w->rc[i] && fit_ok(&w->fit[i])) {
 			pthread_mutex_lock(&w->stop->mu);
 			if (i < w->stop->stop)
 				w->stop->stop = i;
@@ -634,7 +634,7 @@ static void own_free(Own *w)
  * own thread, and both stop past the first attempt at which one fits. The fit check's verdict fails
  * the build, or with no_fit_check goes to o->fit when set. */
 static int build_objective(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-			   Explain *ex, Err *e)
+			   Explain *ex, Held *held, Err *e)
 {
 	if (o->objective < OBJ_MEMORY) {
 		PlanOpts c = *o;
@@ -673,7 +673,7 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 			break;
 		}
 		if (two && o->objective == OBJ_CYCLES && !w[0].rc[i] && !w[1].rc[i] &&
-		    fits(&w[0].fit[i]) && fits(&w[1].fit[i])) {
+		    fit_ok(&w[0].fit[i]) && fit_ok(&w[1].fit[i])) {
 			/* Both fit: the fewer cycles wins (fit_better), the only
 			 * use of them. One after the other, so that at most one
 			 * whole plan's capture is in memory. */
@@ -689,12 +689,14 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 		mi = i, wi = 0;
 		if (two && (w[0].rc[i] ? !w[1].rc[i] : !w[1].rc[i] && fit_better(&w[1].fit[i], &w[0].fit[i], o->objective)))
 			wi = 1;
-		if (fits(&w[wi].fit[i]))
+		if (fit_ok(&w[wi].fit[i]))
 			break;
 	}
 	if (mi >= 0) {
 		Own *win = &w[wi];
 		Fit fit = win->fit[mi];
+		if (held)
+			*held = (Held){ win->o.ownership, attempts[mi].margin, win->price[mi], fit.cycles };
 		*pl = win->pl[mi];
 		win->built[mi] = 0;             /* the caller's now */
 		for (int i = 0; ex && i < m->nops; i++) {
@@ -737,18 +739,33 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	PlanOpts c = *o;
 	if (o->fell_back)
 		*o->fell_back = 0;
+	if (o->descent)
+		*o->descent = (Descent){ 0 };
 	if (o->objective != OBJ_CYCLES || (o->no_fit_check && !o->fit))
-		return build_objective(pl, m, mc, o, ex, e);
+		return build_objective(pl, m, mc, o, ex, NULL, e);
 	c.no_fit_check = 1, c.fit = &fit;
-	int crc = build_objective(pl, m, mc, &c, ex, e);
-	if (!crc && !fit.msg[0])
+	/* the descent's changes come with the ops' explanations */
+	Explain *dex = ex ? ex : xcalloc((size_t)m->nops + 1, sizeof *dex);
+	Held held;
+	int crc = build_objective(pl, m, mc, &c, dex, &held, e);
+	if (!crc && !fit.msg[0]) {
+		plan_descend(pl, m, mc, o, &held, dex, o->descent);
+		if (!ex) {
+			explain_free(dex, m->nops);
+			free(dex);
+		}
 		goto fits;
+	}
+	if (!ex) {
+		explain_free(dex, m->nops);
+		free(dex);
+	}
 	Plan pm;
 	Err me, mfit = { 0 };
 	Explain *mex = ex ? xcalloc((size_t)m->nops + 1, sizeof *mex) : NULL;
 	PlanOpts mo = c;
 	mo.objective = OBJ_MEMORY, mo.fit = &mfit;
-	int mrc = build_objective(&pm, m, mc, &mo, mex, &me);
+	int mrc = build_objective(&pm, m, mc, &mo, mex, NULL, &me);
 	/* memory's plan when it fits, or when the cycles search built none
 	 * (then with its verdict); else the cycles plan with its own. Both
 	 * failing: memory's error. */
@@ -789,5 +806,6 @@ void explain_free(Explain *ex, int n)
 	for (int i = 0; i < n; i++) {
 		free(ex[i].op);
 		free(ex[i].best);
+		free(ex[i].alt);
 	}
 }

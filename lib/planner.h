@@ -26,6 +26,29 @@
  * baseline keeps tokens. */
 typedef enum { OWN_AUTO, OWN_TOKENS, OWN_BATCH } Ownership;
 
+/* The cycles objective's descent (lib/planner_descent.c): one GEMM's
+ * choice changed in the greedy plan, the others held, the whole plan
+ * lowered again. */
+typedef struct {
+	char *op;
+	Candidate c;            /* the new choice, with its trial's figures from the greedy build */
+	int64_t gain;           /* what the formula promised: its estimate below the choice's, times
+				 * the op's runs (-1: tried together) */
+	int64_t cycles;         /* the whole plan's modelled cycles with it; -1: it was not built */
+	int fits;               /* the whole plan within the machine's limits */
+	int together;           /* tried with the other ops' changes that beat the greedy plan */
+	int taken;
+	char why[160];          /* when not built or not fitting: why */
+} DescentTry;
+
+typedef struct {
+	int64_t before, after;  /* the whole plan's cycles: greedy, and kept */
+	DescentTry *t;
+	int n;
+} Descent;
+
+void descent_free(Descent *d);
+
 typedef struct {
 	Objective objective;
 	int explain;            /* candidates to keep per GEMM for explain */
@@ -35,6 +58,7 @@ typedef struct {
 	Err *fit;               /* with no_fit_check, when set: the fit check's error (msg "" when it fits) */
 	int *fell_back;         /* cycles, when set: 1 when the plan is the memory objective's
 				 * (the cycles search found none that fits, and it fits), else 0 */
+	Descent *descent;       /* cycles, when set: the descent's tries (descent_free) */
 } PlanOpts;
 
 typedef struct {
@@ -46,6 +70,13 @@ typedef struct {
 	int exact;              /* candidates lowered exactly (memory and cycles objectives) */
 	double price, margin;   /* cycles: the attempt's table price (cycles per byte on the
 				 * worst tile) and margin (lib/planner.c) */
+	/* cycles: the descent's changes (lib/planner_descent.c): the trials
+	 * that fit and whose formula estimate is below the choice's
+	 * (choice_cycles), lowest first, at most DESCENT_KEEP; the same with
+	 * or without --explain */
+	Candidate *alt;
+	int nalt;
+	int64_t choice_cycles;
 } Explain;
 
 /* Builds pl from the model; fills ex[nops] (NULL to skip) for matmuls.

@@ -270,7 +270,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	g->staging = c.staging;
 	g->unpack = c.unpack;
 	g->scatter = c.scatter;
-	g->pinned = op->pinned;
+	g->pinned = op->pinned == 1;     /* 2: held by the descent */
 	g->tiles = c.tiles;
 
 	/* a: early cast on the owners, then pack-once or direct delivery. */
@@ -505,6 +505,36 @@ static void picks_add(void *ctx, const Candidate *c)
 /* The memory and cycles objectives: the formula ranks every candidate and
  * prunes; the short list (SHORTLIST per staging) is lowered exactly and
  * the best fitting one is built. */
+/* The descent's order of changes: the formula's estimate, then the
+ * choice itself (so that the order does not depend on the order the
+ * trials were made in). */
+static int by_saving(const void *x, const void *y)
+{
+	const Candidate *a = x, *b = y;
+	int64_t ka[8] = { a->cycles, a->grid[0], a->grid[1], a->grid[2], a->cast, a->staging, a->unpack, a->scatter };
+	int64_t kb[8] = { b->cycles, b->grid[0], b->grid[1], b->grid[2], b->cast, b->staging, b->unpack, b->scatter };
+	for (int i = 0; i < 8; i++)
+		if (ka[i] != kb[i])
+			return ka[i] < kb[i] ? -1 : 1;
+	return 0;
+}
+
+/* ex's changes for the descent: of the short list sl (sl[0] the choice),
+ * the trials that fit with a formula estimate below the choice's. Fit
+ * and estimates are the same whether or not the trials were replayed. */
+static void descent_changes(Explain *ex, const Candidate *sl, int nsl)
+{
+	ex->alt = xmalloc((size_t)nsl * sizeof *ex->alt);
+	ex->nalt = 0;
+	ex->choice_cycles = sl[0].cycles;
+	for (int i = 1; i < nsl; i++)
+		if (sl[i].fits && sl[i].cycles < sl[0].cycles)
+			ex->alt[ex->nalt++] = sl[i];
+	qsort(ex->alt, (size_t)ex->nalt, sizeof *ex->alt, by_saving);
+	if (ex->nalt > DESCENT_KEEP)
+		ex->nalt = DESCENT_KEEP;
+}
+
 static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain *ex, Err *e)
 {
 	Candidate *all = NULL, best, *sl = NULL;
@@ -551,7 +581,7 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 	 * win: they are not lowered. The round's choice is the same. */
 	char *tried = xcalloc((size_t)nall + 1, 1);
 	int fit = 0, bi = -1, prune = b->o->objective == OBJ_MEMORY && !ex;
-	int lazy = b->o->objective == OBJ_CYCLES && !ex;
+	int lazy = b->o->objective == OBJ_CYCLES && (!ex || b->o->explain <= 0);
 	int64_t *pick = xmalloc((size_t)(nall + 1) * sizeof *pick), *lb = NULL;
 	Bound *bd = prune ? xmalloc((size_t)(nall + 1) * sizeof *bd) : NULL;
 	rank_obj = b->o->objective;
@@ -616,6 +646,8 @@ static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain 
 		ex->base = base;
 		ex->exact = nsl;
 		ex->price = b->price, ex->margin = b->margin;
+		if (nsl && b->o->objective == OBJ_CYCLES)
+			descent_changes(ex, sl, nsl);
 	}
 	build_matmul(b, op, gs, nsl ? &sl[0] : &best);
 	OpChoice k = gemm_choice(nsl ? &sl[0] : &best);

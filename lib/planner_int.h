@@ -11,6 +11,9 @@
  *                   it against every tile's load (lib/trial.h), take it
  *                   back; the trials kept for the cycles objective's margins
  *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
+ *   planner_descent.c  the cycles objective's descent: the greedy plan's
+ *                   ops re-chosen one at a time, each change judged by
+ *                   the whole plan lowered exactly
  */
 #ifndef AMP_PLANNER_INT_H
 #define AMP_PLANNER_INT_H
@@ -79,6 +82,28 @@ typedef struct {
 	int64_t excess, bytes;  /* the worst tile's excess in 1% steps; bytes, all tiles */
 } Bound;
 
+/* The whole plan lowered as amp-compose, amp-expand, amp-exchange and
+ * amp-group do, and checked as amp-emit does: the worst tiles' figures. */
+typedef struct {
+	int lowered;                    /* 0: the lowering failed (why) */
+	int64_t wt, wf, ws;             /* tiles with the most table bytes, fragments, SRAM */
+	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
+	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
+	int64_t cycles;                 /* total modelled cycles (when asked for) */
+	char why[sizeof ((Err *)0)->msg];
+} Fit;
+
+/* How the cycles objective's kept plan was built: its ownership, and its
+ * attempt's margin and table price (lib/planner.c); its whole-plan
+ * cycles when they were measured, else 0. */
+typedef struct {
+	Ownership own;
+	double margin, price;
+	int64_t cycles;
+} Held;
+
+typedef struct Stop Stop;
+
 /* planner.c: records, ownership, homes */
 int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
 	       Format fmt, int scale);
@@ -92,6 +117,21 @@ int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *
 	      int64_t tile);
 void tile_load(Builder *b, int op, int64_t *acc);
 int64_t base_load(Builder *b, int op);
+
+/* planner.c: the whole plan's lowering and check; one build (stop may be
+ * NULL) */
+void plan_fit(const Plan *pl, int want_cycles, Fit *f);
+int fit_ok(const Fit *f);
+/* 1 and why (size bytes) when f does not fit: the tile and the figure;
+ * else 0 */
+int fit_why(const Fit *f, const Machine *mc, char *why, size_t size);
+int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);
+
+/* planner_descent.c: each GEMM's best trials kept for the descent */
+#define DESCENT_KEEP 6
+void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, const Held *h,
+		  const Explain *ex, Descent *log);
 
 /* planner_gemm.c */
 int64_t op_start(const Builder *b, const MOp *op);

@@ -81,7 +81,35 @@ static void print_candidate(int rank, const Candidate *c, int chosen)
 	printf("\n");
 }
 
-static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj, int fell_back)
+static void explain_descent(const Descent *d)
+{
+	printf("\ndescent: the greedy plan %lld cycles, kept %lld (whole plans lowered without amp-group's "
+	       "schedule; each change built with the other GEMMs held)\n", (long long)d->before, (long long)d->after);
+	if (!d->n) {
+		printf("  (no change: no GEMM kept a fitting trial with a lower estimate than its choice)\n");
+		return;
+	}
+	printf("  gemm             grid             cast   staging    out     reduce      saving   whole cycles  fits  kept\n");
+	for (int i = 0; i < d->n; i++) {
+		const DescentTry *t = &d->t[i];
+		const Candidate *c = &t->c;
+		char grid[64], saving[32], cyc[32];
+		snprintf(grid, sizeof grid, "[%lld, %lld, %lld]", (long long)c->grid[0], (long long)c->grid[1],
+			 (long long)c->grid[2]);
+		snprintf(saving, sizeof saving, t->together ? "together" : "%lld", (long long)t->gain);
+		snprintf(cyc, sizeof cyc, t->cycles < 0 ? "-" : "%lld", (long long)t->cycles);
+		printf("  %-16s %-16s %-6s %-10s %-7s %-8s %10s %14s  %4s  %4s", t->op, grid, cast_name(c->cast),
+		       staging_name(c->staging), c->unpack ? "unpack" : "direct",
+		       c->grid[1] == 1 ? "-" : c->scatter ? "scatter" : "gather", saving, cyc,
+		       t->cycles < 0 ? "-" : t->fits ? "yes" : "no", t->taken ? "yes" : "no");
+		if (t->cycles < 0 || !t->fits)
+			printf("  (%s)", t->why);
+		printf("\n");
+	}
+}
+
+static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective obj, int fell_back,
+		    const Descent *d)
 {
 	printf("objective: %s\n", objective_name(obj));
 	if (fell_back) {
@@ -138,6 +166,8 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 			print_candidate(k + 1, c, chosen);
 		}
 	}
+	if (obj == OBJ_CYCLES && !fell_back && d->before)
+		explain_descent(d);
 	printf("\n%-16s %-16s %-6s %-10s %-7s %-8s %6s %12s\n", "gemm", "grid", "cast", "staging", "out",
 	       "reduce", "tiles", "peak bytes");
 	for (int k = 0; k < pl->ng; k++) {
@@ -176,7 +206,7 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
-	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back };
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -249,10 +279,13 @@ int main(int argc, char **argv)
 	Err fit = { { 0 } };
 	po.no_fit_check = 1;
 	po.fit = &fit;
+	Descent descent = { 0 };
+	po.descent = po.explain ? &descent : NULL;
 	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
 		fail(&e);
 	if (po.explain)
-		explain(&pl, &m, ex, po.objective, fell_back);
+		explain(&pl, &m, ex, po.objective, fell_back, &descent);
+	descent_free(&descent);
 	if (check && fit.msg[0]) {
 		fflush(stdout);
 		fail(&fit);

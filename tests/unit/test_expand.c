@@ -140,7 +140,7 @@ static void random_cases(int n)
 		Model md;
 		Plan pl;
 		Err e;
-		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL };
+		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL };
 		int compose = t_rnd() % 2;
 
 		if (t_rnd() % 2)
