@@ -5,17 +5,18 @@
  * off its fastest trial so that the whole plan fits. Choices interact
  * (later ops' tables, phase merging), so the greedy plan is improved as a
  * whole. A GEMM's changes are its trials that fit with a formula estimate
- * below its choice's (Explain.alt, at most DESCENT_KEEP); the
+ * below its choice's (Explain.alt, at most DESCENT_KEEP). The
  * DESCENT_TRIES that promise the most (the estimate's saving times the
- * op's runs) are each built with every other GEMM held at its choice
- * (attention and the row-local ops chosen again, at the kept attempt's
- * margin and price), and the whole plan lowered as amp-compose,
- * amp-expand, amp-exchange and amp-group do, on two threads: its exact
- * cycles and the machine's limits judge. The fastest change that fits
- * and beats the greedy plan is kept; when changes of two or more ops beat
- * it, all of them together are built too and kept when faster still.
- * One round: each try is a whole build and lowering (about a second on
- * the 27-layer SigLIP). */
+ * op's runs; each op's first change before any op's second) are each
+ * built with every other GEMM held at its choice (attention and the
+ * row-local ops chosen again, at the kept attempt's margin and price),
+ * and the whole plan lowered as amp-compose, amp-expand, amp-exchange and
+ * amp-group --schedule record do, on two threads: its exact cycles and
+ * the machine's limits judge. The fastest change that fits and beats the
+ * greedy plan is kept; when changes of two or more ops beat it, all of
+ * them together are built too and kept when faster still. One round:
+ * each try is a whole build and lowering (about a second on the
+ * 27-layer SigLIP). */
 #include "planner_int.h"
 
 #define DESCENT_TRIES 2
@@ -205,7 +206,8 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 		w.t[i].op[0] = ch[i].op, w.t[i].c[0] = ch[i].c, w.t[i].n = 1;
 	try_all(&w);
 
-	/* the fastest single change; and every op's fastest, together */
+	/* the fastest single change; and the changes that beat the greedy
+	 * plan, each op's first, together */
 	int best = -1, nbeat = 0;
 	Try all = { 0 };
 	for (int i = 0; i < nch; i++) {
