@@ -1,9 +1,10 @@
 /* run_exchange.c: the machine's exchange and its run (lib/run.h,
  * run_program; docs/machine.md §8): each phase's SENDs and RECVs taken
  * from the program's decoded rows and matched with the schedule's
- * transfers, every receive checked to write inside its step's destination,
- * the destination poisoned, the copies made (tile by tile on two threads
- * where no copy reads the destination) and checked byte for byte; then
+ * transfers, every write (a receive, a local copy, a zero fill) checked to
+ * land inside its step's destination, the destination poisoned, the
+ * copies made (tile by tile on two threads where no copy reads the
+ * destination) and checked byte for byte; then
  * run_program, which encodes the values, fills the SRAM images and runs
  * the steps, a repeat's body once per iteration. */
 #include <pthread.h>
@@ -34,7 +35,6 @@ typedef struct {
 	Move *mv;               /* the step's receives and local copies, checked, not yet made, in schedule order */
 	int64_t nmv, cmv, nfrag;
 	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
-	int local;              /* a local copy writes outside the destination: in order, one thread */
 	int64_t *first, *order; /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
 	int64_t *sfirst, *stiles; /* the destination's tiles by shard: shard k's are stiles[sfirst[k] .. sfirst[k + 1]) */
 	int src, dst;           /* the step's placements */
@@ -53,9 +53,10 @@ static int shard_range(Machine_ *m, int p, int64_t t, int64_t *lo, int64_t *hi)
 	return 1;
 }
 
-/* A receive must write inside its step's destination on its tile: any
- * other byte it wrote would be a stray write into another tensor (or into
- * memory no placement owns), which the destinations' check cannot see. */
+/* Every write, a receive, a local copy or a zero fill, must land inside
+ * its step's destination on its tile: any other byte it wrote would be a
+ * stray write into another tensor (or into memory no placement owns),
+ * which the destinations' check cannot see. */
 static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int64_t len)
 {
 	Machine_ *m = x->m;
@@ -88,8 +89,9 @@ static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int
 			 live ? "live" : "dead");
 	else
 		snprintf(what, sizeof what, "memory no placement owns");
-	return errf(m->e, "tile %lld, phase %d: a receive writes bytes %lld..%lld outside the destination "
-		    "'%s' of its step %d, into %s", (long long)t, x->phase, (long long)addr,
+	const char *who = xf->kind == X_SEND ? "a receive" : xf->kind == X_LOCAL ? "a local copy" : "a zero fill";
+	return errf(m->e, "tile %lld, phase %d: %s writes bytes %lld..%lld outside the destination "
+		    "'%s' of its step %d, into %s", (long long)t, x->phase, who, (long long)addr,
 		    (long long)(addr + len), pl->p[dst].name, xf->step, what);
 }
 
@@ -189,8 +191,8 @@ static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t
 	}
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
-		if (da < x->lo[t] || da + xf->len > x->hi[t])
-			x->local = 1;
+		if (check_stray(x, xf, t, da, xf->len))
+			return -1;
 		sim_tile(&m->s, t);
 		push_move(x, (Move){ xf->kind == X_ZERO ? -1 : st, sa, t, da, xf->len, x->nfrag });
 	}
@@ -283,7 +285,7 @@ static int make_moves(Exchange *x, int ph)
 		if (ds[t] >= 0)
 			sim_tile(&m->s, t);
 	double t0 = run_now();
-	if (!x->hazard && !x->local && sim_threads() > 1) {
+	if (!x->hazard && sim_threads() > 1) {
 		x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
 		if (x->nmv)
 			group_by(&x->mv[0].dt, (int64_t)(sizeof *x->mv / sizeof x->mv[0].dt), x->nmv, T, x->first,
@@ -396,7 +398,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 	int64_t T = pl->machine.tiles;
 	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
 		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
-		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0, 0, 0,
+		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0, 0,
 		       xmalloc((size_t)(T + 1) * sizeof *x.first), NULL, NULL, NULL, 0, 0 };
 	int rc = 0;
 	double t0 = run_now(), t1;
@@ -416,7 +418,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 			if (!shard_range(m, pl->s[s].dst, t, &x.lo[t], &x.hi[t]))
 				x.lo[t] = 1, x.hi[t] = 0;
 		x.src = pl->s[s].src, x.dst = pl->s[s].dst;
-		x.hazard = x.local = 0, x.nmv = x.nfrag = 0;
+		x.hazard = 0, x.nmv = x.nfrag = 0;
 		while (i < pl->nx && pl->x[i].step < s)
 			i++;
 		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {    /* checked, in order */

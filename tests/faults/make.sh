@@ -48,6 +48,16 @@ END { for (i = 1; i < NR; i++) { a = line[i]; b = line[i + 1]; da = at(a, "dst")
 	if (a ~ / kind: send, .* recv: \[1, 0\]/ && b ~ / kind: send, / && da == sb) { line[i] = b; line[i + 1] = a; break } }
 	for (i = 1; i <= NR; i++) print line[i] }' $F/forwarded.tmp > $F/reordered-forward.yaml
 rm -f $F/forwarded.tmp
+# zero-over-live: a zero fill of 32 bytes over x@canon on its tile 0 (live
+# until the residual), added to step 15 beside its local copies
+awk '{ print } !done && /^- \{step: 15, kind: local, / {
+	print "- {step: 15, kind: zero, len: 32, dst: [0, 512], loops: []}"; done = 1 }' "$G" > $F/zero-over-live.yaml
+# local-unowned: step 15's first local copy duplicated into the top of
+# SRAM on its tile, which no placement owns
+awk '{ print } !done && /^- \{step: 15, kind: local, / {
+	d = $0; match(d, /dst: \[[0-9]+, [0-9]+\]/); t = substr(d, RSTART, RLENGTH)
+	sub(/, [0-9]+\]$/, ", 585600]", t); print substr(d, 1, RSTART - 1) t substr(d, RSTART + RLENGTH); done = 1 }' \
+	"$G" > $F/local-unowned.yaml
 # stage-rows-mismatch: a program whose STAGE moves one destination by 32
 # bytes, its hash made to match (tests/bad/programs.py)
 cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp
