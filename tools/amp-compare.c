@@ -27,7 +27,7 @@ static void help(void)
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
 	       "\n"
-	       "Exit status: 0 success, 1 bad input, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n");
 	exit(EXIT_OK);
 }
 

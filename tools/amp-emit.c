@@ -47,7 +47,8 @@ static void help(void)
 	       "      --help                 print this help and exit\n"
 	       "      --version              print the version and exit\n"
 	       "\n"
-	       "Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
+	       "2 usage error.\n");
 	exit(EXIT_OK);
 }
 

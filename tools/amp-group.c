@@ -38,7 +38,7 @@ static void help(void)
 	       "      --version         print the version and exit\n"
 	       "\n"
 	       "Input compressed with zstd is recognised by its magic number.\n"
-	       "Exit status: 0 success, 1 bad input, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n");
 	exit(EXIT_OK);
 }
 

@@ -59,7 +59,8 @@ static void help(void)
 	       "      --version         print the version and exit\n"
 	       "\n"
 	       "Input compressed with zstd is recognised by its magic number.\n"
-	       "Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
+	       "2 usage error.\n");
 	exit(EXIT_OK);
 }
 

@@ -69,8 +69,8 @@ static void help(void)
 	       "(16 floats with AVX-512, else 8; --timing says which); AMP_GEMM_WIDTH=8\n"
 	       "holds them to 8, with the same results.\n"
 	       "\n"
-	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte or an output\n"
-	       "below --min-cosine, 2 usage error.\n");
+	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte, an output\n"
+	       "below --min-cosine or a write error, 2 usage error.\n");
 	exit(EXIT_OK);
 }
 

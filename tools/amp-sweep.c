@@ -41,7 +41,7 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 success (run: every job recorded or already done; merge:\n"
 	       "also with jobs missing, which it counts on standard error), 1 bad input or\n"
-	       "a job that could not run, 2 usage error.\n");
+	       "a job that could not run or a write error, 2 usage error.\n");
 	exit(EXIT_OK);
 }
 

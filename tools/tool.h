@@ -3,6 +3,7 @@
 #ifndef AMP_TOOL_H
 #define AMP_TOOL_H
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,15 +21,41 @@
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
 
 static const char *tool_name = "amp";
+static int tool_failing;        /* fail or usage_error is exiting: its status and message stand */
+
+/* At exit, whatever the tool wrote to standard output and standard error
+ * must have reached them: a write error (a full disk, /dev/full) that
+ * would lose output turns the exit status into 1, with a message when
+ * standard error still works. */
+static void close_std(void)
+{
+	if (tool_failing)
+		return;
+	errno = 0;
+	int out = fflush(stdout) != 0 || ferror(stdout);
+	int why = errno;
+	out |= fclose(stdout) != 0;
+	why = why ? why : errno;
+	int err = fflush(stderr) != 0 || ferror(stderr);
+	if (out && !err) {
+		fprintf(stderr, "%s: error writing standard output%s%s\n", tool_name, why ? ": " : "",
+			why ? strerror(why) : "");
+		err = fflush(stderr) != 0 || ferror(stderr);
+	}
+	if (out || err)
+		_exit(EXIT_BAD);
+}
 
 static inline void tool_init(const char *name)
 {
 	tool_name = name;
 	io_cleanup_on_signal();
+	atexit(close_std);
 }
 
 static inline void fail(const Err *e)
 {
+	tool_failing = 1;
 	fprintf(stderr, "%s: %s\n", tool_name, e->msg);
 	exit(EXIT_BAD);
 }
@@ -37,6 +64,7 @@ __attribute__((format(printf, 1, 2)))
 static inline void usage_error(const char *fmt, ...)
 {
 	va_list ap;
+	tool_failing = 1;
 	fprintf(stderr, "%s: ", tool_name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

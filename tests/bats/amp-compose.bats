@@ -75,7 +75,7 @@ rejects() {
 	assert_success
 	assert_line --index 0 --regexp '^Usage: amp-compose '
 	assert_output --partial '--no-compose'
-	assert_output --partial 'Exit status: 0 success, 1 bad input, 2 usage error'
+	assert_output --partial 'Exit status: 0 success, 1 bad input or a write error, 2 usage error'
 	assert_equal "$stderr" ""
 }
 

@@ -39,7 +39,7 @@ line_of() {
 	assert_output --partial '--machine'
 	assert_output --partial '--objective'
 	assert_output --partial '--explain'
-	assert_output --partial 'Exit status: 0 success, 1 bad input or a limit exceeded, 2 usage error'
+	assert_output --partial 'Exit status: 0 success, 1 bad input, a limit exceeded or a write error,'
 }
 
 @test "plan --version prints the tool name and a version number" {
