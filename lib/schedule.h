@@ -32,8 +32,11 @@
  * past SCHEDULE_POPS_PER_UNIT examinations per unit of its step and
  * SCHEDULE_POPS_EXTRA more (small steps, such as an all-to-all among a
  * few tiles, need more per unit than large ones), and keeps the rest of
- * its step in record order: on every shipped model 8 per unit give the
- * same cycles as 32, and 4 give more. The faster of the two (by the
+ * its step in record order: on every shipped model 4 per unit give the
+ * same cycles, tables and fragments as 8 (before staging spread the
+ * 27-layer SigLIP lost up to 6,912 cycles at 4; its spread gathers'
+ * steps of 52,448 one-fragment units use the whole budget, and halving
+ * it saves about a second of amp-group). The faster of the two (by the
  * replay of the order written) is a candidate.
  *
  * A phase takes the candidate only when its replay is faster than record
@@ -61,7 +64,7 @@ typedef struct {
 } ScheduleStats;
 
 #define SCHEDULE_CYCLES_PER_RECORD 1
-#define SCHEDULE_POPS_PER_UNIT 8
+#define SCHEDULE_POPS_PER_UNIT 4
 #define SCHEDULE_POPS_EXTRA 4096        /* and these more, for the small steps */
 
 /* Orders every phase of a grouped plan (stats may be NULL). Fails only on
