@@ -19,8 +19,10 @@ static void help(void)
 	       "(formats/program.md): rows identical once addresses are masked are stored\n"
 	       "once and patched; each row costs exactly the footprint of\n"
 	       "docs/machine.md §2. Check the table budget, the fragment limit and SRAM\n"
-	       "per tile first; over a limit, name the worst tile, its phase, the\n"
-	       "figure and the limit, and write no program. --list prints a program, or\n"
+	       "per tile first, and that every placement lies within the SRAM planned\n"
+	       "data may use (and the machine within 32-bit addresses); over a limit,\n"
+	       "name the worst tile, its phase, the figure and the limit (or the\n"
+	       "placement), and write no program. --list prints a program, or\n"
 	       "the rows a grouped stage implies, as deterministic text (the two agree).\n"
 	       "\n"
 	       "      --table-budget BYTES   exchange tables per tile, all phases, after\n"
@@ -110,10 +112,32 @@ static void table_breakdown(const Plan *pl, int64_t w, int64_t total)
 	free(order);
 }
 
+/* Every placement inside the SRAM planned data may use, and every
+ * address within the program format's 32 bits. */
+static int check_addresses(const Plan *pl, int64_t avail, int64_t sram_limit, Err *e)
+{
+	const Machine *mc = &pl->machine;
+	if (mc->sram_bytes > ((int64_t)1 << 32))
+		return errf(e, "machine '%s': sram_bytes %lld is over 4294967296: a program's addresses are 32 "
+			    "bits (formats/program.md)", mc->name, (long long)mc->sram_bytes);
+	for (int i = 0; i < pl->np; i++) {
+		const Placement *p = &pl->p[i];
+		int64_t hi = p->addr + (plan_stacked(pl, i) ? place_instance(p) * pl->t[p->tensor].count
+							    : place_max_bytes(p));
+		if (hi > avail)
+			return errf(e, "placement '%s' occupies bytes %lld..%lld of its tiles, beyond the %lld "
+				    "available for planned data (%s)", p->name, (long long)p->addr, (long long)hi,
+				    (long long)avail, sram_limit >= 0 ? "--sram-limit" : "sram_bytes - reserved_bytes");
+	}
+	return 0;
+}
+
 /* The limits, each naming the worst tile and its phase. */
 static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 {
 	int64_t T = pl->machine.tiles, avail = sram_limit >= 0 ? sram_limit : machine_avail(&pl->machine);
+	if (check_addresses(pl, avail, sram_limit, e))
+		return -1;
 	int64_t *table = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
 	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;

@@ -58,6 +58,12 @@ awk '{ print } !done && /^- \{step: 15, kind: local, / {
 	d = $0; match(d, /dst: \[[0-9]+, [0-9]+\]/); t = substr(d, RSTART, RLENGTH)
 	sub(/, [0-9]+\]$/, ", 585600]", t); print substr(d, 1, RSTART - 1) t substr(d, RSTART + RLENGTH); done = 1 }' \
 	"$G" > $F/local-unowned.yaml
+# placement-reserved: x@canon moved into the reserved top of SRAM
+sed 's/^\(- {name: x@canon, .*addr: \)512}$/\1600000}/' "$G" > $F/placement-reserved.yaml
+# address-32bit: sram_bytes raised to 2^33 in the header and x@canon moved
+# past 2^32, where a program's 32-bit addresses would wrap
+sed -e 's/sram_bytes: 638976/sram_bytes: 8589934592/' -e 's/^\(- {name: x@canon, .*addr: \)512}$/\14294967808}/' \
+	"$G" > $F/address-32bit.yaml
 # stage-rows-mismatch: a program whose STAGE moves one destination by 32
 # bytes, its hash made to match (tests/bad/programs.py)
 cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp
