@@ -276,8 +276,9 @@ static int check_memory(Builder *b, Err *e)
  * plan is lowered as amp-compose, amp-expand, amp-exchange and amp-group
  * do (amp-group's default weights) and checked as amp-emit checks it.
  * When it does not fit, the error names the tile and the figure, and says
- * what no plan can avoid: the parameters, each byte once, spread evenly. */
-
+ * what no plan can avoid: the parameters, each byte once, spread evenly.
+ * plan_fit: the whole plan lowered so, its worst tiles' figures (Fit,
+ * lib/planner_int.h). */
 void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 {
 	const Machine *mc = &pl->machine;
@@ -319,7 +320,6 @@ out:
 	free(peak);
 }
 
-/* 0 when f fits; else -1 with the error at the model's params mark. */
 int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
 {
 	int64_t avail = machine_avail(mc);
@@ -340,6 +340,7 @@ int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
 	return 1;
 }
 
+/* 0 when f fits; else -1 with the error at the model's params mark. */
 static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 {
 	const Machine *mc = &pl->machine;
