@@ -208,8 +208,8 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 
 	/* the fastest single change; and the changes that beat the greedy
 	 * plan, each op's first, together */
-	int best = -1, nbeat = 0;
-	Try all = { 0 };
+	int best = -1;
+	Try all = { 0 };        /* all.n: the ops whose change beat it */
 	for (int i = 0; i < nch; i++) {
 		int64_t cy = try_cycles(&w.t[i]);
 		if (cy < 0 || cy >= base)
@@ -219,15 +219,13 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 		int k = 0;
 		while (k < all.n && all.op[k] != ch[i].op)
 			k++;
-		if (k == all.n) {
+		if (k == all.n)
 			all.op[all.n] = ch[i].op, all.c[all.n++] = ch[i].c;
-			nbeat++;
-		}
 	}
 	int64_t kept = best >= 0 ? try_cycles(&w.t[best]) : base;
-	Work both = { m, mc, o, h, pl, &all, 1, 0, PTHREAD_MUTEX_INITIALIZER };
 	int together = 0;
-	if (nbeat > 1) {
+	if (all.n > 1) {
+		Work both = { m, mc, o, h, pl, &all, 1, 0, PTHREAD_MUTEX_INITIALIZER };
 		try_all(&both);
 		int64_t cy = try_cycles(&all);
 		together = cy >= 0 && cy < kept;
@@ -236,7 +234,7 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 	}
 	for (int i = 0; i < nch; i++)
 		log_try(log, m, &w.t[i], ch[i].gain, !together && i == best);
-	if (nbeat > 1)
+	if (all.n > 1)
 		log_try(log, m, &all, -1, together);
 	if (log)
 		log->after = kept;
