@@ -105,19 +105,22 @@ static int split_words(const char *f, const Val *v, SweepValue *x, Err *e)
 	return 0;
 }
 
-/* a flag the sweep sets itself, or one that changes what a job writes */
-static int reserved(const char *w, int plan)
+/* A flag the sweep sets itself, or one that changes what a job writes:
+ * the flag, an abbreviation of it (the tools refuse abbreviations, and a
+ * spec is refused before any job runs), or a short one with its value
+ * attached; a word after '--' is the tool's to refuse. Returns the
+ * reserved flag's name, or NULL. */
+static const char *reserved(const char *w, int plan)
 {
 	static const char *const both[] = { "-o", "--output", "-z", "--compress", "--help", "--version", NULL };
-	static const char *const planonly[] = { "--machine", "--explain", NULL };
-	for (const char *const *r = both; *r; r++)
-		if (!strcmp(w, *r) || (!strncmp(w, *r, strlen(*r)) && w[strlen(*r)] == '=') ||
-		    (w[0] == '-' && w[1] != '-' && (*r)[1] != '-' && w[1] == (*r)[1]))
-			return 1;
-	for (const char *const *r = planonly; plan && *r; r++)
-		if (!strcmp(w, *r) || (!strncmp(w, *r, strlen(*r)) && w[strlen(*r)] == '='))
-			return 1;
-	return 0;
+	static const char *const planonly[] = { "--machine", "-m", "--explain", NULL };
+	size_t n = strcspn(w, "=");
+	for (int k = 0; k < 2; k++)
+		for (const char *const *r = k ? planonly : both; (plan || !k) && *r; r++) {
+			if ((*r)[1] == '-' ? n > 2 && !strncmp(w, *r, n) : w[0] == '-' && w[1] == (*r)[1])
+				return *r;
+		}
+	return NULL;
 }
 
 static int parse_limits(const char *f, const Val *v, SweepValue *x, Err *e)
@@ -502,8 +505,8 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 			x->path = beside(f, item->s);
 			x->label = stem(item->s);
 			if (!safe(x->label, 0))
-				return val_err(f, item, e, "file name '%s' has characters other than letters, digits "
-					       "and . _ + -", x->label);
+				return val_err(f, item, e, "file name '%s' is not letters, digits and . _ + - "
+					       "(not starting with '-')", x->label);
 		} else if (a == AX_BATCH || a == AX_LAYERS) {
 			if (val_int(f, item, 1, a == AX_BATCH ? 65536 : 1048576, &x->n, e))
 				return -1;
@@ -512,16 +515,19 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 			const Val *k = &v->items[2 * i];
 			x->label = xstrdup(k->s);
 			if (!safe(x->label, 0))
-				return val_err(f, k, e, "label '%s' has characters other than letters, digits and . _ + -",
+				return val_err(f, k, e, "label '%s' is not letters, digits and . _ + - (not starting with '-')",
 					       k->s);
 			if (a == AX_PINS && check_pins(f, item, e))
 				return -1;
 			if ((a == AX_PLAN || a == AX_GROUP) && split_words(f, item, x, e))
 				return -1;
+			const char *r;
 			for (int w = 0; (a == AX_PLAN || a == AX_GROUP) && w < x->nwords; w++)
-				if (reserved(x->words[w], a == AX_PLAN))
-					return val_err(f, item, e, "flag '%s' is the sweep's own (%seach job names its "
-						       "output)", x->words[w], a == AX_PLAN ? "machines is an axis; " : "");
+				if ((r = reserved(x->words[w], a == AX_PLAN)))
+					return val_err(f, item, e, "flag '%s'%s%s%s is the sweep's own (%seach job names "
+						       "its output)", x->words[w], strcmp(x->words[w], r) ? " abbreviates '" : "",
+						       strcmp(x->words[w], r) ? r : "", strcmp(x->words[w], r) ? "', which" : "",
+						       a == AX_PLAN ? "machines is an axis; " : "");
 			if (a == AX_LIMITS && parse_limits(f, item, x, e))
 				return -1;
 		}
@@ -555,7 +561,7 @@ int sweep_load(Sweep *s, const char *path, Err *e)
 			       " (this amp reads %d)", version, SWEEP_VERSION);
 	if ((v = map_get(s->root, "name"))) {
 		if (v->kind != VAL_SCALAR || !safe(v->s, 0))
-			return val_err(f, v, e, "a sweep's name is letters, digits and . _ + -");
+			return val_err(f, v, e, "a sweep's name is letters, digits and . _ + - (not starting with '-')");
 		s->name = xstrdup(v->s);
 	} else {
 		s->name = stem(path);

@@ -24,7 +24,8 @@
 #include "io.h"
 #include "yio.h"
 
-#define SWEEP_VERSION 1         /* the spec, the job file and the result record */
+#define SWEEP_VERSION 1         /* the spec and the job file */
+#define SWEEP_RESULT_VERSION 2  /* the result record (2: job_fnv1a) */
 #define SWEEP_MAX_JOBS 1000000
 
 /* One labelled value of an axis. */
@@ -69,8 +70,9 @@ void sweep_free(Sweep *s);
  * already holds files this spec would write differently is refused
  * (another sweep, or changed inputs), before anything is written. */
 int sweep_write(const Sweep *s, const char *dir, Err *e);
-/* 1 when path is letters, digits, . _ + - and / only (a job directory's
- * name goes into shell commands and make targets unquoted). */
+/* 1 when path is letters, digits, . _ + - and / only, not starting with
+ * '-' (a job directory's name goes into shell commands and make targets
+ * unquoted). */
 int sweep_safe_path(const char *path);
 
 /* Runs the job in jobdir (DIR/jobs/NNNNNN) with the amp-* tools in bindir

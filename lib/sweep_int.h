@@ -56,10 +56,11 @@ static inline char *xasprintf(const char *fmt, ...)
 }
 
 /* A label, file name part or path: letters, digits and . _ + - (and / in
- * paths), so it is safe in a file name, a make target and a shell word. */
+ * paths), not starting with '-', so it is safe in a file name, a make
+ * target and a shell word, and no command takes it for an option. */
 static inline int safe(const char *s, int slash)
 {
-	if (!*s)
+	if (!*s || *s == '-')   /* a word that a command would read as an option */
 		return 0;
 	for (const char *p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
@@ -67,6 +68,10 @@ static inline int safe(const char *s, int slash)
 			return 0;
 	return 1;
 }
+
+/* The FNV-1a hash of JOBDIR/job.yaml as 16 hex digits, which a job's
+ * result records and the merge checks against the directory it is in. */
+int sweep_job_hash(const char *jobdir, char hex[17], Err *e);
 
 /* The base model rewritten with its batch, layer count and pins. */
 char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64_t layers, const Val *pins,

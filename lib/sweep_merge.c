@@ -149,6 +149,28 @@ int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMer
 				bad = -1;
 			if (!bad && strcmp(fmt, "amp-sweep-result"))
 				bad = val_err(rp, map_get(res, "format"), e, "format '%s' is not a sweep result", fmt);
+			int64_t version;
+			const char *id, *hash;
+			char want[17];
+			if (!bad)
+				bad = get_int(rp, res, "version", 0, INT64_MAX, &version, e);
+			if (!bad && version != SWEEP_RESULT_VERSION)
+				bad = val_err(rp, map_get(res, "version"), e, "result version %" PRId64 " (this amp reads "
+					      "%d): run the job again", version, SWEEP_RESULT_VERSION);
+			if (!bad)
+				bad = get_str(rp, res, "job", &id, e) || get_str(rp, res, "job_fnv1a", &hash, e);
+			if (!bad && strcmp(id, w->cell[0]))
+				bad = val_err(rp, map_get(res, "job"), e, "the result of job '%s', in job %s's directory",
+					      id, w->cell[0]);
+			if (!bad) {
+				char *jd = xasprintf("%s/jobs/%s", dir, w->cell[0]);
+				bad = sweep_job_hash(jd, want, e);
+				free(jd);
+			}
+			if (!bad && strcmp(hash, want))
+				bad = val_err(rp, map_get(res, "job_fnv1a"), e, "the result of a job file with hash %s; "
+					      "this job's job.yaml hashes to %s (its inputs changed): run the job again",
+					      hash, want);
 			if (!bad)
 				bad = get_str(rp, res, "status", &status, e);
 			if (!bad) {

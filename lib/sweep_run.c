@@ -217,8 +217,21 @@ static int summary_figs(Json *j, const char *f, const Val *sum, int nested, Err 
 	return 0;
 }
 
-static int write_result(const char *path, const char *id, const Outcome *oc, const char *capture, const int64_t lim[3],
-			const char *emit_msg, Err *e)
+int sweep_job_hash(const char *jobdir, char hex[17], Err *e)
+{
+	char *path = xasprintf("%s/job.yaml", jobdir), *data;
+	size_t n;
+	int rc = input_slurp(path, &data, &n, e);
+	free(path);
+	if (rc)
+		return -1;
+	snprintf(hex, 17, "%016" PRIx64, fnv1a(data, n));
+	free(data);
+	return 0;
+}
+
+static int write_result(const char *path, const char *id, const char *hash, const Outcome *oc, const char *capture,
+			const int64_t lim[3], const char *emit_msg, Err *e)
 {
 	YReader r;
 	Val *root = NULL;
@@ -247,8 +260,9 @@ static int write_result(const char *path, const char *id, const Outcome *oc, con
 	json_init(&j, o);
 	json_open(&j, '{', 0);
 	json_kstr(&j, "format", "amp-sweep-result");
-	json_kint(&j, "version", SWEEP_VERSION);
+	json_kint(&j, "version", SWEEP_RESULT_VERSION);
 	json_kstr(&j, "job", id);
+	json_kstr(&j, "job_fnv1a", hash);
 	if (oc->failed) {
 		json_kstr(&j, "status", "failed");
 		json_kstr(&j, "stage", oc->stage);
@@ -297,6 +311,7 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 	Val *job;
 	const Val *v, *lims;
 	const char *id, *model, *machine = NULL;
+	char hash[17];
 	Argv st[5], emit = { NULL, 0 }, cap = { NULL, 0 }, plan = { NULL, 0 }, group = { NULL, 0 };
 	char *errs[5] = { NULL };
 	Outcome oc = { 0, NULL, NULL, 0 };
@@ -331,7 +346,7 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 		val_err(f, map_get(job, "amp-sweep-job"), e, "unsupported job version %" PRId64, version);
 		goto out;
 	}
-	if ((v = map_get(job, "machine")) && val_str(f, v, &machine, e))
+	if (((v = map_get(job, "machine")) && val_str(f, v, &machine, e)) || sweep_job_hash(jobdir, hash, e))
 		goto out;
 	for (int k = 0; k < 3; k++)
 		if (map_get(lims, sweep_limit_keys[k]) && get_int(f, lims, sweep_limit_keys[k], 0, INT64_MAX, &lim[k], e))
@@ -401,7 +416,7 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 		emit_msg = oc.emit_status ? first_line(emit_err) : xstrdup("");
 		char *cap_final = xasprintf("%s/capture.json", jobdir), *emit_final = xasprintf("%s/emit.txt", jobdir);
 		char *tmp = xasprintf("%s/result.tmp", work);
-		bad = write_result(tmp, id, &oc, capture, lim, emit_msg, e);
+		bad = write_result(tmp, id, hash, &oc, capture, lim, emit_msg, e);
 		if (!bad && !oc.failed && rename(capture, cap_final))
 			bad = errf(e, "cannot rename '%s': %s", capture, strerror(errno));
 		if (!bad && !oc.failed && rename(emit_err, emit_final))

@@ -33,7 +33,8 @@ static void help(void)
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
 	       "\n"
-	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
+	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
 }
 
@@ -57,7 +58,7 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-capture");
-	while ((c = getopt_long(argc, argv, ":o:z", opts, NULL)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":o:z", opts)) != -1) {
 		switch (c) {
 		case 'B': budget = count_arg("--table-budget", optarg); break;
 		case 'F': limit = count_arg("--fragment-limit", optarg); break;

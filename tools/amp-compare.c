@@ -27,7 +27,8 @@ static void help(void)
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
 	       "\n"
-	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
+	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
 }
 
@@ -327,7 +328,7 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-compare");
-	while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":o:", opts)) != -1) {
 		switch (c) {
 		case 'N': {
 			const char *comma = strchr(optarg, ',');

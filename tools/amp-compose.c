@@ -24,7 +24,8 @@ static void help(void)
 	       "      --version         print the version and exit\n"
 	       "\n"
 	       "Input compressed with zstd is recognised by its magic number.\n"
-	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n");
+	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
+	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
 }
 

@@ -60,7 +60,8 @@ static void help(void)
 	       "\n"
 	       "Input compressed with zstd is recognised by its magic number.\n"
 	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
-	       "2 usage error.\n");
+	       "2 usage error.\n"
+	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
 }
 
@@ -218,7 +219,7 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-plan");
-	while ((c = getopt_long(argc, argv, ":m:o:z", opts, NULL)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
 		switch (c) {
 		case 'm': machine_path = optarg; break;
 		case 'o': out_path = optarg; break;

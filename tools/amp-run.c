@@ -70,7 +70,8 @@ static void help(void)
 	       "holds them to 8, with the same results.\n"
 	       "\n"
 	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte, an output\n"
-	       "below --min-cosine or a write error, 2 usage error.\n");
+	       "below --min-cosine or a write error, 2 usage error.\n"
+	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
 }
 
@@ -200,7 +201,7 @@ int main(int argc, char **argv)
 	tool_init("amp-run");
 	const char *gw = getenv("AMP_GEMM_WIDTH");
 	int width = run_gemm_width(gw && strcmp(gw, "8") == 0 ? 8 : 0);
-	while ((c = getopt_long(argc, argv, ":m:o:", opts, NULL)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":m:o:", opts)) != -1) {
 		switch (c) {
 		case 'D': ro.data_dir = optarg; break;
 		case 'S':

@@ -41,7 +41,8 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 success (run: every job recorded or already done; merge:\n"
 	       "also with jobs missing, which it counts on standard error), 1 bad input or\n"
-	       "a job that could not run or a write error, 2 usage error.\n");
+	       "a job that could not run or a write error, 2 usage error.\n"
+	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
 }
 
@@ -79,7 +80,7 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-sweep");
-	while ((c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":o:", opts)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'R': rank = optarg; break;
@@ -107,8 +108,8 @@ int main(int argc, char **argv)
 		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
 			dir[n - 1] = 0;
 		if (!sweep_safe_path(dir))
-			usage_error("-o '%s': a job directory's path is letters, digits and . _ + - / only "
-				    "(it goes into shell commands and make targets)", out);
+			usage_error("-o '%s': a job directory's path is letters, digits and . _ + - / only, "
+				    "not starting with '-' (it goes into shell commands and make targets)", out);
 		if (sweep_load(&s, argv[optind], &e) || sweep_write(&s, dir, &e))
 			fail(&e);
 		fprintf(stderr, "amp-sweep: %lld jobs in %s/jobs.txt\n", (long long)s.njobs, dir);

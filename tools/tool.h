@@ -85,6 +85,28 @@ static inline void bad_option(int c, char **argv, int optind_now, int optopt_now
 	usage_error("unknown option '%s'", arg);
 }
 
+/* getopt_long, whole words only. getopt_long takes any unambiguous
+ * prefix of a long option ("--ou" for "--output"), so a word that a
+ * wrapper or a sweep checks by name could pass as another option; here a
+ * long option is taken only as its whole name, and a prefix is a usage
+ * error naming the option it abbreviates. The word is argv[optind - 1],
+ * or argv[optind - 2] when its argument was the next word (GNU getopt
+ * moves skipped operands in front of the option it returns). */
+static inline int tool_getopt(int argc, char **argv, const char *shorts, const struct option *opts)
+{
+	int li = -1;
+	int c = getopt_long(argc, argv, shorts, opts, &li);
+	if (c == -1 || c == '?' || c == ':' || li < 0)
+		return c;
+	const char *w = argv[optind - 1];
+	if (optarg && optarg == w && optind >= 2)
+		w = argv[optind - 2];
+	size_t n = strcspn(w, "=");
+	if (strncmp(w, "--", 2) || n - 2 != strlen(opts[li].name) || strncmp(w + 2, opts[li].name, n - 2))
+		usage_error("option '%.*s' is an abbreviation; write it whole: '--%s'", (int)n, w, opts[li].name);
+	return c;
+}
+
 static inline void version(void)
 {
 	printf("%s (amp) %s\n", tool_name, AMP_VERSION);
@@ -298,7 +320,7 @@ static inline int stage_tool(const StageTool *t, int argc, char **argv)
 	snprintf(shorts, sizeof shorts, ":o:z%s", t->shorts);
 	opterr = 0;
 	tool_init(t->name);
-	while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+	while ((c = tool_getopt(argc, argv, shorts, opts)) != -1) {
 		switch (c) {
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;

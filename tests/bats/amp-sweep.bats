@@ -247,6 +247,45 @@ EOF
 	[[ $stderr == *"cannot open 'nowhere/index.tsv'"* ]] || fail "$stderr"
 }
 
+@test "sweep merge refuses a result that is not its directory's job's: copied from another job, or from other inputs" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	amp-sweep run sw/jobs/000001 sw/jobs/000003
+	jq -e '.version == 2 and .job == "000001" and (.job_fnv1a | test("^[0-9a-f]{16}$"))' \
+		sw/jobs/000001/result.json >/dev/null || fail "$(cat sw/jobs/000001/result.json)"
+	run amp-sweep merge sw
+	assert_success
+	# job 1's result (batch 1) copied over job 3's (batch 2)
+	cp sw/jobs/000003/result.json keep.json
+	cp sw/jobs/000001/result.json sw/jobs/000003/result.json
+	run --separate-stderr amp-sweep merge -o m.tsv sw
+	assert_failure 1
+	[[ $stderr =~ ^amp-sweep:\ sw/jobs/000003/result\.json:[0-9]+:[0-9]+:\ the\ result\ of\ job\ \'000001\',\ in\ job\ 000003\'s\ directory$ ]] ||
+		fail "$stderr"
+	[ ! -e m.tsv ] || fail "m.tsv written on failure"
+	# the same, its job id edited to match: the job file's hash differs
+	jq '.job = "000003"' sw/jobs/000001/result.json > sw/jobs/000003/result.json
+	run --separate-stderr amp-sweep merge sw
+	assert_failure 1
+	[[ $stderr == "amp-sweep: sw/jobs/000003/result.json:"*"the result of a job file with hash "*"run the job again" ]] ||
+		fail "$stderr"
+	# the job's own result, its job file edited after it ran
+	cp keep.json sw/jobs/000003/result.json
+	run amp-sweep merge sw
+	assert_success
+	sed -i "s/batch: '2'/batch: '3'/" sw/jobs/000003/job.yaml
+	run --separate-stderr amp-sweep merge sw
+	assert_failure 1
+	[[ $stderr == *"job.yaml hashes to"*"(its inputs changed)"* ]] || fail "$stderr"
+	# a result of the previous version
+	cp keep.json sw/jobs/000003/result.json
+	sed -i "s/batch: '3'/batch: '2'/" sw/jobs/000003/job.yaml
+	jq '.version = 1' keep.json > sw/jobs/000003/result.json
+	run --separate-stderr amp-sweep merge sw
+	assert_failure 1
+	[[ $stderr == *"result version 1 (this amp reads 2): run the job again" ]] || fail "$stderr"
+}
+
 @test "sweep jobs refuses a directory that holds another sweep" {
 	spec
 	amp-sweep jobs -o sw spec.yaml 2>/dev/null
@@ -267,6 +306,19 @@ EOF
 	[[ $stderr == *"-o DIR"* ]] || fail "$stderr"
 	run --separate-stderr amp-sweep jobs -o 'a dir' spec.yaml
 	assert_failure 2
+	# a directory a job's command would read as an option
+	run --separate-stderr amp-sweep jobs -o -dash spec.yaml
+	assert_failure 2
+	[[ $stderr == "amp-sweep: -o '-dash': "*"not starting with '-'"* ]] || fail "$stderr"
+	[ ! -e ./-dash ] || fail "-dash was written"
+	# abbreviations are refused, not taken for the option they begin
+	run --separate-stderr amp-sweep jobs --out sw spec.yaml
+	assert_failure 2
+	[[ $stderr == "amp-sweep: option '--out' is an abbreviation; write it whole: '--output'"* ]] || fail "$stderr"
+	[ ! -e sw ] || fail "sw was written"
+	run --separate-stderr amp-sweep merge --ra total_cycles sw
+	assert_failure 2
+	[[ $stderr == *"'--ra' is an abbreviation"*"'--rank'"* ]] || fail "$stderr"
 	run --separate-stderr amp-sweep frobnicate
 	assert_failure 2
 	run --separate-stderr amp-sweep run
@@ -386,7 +438,7 @@ sweep_rejects() {
 	sweep_rejects limit-unknown 6:10 "unknown limit '--table-budgt'"
 	sweep_rejects limit-value 5:10 "'--table-budget' takes a non-negative integer, not '-4096'"
 	sweep_rejects reserved-flag 5:10 "flag '--machine' is the sweep's own"
-	sweep_rejects bad-label 5:3 "label 'direct weights' has characters"
+	sweep_rejects bad-label 5:3 "label 'direct weights' is not letters, digits and . _ + - (not starting with '-')"
 	sweep_rejects flag-quote 5:6 "a character a shell or make would change"
 	sweep_rejects model-missing 3:44 "cannot open model"
 	# every tests/bad/sweep-* file is one of these

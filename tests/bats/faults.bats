@@ -36,6 +36,11 @@ FAULTS=$ROOT/tests/faults
 				caught=$((caught + 1)) || echo "# $file: not caught as '$re' ($status: $stderr)" >&3
 			rm -f out.amp
 			;;
+		sweep)
+			run --separate-stderr amp-sweep jobs -o sw "$FAULTS/$file"
+			[ "$status" = 1 ] && [ ! -e sw ] && [[ $stderr =~ ^amp-sweep:\ .*$re ]] &&
+				caught=$((caught + 1)) || echo "# $file: not caught as '$re' ($status: $stderr)" >&3
+			;;
 		*) fail "verdicts.tsv: unknown catcher '$who' for $file" ;;
 		esac
 	done < "$FAULTS/verdicts.tsv"
