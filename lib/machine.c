@@ -134,3 +134,23 @@ void machine_write(YWriter *w, const Machine *m)
 	yw_end_map(w);
 	yw_end_map(w);
 }
+
+int machine_check_header(const Machine *hdr, const Machine *file, const char *file_name, Err *e)
+{
+	static const char why[] = "limits and rates come from the machine file, not from the stage";
+	if (strcmp(hdr->name, file->name))
+		return errf(e, "the stage's machine is '%s'; machine file '%s' is '%s' (%s)", hdr->name, file_name,
+			    file->name, why);
+	for (size_t i = 0; i < NPARAMS; i++) {
+		int64_t h = *field((Machine *)hdr, i), f = *field((Machine *)file, i);
+		if (h != f)
+			return errf(e, "the stage's machine header has %s %lld; machine file '%s' has %lld (%s)",
+				    params[i].key, (long long)h, file_name, (long long)f, why);
+	}
+	if (hdr->macs_fp16 != file->macs_fp16 || hdr->macs_fp8 != file->macs_fp8)
+		return errf(e, "the stage's machine header has amp_macs_per_cycle {fp16: %lld, fp8: %lld}; machine "
+			    "file '%s' has {fp16: %lld, fp8: %lld} (%s)", (long long)hdr->macs_fp16,
+			    (long long)hdr->macs_fp8, file_name, (long long)file->macs_fp16, (long long)file->macs_fp8,
+			    why);
+	return 0;
+}

@@ -39,6 +39,10 @@ typedef struct {
 int machine_load(Machine *m, const char *path, Err *e);
 /* From the `machine:` value of a stage header. */
 int machine_from_val(Machine *m, const char *file, const Val *v, Err *e);
+/* 0 when a stage header's machine is the machine file's (file_name, for
+ * the message), every parameter equal; else an error naming the first
+ * parameter that differs and both values. */
+int machine_check_header(const Machine *hdr, const Machine *file, const char *file_name, Err *e);
 /* Writes the `machine:` value (one flow mapping). */
 void machine_write(YWriter *w, const Machine *m);
 /* Bytes of SRAM per tile available to planned data. */

@@ -15,6 +15,7 @@
 #include "diag.h"
 #include "io.h"
 #include "layout.h"
+#include "machine.h"
 
 #define MODEL_VERSION 3       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread) and 3 */
 #define MAX_RANK 4
@@ -94,6 +95,20 @@ int model_load(Model *m, const char *path, Err *e);
 int model_load_input(Model *m, Input *in, Err *e);
 void model_free(Model *m);
 int model_find(const Model *m, const char *name);   /* tensor index or -1 */
+
+/* lib/model_size.c. A tensor's elements (every stacked instance) and
+ * bytes, saturating at INT64_MAX. */
+int64_t model_elements(const MTensor *t);
+int64_t model_tensor_bytes(const MTensor *t);
+/* At most MODEL_MAX_ELEMENTS elements in any tensor: the model reader's
+ * bound, so that no size computed from a shape overflows. */
+#define MODEL_MAX_ELEMENTS (INT64_C(1) << 48)
+/* 0 when the parameters (resident for the whole program) and every op's
+ * operands and result (live at once) each fit in the machine's SRAM
+ * (tiles x available bytes); else an error at the parameters or the op
+ * with that lower bound. The check is a bound: a model that passes may
+ * still not fit, which the planner finds. */
+int model_check_size(const Model *m, const Machine *mc, Err *e);
 const char *op_name(OpKind k);
 const char *cast_name(CastOrder c);
 const char *staging_name(Staging s);

@@ -826,7 +826,7 @@ static int read_prov(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_xfer(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	Xfer x;
-	if (xfer_read(f, r, pl->ns, pl->machine.tiles, pl->machine.sram_bytes, &x, e))
+	if (xfer_read(f, r, pl->ns, pl->machine.tiles, pl->machine.sram_bytes, pl->machine.fragment_limit, &x, e))
 		return -1;
 	if (pl->s[x.step].kind != STEP_COPY)
 		return val_err(f, map_get(r, "step"), e, "step %d is not a copy", x.step);

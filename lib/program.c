@@ -486,6 +486,37 @@ static int match_stage(const Program *p, const Plan *pl, Err *e)
 	return rc;
 }
 
+/* tiles x sram_bytes of the machine line of a stage's text, read without
+ * parsing the stage (a bound taken before any section is decoded); 0 when
+ * the line or a key is missing, which the stage's own reader then names. */
+static unsigned long long stage_sram_total(const char *t, size_t n)
+{
+	static const char key[] = "\nmachine: {";
+	const char *end = t + n, *p = t, *line = NULL;
+	for (; p + sizeof key - 1 <= end && p < t + 4096; p++)
+		if (!memcmp(p, key, sizeof key - 1)) {
+			line = p + 1;
+			break;
+		}
+	if (!line)
+		return 0;
+	const char *eol = memchr(line, '\n', (size_t)(end - line));
+	if (!eol)
+		return 0;
+	unsigned long long v[2] = { 0, 0 };
+	static const char *const keys[2] = { " tiles: ", " sram_bytes: " };
+	for (int k = 0; k < 2; k++) {
+		size_t kl = strlen(keys[k]);
+		for (const char *q = line; q + kl < eol; q++)
+			if (!memcmp(q, keys[k], kl)) {
+				for (q += kl; q < eol && *q >= '0' && *q <= '9' && v[k] < (1ull << 40); q++)
+					v[k] = v[k] * 10 + (unsigned long long)(*q - '0');
+				break;
+			}
+	}
+	return v[0] * v[1];
+}
+
 int program_read(const char *path, Program *p, Plan *pl, Err *e)
 {
 	char *data;
@@ -568,7 +599,9 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		memcpy(*text, d + off[id] + 8, *tl);
 		(*text)[*tl] = 0;
 	}
-	/* sections stored as zstd frames */
+	/* sections stored as zstd frames, each decoded to at most what the
+	 * STAGE's machine could hold: every tile's tables in its SRAM */
+	unsigned long long most = stage_sram_total((const char *)d + off[SEC_STAGE], size[SEC_STAGE]);
 	const uint8_t *sec_data[4] = { NULL, d + off[1], d + off[2], d + off[3] };
 	for (int id = 1; id <= 3; id++) {
 		if (enc[id] == 0)
@@ -579,6 +612,12 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		if (enc[id] != 1 || n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN ||
 		    n > (1ull << 34) || n > (unsigned long long)size[id] * 32768 + 65536) {
 			bad(e, name, "a section's encoding is unknown or its zstd frame is corrupt");
+			goto out;
+		}
+		if (most && n > most) {
+			errf(e, "'%s': the %s section decodes to %llu bytes, more than the machine's SRAM holds "
+			     "(tiles x sram_bytes of the STAGE's machine: %llu)", name, id == SEC_ROWS ? "ROWS" : "TABLE",
+			     n, most);
 			goto out;
 		}
 		plain[id] = xmalloc((size_t)n + 1);

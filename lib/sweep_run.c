@@ -372,6 +372,16 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 		arg(&st[0], mc);
 		free(mc);
 	}
+	arg(&emit, "amp-emit");
+	arg(&cap, "amp-capture");
+	if (machine) {          /* limits and rates come from the machine file */
+		char *mc = xasprintf("%s/%s", jobdir, machine);
+		arg(&emit, "--machine");
+		arg(&emit, mc);
+		arg(&cap, "--machine");
+		arg(&cap, mc);
+		free(mc);
+	}
 	for (int i = 0; i < plan.n; i++)
 		arg(&st[0], plan.a[i]);
 	arg(&st[0], mp);
@@ -381,8 +391,6 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 	arg(&st[4], "-z");
 	arg(&st[4], "-o");
 	arg(&st[4], grouped);
-	arg(&emit, "amp-emit");
-	arg(&cap, "amp-capture");
 	for (int k = 0; k < 3; k++) {
 		char b[64];
 		if (lim[k] < 0)

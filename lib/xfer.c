@@ -157,7 +157,7 @@ static int64_t gcd(int64_t a, int64_t b)
 	return a;
 }
 
-int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sram,
+int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sram, int64_t frags,
 	      Xfer *x, Err *e)
 {
 	static const char *keys[] = { "step", "kind", "len", "src", "dst", "recv", "loops", NULL };
@@ -218,8 +218,23 @@ int xfer_read(const char *f, const Val *r, int nsteps, int64_t tiles, int64_t sr
 		XLoop l = { q[0], q[1], q[2], q[3], q[4] };
 		x->loop[x->nloop++] = l;
 	}
-	if (xfer_members(x) > big)
-		return val_err(f, v, e, "too many members");
+	/* every member writes len bytes (on each receiver) that no other
+	 * member of the family writes, so a family writes at most what the
+	 * machine's SRAM holds: a bound on its members before anything
+	 * walks them */
+	int64_t members = xfer_members(x), room;
+	if (__builtin_mul_overflow(tiles, sram / x->len, &room))
+		room = INT64_MAX;
+	if (members > big || members > room / x->nrecv)
+		return val_err(f, v, e, "%lld members of %lld bytes%s write more than the machine's SRAM holds "
+			       "(%lld tiles x %lld bytes)", (long long)members, (long long)x->len,
+			       x->nrecv > 1 ? " to each receiver" : "", (long long)tiles, (long long)sram);
+	if (__builtin_mul_overflow(tiles, frags, &room))
+		room = INT64_MAX;
+	if (x->kind == X_SEND && members > room)
+		return val_err(f, v, e, "%lld members, each a send fragment, are more than the machine's tiles send "
+			       "(%lld tiles x fragment_limit %lld)", (long long)members, (long long)tiles,
+			       (long long)frags);
 	if (x->kind == X_LOCAL) {
 		int same = x->src_tile == x->dst_tile;
 		for (int i = 0; i < x->nloop; i++)

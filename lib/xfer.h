@@ -106,8 +106,11 @@ void xfer_span(const Xfer *x, int dst, int64_t *lo, int64_t *hi);
 int xfer_compress(Xfer *xs, int n);
 
 void xfer_write(YWriter *w, const Xfer *x);
-/* Strict: nsteps bounds step, tiles and sram bound tiles and addresses. */
-int xfer_read(const char *file, const Val *rec, int nsteps, int64_t tiles, int64_t sram,
+/* Strict: nsteps bounds step, tiles and sram bound tiles and addresses;
+ * a family's members are bounded before anything walks them: the bytes
+ * they write by tiles x sram, a send's fragments by tiles x frags (the
+ * fragment limit). */
+int xfer_read(const char *file, const Val *rec, int nsteps, int64_t tiles, int64_t sram, int64_t frags,
 	      Xfer *x, Err *e);
 
 #endif

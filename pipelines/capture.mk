@@ -26,7 +26,7 @@ $(ART)/limits.flags: FORCE | $(ART)
 # always says which, so the flow goes on to the capture either way.
 # A recipe that writes $@.tmp removes it however it ends (an interrupt too).
 $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
-	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
+	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --machine $(MACHINE) --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
 		echo "program: $(ART)/program.amp ($$(wc -c < $(ART)/program.amp) bytes)" >> $@.tmp; \
 	else \
 		rm -f $(ART)/program.amp; \
@@ -40,7 +40,7 @@ $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
 capture_limits = $(filter-out --sram-limit=%,$(subst --sram-limit ,--sram-limit=,$(LIMITS)))
 
 $(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.flags
-	$(BIN)/amp-capture $(capture_limits) --tiles $(ART)/tiles.tsv -o $@ $<
+	$(BIN)/amp-capture --machine $(MACHINE) $(capture_limits) --tiles $(ART)/tiles.tsv -o $@ $<
 
 $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \

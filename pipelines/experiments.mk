@@ -62,7 +62,7 @@ $(EXP)/%.exchange.yaml.zst: $(EXP)/%.composed.yaml $(BIN)/amp-expand $(BIN)/amp-
 
 $(EXP)/%.capture.json: $(EXP)/%.exchange.yaml.zst $(BIN)/amp-group $(BIN)/amp-capture
 	$(BIN)/amp-group $(if $(findstring forward,$*),--weights forward,--weights direct) -z -o $(EXP)/$*.grouped.yaml.zst $<
-	$(BIN)/amp-capture -o $@ $(EXP)/$*.grouped.yaml.zst
+	$(BIN)/amp-capture --machine $(MACHINE) -o $@ $(EXP)/$*.grouped.yaml.zst
 
 # Both weight variants start from the same composed plan.
 $(EXP)/direct.composed.yaml $(EXP)/forward.composed.yaml: $(EXP)/compose.composed.yaml

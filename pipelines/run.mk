@@ -25,11 +25,11 @@ $(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $
 		$(BIN)/amp-plan $(BIN)/amp-compose $(BIN)/amp-expand $(BIN)/amp-exchange $(BIN)/amp-group $(BIN)/amp-emit
 	set -o pipefail; $(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --scales $< $(MODEL) | $(BIN)/amp-compose | \
 		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group $(GROUP_FLAGS) -z -o $(RUN)/grouped.yaml.zst
-	$(BIN)/amp-emit $(LIMITS) --model $(MODEL) --scales $< -o $@ $(RUN)/grouped.yaml.zst
+	$(BIN)/amp-emit --machine $(MACHINE) $(LIMITS) --model $(MODEL) --scales $< -o $@ $(RUN)/grouped.yaml.zst
 
 $(RUN)/run.txt: $(RUN)/program.amp $(RUN)/scales.yaml $(MODEL) $(BIN)/amp-run
 	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
-		$(BIN)/amp-run --model $(MODEL) --scales $(RUN)/scales.yaml $< > $@.tmp && mv $@.tmp $@
+		$(BIN)/amp-run --machine $(MACHINE) --model $(MODEL) --scales $(RUN)/scales.yaml $< > $@.tmp && mv $@.tmp $@
 
 validate: all $(RUN)/run.txt
 	@cat $(RUN)/run.txt

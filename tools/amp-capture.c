@@ -21,6 +21,10 @@ static void help(void)
 	       "every tile) beside the total; and phase_traffic, one record per\n"
 	       "movement class. Query it with jq (share/jq/).\n"
 	       "\n"
+	       "  -m, --machine FILE         the machine file the stage was planned for, as\n"
+	       "                             amp-emit --machine (default: the file its\n"
+	       "                             provenance names); the stage's machine header\n"
+	       "                             must equal it\n"
 	       "      --table-budget BYTES   report against this table budget instead of\n"
 	       "                             the machine's (as amp-emit --table-budget)\n"
 	       "      --fragment-limit N     the same for the fragment limit\n"
@@ -44,13 +48,14 @@ int main(int argc, char **argv)
 		{ "table-budget", required_argument, NULL, 'B' },
 		{ "fragment-limit", required_argument, NULL, 'F' },
 		{ "tiles", required_argument, NULL, 'T' },
+		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *out_path = NULL, *in_path, *tiles_path = NULL;
+	const char *out_path = NULL, *in_path, *tiles_path = NULL, *machine_path = NULL;
 	int compress = 0, c;
 	int64_t budget = -1, limit = -1;
 	Plan pl;
@@ -58,11 +63,12 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-capture");
-	while ((c = tool_getopt(argc, argv, ":o:z", opts)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
 		switch (c) {
 		case 'B': budget = count_arg("--table-budget", optarg); break;
 		case 'F': limit = count_arg("--fragment-limit", optarg); break;
 		case 'T': tiles_path = optarg; break;
+		case 'm': machine_path = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;
@@ -73,6 +79,7 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, optind, "grouped stage or program");
 	if (program_or_stage(&pl, NULL, NULL, in_path, &e))
 		fail(&e);
+	check_machine(&pl, machine_path, in_path);
 	if (budget >= 0)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)

@@ -25,6 +25,12 @@ static void help(void)
 	       "placement), and write no program. --list prints a program, or\n"
 	       "the rows a grouped stage implies, as deterministic text (the two agree).\n"
 	       "\n"
+	       "  -m, --machine FILE         the machine file the stage was planned for; its\n"
+	       "                             limits and rates are the ones checked (default:\n"
+	       "                             the file the stage's provenance names, from the\n"
+	       "                             shared machines directory). The stage's machine\n"
+	       "                             header must equal it and the provenance's hash\n"
+	       "                             match it\n"
 	       "      --table-budget BYTES   exchange tables per tile, all phases, after\n"
 	       "                             row sharing (default: the machine's policy)\n"
 	       "      --fragment-limit N     send + receive fragments per tile (default: the\n"
@@ -202,13 +208,14 @@ int main(int argc, char **argv)
 		{ "list", no_argument, NULL, 'L' },
 		{ "model", required_argument, NULL, 'M' },
 		{ "scales", required_argument, NULL, 'C' },
+		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *out_path = NULL, *in_path, *model_path = NULL, *scales_path = NULL;
+	const char *out_path = NULL, *in_path, *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
 	int compress = 0, list = 0, report = 0, c;
 	int64_t budget = -1, limit = -1, sram = -1;
 	Plan pl;
@@ -217,7 +224,7 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-emit");
-	while ((c = tool_getopt(argc, argv, ":o:z", opts)) != -1) {
+	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
 		switch (c) {
 		case 'B': budget = count_arg("--table-budget", optarg); break;
 		case 'F': limit = count_arg("--fragment-limit", optarg); break;
@@ -226,6 +233,7 @@ int main(int argc, char **argv)
 		case 'L': list = 1; break;
 		case 'M': model_path = optarg; break;
 		case 'C': scales_path = optarg; break;
+		case 'm': machine_path = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;
@@ -251,6 +259,7 @@ int main(int argc, char **argv)
 
 	if (plan_read_stage(&pl, in_path, STAGE_GROUP, &e))
 		fail(&e);
+	check_machine(&pl, machine_path, in_path);
 	if (budget >= 0)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)

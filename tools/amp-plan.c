@@ -265,7 +265,8 @@ int main(int argc, char **argv)
 	if (input_slurp(in_path, &mtext, &mlen, &e) || machine_load(&mc, mpath, &e) ||
 	    (scales_path && scales_load(&scales, scales_path, &e)) ||
 	    model_load_input(&m, input_open_mem(in_path && strcmp(in_path, "-") ? in_path : "<stdin>", mtext, mlen, &e),
-			     &e))
+			     &e) ||
+	    model_check_size(&m, &mc, &e))
 		fail(&e);
 	tool_prov(&pr, argc, argv, optind);
 	prov_file(&pr, "model", in_path, mtext, mlen);

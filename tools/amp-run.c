@@ -59,7 +59,12 @@ static void help(void)
 	       "                        with (amp-plan --scales), checked the same way\n"
 	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
 	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
-	       "  -m, --machine FILE    accepted for old scripts; calibration reads the model only\n"
+	       "  -m, --machine FILE    the machine file the program was planned for (default:\n"
+	       "                        the file its provenance names, from the shared\n"
+	       "                        machines directory): its machine header must equal\n"
+	       "                        it and the provenance's hash match it, so limits and\n"
+	       "                        rates come from the machine; with --calibrate, the\n"
+	       "                        machine the model must fit (its size is checked)\n"
 	       "  -o, --output FILE     the scales file for --calibrate\n"
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
@@ -97,13 +102,18 @@ static int save(const char *dir, const char *name, const char *suffix, const PTe
 	return npy_write(path, &a, e);
 }
 
-static void calibrate(const char *model_path, const char *out, const RunOpts *ro)
+/* Scales from the reference's amax, for a model the machine (machine_path,
+ * else the default) can hold: a model over the machine's SRAM is refused
+ * before the reference allocates for it. */
+static void calibrate(const char *model_path, const char *machine_path, const char *out, const RunOpts *ro)
 {
 	Model md;
+	Machine mc;
 	Err e;
 	Scales sc = { NULL, NULL, 0 };
 
-	if (model_load(&md, model_path, &e) || run_calibrate(&md, ro, &sc, &e) || scales_write(&sc, out, &e))
+	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) || model_load(&md, model_path, &e) ||
+	    model_check_size(&md, &mc, &e) || run_calibrate(&md, ro, &sc, &e) || scales_write(&sc, out, &e))
 		fail(&e);
 	scales_free(&sc);
 	model_free(&md);
@@ -190,7 +200,7 @@ int main(int argc, char **argv)
 	};
 	RunOpts ro = { NULL, 1, 1, NULL };
 	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path;
-	const char *model_path = NULL, *scales_path = NULL;
+	const char *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
 	double min_cos = 0.99;
 	int timing = 0;
 	int64_t n;
@@ -218,7 +228,7 @@ int main(int argc, char **argv)
 		case 'T': timing = 1; break;
 		case 'M': model_path = optarg; break;
 		case 'L': scales_path = optarg; break;
-		case 'm': break;                 /* calibration needs no machine */
+		case 'm': machine_path = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
 		case 'V': version(); break;
@@ -230,7 +240,7 @@ int main(int argc, char **argv)
 			usage_error("--calibrate needs -o SCALES");
 		if (optind < argc)
 			usage_error("--calibrate takes no program, found '%s'", argv[optind]);
-		calibrate(calib, out, &ro);
+		calibrate(calib, machine_path, out, &ro);
 		return EXIT_OK;
 	}
 	in_path = one_input(argc, argv, optind, "program");
@@ -247,6 +257,7 @@ int main(int argc, char **argv)
 		     in_path ? in_path : "<stdin>");
 		fail(&e);
 	}
+	check_machine(&pl, machine_path, in_path);
 	Model md;
 	Scales sc = { NULL, NULL, 0 };
 	ModelRef mr;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,90 @@ static inline void prov_path(Prov *pr, const char *role, const char *path)
 		fail(&e);
 	prov_file(pr, role, path, d, n);
 	free(d);
+}
+
+/* Checks the stage's machine header against the machine file, so that
+ * limits and rates come from the machine, never from a stage's copy of
+ * it. The file: path (--machine) if given; else the machine file amp-plan
+ * recorded in the provenance, by its base name in share_dir()/machines;
+ * else the default machine. When the provenance records a machine file,
+ * the file's FNV-1a must be the one recorded; and the header must be the
+ * file's machine, parameter by parameter. Fails on error, naming the
+ * input (in_path, NULL for stdin). */
+/* The value of option opt (a count) in a provenance record's options, as
+ * "opt N" or "opt=N": sets *v when present and well formed. */
+static inline void prov_option(const char *options, const char *opt, int64_t *v)
+{
+	size_t n = strlen(opt);
+	for (const char *p = options; p && *p;) {
+		const char *q = p + strcspn(p, " ");
+		if (!strncmp(p, opt, n) && (p + n == q || p[n] == '=')) {
+			const char *a = p + n == q ? (*q ? q + 1 : q) : p + n + 1;
+			char num[32];
+			size_t l = strcspn(a, " ");
+			int64_t x;
+			snprintf(num, sizeof num, "%.*s", (int)(l < sizeof num ? l : sizeof num - 1), a);
+			if (!parse_i64(num, &x) && x >= 0)
+				*v = x;
+		}
+		p = *q ? q + 1 : q;
+	}
+}
+
+static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
+{
+	const ProvFile *rec = NULL;
+	char buf[4096 + 256], hex[2][17];
+	for (int i = 0; i < pl->nprov; i++)
+		for (int k = 0; !strcmp(pl->prov[i].tool, "amp-plan") && k < pl->prov[i].nf; k++)
+			if (!strcmp(pl->prov[i].f[k].role, "machine"))
+				rec = &pl->prov[i].f[k];
+	if (!path && rec) {
+		snprintf(buf, sizeof buf, "%s/machines/%s", share_dir(), rec->name);
+		if (strchr(rec->name, '/') || access(buf, R_OK))
+			return errf(e, "the stage was planned with machine file '%s' (fnv1a %016" PRIx64 "), which is "
+				    "not in %s/machines: name it with --machine FILE", rec->name, rec->fnv1a, share_dir());
+		path = buf;
+	}
+	if (!path) {
+		snprintf(buf, sizeof buf, "%s", default_machine());
+		path = buf;
+	}
+	const char *shown = path == buf ? base_name(path) : path;
+	char *d;
+	size_t n;
+	Machine m;
+	if (input_slurp(path, &d, &n, e))
+		return -1;
+	uint64_t h = fnv1a(d, n);
+	free(d);
+	if (rec && h != rec->fnv1a) {
+		prov_hex(h, hex[0]);
+		prov_hex(rec->fnv1a, hex[1]);
+		return errf(e, "machine file '%s' (fnv1a %s) is not the one the stage was planned with ('%s', fnv1a "
+			    "%s): plan again, or name that file with --machine FILE", shown, hex[0], rec->name, hex[1]);
+	}
+	if (machine_load(&m, path, e))
+		return -1;
+	/* a program's header carries the table budget and fragment limit
+	 * amp-emit checked it against: the file's, or the override its
+	 * provenance record names */
+	for (int i = 0; i < pl->nprov; i++)
+		if (!strcmp(pl->prov[i].tool, "amp-emit")) {
+			prov_option(pl->prov[i].options, "--table-budget", &m.table_budget_bytes);
+			prov_option(pl->prov[i].options, "--fragment-limit", &m.fragment_limit);
+		}
+	return machine_check_header(&pl->machine, &m, shown, e);
+}
+
+static inline void check_machine(const Plan *pl, const char *path, const char *in_path)
+{
+	Err e;
+	if (machine_mismatch(pl, path, &e)) {
+		tool_failing = 1;
+		fprintf(stderr, "%s: '%s': %s\n", tool_name, in_path ? in_path : "<stdin>", e.msg);
+		exit(EXIT_BAD);
+	}
 }
 
 /* Appends this run's record (no files) to pl's provenance. */

@@ -111,3 +111,16 @@ assert eps != model
 write('program-model-eps.amp', build(sa + [[5, 0, fnv1a(eps) + eps]]))
 # the model text edited after its hash was taken
 write('program-model-hash.amp', build(sa + [[5, 0, fnv1a(model) + eps]]))
+
+
+# the STAGE's machine header raising max_transfer_bytes (16592 -> 65536),
+# its hash recomputed: the rows and the stage agree, the machine file does not
+st3 = sa[0][2].replace(b'max_transfer_bytes: 16592', b'max_transfer_bytes: 65536', 1)
+assert st3 != sa[0][2]
+write('program-raised-header.amp', build([[1, 0, st3], sa[1], sa[2], [4, 0, fnv1a(st3)]]))
+
+# a ROWS frame that truly decodes to 3 GiB (of zeros) in under 100 KB: more
+# than the STAGE's machine holds in SRAM, refused before it is decoded
+big = subprocess.run('head -c 3221225472 /dev/zero | zstd -q -19 --stream-size=3221225472 -c', shell=True,
+                     capture_output=True, check=True).stdout
+write('program-rows-3g.amp', build(replace(sa, 2, 1, big)))

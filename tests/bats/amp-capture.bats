@@ -40,7 +40,7 @@ setup_file() {
 	grouped "$ROOT/tests/models/vit-tiny.yaml" "$VIT"
 	amp-capture "$VIT" -o "$VIT_CAPTURE"
 	grouped "$ROOT/tests/models/cost-two-matmuls.yaml" "$COST" "$ROOT/tests/models/machine-48.yaml"
-	amp-capture "$COST" -o "$COST_CAPTURE"
+	amp-capture --machine "$ROOT/tests/models/machine-48.yaml" "$COST" -o "$COST_CAPTURE"
 	[ -n "${AMP_SAN:-}" ] || grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
 	grouped "$ROOT/tests/models/compose-native-fp8.yaml" "$NATIVE"
 	amp-emit "$TINY" -o "$TINY_PROG"
@@ -774,7 +774,7 @@ tiles_of() {
 		-e 's/^reduction_cycles_per_element: .*/reduction_cycles_per_element: 5/' \
 		"$MACHINES/amp1472.yaml" > costly.yaml
 	grouped "$MODELS/tiny-mlp.yaml" costly.grouped costly.yaml
-	run amp-capture costly.grouped -o costly.json
+	run amp-capture --machine costly.yaml costly.grouped -o costly.json
 	assert_success
 	run jq -r '[.compute[].cycles] | map(tostring) | join(" ")' costly.json
 	assert_output "$((160 * 5)) $((160 * 3)) $((74 * 80 * 200 / 128)) $((400 * 3)) $((3328 * 3)) $((26 * 128 * 16 / 128)) $((832 * 5)) $((160 * 3))"
@@ -840,7 +840,7 @@ tiles_of() {
 	run grep -c '^- {phase: 2, steps: \[7, 7\], ' "$COST"
 	assert_output 1
 	sed -e '/^- {phase: 2, /d' -e '/^- {step: 7, kind: send/d' "$COST" > local-only.yaml
-	run amp-capture local-only.yaml -o local-only.json
+	run amp-capture --machine "$ROOT/tests/models/machine-48.yaml" local-only.yaml -o local-only.json
 	assert_success
 	# step 7's local bytes on its busiest tile, at 8 bytes a cycle
 	local cyc
@@ -922,6 +922,16 @@ phase_floors() {
 # the stage's records: GEMMs (m k n, format), the compute steps of kind
 # attention, layernorm, gelu and add on their placements' shapes (a
 # window's extent, else its tensor's shape), each times its repeat's count.
+# study STAGE SED OUT: STAGE with its machine header edited by SED, as a
+# study of another machine (capture takes its rates from a machine file,
+# never from a header): the edited header written as OUT.machine, a
+# machine file of its own, and no machine file recorded in OUT's provenance
+study() {
+	sed -e "$2" -e '/^- {tool: amp-plan, /s/, {role: machine, [^}]*}//' "$1" >"$3"
+	sed -n '3s/^machine: {/{amp-machine: 2, /p' "$3" >"$3.machine"
+	! cmp -s "$1" "$3" && [ -s "$3.machine" ] || fail "study: nothing edited in $1"
+}
+
 compute_floor() {
 	awk '
 	function val(k,   s) { s = $0; if (!sub(".*[{ ]" k ": ", "", s)) return ""; sub("[,}].*", "", s); return s }
@@ -1029,16 +1039,16 @@ compute_floor() {
 @test "capture's model floor leaves out what a plan adds: the call overhead and the staging kinds" {
 	# the same stage on a machine whose matmul calls and local copies cost
 	# more: compute cycles grow, the floor does not
-	sed '3s/matmul_call_cycles: [0-9]*/matmul_call_cycles: 5000/; 3s/local_copy_bytes_per_cycle: [0-9]*/local_copy_bytes_per_cycle: 1/' \
-		"$VIT" > costly.yaml
-	run amp-capture costly.yaml -o costly.json
+	study "$VIT" '3s/matmul_call_cycles: [0-9]*/matmul_call_cycles: 5000/; 3s/local_copy_bytes_per_cycle: [0-9]*/local_copy_bytes_per_cycle: 1/' \
+		costly.yaml
+	run amp-capture --machine costly.yaml.machine costly.yaml -o costly.json
 	assert_success
 	run jq -n --slurpfile a "$VIT_CAPTURE" --slurpfile b costly.json \
 		'$b[0].summary.compute_cycles > $a[0].summary.compute_cycles and $b[0].summary.floor == ($a[0].summary.floor | .ratio = $b[0].summary.floor.ratio)'
 	assert_output true
 	# and a rate it uses does move it: more fp8 MACs per cycle, a smaller compute floor
-	sed '3s/fp8: \([0-9]*\)}/fp8: 1024}/' "$VIT" > fast.yaml
-	run amp-capture fast.yaml -o fast.json
+	study "$VIT" '3s/fp8: \([0-9]*\)}/fp8: 1024}/' fast.yaml
+	run amp-capture --machine fast.yaml.machine fast.yaml -o fast.json
 	assert_success
 	assert [ "$(jq .summary.floor.compute_floor_cycles fast.json)" -lt "$(jq .summary.floor.compute_floor_cycles "$VIT_CAPTURE")" ]
 	assert_equal "$(jq .summary.floor.compute_floor_cycles fast.json)" "$(compute_floor fast.yaml)"

@@ -535,7 +535,7 @@ sram_case() {
 		sed "s/^reserved_bytes: *[0-9]*/reserved_bytes: $((sram - a))/" "$MACHINES/amp1472.yaml" > m.yaml
 		amp-plan --no-fit-check --machine m.yaml "$MODELS/tiny-mlp.yaml" 2> /dev/null | amp-compose |
 			amp-expand | amp-exchange | amp-group > g.yaml 2> /dev/null && [ -s g.yaml ] || continue
-		if ! amp-emit g.yaml > /dev/null 2> sram.err && grep -q 'sram_bytes - reserved_bytes' sram.err; then
+		if ! amp-emit --machine m.yaml g.yaml > /dev/null 2> sram.err && grep -q 'sram_bytes - reserved_bytes' sram.err; then
 			AVAIL=$a
 			return 0
 		fi
@@ -546,7 +546,7 @@ sram_case() {
 @test "emit fails when a tile's tensors and tables overflow sram_bytes - reserved_bytes, though its tensors fit" {
 	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
 	mkdir out
-	run --separate-stderr amp-emit g.yaml -o out/p.amp
+	run --separate-stderr amp-emit --machine m.yaml g.yaml -o out/p.amp
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
@@ -573,7 +573,7 @@ sram_case() {
 	# docs/machine.md §2 and formats/program.md: a placement over SRAM names the
 	# tile, the phase, the bytes and the limit
 	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
-	run --separate-stderr amp-emit g.yaml
+	run --separate-stderr amp-emit --machine m.yaml g.yaml
 	assert_failure 1
 	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b.*\bphase [0-9]+\b.*\(sram_bytes - reserved_bytes\)"
 	[[ "$stderr" =~ phase\ ([0-9]+)(,\ |\ \()([^\)]+)\) ]] || fail "cannot read the phase in: $stderr"

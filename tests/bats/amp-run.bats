@@ -433,9 +433,9 @@ runs_pooled() {
 	# the case under test: a matmul in the repeat body reads the stacked home itself
 	run grep -c '^- {step: [0-9]*, compute: matmul, op: up, in: \[n2@up.a, wu@home\], ' stacked.grouped
 	assert_output 1
-	run amp-emit --model "$m/vit-stacked-home.yaml" stacked.grouped -o stacked.amp
+	run amp-emit --machine "$m/machine-18.yaml" --model "$m/vit-stacked-home.yaml" stacked.grouped -o stacked.amp
 	assert_success
-	run --separate-stderr amp-run stacked.amp
+	run --separate-stderr amp-run --machine "$m/machine-18.yaml" stacked.amp
 	assert_success
 	assert_line --index 1 "reference: FP32 from the model's ops (stacked.amp(MODEL))"
 	for t in h enc pooled; do

@@ -38,7 +38,7 @@ model_with() {
 # total MODEL: the whole plan's cycles as the descent judges them.
 total() {
 	amp-plan --machine "$M18" "$1" | amp-compose | amp-expand | amp-exchange |
-		amp-group --schedule record | amp-capture | jq .summary.total_cycles
+		amp-group --schedule record | amp-capture --machine "$M18" | jq .summary.total_cycles
 }
 
 @test "plan --explain shows the descent: the greedy plan's cycles, each change tried, the one kept" {
@@ -95,9 +95,9 @@ total() {
 
 @test "a descent plan runs byte-exact after every phase" {
 	amp-plan --machine "$M18" "$VIT" | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
-	run amp-emit --model "$VIT" -o prog g.yaml
+	run amp-emit --machine "$M18" --model "$VIT" -o prog g.yaml
 	assert_success
-	run --separate-stderr amp-run prog
+	run --separate-stderr amp-run --machine "$M18" prog
 	assert_success
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
 }

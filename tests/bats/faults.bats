@@ -36,6 +36,11 @@ FAULTS=$ROOT/tests/faults
 				caught=$((caught + 1)) || echo "# $file: not caught as '$re' ($status: $stderr)" >&3
 			rm -f out.amp
 			;;
+		plan)
+			run --separate-stderr amp-plan "$FAULTS/$file" -o out.yaml
+			[ "$status" = 1 ] && [ ! -e out.yaml ] && [[ $stderr =~ ^amp-plan:\ .*$re ]] &&
+				caught=$((caught + 1)) || echo "# $file: not caught as '$re' ($status: $stderr)" >&3
+			;;
 		sweep)
 			run --separate-stderr amp-sweep jobs -o sw "$FAULTS/$file"
 			[ "$status" = 1 ] && [ ! -e sw ] && [[ $stderr =~ ^amp-sweep:\ .*$re ]] &&

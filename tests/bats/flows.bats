@@ -324,7 +324,7 @@ check_table() {
 	flow capture MODEL=$BUDGET LIMITS='--table-budget 8'
 	assert_success
 	refute_output --partial 'bin/amp-group'
-	assert_output --partial 'amp-capture --table-budget 8'
+	assert_output --regexp 'amp-capture --machine [^ ]+ --table-budget 8 '
 	run stat -c %.9Y "$ARTS/flow-budget/grouped.yaml.zst"
 	assert_output "$before"
 	run grep -c 'against the budget 8: OVER' "$ARTS/flow-budget/summary.txt"
@@ -378,7 +378,7 @@ check_table() {
 @test "LIMITS with --sram-limit reaches amp-emit and not amp-capture" {
 	flow capture MODEL=$TINY LIMITS='--sram-limit 600000 --table-budget 4096'
 	assert_success
-	assert_line --regexp '^[^ ]*bin/amp-capture --table-budget 4096 --tiles [^ ]+ -o '
+	assert_line --regexp '^[^ ]*bin/amp-capture --machine [^ ]+ --table-budget 4096 --tiles [^ ]+ -o '
 	refute_line --regexp 'amp-capture .*--sram-limit'
 	# amp-emit's report (its recipe is silent) names the SRAM limit it used
 	assert_output --regexp 'largest SRAM use: tile [0-9]+, [0-9]+ bytes .* of 600000 available'

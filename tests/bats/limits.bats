@@ -3,7 +3,10 @@
 # past the SRAM planned data may use (sram_bytes - reserved_bytes, or
 # --sram-limit), and a machine whose SRAM a program's 32-bit addresses
 # cannot reach. The boundary: a placement ending exactly at the top is
-# emitted; one byte further is not.
+# emitted; one byte further is not. Limits come from the machine file:
+# amp-emit, amp-capture and amp-run refuse a stage header that differs
+# from it, and a machine file other than the one the stage was planned
+# with (by the provenance's hash).
 
 load common
 bats_require_minimum_version 1.5.0
@@ -42,14 +45,81 @@ at() {
 	[[ $stderr == *"beyond the 600 available for planned data (--sram-limit)"* ]] || fail "$stderr"
 }
 
-@test "a machine header with more SRAM than 32-bit addresses reach is refused" {
-	sed -e 's/sram_bytes: 638976/sram_bytes: 4294967297/' "$G" >big.yaml
-	grep -q 'sram_bytes: 4294967297' big.yaml || fail "no sram_bytes to raise"
-	run --separate-stderr amp-emit -o prog big.yaml
+# lowered SRAM: tiny-mlp planned, lowered and emitted on amp1472 with
+# sram_bytes SRAM (machine file m.yaml), emit's status and stderr in run's
+lowered_on() {
+	sed "s/^sram_bytes: 638976 /sram_bytes: $1 /" "$MACHINES/amp1472.yaml" >m.yaml
+	grep -q "^sram_bytes: $1 " m.yaml || fail "no sram_bytes to set"
+	amp-plan --machine m.yaml "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
+	run --separate-stderr amp-emit --machine m.yaml -o prog g.yaml
+}
+
+@test "a machine with more SRAM than 32-bit addresses reach is refused" {
+	lowered_on 4294967297
 	assert_failure 1
 	[[ $stderr == *"sram_bytes 4294967297 is over 4294967296: a program's addresses are 32 bits"* ]] || fail "$stderr"
+	[ ! -e prog ]
 	# exactly 2^32 is within reach
-	sed -e 's/sram_bytes: 638976/sram_bytes: 4294967296/' "$G" >edge.yaml
-	run --separate-stderr amp-emit -o prog edge.yaml
+	lowered_on 4294967296
 	assert_success
+}
+
+@test "limits come from the machine file: a stage header that raises one is refused by amp-emit, amp-capture and amp-run" {
+	# max_transfer_bytes raised in the header, and one send longer than the machine allows
+	sed -e 's/max_transfer_bytes: 16592/max_transfer_bytes: 65536/' "$G" |
+		awk '!done && / kind: send, len: [0-9]+, / { sub(/ len: [0-9]+,/, " len: 51200,"); done = 1 } { print }' >raised.yaml
+	grep -q 'max_transfer_bytes: 65536' raised.yaml && grep -q 'len: 51200,' raised.yaml || fail "not edited"
+	local msg="the stage's machine header has max_transfer_bytes 65536; machine file 'amp1472.yaml' has 16592 (limits and rates come from the machine file, not from the stage)"
+	run --separate-stderr amp-emit -o prog raised.yaml
+	assert_failure 1
+	assert_equal "$stderr" "amp-emit: 'raised.yaml': $msg"
+	[ ! -e prog ]
+	run --separate-stderr amp-capture -o cap.json raised.yaml
+	assert_failure 1
+	assert_equal "$stderr" "amp-capture: 'raised.yaml': $msg"
+	[ ! -e cap.json ]
+	# a program whose embedded stage raises it, its hash made to match
+	# (tests/bad/programs.py)
+	run --separate-stderr amp-run "$BAD/program-raised-header.amp"
+	assert_failure 1
+	assert_equal "$stderr" "amp-run: '$BAD/program-raised-header.amp': $msg"
+	# a study override is the program's own: amp-emit's provenance record names it
+	amp-emit --table-budget 100000 --fragment-limit=9999 -o over.amp "$G"
+	run amp-run over.amp
+	assert_success
+	run amp-capture over.amp
+	assert_success
+	# the same budget in a stage's header, with no amp-emit record naming it
+	sed 's/table_budget_bytes: 81920/table_budget_bytes: 100000/' "$G" >budget.yaml
+	run --separate-stderr amp-capture budget.yaml
+	assert_failure 1
+	[[ $stderr == *"header has table_budget_bytes 100000; machine file 'amp1472.yaml' has 81920 "* ]] || fail "$stderr"
+}
+
+@test "the machine file must be the one the stage was planned with: by hash, found by name, or named with --machine" {
+	amp-emit -o prog "$G"             # found in the shared machines by its recorded name
+	cp "$MACHINES/amp1472.yaml" edited.yaml
+	echo "# a comment changes the hash" >>edited.yaml
+	run --separate-stderr amp-emit --machine edited.yaml -o prog2 "$G"
+	assert_failure 1
+	[[ $stderr == "amp-emit: '$G': machine file 'edited.yaml' (fnv1a "*") is not the one the stage was planned with ('amp1472.yaml', fnv1a f17cfd9f1ece4dc0): plan again, or name that file with --machine FILE" ]] ||
+		fail "$stderr"
+	[ ! -e prog2 ]
+	run --separate-stderr amp-run --machine edited.yaml prog
+	assert_failure 1
+	[[ $stderr == *"is not the one the stage was planned with"* ]] || fail "$stderr"
+	# a stage planned with a machine file the shared directory does not hold
+	cp "$MACHINES/amp1472.yaml" mine.yaml
+	echo "# mine" >>mine.yaml
+	amp-plan --machine mine.yaml "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
+	run --separate-stderr amp-emit -o prog3 g.yaml
+	assert_failure 1
+	[[ $stderr == "amp-emit: 'g.yaml': the stage was planned with machine file 'mine.yaml' (fnv1a "*"), which is not in "*"/machines: name it with --machine FILE" ]] ||
+		fail "$stderr"
+	amp-emit --machine mine.yaml -o prog3 g.yaml
+	run amp-run --machine mine.yaml prog3
+	assert_success
+	run --separate-stderr amp-run prog3
+	assert_failure 1
+	[[ $stderr == *"'mine.yaml'"*"name it with --machine FILE" ]] || fail "$stderr"
 }

@@ -62,11 +62,24 @@ awk '{ print } !done && /^- \{step: 15, kind: local, / {
 # placement-reserved: x@canon moved into the reserved top of SRAM
 sed 's/^\(- {name: x@canon, .*addr: \)512}$/\1600000}/' "$G" > $F/placement-reserved.yaml
 # address-32bit: sram_bytes raised to 2^33 in the header and x@canon moved
-# past 2^32, where a program's 32-bit addresses would wrap
+# past 2^32, where a program's 32-bit addresses would wrap (the header is
+# not the machine file's: limits come from the machine)
 sed -e 's/sram_bytes: 638976/sram_bytes: 8589934592/' -e 's/^\(- {name: x@canon, .*addr: \)512}$/\14294967808}/' \
 	"$G" > $F/address-32bit.yaml
+# raised-transfer-limit: max_transfer_bytes raised to 65536 in the header,
+# and the first send made 51200 bytes long
+sed 's/max_transfer_bytes: 16592/max_transfer_bytes: 65536/' "$G" |
+	awk '!done && / kind: send, len: [0-9]+, / { sub(/ len: [0-9]+,/, " len: 51200,"); done = 1 } { print }' \
+	> $F/raised-transfer-limit.yaml
+# loop-bomb: the first one-fragment multicast made a family of 10^9 members
+awk '!done && / kind: send, .*loops: \[\]/ { sub(/loops: \[\]/, "loops: [[1000000000, 0, 0, 0, 0]]"); done = 1 } { print }' \
+	"$G" > $F/loop-bomb.yaml
+# huge-batch (a model, for amp-plan): tiny-mlp with a batch of 10^9
+sed 's/shape: \[2, 37, 80\]/shape: [1000000000, 37, 80]/' share/models/tiny-mlp.yaml > $F/huge-batch.model.yaml
+# rows-3g: a program whose ROWS zstd frame decodes to 3 GiB (tests/bad/programs.py)
+cp tests/bad/program-rows-3g.amp $F/rows-3g.amp
 # stage-rows-mismatch: a program whose STAGE moves one destination by 32
 # bytes, its hash made to match (tests/bad/programs.py)
 cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp
-for f in $(ls $F/*.yaml | grep -v /sweep-); do cmp -s "$G" "$f" && { echo "make.sh: $f is unchanged" >&2; exit 1; }; done
+for f in $(ls $F/*.yaml | grep -v -e /sweep- -e '\.model\.yaml$'); do cmp -s "$G" "$f" && { echo "make.sh: $f is unchanged" >&2; exit 1; }; done
 echo "wrote $(ls $F/*.yaml $F/*.amp | wc -l) faults"
