@@ -6,6 +6,9 @@
 .SUFFIXES:
 SHELL := /bin/bash
 
+include pipelines/art.mk
+ifeq ($(FLOW_LOCK_WRAP),)
+
 CC      ?= cc
 PKGS    := yaml-0.1 libzstd
 CFLAGS  ?= -O2 -g
@@ -150,3 +153,4 @@ help:
 clean:
 	rm -rf build bin
 
+endif   # FLOW_LOCK_WRAP

@@ -26,11 +26,13 @@ $(ART)/limits.flags: FORCE | $(ART)
 # always says which, so the flow goes on to the capture either way.
 # A recipe that writes $@.tmp removes it however it ends (an interrupt too).
 $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
-	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --machine $(MACHINE) --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
+	@$(call stale,$@)
+	@set -e; trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --machine $(MACHINE) --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
 		echo "program: $(ART)/program.amp ($$(wc -c < $(ART)/program.amp) bytes)" >> $@.tmp; \
 	else \
 		rm -f $(ART)/program.amp; \
-		echo "program: not written (a limit is exceeded; see above)" >> $@.tmp; \
+		if grep -q '^amp-emit: cannot \(write\|create\|rename\|open\)' $@.tmp; then cat $@.tmp >&2; exit 1; fi; \
+		echo "program: not written (amp-emit refused it; its reason is above)" >> $@.tmp; \
 	fi; mv $@.tmp $@
 
 # amp-capture reports against the table budget and the fragment limit;
@@ -40,10 +42,11 @@ $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
 capture_limits = $(filter-out --sram-limit=%,$(subst --sram-limit ,--sram-limit=,$(LIMITS)))
 
 $(ART)/capture.json: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.flags
+	@$(call stale,$@)
 	$(BIN)/amp-capture --machine $(MACHINE) $(capture_limits) --tiles $(ART)/tiles.tsv -o $@ $<
 
 $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
-	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \
+	@set -e -o pipefail; trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; { jq -r -f $(JQ)/summary-head.jq $<; \
 	  echo; { printf 'op\tcompute\texchange\tsync\tlocal_copy\ttotal\n'; \
 	  jq -r -f $(JQ)/op-table.jq $<; } | column -t -s '	'; \
 	  echo; echo "phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles and floor over every run; ratio: cycles / floor)"; \
@@ -52,7 +55,7 @@ $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 	  echo; echo "top movement classes by receiver payload"; \
 	  { printf 'phase\top.operand\ttensor\tmovement\tsends\treceiver_bytes\treplication\n'; \
 	  jq -r --argjson n 10 -f $(JQ)/top-classes.jq $<; } | column -t -s '	'; \
-	  echo; grep -Ev '^amp-emit: tile [0-9]+: [0-9]+ bytes \(tensors ' $(ART)/emit.txt | sed 's/^amp-emit: //'; } > $@.tmp && mv $@.tmp $@
+	  echo; grep -Ev '^amp-emit: tile [0-9]+: [0-9]+ bytes \(tensors ' $(ART)/emit.txt | sed 's/^amp-emit: //'; } > $@.tmp; mv $@.tmp $@
 
 capture: all $(ART)/summary.txt
 	@cat $(ART)/summary.txt

@@ -13,12 +13,15 @@ $(ART)/group.flags: FORCE | $(ART)
 	@echo '$(GROUP_FLAGS)' | cmp -s - $@ || echo '$(GROUP_FLAGS)' > $@
 
 $(ART)/expanded.yaml.zst: $(ART)/composed.yaml $(BIN)/amp-expand
+	@$(call stale,$@)
 	$(BIN)/amp-expand -z -o $@ $<
 
 $(ART)/exchange.yaml.zst: $(ART)/expanded.yaml.zst $(BIN)/amp-exchange
+	@$(call stale,$@)
 	$(BIN)/amp-exchange -z -o $@ $<
 
 $(ART)/grouped.yaml.zst: $(ART)/exchange.yaml.zst $(BIN)/amp-group $(ART)/group.flags
+	@$(call stale,$@)
 	$(BIN)/amp-group $(GROUP_FLAGS) -z -o $@ $<
 
 lower: all $(ART)/grouped.yaml.zst

@@ -10,29 +10,25 @@
 #                  model with amp-run (byte-exact movement and the cosine)
 #   make regen     rewrites the golden files in tests/golden/
 
-MODEL   ?= share/models/siglip-mlp.yaml
-MACHINE ?= share/machines/amp1472.yaml
 PLAN_FLAGS ?=
-NAME    := $(basename $(notdir $(MODEL)))
-# Where the flows write: ARTIFACTS/NAME by default; ART= names another
-# directory (two models with the same basename, two variants of one).
-ARTIFACTS ?= artifacts
-ART     ?= $(ARTIFACTS)/$(NAME)
+# MODEL, MACHINE, NAME, ARTIFACTS and ART: pipelines/art.mk
 
 .PHONY: plan demo regen FORCE
 comma := ,
 
-# The flows' goals need their inputs: a missing MODEL or MACHINE is an
-# error before anything runs, never an older model's results.
-FLOW_GOALS := plan lower capture validate report
-ifneq ($(filter $(FLOW_GOALS),$(MAKECMDGOALS)),)
-ifeq ($(wildcard $(MODEL)),)
-$(error MODEL=$(MODEL): no such file)
-endif
-ifeq ($(wildcard $(MACHINE)),)
-$(error MACHINE=$(MACHINE): no such file)
-endif
-endif
+# stale FILE: the command that removes FILE and what is made from it
+# (ART's files in the order the flows make them; emit.txt and
+# capture.json both come from grouped.yaml.zst, and only summary.txt and
+# the report from them). Each flow recipe runs it first: when a stage
+# fails, nothing from an earlier run of it or after it stays looking
+# current (make would keep an unchanged target).
+flow_files := plan.yaml plan.txt composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst emit.txt \
+	program.amp capture.json tiles.tsv summary.txt report.html report
+flow_from = $(if $(2),$(if $(filter $(1),$(firstword $(2))),$(2),$(call flow_from,$(1),$(wordlist 2,99,$(2)))))
+flow_tail := summary.txt report.html report
+stale = rm -rf $(addprefix $(ART)/,$(if $(filter emit.txt,$(notdir $(1))),emit.txt program.amp $(flow_tail),$(if \
+	$(filter capture.json,$(notdir $(1))),capture.json tiles.tsv $(flow_tail),$(call flow_from,$(notdir $(1)),$(flow_files)))))
+
 
 # A file per flag variable, rewritten only when the flags change, so that
 # changing flags remakes what they affect and nothing else.
@@ -57,9 +53,11 @@ $(ART):
 	mkdir -p $@
 
 $(ART)/plan.yaml $(ART)/plan.txt &: $(MODEL) $(MACHINE) $(BIN)/amp-plan $(ART)/plan.flags $(ART)/inputs.flags | $(ART)
+	@$(call stale,plan.yaml)
 	$(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --explain -o $(ART)/plan.yaml $(MODEL) > $(ART)/plan.txt
 
 $(ART)/composed.yaml: $(ART)/plan.yaml $(BIN)/amp-compose
+	@$(call stale,$@)
 	$(BIN)/amp-compose -o $@ $<
 
 plan: all $(ART)/composed.yaml

@@ -282,7 +282,7 @@ check_table() {
 	for f in emit.txt summary.txt; do
 		run cat "$a/$f"
 		assert_line --regexp '(^|: )tile [0-9]+: exchange tables need [0-9]+ bytes .*over the table budget of 8 bytes \(--table-budget\)$'
-		assert_line 'program: not written (a limit is exceeded; see above)'
+		assert_line 'program: not written (amp-emit refused it; its reason is above)'
 		refute_line --regexp '^program: /'
 	done
 }
@@ -297,7 +297,7 @@ check_table() {
 	assert_success
 	assert [ ! -e "$ARTS/flow-budget/program.amp" ]
 	run cat "$ARTS/flow-budget/summary.txt"
-	assert_line 'program: not written (a limit is exceeded; see above)'
+	assert_line 'program: not written (amp-emit refused it; its reason is above)'
 }
 
 @test "make experiment-weights prints direct and forward side by side with a total row" {

@@ -94,6 +94,13 @@ lowered_on() {
 	run --separate-stderr amp-capture budget.yaml
 	assert_failure 1
 	[[ $stderr == *"header has table_budget_bytes 100000; machine file 'amp1472.yaml' has 81920 "* ]] || fail "$stderr"
+	# a rate: the matrix unit's fp8 MACs per cycle
+	sed 's/amp_macs_per_cycle: {fp16: 64, fp8: 128}/amp_macs_per_cycle: {fp16: 64, fp8: 256}/' "$G" >macs.yaml
+	grep -q 'fp8: 256}' macs.yaml || fail "no rate to raise"
+	run --separate-stderr amp-capture macs.yaml
+	assert_failure 1
+	[[ $stderr == *"header has amp_macs_per_cycle {fp16: 64, fp8: 256}; machine file 'amp1472.yaml' has {fp16: 64, fp8: 128} "* ]] ||
+		fail "$stderr"
 }
 
 @test "the machine file must be the one the stage was planned with: by hash, found by name, or named with --machine" {

@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# The make flows never claim success over a partial result: one make at a
+# time writes an artifacts directory (the second waits for the first's
+# lock, then finds everything up to date); a killed run's temporaries are
+# removed by the next; a stage that fails leaves nothing made from its
+# earlier run looking current; a full disk fails the flow, naming the
+# write that failed.
+
+load common
+bats_require_minimum_version 1.5.0
+
+TINY=tests/models/flow-tiny.yaml
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	ART=$BATS_TEST_TMPDIR/art
+	private_bin
+}
+
+teardown() {
+	mountpoint -q "$BATS_TEST_TMPDIR/small" 2>/dev/null && umount "$BATS_TEST_TMPDIR/small"
+	return 0
+}
+
+# flow TARGET [VAR=VALUE...]: make TARGET in the repo with the private BIN, into ART
+flow() {
+	run --separate-stderr make -C "$ROOT" --no-print-directory "$@" "${SAN_ARG[@]}" BIN="$BIN" ART="$ART"
+}
+
+@test "a second make on the same artifacts waits for the first's lock, then finds its results current" {
+	flow capture MODEL=$TINY
+	assert_success
+	cp "$ART/summary.txt" before.txt
+	# another make holds the lock for 2 seconds
+	flock "$ART/.lock" sleep 2 &
+	sleep 0.3
+	flow capture MODEL=$TINY LIMITS='--table-budget 4096'
+	assert_success
+	wait
+	[[ $stderr == *"make: another make is writing $ART; waiting for it"* ]] || fail "no word of the wait: $stderr"
+	grep -q 'against the budget 4096' "$ART/summary.txt" || fail "the second make's summary is not whole"
+	# two at once: both succeed, and the summary is the last one's, whole
+	make -C "$ROOT" -s "${SAN_ARG[@]}" BIN="$BIN" ART="$ART" capture MODEL=$TINY >one.out 2>&1 &
+	local one=$!
+	flow capture MODEL=$TINY
+	assert_success
+	wait "$one" || fail "the other make failed: $(cat one.out)"
+	cmp -s before.txt "$ART/summary.txt" || fail "summary.txt is not the default limits' one"
+}
+
+@test "a killed run's temporaries are removed by the next run" {
+	flow capture MODEL=$TINY
+	assert_success
+	touch "$ART/capture.json.tmp.12345" "$ART/tiles.tsv.tmp.999" "$ART/summary.txt.tmp" "$ART/emit.txt.tmp"
+	mkdir "$ART/report.tmp"
+	flow capture MODEL=$TINY
+	assert_success
+	run ls -A "$ART"
+	refute_output --partial ".tmp"
+}
+
+@test "a stage that fails removes what was made from its earlier run" {
+	cp "$ROOT/$TINY" m.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m.yaml"
+	assert_success
+	local f
+	for f in plan.yaml composed.yaml grouped.yaml.zst emit.txt program.amp capture.json summary.txt; do
+		[ -s "$ART/$f" ] || fail "no $f"
+	done
+	# a pin amp-plan refuses: nothing downstream of the plan may stay
+	sed -i 's/^  mlp_down: {grid: \[[0-9, ]*\]/  mlp_down: {grid: [1000, 1, 1]/' m.yaml
+	grep -q 'grid: \[1000, 1, 1\]' m.yaml || fail "no pin to break"
+	flow capture MODEL="$BATS_TEST_TMPDIR/m.yaml"
+	assert_failure
+	for f in plan.yaml plan.txt composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst emit.txt program.amp \
+		capture.json tiles.tsv summary.txt; do
+		[ ! -e "$ART/$f" ] || fail "$f from the earlier run is still there"
+	done
+}
+
+@test "a full disk fails the flow, naming the write that failed, and a rerun with room finishes it" {
+	[ "$(id -u)" = 0 ] || skip "mounting a small file system needs root"
+	mkdir small
+	mount -t tmpfs -o size=80k tmpfs small 2>/dev/null || skip "cannot mount a tmpfs here"
+	ART=$BATS_TEST_TMPDIR/small/art
+	flow capture MODEL=tests/models/flow-budget.yaml
+	assert_failure
+	[[ $stderr == *"No space left on device"* ]] || fail "the cause is not named: $stderr"
+	[ ! -s "$ART/summary.txt" ] || fail "a summary over a partial result"
+	# no empty file passes for a result on the next run
+	umount small
+	mkdir -p small/art
+	flow capture MODEL=tests/models/flow-budget.yaml
+	assert_success
+	[ -s "$ART/summary.txt" ] && [ -s "$ART/plan.txt" ] || fail "the rerun did not finish"
+}
