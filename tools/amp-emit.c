@@ -269,8 +269,13 @@ int main(int argc, char **argv)
 	char *mtext = NULL, *stext = NULL;
 	size_t mlen = 0, slen = 0;
 	if (model_path && (input_slurp(model_path, &mtext, &mlen, &e) ||
-			   (scales_path && input_slurp(scales_path, &stext, &slen, &e)) ||
-			   run_check_texts(&pl, mtext, mlen, model_path, stext, slen, scales_path, &e)))
+			   (scales_path && input_slurp(scales_path, &stext, &slen, &e))))
+		fail(&e);
+	if (model_path)
+		check_planned_file(&pl, "model", mtext, mlen, model_path, in_path);
+	if (scales_path)
+		check_planned_file(&pl, "scales", stext, slen, scales_path, in_path);
+	if (model_path && run_check_texts(&pl, mtext, mlen, model_path, stext, slen, scales_path, &e))
 		fail(&e);
 	Prov pr;                /* the program's STAGE text records this run too */
 	tool_prov(&pr, argc, argv, optind);

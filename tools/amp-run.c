@@ -121,13 +121,25 @@ static void calibrate(const char *model_path, const char *machine_path, const ch
 
 /* The model (and scales) the program claims to lower: --model (--scales)
  * or the ones amp-emit --model embedded. 0 when there is none. */
-static int claimed_model(const Program *prog, const char *in_path, const char *model_path,
+static int claimed_model(const Program *prog, const Plan *pl, const char *in_path, const char *model_path,
 			 const char *scales_path, Model *md, Scales *sc, int *has_sc, char *name, size_t nn)
 {
 	Err e;
 	const char *p = in_path ? in_path : "<stdin>";
 	*has_sc = 0;
 	if (model_path) {
+		/* the files the program was planned from, by their hashes */
+		char *text;
+		size_t len;
+		for (int k = 0; k < 2; k++) {
+			const char *path = k ? scales_path : model_path;
+			if (!path)
+				continue;
+			if (input_slurp(path, &text, &len, &e))
+				fail(&e);
+			check_planned_file(pl, k ? "scales" : "model", text, len, path, in_path);
+			free(text);
+		}
 		snprintf(name, nn, "%s", model_path);
 		if (model_load(md, model_path, &e) || (scales_path && scales_load(sc, scales_path, &e)))
 			fail(&e);
@@ -136,6 +148,9 @@ static int claimed_model(const Program *prog, const char *in_path, const char *m
 	}
 	if (!prog->model)
 		return 0;
+	check_planned_file(pl, "model", prog->model, prog->model_len, "<embedded MODEL>", in_path);
+	if (prog->scales)
+		check_planned_file(pl, "scales", prog->scales, prog->scales_len, "<embedded SCALES>", in_path);
 	char mname[4200], sname[4200];
 	snprintf(mname, sizeof mname, "%s(MODEL)", p);
 	snprintf(sname, sizeof sname, "%s(SCALES)", p);
@@ -263,7 +278,7 @@ int main(int argc, char **argv)
 	ModelRef mr;
 	memset(&mr, 0, sizeof mr);
 	char mname[4200];
-	int has_sc, has_model = claimed_model(&prog, in_path, model_path, scales_path, &md, &sc, &has_sc, mname,
+	int has_sc, has_model = claimed_model(&prog, &pl, in_path, model_path, scales_path, &md, &sc, &has_sc, mname,
 					      sizeof mname);
 	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
 		fail(&e);

@@ -287,14 +287,58 @@ static inline void prov_option(const char *options, const char *opt, int64_t *v)
 	}
 }
 
-static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
+/* The file amp-plan's provenance record names in role ("model",
+ * "machine", "scales"), or NULL; *planned (when not NULL) is set when the
+ * stage has an amp-plan record at all. */
+static inline const ProvFile *planned_file(const Plan *pl, const char *role, int *planned)
 {
 	const ProvFile *rec = NULL;
-	char buf[4096 + 256], hex[2][17];
-	for (int i = 0; i < pl->nprov; i++)
-		for (int k = 0; !strcmp(pl->prov[i].tool, "amp-plan") && k < pl->prov[i].nf; k++)
-			if (!strcmp(pl->prov[i].f[k].role, "machine"))
+	if (planned)
+		*planned = 0;
+	for (int i = 0; i < pl->nprov; i++) {
+		if (strcmp(pl->prov[i].tool, "amp-plan"))
+			continue;
+		if (planned)
+			*planned = 1;
+		for (int k = 0; k < pl->prov[i].nf; k++)
+			if (!strcmp(pl->prov[i].f[k].role, role))
 				rec = &pl->prov[i].f[k];
+	}
+	return rec;
+}
+
+/* The model or scales text given with a stage (shown: its name) must be
+ * the file amp-plan planned from, by the FNV-1a its provenance records;
+ * scales given to a stage planned without them are refused. A stage
+ * without an amp-plan record, or a model record (made or edited by
+ * hand), has nothing to compare: the check of stage against model runs.
+ * Fails on error, naming the input (in_path, NULL for stdin). */
+static inline void check_planned_file(const Plan *pl, const char *role, const void *text, size_t len,
+				      const char *shown, const char *in_path)
+{
+	int planned;
+	const ProvFile *rec = planned_file(pl, role, &planned);
+	uint64_t h = fnv1a(text, len);
+	char hex[2][17];
+	if (!planned || (rec && rec->fnv1a == h) || (!rec && strcmp(role, "scales")))
+		return;
+	tool_failing = 1;
+	prov_hex(h, hex[0]);
+	if (!rec)
+		fprintf(stderr, "%s: '%s': the stage was planned without a %s file; '%s' (fnv1a %s) is not its %s\n",
+			tool_name, in_path ? in_path : "<stdin>", role, shown, hex[0], role);
+	else {
+		prov_hex(rec->fnv1a, hex[1]);
+		fprintf(stderr, "%s: '%s': %s file '%s' (fnv1a %s) is not the one the stage was planned from ('%s', "
+			"fnv1a %s)\n", tool_name, in_path ? in_path : "<stdin>", role, shown, hex[0], rec->name, hex[1]);
+	}
+	exit(EXIT_BAD);
+}
+
+static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
+{
+	const ProvFile *rec = planned_file(pl, "machine", NULL);
+	char buf[4096 + 256], hex[2][17];
 	if (!path && rec) {
 		snprintf(buf, sizeof buf, "%s/machines/%s", share_dir(), rec->name);
 		if (strchr(rec->name, '/') || access(buf, R_OK))

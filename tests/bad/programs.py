@@ -124,3 +124,10 @@ write('program-raised-header.amp', build([[1, 0, st3], sa[1], sa[2], [4, 0, fnv1
 big = subprocess.run('head -c 3221225472 /dev/zero | zstd -q -19 --stream-size=3221225472 -c', shell=True,
                      capture_output=True, check=True).stdout
 write('program-rows-3g.amp', build(replace(sa, 2, 1, big)))
+
+# a model whose layernorm reads its scale and bias swapped (gamma and beta),
+# embedded with its own hash right: the stage's provenance records the
+# model it was planned from, whose hash this is not
+wired = model.replace(b'scale: ln_s, bias: ln_b', b'scale: ln_b, bias: ln_s', 1)
+assert wired != model
+write('program-model-wiring.amp', build(sa + [[5, 0, fnv1a(wired) + wired]]))

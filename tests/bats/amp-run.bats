@@ -468,7 +468,15 @@ runs_pooled() {
 	sed 's/^outputs: \[z\]$/outputs: [z, h]/' "$MODELS/tiny-mlp.yaml" > more.yaml
 	run grep -c '^outputs: \[z, h\]$' more.yaml
 	assert_output 1
+	# the stage records the model it was planned from: another is refused by its hash
 	run --separate-stderr amp-run --model more.yaml --scales "$TINY_SCALES" "$TINY_PROG"
+	assert_failure 1
+	[[ $stderr == *"model file 'more.yaml' (fnv1a "*") is not the one the stage was planned from"* ]] || fail "$stderr"
+	# a stage whose provenance names no model file: the check of stage against model names it
+	sed '/^- {tool: amp-plan, /s/{role: model, [^}]*}, //' "$ROOT/tests/golden/tiny-mlp/grouped.yaml" >noprov.yaml
+	grep -q '^- {tool: amp-plan, .*files: \[{role: machine' noprov.yaml || fail "the model record is still there"
+	amp-emit -o np.amp noprov.yaml
+	run --separate-stderr amp-run --model more.yaml np.amp
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_regex "$stderr" "^amp-run: more.yaml:[0-9]+:[0-9]+: tensor 'h' is an output of the model but not an output of the stage$"

@@ -163,3 +163,31 @@ chain() {
 		assert_regex "$stderr" "^amp-compose: $(re_quote "$BAD/$f.yaml"):7:[0-9]+: "
 	done
 }
+
+@test "the model and scales given with a stage must be the files amp-plan planned from, by the provenance's hash" {
+	local G=$ROOT/tests/golden/tiny-mlp/grouped.yaml
+	amp-emit --model "$MODELS/tiny-mlp.yaml" -o good.amp "$G"
+	# a model with one edit: amp-emit and amp-run --model refuse it
+	sed 's/eps: 1e-6/eps: 1e-5/' "$MODELS/tiny-mlp.yaml" >edited.yaml
+	run --separate-stderr amp-emit --model edited.yaml -o bad.amp "$G"
+	assert_failure 1
+	[[ $stderr == "amp-emit: '$G': model file 'edited.yaml' (fnv1a "*") is not the one the stage was planned from ('tiny-mlp.yaml', fnv1a 42da0e4b0878909c)" ]] ||
+		fail "$stderr"
+	[ ! -e bad.amp ]
+	run --separate-stderr amp-run --model edited.yaml good.amp
+	assert_failure 1
+	[[ $stderr == "amp-run: 'good.amp': model file 'edited.yaml' "*"is not the one the stage was planned from"* ]] || fail "$stderr"
+	# an embedded model with its wiring edited and its own hash right
+	run --separate-stderr amp-run "$BAD/program-model-wiring.amp"
+	assert_failure 1
+	[[ $stderr == *"model file '<embedded MODEL>' (fnv1a "*") is not the one the stage was planned from ('tiny-mlp.yaml', "* ]] ||
+		fail "$stderr"
+	# scales for a stage planned without them
+	printf 'amp-scales: 1\nscales: {}\n' >s.yaml
+	run --separate-stderr amp-emit --model "$MODELS/tiny-mlp.yaml" --scales s.yaml -o bad.amp "$G"
+	assert_failure 1
+	[[ $stderr == *"the stage was planned without a scales file; 's.yaml' (fnv1a "*") is not its scales" ]] || fail "$stderr"
+	# the planned model runs
+	run amp-run good.amp
+	assert_success
+}

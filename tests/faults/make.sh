@@ -78,6 +78,9 @@ awk '!done && / kind: send, .*loops: \[\]/ { sub(/loops: \[\]/, "loops: [[100000
 sed 's/shape: \[2, 37, 80\]/shape: [1000000000, 37, 80]/' share/models/tiny-mlp.yaml > $F/huge-batch.model.yaml
 # rows-3g: a program whose ROWS zstd frame decodes to 3 GiB (tests/bad/programs.py)
 cp tests/bad/program-rows-3g.amp $F/rows-3g.amp
+# model-wiring: a program embedding a model whose layernorm reads gamma and
+# beta swapped, its section hash right (tests/bad/programs.py)
+cp tests/bad/program-model-wiring.amp $F/model-wiring.amp
 # stage-rows-mismatch: a program whose STAGE moves one destination by 32
 # bytes, its hash made to match (tests/bad/programs.py)
 cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp
