@@ -4,7 +4,8 @@
  * machine's compute steps, run_gemm.c the matrix-product kernels,
  * run_exchange.c the exchange from the program's rows and run_program,
  * run_ref.c the FP32 references, the check against the model, the
- * comparison and the calibration); not a public header: lib/run.h stays
+ * comparison and the calibration, run_check.c the stage's steps against
+ * the model's ops); not a public header: lib/run.h stays
  * the module's contract. */
 #ifndef AMP_RUN_INT_H
 #define AMP_RUN_INT_H
@@ -15,6 +16,14 @@
 
 #include "run.h"
 #include "sim.h"
+
+/* ---- the stage's compute steps against the model's ops (run_check.c) ---- */
+
+/* Every compute step serves a model op (or a repeat's carry) in a kind
+ * it lowers to; every op but matmul and patchify has one step, reading
+ * the model's operands in order and writing its result, with the model's
+ * attention heads and score scale. Run by run_check_model. */
+int run_check_steps(const Plan *pl, const Model *m, Err *e);
 
 /* ---- numbers and timing (run.c) ---- */
 

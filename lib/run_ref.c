@@ -554,7 +554,7 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 			return err_at(e, f, op->line, op->col, "matmul '%s': the stage's GEMM record does not "
 				      "read and write the model's a, b, bias and out", op->name);
 	}
-	return 0;
+	return run_check_steps(pl, m, e);
 }
 
 int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *mname,

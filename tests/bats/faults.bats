@@ -21,7 +21,7 @@ FAULTS=$ROOT/tests/faults
 			[ "$status" = 1 ] && [ ! -e out.amp ] && [[ $stderr =~ ^amp-emit:\ .*$re ]] &&
 				caught=$((caught + 1)) || echo "# $file: not caught as '$re' ($status: $stderr)" >&3
 			;;
-		run | run-model)
+		run | run-model | run-vit)
 			prog=$FAULTS/$file
 			if [[ $file == *.yaml ]]; then
 				run amp-emit "$FAULTS/$file" -o out.amp
@@ -30,6 +30,7 @@ FAULTS=$ROOT/tests/faults
 			fi
 			local args=()
 			[ "$who" = run-model ] && args=(--model "$MODELS/tiny-mlp.yaml")
+			[ "$who" = run-vit ] && args=(--model "$ROOT/tests/models/vit-tiny.yaml")
 			run --separate-stderr amp-run "${args[@]}" "$prog"
 			[ "$status" = 1 ] && [ -z "$output" ] && [ "${#stderr_lines[@]}" = 1 ] &&
 				[[ $stderr =~ ^amp-run:\ .*$re ]] &&
