@@ -259,14 +259,6 @@ static inline void prov_path(Prov *pr, const char *role, const char *path)
 	free(d);
 }
 
-/* Checks the stage's machine header against the machine file, so that
- * limits and rates come from the machine, never from a stage's copy of
- * it. The file: path (--machine) if given; else the machine file amp-plan
- * recorded in the provenance, by its base name in share_dir()/machines;
- * else the default machine. When the provenance records a machine file,
- * the file's FNV-1a must be the one recorded; and the header must be the
- * file's machine, parameter by parameter. Fails on error, naming the
- * input (in_path, NULL for stdin). */
 /* The value of option opt (a count) in a provenance record's options, as
  * "opt N" or "opt=N": sets *v when present and well formed. */
 static inline void prov_option(const char *options, const char *opt, int64_t *v)
@@ -335,6 +327,14 @@ static inline void check_planned_file(const Plan *pl, const char *role, const vo
 	exit(EXIT_BAD);
 }
 
+/* Checks the stage's machine header against the machine file, so that
+ * limits and rates come from the machine, never from a stage's copy of
+ * it. The file: path (--machine) if given; else the machine file amp-plan
+ * recorded in the provenance, by its base name in share_dir()/machines;
+ * else the default machine. When the provenance records a machine file,
+ * the file's FNV-1a must be the one recorded; and the header must be the
+ * file's machine, parameter by parameter. Fails on error, naming the
+ * input (in_path, NULL for stdin). */
 static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
 {
 	const ProvFile *rec = planned_file(pl, "machine", NULL);
