@@ -307,7 +307,7 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	f->table = table[f->wt], f->frags = frags[f->wf];
 	f->peak = peak[f->ws], f->sram_table = table[f->ws];
 	f->excess = limit_excess(mc, f->table, f->frags, f->peak + f->sram_table);
-	if (want_cycles) {
+	if (want_cycles == FIT_CYCLES || (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
 		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
 		capture_metrics(&q, ph, NULL, &sum);
 		f->cycles = sum.total_cycles;
@@ -363,7 +363,7 @@ static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 int plan_check_fit(const Plan *pl, const Model *m, Err *e)
 {
 	Fit f;
-	plan_fit(pl, 0, &f);
+	plan_fit(pl, FIT_LIMITS, &f);
 	return fit_error(pl, m, &f, e);
 }
 
@@ -597,8 +597,8 @@ static void *own_run(void *arg)
 			model_floor(&w->pl[0], &f);
 			w->floor = f.compute;
 		}
-		if (!w->rc[i])
-			plan_fit(&w->pl[i], 0, &w->fit[i]);
+		if (!w->rc[i])          /* (its cycles on this thread: they rank it, and start the descent) */
+			plan_fit(&w->pl[i], w->o.objective == OBJ_CYCLES ? FIT_CYCLES_IF_FITS : FIT_LIMITS, &w->fit[i]);
 		w->built[i] = 1;
 		if (!w->rc[i] && fit_ok(&w->fit[i])) {
 			pthread_mutex_lock(&w->stop->mu);
@@ -672,20 +672,6 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 			*e = w[0].e[i];
 			mi = -1;
 			break;
-		}
-		if (two && o->objective == OBJ_CYCLES && !w[0].rc[i] && !w[1].rc[i] &&
-		    fit_ok(&w[0].fit[i]) && fit_ok(&w[1].fit[i])) {
-			/* Both fit: the fewer cycles wins (fit_better), the only
-			 * use of them. One after the other, so that at most one
-			 * whole plan's capture is in memory. */
-			for (int k = 0; k < 2; k++) {
-				Fit f;
-				plan_fit(&w[k].pl[i], 1, &f);
-				w[k].fit[i].cycles = f.cycles;
-			}
-			table_release();
-			expand_release();
-			trial_release();
 		}
 		mi = i, wi = 0;
 		if (two && (w[0].rc[i] ? !w[1].rc[i] : !w[1].rc[i] && fit_better(&w[1].fit[i], &w[0].fit[i], o->objective)))

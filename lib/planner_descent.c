@@ -83,7 +83,7 @@ static void try_build(const Work *w, Try *t)
 	o.no_fit_check = 1, o.fit = NULL, o.fell_back = NULL, o.descent = NULL;
 	if (build_one(&t->q, &held, w->mc, &o, NULL, w->h->margin, w->h->price, NULL, NULL, 0, &t->e) == 0) {
 		t->built = 1;
-		plan_fit(&t->q, 1, &t->f);
+		plan_fit(&t->q, FIT_CYCLES, &t->f);
 	}
 	free(ops);
 }
@@ -176,7 +176,7 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 	int64_t base = h->cycles;
 	if (base <= 0) {
 		Fit f;
-		plan_fit(pl, 1, &f);
+		plan_fit(pl, FIT_CYCLES, &f);
 		if (!fit_ok(&f))
 			return;
 		base = f.cycles;

@@ -120,6 +120,10 @@ int64_t base_load(Builder *b, int op);
 
 /* planner.c: the whole plan's lowering and check; one build (stop may be
  * NULL) */
+/* want_cycles: FIT_LIMITS (0) the limits alone; FIT_CYCLES (1) also the
+ * plan's total cycles (f->cycles, amp-capture's); FIT_CYCLES_IF_FITS
+ * those only when it fits (one lowering for both). */
+enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS };
 void plan_fit(const Plan *pl, int want_cycles, Fit *f);
 int fit_ok(const Fit *f);
 /* 1 and why (size bytes) when f does not fit: the tile and the figure;

@@ -165,9 +165,12 @@ static int add_row(void *ctx, int64_t t, const Instr *ins, int n)
 		}
 	}
 	if (id < 0) {
+		if ((p->nrow & (p->nrow - 1)) == 0) {  /* room doubles at each power of two */
+			size_t cap = (size_t)(p->nrow ? 2 * p->nrow : 1);
+			p->row = xrealloc(p->row, cap * sizeof *p->row);
+			p->row_len = xrealloc(p->row_len, cap * sizeof *p->row_len);
+		}
 		id = p->nrow++;
-		p->row = xrealloc(p->row, (size_t)p->nrow * sizeof *p->row);
-		p->row_len = xrealloc(p->row_len, (size_t)p->nrow * sizeof *p->row_len);
 		p->row[id] = xmalloc(b->row.n);
 		memcpy(p->row[id], b->row.b, b->row.n);
 		p->row_len[id] = (int64_t)b->row.n;

@@ -1,5 +1,6 @@
 /* amp-emit: grouped stage -> program (encoded exchange tables). */
 #include <getopt.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "capture.h"
@@ -201,6 +202,22 @@ static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 	return rc;
 }
 
+typedef struct {
+	const Plan *pl;
+	int report;
+	int64_t sram;
+	int rc;
+	Err e;
+} Limits;
+
+static void *limits_run(void *arg)
+{
+	Limits *l = arg;
+	l->rc = check_limits(l->pl, l->report, l->sram, &l->e);
+	table_release();                /* this thread's rows */
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -267,7 +284,7 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
-	if (check_stage(&pl, &e) || check_limits(&pl, report, sram, &e))
+	if (check_stage(&pl, &e))
 		fail(&e);
 	char *mtext = NULL, *stext = NULL;
 	size_t mlen = 0, slen = 0;
@@ -288,7 +305,23 @@ int main(int argc, char **argv)
 		prov_file(&pr, "scales", scales_path, stext, slen);
 	plan_add_prov(&pl, &pr);
 	prov_free(&pr);
-	if (program_build(&pl, &prog, &e))
+	/* The limits (a replay of every phase) on a second thread while the
+	 * program is built: both only read the plan, and nothing is written
+	 * before both are done; a limit passed is the error. */
+	Limits lim = { &pl, report, sram, 0, { { 0 } } };
+	pthread_t th;
+	int threaded = pthread_create(&th, NULL, limits_run, &lim) == 0;
+	if (!threaded)
+		limits_run(&lim);
+	int brc = program_build(&pl, &prog, &e);
+	if (threaded)
+		pthread_join(th, NULL);
+	if (lim.rc) {
+		if (!brc)
+			program_free(&prog);
+		fail(&lim.e);
+	}
+	if (brc)
 		fail(&e);
 	prog.model = mtext, prog.model_len = mlen;      /* freed with the program */
 	prog.scales = stext, prog.scales_len = slen;
