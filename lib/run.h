@@ -49,11 +49,14 @@ void run_cache_free(RunCache *c);
  * its parameters are encoded, or when it ends). */
 void run_cache_expect(RunCache *c);
 
+typedef struct OpCheck OpCheck;
+
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
 	uint64_t seed;
 	int quantized;          /* store values in their formats (0: raw fp32, for calibration) */
 	RunCache *cache;        /* NULL: nothing shared */
+	OpCheck *opcheck;       /* NULL: no per-op check (run_opcheck_new) */
 } RunOpts;
 
 /* val[t] for every input and parameter of pl (others NULL). */
@@ -68,6 +71,33 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
  * output. It follows the stage, so amp-run uses it only when the program
  * names no model; run_model_reference is the independent one. */
 int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **ref, Err *e);
+/* The per-op numerical check (docs/machine.md §8). run_program, given
+ * one in RunOpts, checks every model op after its last compute step, in
+ * every iteration: the op interpreted in FP32 by the model reference's
+ * code on the machine's own values of its inputs, against the machine's
+ * result. The relative L2 error ||machine - reference|| / ||reference||
+ * must be at most the op's tolerance: twice the sum of the unit roundoffs
+ * on its path (its result's format; a matmul's cast of a to fp8 and its
+ * fp16 K partials, one rounding per K part; OPCHECK_ARITH for the fp32
+ * arithmetic). The first op over it fails the run, named. An op with no
+ * compute step (patchify, on the host) is not checked. */
+typedef struct {
+	const char *op;
+	double worst, tol;      /* the largest relative L2 error over its runs; its tolerance */
+	int64_t worst_iter;     /* the iteration of the worst (-1: never run) */
+	int64_t runs;
+} OpCheckResult;
+/* m must be the stage's model (run_check_model); sc its scales or NULL. */
+OpCheck *run_opcheck_new(const Model *m, const Scales *sc, const Plan *pl, const RunOpts *o);
+/* Every model op's result so far (*r, one per op; returns how many). */
+int run_opcheck_ops(const OpCheck *c, const OpCheckResult **r);
+/* How many ops have a compute step to check. */
+int run_opcheck_checked(const OpCheck *c);
+/* Checks model op k's machine result out against the reference on the
+ * machine's inputs in[j] (one instance each, the op's operand order);
+ * iteration iter is recorded. */
+int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const float *out, Err *e);
+void run_opcheck_free(OpCheck *c);
 /* Minimum-cosine inputs: cosine similarity and largest absolute error. */
 void run_compare(const float *a, const float *b, int64_t n, double *cosine, double *max_abs);
 /* The FP32 reference from the model's definition and the data alone, never

@@ -546,6 +546,8 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 		double t0 = run_now();
 		if (pl->s[i].kind == STEP_COMPUTE) {
 			rc = compute_step(&m, i);
+			if (!rc && o->opcheck)
+				rc = opcheck_step(o->opcheck, i, m.s.iter, vs.enc, e);
 			i++;
 			run_totals.compute_secs += run_now() - t0;
 			continue;

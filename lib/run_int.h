@@ -25,6 +25,18 @@
  * attention heads and score scale. Run by run_check_model. */
 int run_check_steps(const Plan *pl, const Model *m, Err *e);
 
+/* ---- the per-op check (run_opcheck.c) ---- */
+
+/* The FP32 arithmetic's own share of an op's tolerance: the machine and
+ * the reference sum in different orders and precisions (fp32 and double). */
+#define OPCHECK_ARITH (1.0 / 65536)
+/* Called by run_program after step s (iteration iter of its repeat) with
+ * every tensor's encoded values: when s is a model op's last compute
+ * step, the op is checked (run_opcheck_op). */
+int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e);
+/* One op of the model reference on fp32 values (run_ref.c). */
+void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
+
 /* ---- numbers and timing (run.c) ---- */
 
 /* Codes decoded once by run_tables(), which every user calls first: fp8's 256

@@ -376,7 +376,7 @@ static void mset(const Model *m, ModelRef *r, int t, float *y)
 
 /* One op of the model on fp32 values (formats/model.md): no cast inside a
  * matmul, a cast op keeps its input's values, every result fp32. */
-static void model_op(const Model *m, ModelRef *r, int k, int64_t iter)
+void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 {
 	const MOp *op = &m->ops[k];
 	const MTensor *out = &m->t[op->out], *in = &m->t[op->in[0]];
@@ -430,7 +430,7 @@ void run_model_ops(const Model *m, ModelRef *r)
 	for (int k = 0; k < m->nops; k++) {
 		int ri = m->ops[k].rep;
 		if (ri < 0) {
-			model_op(m, r, k, 0);
+			run_model_op(m, r, k, 0);
 			continue;
 		}
 		const MRepeat *rp = &m->rep[ri];
@@ -440,7 +440,7 @@ void run_model_ops(const Model *m, ModelRef *r)
 		mset(m, r, rp->carry, c);
 		for (int64_t it = 0; it < rp->count; it++) {
 			for (int b = rp->first; b <= rp->last; b++)
-				model_op(m, r, b, it);
+				run_model_op(m, r, b, it);
 			memcpy(r->v[rp->carry], r->v[m->ops[rp->last].out], (size_t)n * sizeof *c);
 			track(r->amax, rp->carry, r->v[rp->carry], n);
 		}

@@ -32,8 +32,12 @@ static void help(void)
 	       "data made from the model's tensors and scales, never the stage's records,\n"
 	       "when the program names its model (--model, or amp-emit --model embedded\n"
 	       "it); otherwise it follows the stage's own ops, which checks movement and\n"
-	       "arithmetic only. The report's second line says which one ran.\n"
-	       "\n"
+	       "arithmetic only. The report's second line says which one ran. With the\n"
+	       "model, each op is also checked after its last compute step, every\n"
+	       "iteration: interpreted in FP32 on the machine's own inputs, within a\n"
+	       "tolerance derived from its formats (docs/machine.md §8); the third line\n"
+	       "names the op closest to it, and an op over it fails the run.\n");
+	printf("\n"
 	       "      --data DIR        read inputs and parameters from DIR/<tensor>.npy;\n"
 	       "                        missing ones are generated from the seed\n"
 	       "      --seed N          seed for generated data (default 1)\n"
@@ -192,6 +196,24 @@ static void *ref_job(void *arg)
 	return NULL;
 }
 
+/* The per-op check's summary: how many ops, and the one closest to its
+ * tolerance. */
+static void per_op(const OpCheck *c)
+{
+	const OpCheckResult *r;
+	int n = run_opcheck_ops(c, &r), w = -1;
+	for (int k = 0; k < n; k++)
+		if (r[k].runs && (w < 0 || r[k].worst / r[k].tol > r[w].worst / r[w].tol))
+			w = k;
+	if (w < 0) {
+		printf("per op: no op has a compute step to check\n");
+		return;
+	}
+	printf("per op: %d ops checked after every run, each on the machine's own inputs against its "
+	       "FP32 reference; closest to its tolerance: '%s', relative L2 error %.3g of %.3g\n",
+	       run_opcheck_checked(c), r[w].op, r[w].worst, r[w].tol);
+}
+
 int main(int argc, char **argv)
 {
 #ifdef __GLIBC__
@@ -216,7 +238,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	RunOpts ro = { NULL, 1, 1, NULL };
+	RunOpts ro = { NULL, 1, 1, NULL, NULL };
 	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path;
 	const char *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
 	double min_cos = 0.99;
@@ -290,6 +312,8 @@ int main(int argc, char **argv)
 	 * and decodes the machine's encoded stacked parameters instead of
 	 * making them again (the same bits). */
 	ro.cache = run_cache_new();
+	if (has_model)
+		ro.opcheck = run_opcheck_new(&md, has_sc ? &sc : NULL, &pl, &ro);
 	double t0 = run_now(), t_data, t_prog;
 	if (run_data(&pl, &ro, val, &e))
 		fail(&e);
@@ -314,8 +338,10 @@ int main(int argc, char **argv)
 	if (job.rc)
 		fail(&job.e);
 	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
-	if (has_model)
+	if (has_model) {
 		printf("reference: FP32 from the model's ops (%s)\n", mname);
+		per_op(ro.opcheck);
+	}
 	else
 		printf("reference: FP32 from the stage's own ops (no model: amp-emit --model or amp-run "
 		       "--model makes it the model's)\n");
@@ -359,6 +385,7 @@ int main(int argc, char **argv)
 	free_vals(val, pl.nt);
 	free_vals(ref, pl.nt);
 	run_cache_free(ro.cache);
+	run_opcheck_free(ro.opcheck);
 	if (has_model) {
 		model_ref_free(&mr);
 		model_free(&md);

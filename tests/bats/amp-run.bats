@@ -295,8 +295,9 @@ names_byte() {
 	run amp-emit --model "$MODELS/tiny-mlp.yaml" --scales scales.yaml g.yaml -o p.amp
 	assert_success
 	passes p.amp
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 4
 	assert_line --index 1 "reference: FP32 from the model's ops (p.amp(MODEL))"
+	assert_line --index 2 --regexp "^per op: 5 ops checked after every run, each on the machine's own inputs against its FP32 reference; closest to its tolerance: '[a-z_]+', relative L2 error [0-9.e-]+ of [0-9.e-]+$"
 	assert_line --index 0 --regexp "^movement: byte-exact after every phase \\($(grep -c '^- {phase: ' g.yaml) phases\\)$"
 }
 
@@ -327,8 +328,9 @@ names_byte() {
 	siglip_ok
 	assert [ -s "$SIGLIP_PROG" ]
 	passes "$SIGLIP_PROG"
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 4
 	assert_line --index 1 --regexp "^reference: FP32 from the model's ops "
+	assert_line --index 2 --regexp "^per op: 4 ops checked after every run"
 }
 
 @test "run --timing adds where the time went on stderr and leaves the report as it was" {
@@ -461,7 +463,7 @@ runs_pooled() {
 	passes "$TINY_PROG"
 	stage=$(sed -n 3p <<< "$output")
 	passes embedded.amp
-	assert_line --index 2 "$stage"
+	assert_line --index 3 "$stage"
 }
 
 @test "run --model names a model output that the stage does not compute as an output" {

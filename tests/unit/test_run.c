@@ -22,6 +22,7 @@
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
+#include "run_int.h"
 
 #include <math.h>
 
@@ -89,7 +90,7 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 static void against_both(const Model *md, const Scales *sc, Plan *pl, const Program *prog, double *stage_cos,
 			 double *model_cos, double *stage_abs, double *model_abs)
 {
-	RunOpts ro = { NULL, 7, 1, NULL };
+	RunOpts ro = { NULL, 7, 1, NULL, NULL };
 	float **val = calloc((size_t)pl->nt, sizeof *val), **ref = calloc((size_t)pl->nt, sizeof *ref);
 	ModelRef mr;
 	memset(&mr, 0, sizeof mr);
@@ -135,7 +136,7 @@ static void independence(const char *path)
 		Plan pl;
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
-		RunOpts ro = { NULL, 7, 1, NULL };
+		RunOpts ro = { NULL, 7, 1, NULL, NULL };
 		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL, NULL, NULL };
 		Err e;
 		double sgood, mgood, sbad, mbad, sa, ma, sab, mab;
@@ -358,6 +359,114 @@ static void quantize_bits(void)
 	}
 }
 
+/* The per-op check on a run that passed: every op with a compute step
+ * ran, each within its tolerance; and faults made of the reference's own
+ * values fail at their op: a layernorm that returns its input, or runs
+ * with gamma and beta swapped; an attention with half its heads; an add
+ * that adds its input to itself; a gelu that is the identity. The exact
+ * result on the same inputs passes. */
+static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char *desc)
+{
+	const OpCheckResult *r;
+	int n = run_opcheck_ops(oc, &r), checked = 0;
+	for (int k = 0; k < n; k++) {
+		checked += r[k].runs > 0;
+		t_case("per-op check: every op within its tolerance on a faithful lowering");
+		CHECK(r[k].runs == 0 || r[k].worst <= r[k].tol, "%s: op %s: %.3g over %.3g", desc, r[k].op,
+		      r[k].worst, r[k].tol);
+	}
+	t_case("per-op check: every op with a compute step was checked");
+	CHECK(checked == run_opcheck_checked(oc) && checked > 0, "%s: %d of %d", desc, checked,
+	      run_opcheck_checked(oc));
+	for (int k = 0; k < md->nops; k++) {
+		const MOp *op = &md->ops[k];
+		float *in[3] = { NULL, NULL, NULL };
+		int have = r[k].runs > 0;
+		for (int j = 0; j < op->nin; j++)
+			if (op->in[j] >= 0) {
+				in[j] = mr->v[op->in[j]];
+				have &= in[j] != NULL;
+			}
+		if (!have || op->kind == OP_MATMUL || op->kind == OP_CAST || op->kind == OP_BROADCAST)
+			continue;
+		int64_t cnt = 1;
+		for (int a = 0; a < md->t[op->out].rank; a++)
+			cnt *= md->t[op->out].shape[a];
+		/* the exact result on these inputs: the reference's own op */
+		ModelRef x;
+		memset(&x, 0, sizeof x);
+		x.n = md->nt;
+		x.v = calloc((size_t)md->nt, sizeof *x.v);
+		x.own = calloc((size_t)md->nt, 1);
+		for (int j = 0; j < op->nin; j++)
+			if (op->in[j] >= 0)
+				x.v[op->in[j]] = in[j];
+		Model alt = *md;                /* attention with half the heads, when it can */
+		MOp *ops = malloc((size_t)md->nops * sizeof *ops);
+		memcpy(ops, md->ops, (size_t)md->nops * sizeof *ops);
+		alt.ops = ops;
+		run_model_op(md, &x, k, 0);
+		float *exact = x.v[op->out];
+		Err e;
+		t_case("per-op check: the op's exact result on the machine's inputs passes");
+		CHECK(run_opcheck_op(oc, k, 0, in, exact, &e) == 0, "%s: op %s: %s", desc, op->name, e.msg);
+		float *bad = malloc((size_t)cnt * sizeof *bad);
+		int64_t nin0 = 1;
+		for (int a = 0; a < md->t[op->in[0]].rank; a++)
+			nin0 *= md->t[op->in[0]].shape[a];
+		const char *what = NULL;
+		float *swapped[3] = { in[0], in[2], in[1] };
+		switch (op->kind) {
+		case OP_LAYERNORM:
+			what = "a layernorm that returns its input";
+			memcpy(bad, in[0], (size_t)cnt * sizeof *bad);
+			break;
+		case OP_GELU:
+			what = "a gelu that is the identity";
+			memcpy(bad, in[0], (size_t)cnt * sizeof *bad);
+			break;
+		case OP_ADD:
+			what = "an add of its input to itself";
+			for (int64_t i = 0; i < cnt; i++)
+				bad[i] = in[0][i] + in[0][i % nin0];
+			break;
+		case OP_ATTENTION:
+			if (op->heads % 2 == 0) {
+				what = "an attention with half its heads";
+				ops[k].heads = op->heads / 2;
+				ModelRef y = x;
+				y.v = calloc((size_t)md->nt, sizeof *y.v);
+				y.own = calloc((size_t)md->nt, 1);
+				for (int j = 0; j < op->nin; j++)
+					if (op->in[j] >= 0)
+						y.v[op->in[j]] = in[j];
+				run_model_op(&alt, &y, k, 0);
+				memcpy(bad, y.v[op->out], (size_t)cnt * sizeof *bad);
+				free(y.v[op->out]);
+				free(y.v);
+				free(y.own);
+			}
+			break;
+		default:
+			break;
+		}
+		if (what) {
+			t_case("per-op check: a fault at an op fails at that op");
+			int rc = run_opcheck_op(oc, k, 0, in, bad, &e);
+			CHECK(rc != 0 && strstr(e.msg, op->name), "%s: op %s, %s: passed", desc, op->name, what);
+		}
+		if (op->kind == OP_LAYERNORM) {
+			t_case("per-op check: a layernorm with gamma and beta swapped fails");
+			CHECK(run_opcheck_op(oc, k, 0, swapped, exact, &e) != 0, "%s: op %s passed", desc, op->name);
+		}
+		free(bad);
+		free(exact);
+		free(x.v);
+		free(x.own);
+		free(ops);
+	}
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
@@ -373,7 +482,7 @@ int main(void)
 		Plan pl;
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
-		RunOpts ro = { NULL, (uint64_t)i + 1, 1, NULL };
+		RunOpts ro = { NULL, (uint64_t)i + 1, 1, NULL, NULL };
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
@@ -418,11 +527,16 @@ int main(void)
 			memset(&mr0, 0, sizeof mr0);
 			RunOpts ro0 = ro;               /* nothing shared: every instance made again */
 			ro.cache = run_cache_new();
+			OpCheck *oc = ro.opcheck = run_opcheck_new(&md, &sc, &pl, &ro);
 			int rc = run_data(&pl, &ro, val, &e) || run_program(&prog, &pl, &ro, val, &e) ||
 				 run_reference(&pl, &ro, val, ref, &e) ||
 				 run_model_reference(&md, &sc, &ro, &pl, val, &mr, &e) ||
 				 run_model_reference(&md, &sc, &ro0, &pl, val, &mr0, &e);
 			CHECK(rc == 0, "%s: %s", desc, e.msg);
+			ro.opcheck = NULL;
+			if (!rc)
+				opcheck_cases(&md, oc, &mr, desc);
+			run_opcheck_free(oc);
 			t_case("random model: the reference decoding the machine's instances is the one making "
 			       "them, bit for bit");
 			for (int t = 0; !rc && t < md.nt; t++) {
