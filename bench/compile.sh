@@ -31,7 +31,7 @@ for stage in plan compose expand exchange group emit capture; do
 	out=$tmp/$stage.yaml
 	case $stage in
 	plan) measure bin/amp-plan "${plan_flags[@]}" -o "$out" "$in" ;;
-	emit) out=$tmp/program.amp; measure bin/amp-emit "${emit_flags[@]}" -o "$out" "$in" ;;
+	emit) out=$tmp/program.amp; measure bin/amp-emit --no-model "${emit_flags[@]}" -o "$out" "$in" ;;
 	capture) out=$tmp/capture.json; measure bin/amp-capture -o "$out" "$in" ;;
 	*) measure "bin/amp-$stage" -o "$out" "$in" ;;
 	esac

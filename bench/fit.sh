@@ -34,7 +34,7 @@ for m in "${models[@]}"; do
 	fi
 	bin/amp-compose "$tmp/plan.yaml" | bin/amp-expand | bin/amp-exchange | bin/amp-group > "$tmp/g.yaml"
 	written=written
-	bin/amp-emit --machine "$machine" --report -o "$tmp/p.amp" "$tmp/g.yaml" 2> "$tmp/emit" || written="not written"
+	bin/amp-emit --no-model --machine "$machine" --report -o "$tmp/p.amp" "$tmp/g.yaml" 2> "$tmp/emit" || written="not written"
 	sram=$(sed -n 's/^amp-emit: largest SRAM use: tile [0-9]*, \([0-9]*\) bytes.*/\1/p' "$tmp/emit")
 	bin/amp-capture --machine "$machine" -o "$tmp/c.json" "$tmp/g.yaml"
 	jq -r --arg n "$n" --arg s "${sram:--}" --arg w "$written" \

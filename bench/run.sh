@@ -46,7 +46,7 @@ bench() {
 	cal_us=$((t1 - t0)) cal_kib=$(rss "$tmp/time")
 	bin/amp-plan "${pf[@]}" --scales "$tmp/scales.yaml" "$m" | bin/amp-compose | bin/amp-expand |
 		bin/amp-exchange | bin/amp-group > "$tmp/grouped.yaml"
-	bin/amp-emit "${ef[@]}" -o "$tmp/program.amp" "$tmp/grouped.yaml"
+	bin/amp-emit --no-model "${ef[@]}" -o "$tmp/program.amp" "$tmp/grouped.yaml"
 	for ((i = 0; i < runs; i++)); do
 		t0=${EPOCHREALTIME/./}
 		/usr/bin/time -v -o "$tmp/time" bin/amp-run --timing --model "$m" --scales "$tmp/scales.yaml" "$tmp/program.amp" > "$tmp/out" 2> "$tmp/err"

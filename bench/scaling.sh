@@ -32,7 +32,7 @@ for b in 1 2 4 8; do
 		out=$tmp/$s.yaml
 		case $s in
 		plan) measure bin/amp-plan -m "$machine" -o "$out" "$in" ;;
-		emit) out=$tmp/program.amp; measure bin/amp-emit -m "$machine" -o "$out" "$in" ;;
+		emit) out=$tmp/program.amp; measure bin/amp-emit --no-model -m "$machine" -o "$out" "$in" ;;
 		capture) out=$tmp/capture.json; measure bin/amp-capture -m "$machine" -o "$out" "$in" ;;
 		*) measure "bin/amp-$s" -o "$out" "$in" ;;
 		esac

@@ -47,7 +47,7 @@ if [ "${1:-}" = --lower ]; then
 		"$tools/amp-group" > g.yaml ) 2> err.txt || fail lowering
 	"$tools/amp-capture" --machine "$machine" -o c.json g.yaml 2> err.txt || fail amp-capture
 	fits=yes
-	"$tools/amp-emit" --machine "$machine" -o /dev/null g.yaml 2> emit.txt || fits=no
+	"$tools/amp-emit" --no-model --machine "$machine" -o /dev/null g.yaml 2> emit.txt || fits=no
 	# total, tables, fragments, SRAM, fits, the first line amp-emit said,
 	# then each op's cycles (its rows of .ops summed) as op=cycles.
 	jq -r --arg fits "$fits" --arg emit "$(sed -n '1{s/\t/ /g;p;}' emit.txt | cut -c1-200)" '

@@ -31,7 +31,7 @@ for stage in plan compose expand exchange group emit capture; do
 	if [ "$stage" = plan ]; then measure cat "$in"; else measure zstd -qdcf "$in"; fi
 	floor=$best_us
 	case $stage in
-	emit) out=$tmp/program.amp; measure bin/amp-emit "${emit_flags[@]}" -o "$out" "$in" ;;
+	emit) out=$tmp/program.amp; measure bin/amp-emit --no-model "${emit_flags[@]}" -o "$out" "$in" ;;
 	capture) out=$tmp/capture.json; measure bin/amp-capture -o "$out" "$in" ;;
 	*) measure "bin/amp-$stage" -z -o "$out" "$in" ;;
 	esac

@@ -373,6 +373,19 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 		free(mc);
 	}
 	arg(&emit, "amp-emit");
+	/* the program carries the job's model (amp-emit --model), unless the
+	 * plan had fp8 scales, whose file the emit cannot be sure of */
+	int scaled = 0;
+	for (int i = 0; i < plan.n; i++)
+		scaled |= strncmp(plan.a[i], "--scales", 8) == 0;
+	if (scaled) {
+		arg(&emit, "--no-model");
+	} else {
+		char *em = xasprintf("%s/%s", jobdir, model);
+		arg(&emit, "--model");
+		arg(&emit, em);
+		free(em);
+	}
 	arg(&cap, "amp-capture");
 	if (machine) {          /* limits and rates come from the machine file */
 		char *mc = xasprintf("%s/%s", jobdir, machine);

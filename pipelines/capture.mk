@@ -16,6 +16,11 @@
 
 LIMITS ?=
 JQ := share/jq
+# The program carries its model, so that amp-run checks it against the
+# model (amp-emit --model); a plan made with --scales in PLAN_FLAGS has no
+# scales file the flow knows, so its program is written --no-model (amp-run
+# then says so on every run; make validate checks the model's numbers).
+EMIT_MODEL = $(if $(findstring --scales,$(PLAN_FLAGS)),--no-model,--model $(MODEL))
 
 .PHONY: capture
 
@@ -27,7 +32,7 @@ $(ART)/limits.flags: FORCE | $(ART)
 # A recipe that writes $@.tmp removes it however it ends (an interrupt too).
 $(ART)/emit.txt: $(ART)/grouped.yaml.zst $(BIN)/amp-emit $(ART)/limits.flags
 	@$(call stale,$@)
-	@set -e; trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --machine $(MACHINE) --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
+	@set -e; trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; if $(BIN)/amp-emit --machine $(MACHINE) $(EMIT_MODEL) --report $(LIMITS) -o $(ART)/program.amp $< 2> $@.tmp; then \
 		echo "program: $(ART)/program.amp ($$(wc -c < $(ART)/program.amp) bytes)" >> $@.tmp; \
 	else \
 		rm -f $(ART)/program.amp; \

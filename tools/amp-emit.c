@@ -53,6 +53,10 @@ static void help(void)
 	       "                             amp-run checks it and its reference against it\n"
 	       "      --scales FILE          with --model: the fp8 scales amp-plan planned\n"
 	       "                             with, checked and embedded the same way\n"
+	       "      --no-model             write the program without its model: amp-run\n"
+	       "                             then checks movement and arithmetic only, and\n"
+	       "                             says so on every run. A program is written only\n"
+	       "                             with --model or --no-model\n"
 	       "      --list                 print the listing to stdout instead\n"
 	       "  -o, --output FILE          write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress             compress the output with zstd\n"
@@ -228,6 +232,7 @@ int main(int argc, char **argv)
 		{ "list", no_argument, NULL, 'L' },
 		{ "model", required_argument, NULL, 'M' },
 		{ "scales", required_argument, NULL, 'C' },
+		{ "no-model", no_argument, NULL, 'N' },
 		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
@@ -236,7 +241,7 @@ int main(int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	const char *out_path = NULL, *in_path, *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
-	int compress = 0, list = 0, report = 0, c;
+	int compress = 0, list = 0, report = 0, no_model = 0, c;
 	int64_t budget = -1, limit = -1, sram = -1;
 	Plan pl;
 	Program prog;
@@ -253,6 +258,7 @@ int main(int argc, char **argv)
 		case 'L': list = 1; break;
 		case 'M': model_path = optarg; break;
 		case 'C': scales_path = optarg; break;
+		case 'N': no_model = 1; break;
 		case 'm': machine_path = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
@@ -264,6 +270,12 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, optind, list ? "program or grouped stage" : "grouped stage");
 	if (scales_path && !model_path)
 		usage_error("--scales needs --model");
+	if (no_model && model_path)
+		usage_error("--no-model and --model name opposite things; give one");
+	if (!list && !model_path && !no_model)
+		usage_error("name the model the stage lowers (--model FILE, with --scales FILE when "
+			    "amp-plan had them), so that amp-run checks the program against it; "
+			    "--no-model writes one that amp-run checks for movement and arithmetic only");
 
 	if (list) {
 		int is_prog;

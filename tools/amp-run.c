@@ -307,6 +307,10 @@ int main(int argc, char **argv)
 					      sizeof mname);
 	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
 		fail(&e);
+	if (!has_model)
+		fprintf(stderr, "amp-run: warning: '%s' carries no model (amp-emit --no-model) and none was given "
+			"(--model): movement and arithmetic are checked, not that the stage computes the "
+			"model\n", in_path ? in_path : "<stdin>");
 	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
 	/* The reference runs alongside the machine (AMP_THREADS=1: after it)
 	 * and decodes the machine's encoded stacked parameters instead of

@@ -50,6 +50,13 @@ static void close_std(void)
 static inline void tool_init(const char *name)
 {
 	tool_name = name;
+	/* Standard output not a terminal: one 64 KiB buffer, so that a text
+	 * such as --help reaches it in one write at exit, where close_std
+	 * sees the write's error and its cause (a buffer that fills earlier
+	 * fails inside printf, and its errno is gone by then). */
+	static char outbuf[1 << 16];
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 	io_cleanup_on_signal();
 	atexit(close_std);
 }

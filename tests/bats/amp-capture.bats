@@ -43,7 +43,7 @@ setup_file() {
 	amp-capture --machine "$ROOT/tests/models/machine-48.yaml" "$COST" -o "$COST_CAPTURE"
 	[ -n "${AMP_SAN:-}" ] || grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
 	grouped "$ROOT/tests/models/compose-native-fp8.yaml" "$NATIVE"
-	amp-emit "$TINY" -o "$TINY_PROG"
+	amp-emit --no-model "$TINY" -o "$TINY_PROG"
 	amp-capture "$TINY" -o "$TINY_CAPTURE"
 	if [ -z "${AMP_SAN:-}" ]; then
 		amp-capture "$SIGLIP" -o "$SIGLIP_CAPTURE"
@@ -149,7 +149,7 @@ jq_empty() {
 	assert_success
 	run zstd -q "$TINY_PROG" -o packed.amp
 	assert_success
-	run amp-emit -z "$TINY" -o emitted-z.amp
+	run amp-emit --no-model -z "$TINY" -o emitted-z.amp
 	assert_success
 	for f in packed.yaml packed.amp emitted-z.amp; do
 		run od -An -tx1 -N4 "$f"
@@ -286,7 +286,7 @@ jq_empty() {
 	assert_success
 	header_line=$(sed -n 3p "$SIGLIP")
 	[[ $header_line == *", $output" ]] || fail "expected '$output' at the end of: $header_line"
-	run amp-emit --table-budget 50000 --fragment-limit 2000 "$TINY" -o limited.amp
+	run amp-emit --no-model --table-budget 50000 --fragment-limit 2000 "$TINY" -o limited.amp
 	assert_success
 	run amp-capture limited.amp
 	assert_success
@@ -376,7 +376,7 @@ jq_empty() {
 	assert_success
 	run same_but_provenance "$TINY_CAPTURE" from-program.json
 	assert_success
-	run amp-emit --table-budget 200000 "$SIGLIP" -o siglip.amp
+	run amp-emit --no-model --table-budget 200000 "$SIGLIP" -o siglip.amp
 	assert_success
 	run amp-capture siglip.amp -o siglip-program.json
 	assert_success
@@ -390,7 +390,7 @@ jq_empty() {
 
 @test "capture --table-budget and --fragment-limit report against those limits, as amp-emit's program does" {
 	siglip_ok
-	run amp-emit --table-budget 200000 --fragment-limit 20000 "$SIGLIP" -o siglip.amp
+	run amp-emit --no-model --table-budget 200000 --fragment-limit 20000 "$SIGLIP" -o siglip.amp
 	assert_success
 	run amp-capture siglip.amp -o from-program.json
 	assert_success

@@ -18,8 +18,8 @@ setup_file() {
 	export TINY_LIST=$BATS_FILE_TMPDIR/tiny.list TINY_CAPTURE=$BATS_FILE_TMPDIR/tiny.json
 	grouped "$MODELS/tiny-mlp.yaml" "$TINY"
 	[ -n "${AMP_SAN:-}" ] || grouped "$MODELS/siglip-mlp.yaml" "$SIGLIP"
-	amp-emit "$TINY" -o "$TINY_PROG"
-	[ -n "${AMP_SAN:-}" ] || amp-emit --table-budget 200000 "$SIGLIP" -o "$SIGLIP_PROG"
+	amp-emit --no-model "$TINY" -o "$TINY_PROG"
+	[ -n "${AMP_SAN:-}" ] || amp-emit --no-model --table-budget 200000 "$SIGLIP" -o "$SIGLIP_PROG"
 	amp-emit --list "$TINY" > "$TINY_LIST"
 	amp-capture "$TINY" -o "$TINY_CAPTURE"
 }
@@ -129,6 +129,27 @@ rejects_program() {
 	assert_equal "$stderr" ""
 }
 
+@test "emit writes a program only with --model or --no-model, and not with both" {
+	run --separate-stderr amp-emit "$TINY" -o out/p.amp
+	assert_failure 2
+	assert_equal "$output" ""
+	assert_equal "${stderr_lines[0]}" "amp-emit: name the model the stage lowers (--model FILE, with --scales FILE when amp-plan had them), so that amp-run checks the program against it; --no-model writes one that amp-run checks for movement and arithmetic only"
+	[ ! -e out/p.amp ] || fail "a program was written"
+	run --separate-stderr amp-emit --no-model --model "$MODELS/tiny-mlp.yaml" "$TINY" -o out/p.amp
+	assert_failure 2
+	assert_regex "$stderr" "^amp-emit: --no-model and --model name opposite things; give one"
+	[ ! -e out/p.amp ] || fail "a program was written"
+	# --list writes no program and needs neither
+	run amp-emit --list "$TINY"
+	assert_success
+	# --no-model is recorded in the program's provenance
+	amp-emit --no-model "$TINY" -o bare.amp
+	run bash -c "amp-capture bare.amp | jq -r '.provenance[] | select(.tool == \"amp-emit\") | .options'"
+	assert_success
+	assert_output "--no-model"
+
+}
+
 @test "emit --version prints the tool name and version" {
 	run --separate-stderr amp-emit --version
 	assert_success
@@ -138,7 +159,7 @@ rejects_program() {
 
 @test "emit rejects an unknown option with usage status 2 and writes nothing" {
 	mkdir out
-	run --separate-stderr amp-emit --bogus "$TINY" -o out/p.amp
+	run --separate-stderr amp-emit --no-model --bogus "$TINY" -o out/p.amp
 	assert_failure 2
 	assert_equal "$output" ""
 	assert_regex "$stderr" "^amp-emit: .*'--bogus'"
@@ -150,7 +171,7 @@ rejects_program() {
 @test "emit rejects two input arguments with usage status 2" {
 	siglip_ok
 	mkdir out
-	run --separate-stderr amp-emit "$TINY" "$SIGLIP" -o out/p.amp
+	run --separate-stderr amp-emit --no-model "$TINY" "$SIGLIP" -o out/p.amp
 	assert_failure 2
 	assert_equal "$output" ""
 	assert_regex "$stderr" "siglip\.yaml"
@@ -166,13 +187,13 @@ rejects_program() {
 	mkdir out
 	for opt in --table-budget --fragment-limit; do
 		for v in 12x -1 '' 1.5 99999999999999999999999; do
-			run --separate-stderr amp-emit "$opt" "$v" "$TINY" -o out/p.amp
+			run --separate-stderr amp-emit --no-model "$opt" "$v" "$TINY" -o out/p.amp
 			assert_failure 2
 			assert_equal "$output" ""
 			assert_regex "$stderr" "^amp-emit: .*$opt.*'$v'"
 			assert_regex "$stderr" "Try 'amp-emit --help'"
 		done
-		run --separate-stderr amp-emit "$TINY" "$opt"
+		run --separate-stderr amp-emit --no-model "$TINY" "$opt"
 		assert_failure 2
 		assert_regex "$stderr" "^amp-emit: .*$opt"
 	done
@@ -181,14 +202,14 @@ rejects_program() {
 }
 
 @test "emit rejects -o without a file with usage status 2" {
-	run --separate-stderr amp-emit -o
+	run --separate-stderr amp-emit --no-model -o
 	assert_failure 2
 	assert_equal "$output" ""
 	assert_regex "$stderr" "Try 'amp-emit --help'"
 }
 
 @test "emit reports a missing input file with status 1 naming it" {
-	run --separate-stderr amp-emit nosuch.yaml
+	run --separate-stderr amp-emit --no-model nosuch.yaml
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "$stderr" "amp-emit: cannot open 'nosuch.yaml': No such file or directory"
@@ -199,13 +220,13 @@ rejects_program() {
 }
 
 @test "emit writes the same program from a path, from '-', from stdin and to stdout" {
-	run amp-emit "$TINY" -o path.amp
+	run amp-emit --no-model "$TINY" -o path.amp
 	assert_success
-	run amp-emit - -o dash.amp < "$TINY"
+	run amp-emit --no-model - -o dash.amp < "$TINY"
 	assert_success
-	run amp-emit -o none.amp < "$TINY"
+	run amp-emit --no-model -o none.amp < "$TINY"
 	assert_success
-	amp-emit "$TINY" > stdout.amp
+	amp-emit --no-model "$TINY" > stdout.amp
 	assert [ -s path.amp ]
 	for f in dash none stdout; do
 		run cmp path.amp "$f.amp"
@@ -218,9 +239,9 @@ rejects_program() {
 	assert_success
 	run od -An -tx1 -N4 packed.yaml
 	assert_output ' 28 b5 2f fd'
-	run amp-emit packed.yaml -o from-zstd.amp
+	run amp-emit --no-model packed.yaml -o from-zstd.amp
 	assert_success
-	run amp-emit -o from-stdin.amp < packed.yaml
+	run amp-emit --no-model -o from-stdin.amp < packed.yaml
 	assert_success
 	run cmp "$TINY_PROG" from-zstd.amp
 	assert_success
@@ -229,7 +250,7 @@ rejects_program() {
 }
 
 @test "emit -z writes zstd that decompresses to the plain program" {
-	run amp-emit -z "$TINY" -o packed.amp
+	run amp-emit --no-model -z "$TINY" -o packed.amp
 	assert_success
 	run od -An -tx1 -N4 packed.amp
 	assert_output ' 28 b5 2f fd'
@@ -241,7 +262,7 @@ rejects_program() {
 
 @test "emit -o leaves only the target after success and prints nothing" {
 	mkdir out
-	run --separate-stderr amp-emit "$TINY" -o out/p.amp
+	run --separate-stderr amp-emit --no-model "$TINY" -o out/p.amp
 	assert_success
 	assert_equal "$output" ""
 	assert_equal "$stderr" ""
@@ -252,16 +273,16 @@ rejects_program() {
 @test "emit -o over a limit leaves no target, no temporary, and an existing target unchanged" {
 	siglip_ok
 	mkdir out
-	run amp-emit --table-budget 0 "$TINY" -o out/p.amp
+	run amp-emit --no-model --table-budget 0 "$TINY" -o out/p.amp
 	assert_failure 1
-	run amp-emit "$BAD/group-version.yaml" -o out/p.amp
+	run amp-emit --no-model "$BAD/group-version.yaml" -o out/p.amp
 	assert_failure 1
 	run ls -A out
 	assert_output ""
 	echo 'previous contents' > out/p.amp
-	run amp-emit --fragment-limit 0 "$TINY" -o out/p.amp
+	run amp-emit --no-model --fragment-limit 0 "$TINY" -o out/p.amp
 	assert_failure 1
-	run amp-emit "$SIGLIP" -o out/p.amp
+	run amp-emit --no-model "$SIGLIP" -o out/p.amp
 	assert_failure 1
 	run cat out/p.amp
 	assert_output 'previous contents'
@@ -270,7 +291,7 @@ rejects_program() {
 }
 
 @test "emit -o into a missing directory fails with status 1 naming the target" {
-	run --separate-stderr amp-emit "$TINY" -o nodir/p.amp
+	run --separate-stderr amp-emit --no-model "$TINY" -o nodir/p.amp
 	assert_failure 1
 	assert_regex "$stderr" "^amp-emit: cannot create 'nodir/p\.amp"
 	assert [ ! -e nodir ]
@@ -280,15 +301,15 @@ rejects_program() {
 	siglip_ok
 	for flags in '' '-z' '--table-budget 200000'; do
 		# shellcheck disable=SC2086
-		run amp-emit $flags "$TINY" -o one.amp
+		run amp-emit --no-model $flags "$TINY" -o one.amp
 		assert_success
 		# shellcheck disable=SC2086
-		run amp-emit $flags "$TINY" -o two.amp
+		run amp-emit --no-model $flags "$TINY" -o two.amp
 		assert_success
 		run cmp one.amp two.amp
 		assert_success
 	done
-	run amp-emit --table-budget 200000 "$SIGLIP" -o again.amp
+	run amp-emit --no-model --table-budget 200000 "$SIGLIP" -o again.amp
 	assert_success
 	run cmp "$SIGLIP_PROG" again.amp
 	assert_success
@@ -342,13 +363,13 @@ rejects_program() {
 	section "$SIGLIP_PROG" 1 siglip-stage.yaml
 	run sed -n 3p siglip-stage.yaml
 	assert_output --partial 'table_budget_bytes: 200000,'
-	run amp-emit --fragment-limit 5000 "$TINY" -o limited.amp
+	run amp-emit --no-model --fragment-limit 5000 "$TINY" -o limited.amp
 	assert_success
 	section limited.amp 1 limited.yaml
 	run sed -n 3p limited.yaml
 	assert_output --partial 'fragment_limit: 5000,'
 	# the rest of the stage is the grouped stage as it was, and amp-emit's provenance record
-	run grep -c '^- {tool: amp-emit, version: [^,]*, options: --table-budget 200000, files: \[\]}$' siglip-stage.yaml
+	run grep -c '^- {tool: amp-emit, version: [^,]*, options: --no-model --table-budget 200000, files: \[\]}$' siglip-stage.yaml
 	assert_output 1
 	run diff <(sed 3d "$SIGLIP") <(sed 3d siglip-stage.yaml | grep -v '^- {tool: amp-emit, ')
 	assert_success
@@ -407,7 +428,7 @@ rejects_program() {
 @test "emit --list reads a zstd program and a zstd grouped stage" {
 	run zstd -q "$TINY_PROG" -o packed.amp
 	assert_success
-	run amp-emit -z "$TINY" -o emitted-z.amp
+	run amp-emit --no-model -z "$TINY" -o emitted-z.amp
 	assert_success
 	run zstd -q "$TINY" -o packed.yaml
 	assert_success
@@ -440,7 +461,7 @@ rejects_program() {
 	max=$(jq .summary.max_table_bytes "$TINY_CAPTURE")
 	assert [ "$max" -gt 1000 ]
 	mkdir out
-	run --separate-stderr amp-emit --table-budget $((max - 1)) "$TINY" -o out/p.amp
+	run --separate-stderr amp-emit --no-model --table-budget $((max - 1)) "$TINY" -o out/p.amp
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
@@ -466,7 +487,7 @@ rejects_program() {
 	run grep -c "^phase $phase steps [0-9.]* $label\$" "$TINY_LIST"
 	assert_output 1
 	# exactly the largest tables fit
-	run --separate-stderr amp-emit --table-budget "$max" "$TINY" -o out/p.amp
+	run --separate-stderr amp-emit --no-model --table-budget "$max" "$TINY" -o out/p.amp
 	assert_success
 	assert_equal "$stderr" ""
 	run cmp "$TINY_PROG" out/p.amp
@@ -479,7 +500,7 @@ rejects_program() {
 	max=$(jq .summary.max_fragments "$TINY_CAPTURE")
 	assert [ "$max" -gt 100 ]
 	mkdir out
-	run --separate-stderr amp-emit --fragment-limit $((max - 1)) "$TINY" -o out/p.amp
+	run --separate-stderr amp-emit --no-model --fragment-limit $((max - 1)) "$TINY" -o out/p.amp
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
@@ -503,7 +524,7 @@ rejects_program() {
 	assert_output most
 	run grep -c "^phase $phase steps [0-9.]* $label\$" "$TINY_LIST"
 	assert_output 1
-	run --separate-stderr amp-emit --fragment-limit "$max" "$TINY" -o out/p.amp
+	run --separate-stderr amp-emit --no-model --fragment-limit "$max" "$TINY" -o out/p.amp
 	assert_success
 	assert_equal "$stderr" ""
 }
@@ -513,7 +534,7 @@ rejects_program() {
 	budget=$(sed -n 's/^table_budget_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
 	assert_equal "$budget" 81920
 	mkdir out
-	run --separate-stderr amp-emit "$SIGLIP" -o out/p.amp
+	run --separate-stderr amp-emit --no-model "$SIGLIP" -o out/p.amp
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b.*\bphase [0-9]+\b"
@@ -535,7 +556,7 @@ sram_case() {
 		sed "s/^reserved_bytes: *[0-9]*/reserved_bytes: $((sram - a))/" "$MACHINES/amp1472.yaml" > m.yaml
 		amp-plan --no-fit-check --machine m.yaml "$MODELS/tiny-mlp.yaml" 2> /dev/null | amp-compose |
 			amp-expand | amp-exchange | amp-group > g.yaml 2> /dev/null && [ -s g.yaml ] || continue
-		if ! amp-emit --machine m.yaml g.yaml > /dev/null 2> sram.err && grep -q 'sram_bytes - reserved_bytes' sram.err; then
+		if ! amp-emit --no-model --machine m.yaml g.yaml > /dev/null 2> sram.err && grep -q 'sram_bytes - reserved_bytes' sram.err; then
 			AVAIL=$a
 			return 0
 		fi
@@ -546,7 +567,7 @@ sram_case() {
 @test "emit fails when a tile's tensors and tables overflow sram_bytes - reserved_bytes, though its tensors fit" {
 	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
 	mkdir out
-	run --separate-stderr amp-emit --machine m.yaml g.yaml -o out/p.amp
+	run --separate-stderr amp-emit --no-model --machine m.yaml g.yaml -o out/p.amp
 	assert_failure 1
 	assert_equal "$output" ""
 	assert_equal "${#stderr_lines[@]}" 1
@@ -565,7 +586,7 @@ sram_case() {
 	run awk -v t="$tile" '$1 == t { print $2 }' <(totals g.list)
 	assert_output "$tables"
 	# with the default reservation the same machine's plan fits
-	run amp-emit "$TINY" -o out/p.amp
+	run amp-emit --no-model "$TINY" -o out/p.amp
 	assert_success
 }
 
@@ -573,7 +594,7 @@ sram_case() {
 	# docs/machine.md §2 and formats/program.md: a placement over SRAM names the
 	# tile, the phase, the bytes and the limit
 	sram_case || fail "no reserved_bytes found where tiny-mlp plans but its tensors and tables do not fit"
-	run --separate-stderr amp-emit --machine m.yaml g.yaml
+	run --separate-stderr amp-emit --no-model --machine m.yaml g.yaml
 	assert_failure 1
 	assert_regex "$stderr" "^amp-emit: tile [0-9]+\b.*\bphase [0-9]+\b.*\(sram_bytes - reserved_bytes\)"
 	[[ "$stderr" =~ phase\ ([0-9]+)(,\ |\ \()([^\)]+)\) ]] || fail "cannot read the phase in: $stderr"
@@ -583,7 +604,7 @@ sram_case() {
 }
 
 @test "emit --report prints every tile's SRAM use, then the largest, on stderr and changes nothing else" {
-	run --separate-stderr amp-emit --report "$TINY" -o report.amp
+	run --separate-stderr amp-emit --no-model --report "$TINY" -o report.amp
 	assert_success
 	assert_equal "$output" ""
 	sram=$(sed -n 's/^sram_bytes: *\([0-9]*\).*/\1/p' "$MACHINES/amp1472.yaml")
@@ -637,13 +658,13 @@ sram_case() {
 	run cmp "$TINY_PROG" report.amp
 	assert_success
 	# to stdout, the report stays on stderr
-	amp-emit --report "$TINY" > stdout.amp 2> report.txt
+	amp-emit --no-model --report "$TINY" > stdout.amp 2> report.txt
 	run cmp "$TINY_PROG" stdout.amp
 	assert_success
 	run tail -n 1 report.txt
 	assert_output "$stderr"
 	# without --report, nothing on stderr
-	run --separate-stderr amp-emit "$TINY" -o quiet.amp
+	run --separate-stderr amp-emit --no-model "$TINY" -o quiet.amp
 	assert_equal "$stderr" ""
 }
 
@@ -743,7 +764,7 @@ sram_case() {
 	assert_failure 1
 	assert_regex "$stderr" "^amp-emit: .*tiny-mlp.yaml:[0-9]+:[0-9]+: op 'ln': the stage's layernorm step 2 has eps 0.5, the model 1e-06$"
 	assert [ ! -e out.amp ]
-	run --separate-stderr amp-emit --scales "$ROOT/tests/fuzz/scales/one.yaml" -o out.amp "$TINY"
+	run --separate-stderr amp-emit --no-model --scales "$ROOT/tests/fuzz/scales/one.yaml" -o out.amp "$TINY"
 	assert_failure 2
 	assert_regex "$stderr" "^amp-emit: --scales needs --model"
 }

@@ -35,7 +35,11 @@ setup_file() {
 	# the capacity baseline with forwarded weights: the fault cases below
 	# edit its direct moves and its forwards
 	GROUP_FLAGS='--weights forward' pipeline "$MODELS/tiny-mlp.yaml" "$TINY" "$TINY_SCALES" --objective capacity
-	amp-emit "$TINY" -o "$TINY_PROG"
+	# the model embedded: the run is checked against it (amp-emit refuses
+	# a program without --model or --no-model); TINY_BARE_PROG has none
+	amp-emit --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" "$TINY" -o "$TINY_PROG"
+	export TINY_BARE_PROG=$BATS_FILE_TMPDIR/tiny-bare.amp
+	amp-emit --no-model "$TINY" -o "$TINY_BARE_PROG"
 	if [ -z "${AMP_SAN:-}" ]; then
 		amp-run --calibrate "$MODELS/siglip-mlp.yaml" -o siglip-scales.yaml
 		pipeline "$MODELS/siglip-mlp.yaml" siglip.yaml siglip-scales.yaml
@@ -61,6 +65,15 @@ at_least() {
 		fail "expected $1 >= $2"
 }
 
+# no_model_warning_only: amp-run's stderr is empty, or only its warning
+# that the program carries no model (amp-emit --no-model), as it says on
+# every such run.
+no_model_warning_only() {
+	[ -z "$stderr" ] && return 0
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^amp-run: warning: '[^']*' carries no model \\(amp-emit --no-model\\) and none was given \\(--model\\): movement and arithmetic are checked, not that the stage computes the model$"
+}
+
 # passes PROGRAM [OPTION...]: amp-run exits 0, reports the movement
 # byte-exact and output z's cosine at least 0.99; leaves $output.
 passes() {
@@ -68,7 +81,7 @@ passes() {
 	shift
 	run --separate-stderr amp-run "$@" "$prog"
 	assert_success
-	assert_equal "$stderr" ""
+	no_model_warning_only
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
 	assert_line --regexp '^output z: cosine [0-9.]+, max abs error [0-9.e+-]+ \(against FP32\)$'
 	c=$(cosine "$output" z) || fail "no cosine for z in: $output"
@@ -100,7 +113,7 @@ edited() {
 # refuses STAGE: amp-emit still emits the edited STAGE, and amp-run exits 1
 # on the program with one message naming a tile and a phase, and no result.
 refuses() {
-	run amp-emit "$1" -o faulty.amp
+	run amp-emit --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" "$1" -o faulty.amp
 	assert_success
 	run --separate-stderr amp-run faulty.amp
 	assert_failure 1
@@ -154,13 +167,19 @@ names_byte() {
 }
 
 @test "run reads the program from stdin or '-' when no file is named" {
-	passes - < "$TINY_PROG"
+	passes - < "$TINY_BARE_PROG"
 	local dash=$output
-	run --separate-stderr amp-run < "$TINY_PROG"
+	run --separate-stderr amp-run < "$TINY_BARE_PROG"
 	assert_success
 	assert_equal "$output" "$dash"
-	passes "$TINY_PROG"
+	passes "$TINY_BARE_PROG"
 	assert_equal "$output" "$dash"
+	# with the model embedded, the reference line names the input as given
+	passes - < "$TINY_PROG"
+	assert_line --index 1 "reference: FP32 from the model's ops (-(MODEL))"
+	run --separate-stderr amp-run < "$TINY_PROG"
+	assert_success
+	assert_line --index 1 "reference: FP32 from the model's ops (<stdin>(MODEL))"
 }
 
 @test "run refuses a grouped stage instead of a program with status 1 naming it" {
@@ -374,7 +393,7 @@ names_byte() {
 	awk '/ kind: send, / && match($0, /recv: \[[0-9]+,/) { c++; k = substr($0, RSTART + 7, RLENGTH - 8) + 0
 		if (k > 1 && c % 3 == 0) $0 = substr($0, 1, RSTART - 1) "recv: [" k - 1 "," substr($0, RSTART + RLENGTH) } 1' \
 		"$BATS_FILE_TMPDIR/siglip.yaml" > fewer.yaml
-	run amp-emit fewer.yaml -o fewer.amp
+	run amp-emit --model "$MODELS/siglip-mlp.yaml" --scales "$BATS_FILE_TMPDIR/siglip-scales.yaml" fewer.yaml -o fewer.amp
 	assert_success
 	run --separate-stderr amp-run fewer.amp
 	assert_failure 1
@@ -451,19 +470,36 @@ runs_pooled() {
 }
 
 @test "run says which reference ran: the model's when given or embedded, else the stage's own ops" {
-	passes "$TINY_PROG"
+	passes "$TINY_BARE_PROG"
 	assert_line --index 1 "reference: FP32 from the stage's own ops (no model: amp-emit --model or amp-run --model makes it the model's)"
-	passes "$TINY_PROG" --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES"
+	passes "$TINY_BARE_PROG" --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES"
 	assert_line --index 1 "reference: FP32 from the model's ops ($MODELS/tiny-mlp.yaml)"
 	amp-emit --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" "$TINY" -o embedded.amp
 	passes embedded.amp
 	assert_line --index 1 "reference: FP32 from the model's ops (embedded.amp(MODEL))"
 	# on a faithful stage both references give the same figures
 	local stage model
-	passes "$TINY_PROG"
+	passes "$TINY_BARE_PROG"
 	stage=$(sed -n 3p <<< "$output")
 	passes embedded.amp
 	assert_line --index 3 "$stage"
+}
+
+@test "a program written --no-model: every run warns that the model is not checked, and --model silences it" {
+	local i
+	for i in 1 2; do
+		run --separate-stderr amp-run "$TINY_BARE_PROG"
+		assert_success
+		assert_equal "${#stderr_lines[@]}" 1
+		assert_equal "$stderr" "amp-run: warning: '$TINY_BARE_PROG' carries no model (amp-emit --no-model) and none was given (--model): movement and arithmetic are checked, not that the stage computes the model"
+	done
+	run --separate-stderr amp-run --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" "$TINY_BARE_PROG"
+	assert_success
+	assert_equal "$stderr" ""
+	# a program with its model embedded says nothing either
+	run --separate-stderr amp-run "$TINY_PROG"
+	assert_success
+	assert_equal "$stderr" ""
 }
 
 @test "run --model names a model output that the stage does not compute as an output" {
@@ -477,7 +513,7 @@ runs_pooled() {
 	# a stage whose provenance names no model file: the check of stage against model names it
 	sed '/^- {tool: amp-plan, /s/{role: model, [^}]*}, //' "$ROOT/tests/golden/tiny-mlp/grouped.yaml" >noprov.yaml
 	grep -q '^- {tool: amp-plan, .*files: \[{role: machine' noprov.yaml || fail "the model record is still there"
-	amp-emit -o np.amp noprov.yaml
+	amp-emit --no-model -o np.amp noprov.yaml
 	run --separate-stderr amp-run --model more.yaml np.amp
 	assert_failure 1
 	assert_equal "$output" ""
@@ -498,7 +534,7 @@ runs_pooled() {
 caught_by_model() {
 	sed "$1" "$TINY" > "$2.yaml"
 	edited "$TINY" "$2.yaml"
-	run amp-emit "$2.yaml" -o "$2.amp"
+	run amp-emit --no-model "$2.yaml" -o "$2.amp"
 	assert_success
 	run amp-run "$2.amp"
 	assert_success
@@ -562,7 +598,7 @@ caught_by_model() {
 # emit_refuses STAGE REGEX: amp-emit fails with status 1 and one line
 # matching REGEX, and writes no program.
 emit_refuses() {
-	run --separate-stderr amp-emit "$1" -o faulty.amp
+	run --separate-stderr amp-emit --no-model "$1" -o faulty.amp
 	assert_failure 1
 	assert_equal "${#stderr_lines[@]}" 1
 	assert_regex "$stderr" "$2"
@@ -617,7 +653,7 @@ emit_refuses() {
 		}
 	}' "$TINY" > stray.yaml
 	edited "$TINY" stray.yaml
-	run amp-emit stray.yaml -o faulty.amp
+	run amp-emit --model "$MODELS/tiny-mlp.yaml" --scales "$TINY_SCALES" stray.yaml -o faulty.amp
 	assert_success
 	run --separate-stderr amp-run faulty.amp
 	assert_failure 1

@@ -74,7 +74,7 @@ setup() {
 		run head -n 3 "$m.plan"
 		assert_line --index 2 --regexp "^machine: \\{name: $m, tiles: ${m#amp},"
 		run bash -c "set -o pipefail; amp-compose '$m.plan' | amp-expand | amp-exchange | amp-group |
-			amp-emit -o '$m.amp'"
+			amp-emit --no-model -o '$m.amp'"
 		assert_success
 		assert [ -s "$m.amp" ]
 	done

@@ -21,14 +21,14 @@ at() {
 
 @test "a placement ending exactly at the top of planned data is emitted" {
 	at 586800           # 586800 + 160 = 586960 = sram_bytes - reserved_bytes
-	run --separate-stderr amp-emit -o prog moved.yaml
+	run --separate-stderr amp-emit --no-model -o prog moved.yaml
 	assert_success
 	[ -s prog ]
 }
 
 @test "a placement one byte past the top of planned data is refused, and no program written" {
 	at 586801
-	run --separate-stderr amp-emit -o prog moved.yaml
+	run --separate-stderr amp-emit --no-model -o prog moved.yaml
 	assert_failure 1
 	[[ $stderr == "amp-emit: placement 'x@canon' occupies bytes 586801..586961 of its tiles, beyond the 586960 available for planned data (sram_bytes - reserved_bytes)" ]] ||
 		fail "$stderr"
@@ -37,10 +37,10 @@ at() {
 
 @test "--sram-limit moves the top: the same placement passes a raised limit, fails a lowered one" {
 	at 586801
-	run --separate-stderr amp-emit --sram-limit 600000 -o prog moved.yaml
+	run --separate-stderr amp-emit --no-model --sram-limit 600000 -o prog moved.yaml
 	assert_success
 	at 512
-	run --separate-stderr amp-emit --sram-limit 600 -o prog2 moved.yaml
+	run --separate-stderr amp-emit --no-model --sram-limit 600 -o prog2 moved.yaml
 	assert_failure 1
 	[[ $stderr == *"beyond the 600 available for planned data (--sram-limit)"* ]] || fail "$stderr"
 }
@@ -51,7 +51,7 @@ lowered_on() {
 	sed "s/^sram_bytes: 638976 /sram_bytes: $1 /" "$MACHINES/amp1472.yaml" >m.yaml
 	grep -q "^sram_bytes: $1 " m.yaml || fail "no sram_bytes to set"
 	amp-plan --machine m.yaml "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
-	run --separate-stderr amp-emit --machine m.yaml -o prog g.yaml
+	run --separate-stderr amp-emit --no-model --machine m.yaml -o prog g.yaml
 }
 
 @test "a machine with more SRAM than 32-bit addresses reach is refused" {
@@ -70,7 +70,7 @@ lowered_on() {
 		awk '!done && / kind: send, len: [0-9]+, / { sub(/ len: [0-9]+,/, " len: 51200,"); done = 1 } { print }' >raised.yaml
 	grep -q 'max_transfer_bytes: 65536' raised.yaml && grep -q 'len: 51200,' raised.yaml || fail "not edited"
 	local msg="the stage's machine header has max_transfer_bytes 65536; machine file 'amp1472.yaml' has 16592 (limits and rates come from the machine file, not from the stage)"
-	run --separate-stderr amp-emit -o prog raised.yaml
+	run --separate-stderr amp-emit --no-model -o prog raised.yaml
 	assert_failure 1
 	assert_equal "$stderr" "amp-emit: 'raised.yaml': $msg"
 	[ ! -e prog ]
@@ -84,7 +84,7 @@ lowered_on() {
 	assert_failure 1
 	assert_equal "$stderr" "amp-run: '$BAD/program-raised-header.amp': $msg"
 	# a study override is the program's own: amp-emit's provenance record names it
-	amp-emit --table-budget 100000 --fragment-limit=9999 -o over.amp "$G"
+	amp-emit --no-model --table-budget 100000 --fragment-limit=9999 -o over.amp "$G"
 	run amp-run over.amp
 	assert_success
 	run amp-capture over.amp
@@ -104,10 +104,10 @@ lowered_on() {
 }
 
 @test "the machine file must be the one the stage was planned with: by hash, found by name, or named with --machine" {
-	amp-emit -o prog "$G"             # found in the shared machines by its recorded name
+	amp-emit --no-model -o prog "$G"             # found in the shared machines by its recorded name
 	cp "$MACHINES/amp1472.yaml" edited.yaml
 	echo "# a comment changes the hash" >>edited.yaml
-	run --separate-stderr amp-emit --machine edited.yaml -o prog2 "$G"
+	run --separate-stderr amp-emit --no-model --machine edited.yaml -o prog2 "$G"
 	assert_failure 1
 	[[ $stderr == "amp-emit: '$G': machine file 'edited.yaml' (fnv1a "*") is not the one the stage was planned with ('amp1472.yaml', fnv1a f17cfd9f1ece4dc0): plan again, or name that file with --machine FILE" ]] ||
 		fail "$stderr"
@@ -119,11 +119,11 @@ lowered_on() {
 	cp "$MACHINES/amp1472.yaml" mine.yaml
 	echo "# mine" >>mine.yaml
 	amp-plan --machine mine.yaml "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
-	run --separate-stderr amp-emit -o prog3 g.yaml
+	run --separate-stderr amp-emit --no-model -o prog3 g.yaml
 	assert_failure 1
 	[[ $stderr == "amp-emit: 'g.yaml': the stage was planned with machine file 'mine.yaml' (fnv1a "*"), which is not in "*"/machines: name it with --machine FILE" ]] ||
 		fail "$stderr"
-	amp-emit --machine mine.yaml -o prog3 g.yaml
+	amp-emit --no-model --machine mine.yaml -o prog3 g.yaml
 	run amp-run --machine mine.yaml prog3
 	assert_success
 	run --separate-stderr amp-run prog3

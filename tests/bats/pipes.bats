@@ -10,7 +10,7 @@ bats_require_minimum_version 1.5.0
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr bash -c 'set -o pipefail
 		amp-plan no-such-model.yaml | amp-compose | amp-expand | amp-exchange | amp-group |
-			amp-emit -o prog.amp'
+			amp-emit --no-model -o prog.amp'
 	assert_failure 1
 	[ ! -e prog.amp ] || fail "a program was written"
 	# The first stage's own error, then one line per later tool (order is

@@ -41,7 +41,7 @@ stages() {
 		amp-expand "$2/composed.yaml" -o "$2/expanded.yaml" &&
 		amp-exchange "$2/expanded.yaml" -o "$2/exchange.yaml" &&
 		amp-group --schedule "${SCHEDULE:-record}" "$2/exchange.yaml" -o "$2/grouped.yaml" &&
-		amp-emit "$2/grouped.yaml" -o "$2/program.amp"
+		amp-emit --model "$1" "${scales[@]}" "$2/grouped.yaml" -o "$2/program.amp"
 }
 
 # layers N OUT: siglip-small with its repeat's count 2 changed to N.
@@ -287,12 +287,13 @@ restride() {
 	run --separate-stderr amp-run small.amp
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 4
 	assert_line --index 0 "movement: byte-exact after every phase ($phases phases)"
 	# the reference is the model's, embedded by amp-emit --model
 	assert_line --index 1 "reference: FP32 from the model's ops (small.amp(MODEL))"
-	assert_line --index 2 --regexp '^output pooled: cosine [0-9.]+, max abs error [0-9.e+-]+ \(against FP32\)$'
-	[[ ${lines[2]} =~ cosine\ ([0-9.]+), ]] || fail "no cosine in: ${lines[2]}"
+	assert_line --index 2 --regexp "^per op: [0-9]+ ops checked after every run, each on the machine's own inputs against its FP32 reference; closest to its tolerance: '[a-z0-9_.]+', relative L2 error [0-9.e-]+ of [0-9.e-]+$"
+	assert_line --index 3 --regexp '^output pooled: cosine [0-9.]+, max abs error [0-9.e+-]+ \(against FP32\)$'
+	[[ ${lines[3]} =~ cosine\ ([0-9.]+), ]] || fail "no cosine in: ${lines[3]}"
 	run awk -v c="${BASH_REMATCH[1]}" 'BEGIN { exit !(c + 0 >= 0.99) }'
 	assert_success
 }
@@ -523,7 +524,7 @@ captures() {
 	s=$(step_of $g mlp_down a | head -n 1)
 	assert [ "$s" -ge "$first" ] && assert [ "$s" -le "$last" ]
 	drop_send $g "$s" inside.yaml
-	run amp-emit inside.yaml -o inside.amp
+	run amp-emit --model "$SMALL" inside.yaml -o inside.amp
 	assert_success
 	run --separate-stderr amp-run inside.amp
 	assert_failure 1
@@ -535,7 +536,7 @@ captures() {
 	s=$(step_of $g head.kv a | head -n 1)
 	assert [ "$s" -gt "$last" ]
 	drop_send $g "$s" outside.yaml
-	run amp-emit outside.yaml -o outside.amp
+	run amp-emit --model "$SMALL" outside.yaml -o outside.amp
 	assert_success
 	run --separate-stderr amp-run outside.amp
 	assert_failure 1
