@@ -12,22 +12,31 @@
 
 RUN := $(ART)/run
 
+# run_stale FILE...: removes them before the recipe that makes the first
+# runs, so that when a step fails nothing made by an earlier run of it or
+# after it (the program, the run's report) stays looking current.
+run_files := scales.yaml grouped.yaml.zst program.amp run.txt
+run_stale = rm -f $(addprefix $(RUN)/,$(1))
+
 .PHONY: validate
 
 $(RUN):
 	mkdir -p $@
 
 $(RUN)/scales.yaml: $(MODEL) $(ART)/inputs.flags $(BIN)/amp-run | $(RUN)
+	@$(call run_stale,$(run_files))
 	$(BIN)/amp-run --calibrate $(MODEL) -o $@
 
 $(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $(ART)/plan.flags \
 		$(ART)/group.flags $(ART)/inputs.flags \
 		$(BIN)/amp-plan $(BIN)/amp-compose $(BIN)/amp-expand $(BIN)/amp-exchange $(BIN)/amp-group $(BIN)/amp-emit
+	@$(call run_stale,grouped.yaml.zst program.amp run.txt)
 	set -o pipefail; $(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --scales $< $(MODEL) | $(BIN)/amp-compose | \
 		$(BIN)/amp-expand | $(BIN)/amp-exchange | $(BIN)/amp-group $(GROUP_FLAGS) -z -o $(RUN)/grouped.yaml.zst
 	$(BIN)/amp-emit --machine $(MACHINE) $(LIMITS) --model $(MODEL) --scales $< -o $@ $(RUN)/grouped.yaml.zst
 
 $(RUN)/run.txt: $(RUN)/program.amp $(RUN)/scales.yaml $(MODEL) $(BIN)/amp-run
+	@$(call run_stale,run.txt)
 	@trap 'rm -f $@.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
 		$(BIN)/amp-run --machine $(MACHINE) --model $(MODEL) --scales $(RUN)/scales.yaml $< > $@.tmp && mv $@.tmp $@
 

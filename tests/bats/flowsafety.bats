@@ -78,6 +78,37 @@ flow() {
 	done
 }
 
+@test "make validate: a step that fails removes the run's earlier program and report" {
+	flow validate MODEL=$TINY
+	assert_success
+	[ -s "$ART/run/program.amp" ] && [ -s "$ART/run/run.txt" ] || fail "no program or report"
+	# the run fails (a newer program, and an amp-run as old as the real one
+	# that fails every run): the earlier report must not stay
+	mv "$BIN/amp-run" "$BIN/amp-run.real"
+	printf '#!/bin/sh\necho "amp-run: broken" >&2\nexit 1\n' >"$BIN/amp-run"
+	chmod +x "$BIN/amp-run"
+	touch -r "$BIN/amp-run.real" "$BIN/amp-run"
+	touch "$ART/run/program.amp"
+	flow validate MODEL=$TINY
+	assert_failure
+	[[ $stderr == *"amp-run: broken"* ]] || fail "$stderr"
+	[ -s "$ART/run/program.amp" ] || fail "the program went too"
+	[ ! -e "$ART/run/run.txt" ] || fail "run.txt from the earlier run is still there"
+	mv "$BIN/amp-run.real" "$BIN/amp-run"
+	flow validate MODEL=$TINY
+	assert_success
+	[ -s "$ART/run/run.txt" ] || fail "no report again"
+	# the plan fails (a flag amp-plan refuses): neither the lowered stage,
+	# the program nor the report may stay; the calibration does
+	flow validate MODEL=$TINY PLAN_FLAGS='--objective nosuch'
+	assert_failure
+	local f
+	for f in grouped.yaml.zst program.amp run.txt; do
+		[ ! -e "$ART/run/$f" ] || fail "run/$f from the earlier run is still there"
+	done
+	[ -s "$ART/run/scales.yaml" ] || fail "the calibration went too"
+}
+
 @test "a full disk fails the flow, naming the write that failed, and a rerun with room finishes it" {
 	[ "$(id -u)" = 0 ] || skip "mounting a small file system needs root"
 	mkdir small
