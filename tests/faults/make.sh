@@ -92,6 +92,8 @@ sed 's/heads: 4, scale: 0.25/heads: 2, scale: 0.25/' "$V" > $F/vit-attention-hea
 sed 's/heads: 4, scale: 0.25/heads: 4, scale: 0.2/' "$V" > $F/vit-attention-scale.yaml
 sed 's/compute: add, op: pos_add, in: \[emb@canon, pos@owners.rows\]/compute: add, op: pos_add, in: [emb@canon, emb@canon]/' \
 	"$V" > $F/vit-position-skipped.yaml
+# the MAP head's attention alone: its score scale 0.25 -> 0
+sed '/ op: map_attn, /s/scale: 0.25/scale: 0/' "$V" > $F/vit-map-scale.yaml
 # stage-rows-mismatch: a program whose STAGE moves one destination by 32
 # bytes, its hash made to match (tests/bad/programs.py)
 cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp
