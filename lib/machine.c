@@ -88,12 +88,17 @@ int machine_from_val(Machine *m, const char *file, const Val *v, Err *e)
 
 int machine_load(Machine *m, const char *path, Err *e)
 {
+	return machine_load_input(m, input_open(path, e), e);
+}
+
+int machine_load_input(Machine *m, Input *in, Err *e)
+{
 	YReader r;
 	Val *root;
 	int64_t version;
 	int rc = -1;
 
-	if (yr_open(&r, path, e))
+	if (yr_open_input(&r, in, e))
 		goto out;
 	if (yr_node(&r, &root, e))
 		goto out;

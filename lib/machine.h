@@ -37,6 +37,9 @@ typedef struct {
 #define DEFAULT_MACHINE "share/machines/amp1472.yaml"
 
 int machine_load(Machine *m, const char *path, Err *e);
+/* The same from an input (taken over; NULL: -1, its error already in e),
+ * e.g. a file's bytes already read to hash them. */
+int machine_load_input(Machine *m, Input *in, Err *e);
 /* From the `machine:` value of a stage header. */
 int machine_from_val(Machine *m, const char *file, const Val *v, Err *e);
 /* 0 when a stage header's machine is the machine file's (file_name, for

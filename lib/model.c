@@ -80,10 +80,13 @@ static int dtype(const char *f, const Val *v, Format *fmt, Err *e)
 	return 0;
 }
 
-static int too_big(const char *f, const Val *at, const MTensor *t, Err *e)
+/* Tensor t of file f, at line:col, has more elements than any machine
+ * holds (MODEL_MAX_ELEMENTS). */
+static int too_big(const char *f, long line, long col, const MTensor *t, Err *e)
 {
-	return val_err(f, at, e, "tensor '%s' has %s%" PRId64 " elements; at most 2^48 are supported (no machine "
-		       "holds more)", t->name, model_elements(t) == INT64_MAX ? "more than " : "", model_elements(t));
+	return err_at(e, f, line, col, "tensor '%s' has %s%" PRId64 " elements; at most 2^48 are supported (no "
+		      "machine holds more)", t->name, model_elements(t) == INT64_MAX ? "more than " : "",
+		      model_elements(t));
 }
 
 static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Err *e)
@@ -100,8 +103,10 @@ static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Er
 		    map_need(f, v, "dtype", &x, e) || dtype(f, x, &t->dtype, e))
 			return -1;
 		t->role = role;
-		if (model_elements(t) > MODEL_MAX_ELEMENTS)
-			return too_big(f, map_get(v, "shape"), t, e);
+		if (model_elements(t) > MODEL_MAX_ELEMENTS) {
+			const Val *sh = map_get(v, "shape");
+			return too_big(f, sh->line, sh->col, t, e);
+		}
 		if (role == T_INPUT && t->rank != 3 && t->rank != 4)
 			return val_err(f, map_get(v, "shape"), e,
 				       "input '%s' must be [batch, tokens, features] or an image "
@@ -715,9 +720,7 @@ int model_load_input(Model *m, Input *in, Err *e)
 	}
 	for (int i = 0; i < m->nt; i++)         /* op results, and parameters stacked by a repeat */
 		if (model_elements(&m->t[i]) > MODEL_MAX_ELEMENTS) {
-			errf(e, "%s:%ld:%ld: tensor '%s' has %s%" PRId64 " elements; at most 2^48 are supported (no "
-			     "machine holds more)", f, m->t[i].line, m->t[i].col, m->t[i].name,
-			     model_elements(&m->t[i]) == INT64_MAX ? "more than " : "", model_elements(&m->t[i]));
+			too_big(f, m->t[i].line, m->t[i].col, &m->t[i], e);
 			goto out;
 		}
 	if (map_need(f, root, "outputs", &v, e))

@@ -68,6 +68,14 @@ static inline void fail(const Err *e)
 	exit(EXIT_BAD);
 }
 
+/* fail, the message after the input's name (in_path, NULL for stdin). */
+static inline void fail_in(const char *in_path, const Err *e)
+{
+	tool_failing = 1;
+	fprintf(stderr, "%s: '%s': %s\n", tool_name, in_path ? in_path : "<stdin>", e->msg);
+	exit(EXIT_BAD);
+}
+
 __attribute__((format(printf, 1, 2)))
 static inline void usage_error(const char *fmt, ...)
 {
@@ -321,17 +329,17 @@ static inline void check_planned_file(const Plan *pl, const char *role, const vo
 	char hex[2][17];
 	if (!planned || (rec && rec->fnv1a == h) || (!rec && strcmp(role, "scales")))
 		return;
-	tool_failing = 1;
+	Err e;
 	prov_hex(h, hex[0]);
-	if (!rec)
-		fprintf(stderr, "%s: '%s': the stage was planned without a %s file; '%s' (fnv1a %s) is not its %s\n",
-			tool_name, in_path ? in_path : "<stdin>", role, shown, hex[0], role);
-	else {
+	if (!rec) {
+		errf(&e, "the stage was planned without a %s file; '%s' (fnv1a %s) is not its %s", role, shown,
+		     hex[0], role);
+	} else {
 		prov_hex(rec->fnv1a, hex[1]);
-		fprintf(stderr, "%s: '%s': %s file '%s' (fnv1a %s) is not the one the stage was planned from ('%s', "
-			"fnv1a %s)\n", tool_name, in_path ? in_path : "<stdin>", role, shown, hex[0], rec->name, hex[1]);
+		errf(&e, "%s file '%s' (fnv1a %s) is not the one the stage was planned from ('%s', fnv1a %s)", role,
+		     shown, hex[0], rec->name, hex[1]);
 	}
-	exit(EXIT_BAD);
+	fail_in(in_path, &e);
 }
 
 /* Checks the stage's machine header against the machine file, so that
@@ -364,14 +372,16 @@ static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
 	if (input_slurp(path, &d, &n, e))
 		return -1;
 	uint64_t h = fnv1a(d, n);
-	free(d);
 	if (rec && h != rec->fnv1a) {
+		free(d);
 		prov_hex(h, hex[0]);
 		prov_hex(rec->fnv1a, hex[1]);
 		return errf(e, "machine file '%s' (fnv1a %s) is not the one the stage was planned with ('%s', fnv1a "
 			    "%s): plan again, or name that file with --machine FILE", shown, hex[0], rec->name, hex[1]);
 	}
-	if (machine_load(&m, path, e))
+	int rc = machine_load_input(&m, input_open_mem(path, d, n, e), e);     /* the bytes hashed */
+	free(d);
+	if (rc)
 		return -1;
 	/* a program's header carries the table budget and fragment limit
 	 * amp-emit checked it against: the file's, or the override its
@@ -387,11 +397,8 @@ static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
 static inline void check_machine(const Plan *pl, const char *path, const char *in_path)
 {
 	Err e;
-	if (machine_mismatch(pl, path, &e)) {
-		tool_failing = 1;
-		fprintf(stderr, "%s: '%s': %s\n", tool_name, in_path ? in_path : "<stdin>", e.msg);
-		exit(EXIT_BAD);
-	}
+	if (machine_mismatch(pl, path, &e))
+		fail_in(in_path, &e);
 }
 
 /* Appends this run's record (no files) to pl's provenance. */
