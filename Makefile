@@ -33,7 +33,7 @@ TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 
-.PHONY: all deps check unit bats demo regen clean
+.PHONY: all deps check mutate unit bats demo regen clean
 all: $(TOOL_BINS)
 
 # install_missing PACKAGES: install the Debian packages that are missing
@@ -82,6 +82,11 @@ $(OBJ)/lib $(OBJ)/tests $(BIN):
 	mkdir -p $@
 
 # check: unit tests then Bats suites; tests/run.sh prints "N passed, N failed".
+# mutate: every mutant of tests/mutants/mutants.tsv in a scratch copy of
+# the tree, its own tests, then make check (tests/mutants/README.md).
+mutate: deps report-test-deps
+	@bash tests/mutants/run.sh
+
 check: deps report-test-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
@@ -144,6 +149,7 @@ help:
 	@echo 'make experiment-weights|experiment-compose|experiment-staging [EXP_MODEL=FILE]'
 	@echo 'make experiment-search [SEARCH_CASES=mlp|so400m]  the search oracle: best pinned GEMMs beside amp-plan (docs/search.md)'
 	@echo 'make fuzz|fuzz-record|fuzz-status [FUZZ_SECONDS=60] [FUZZ_READERS=...]'
+	@echo 'make mutate [MUTATE_SET=NAME] [MUTATE_FULL=0]  the mutation harness: every mutant of tests/mutants/ killed?'
 	@echo 'make regen        rewrite the golden stage files in tests/golden/'
 	@echo 'make man          man pages from --help (build/man/)'
 	@echo 'make install|uninstall [PREFIX=/usr/local] [DESTDIR=]'

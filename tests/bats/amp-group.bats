@@ -578,3 +578,28 @@ sorted_members() {
 	{ printf '\050\265\057\375'; head -c 200 x.yaml; } > garbage.yaml
 	rejects garbage.yaml "'garbage.yaml': corrupt zstd stream"
 }
+
+@test "group never merges phases across a repeat's boundary: a copy phase before the body and the body's first stay two, and run" {
+	amp-plan "$ROOT/tests/models/group-repeat-boundary.yaml" | amp-compose > c.yaml
+	# the weight's copy (loop-invariant) moved ahead of the body: mm.b
+	# outside, then mm.a, the body's first step, with no compute between
+	awk '
+	/^- \{step: 1, copy: activation, op: mm, operand: a,/ { a = $0; sub(/step: 1,/, "step: 2,", a); next }
+	/^- \{step: 2, copy: parameter, op: mm, operand: b,/ { b = $0; sub(/step: 2,/, "step: 1,", b); print b; print a; next }
+	{ sub(/^- \{repeat: layers, steps: \[1, 6\], count: 3\}$/, "- {repeat: layers, steps: [2, 6], count: 3}"); print }' \
+		c.yaml > moved.yaml
+	grep -q '^- {repeat: layers, steps: \[2, 6\], count: 3}$' moved.yaml || fail "the repeat was not moved"
+	grep -q '^- {step: 1, copy: parameter, op: mm, operand: b,' moved.yaml || fail "the weight copy was not moved"
+	amp-expand moved.yaml | amp-exchange > x.yaml
+	run amp-group x.yaml -o g.yaml
+	assert_success
+	run grep -c '^- {phase: ' g.yaml
+	assert_output 4
+	grep -q '^- {phase: 0, steps: \[1, 1\], label: mm.b}$' g.yaml || fail "$(grep '^- {phase' g.yaml)"
+	grep -q '^- {phase: 1, steps: \[2, 2\], label: mm.a}$' g.yaml || fail "$(grep '^- {phase' g.yaml)"
+	run amp-emit --no-model g.yaml -o p.amp
+	assert_success
+	run --separate-stderr amp-run p.amp
+	assert_success
+	assert_line --index 0 'movement: byte-exact after every phase (4 phases)'
+}

@@ -765,3 +765,21 @@ params_at() {
 	run diff <(tiles p0.plan | grep '@embed\.') <(tiles p1.plan | grep '@embed\.')
 	assert_failure
 }
+
+@test "a machine whose fragment limit equals the plan's worst tile still fits; one lower does not" {
+	# tiny-mlp with both GEMMs pinned whole, so that the limit changes no choice
+	sed 's/^  mlp_down: {grid: \[3, 2, 5\], cast: late}$/  mlp_down: {grid: [3, 2, 5], cast: late, staging: direct, out_staging: direct, reduce: scatter}\n  mlp_up: {grid: [4, 1, 4], cast: late, staging: direct, out_staging: direct}/' \
+		"$MODELS/tiny-mlp.yaml" > t.yaml
+	grep -q '^  mlp_up: {grid: \[4, 1, 4\]' t.yaml || fail "no pins added"
+	amp-plan t.yaml | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	local f
+	f=$(amp-capture g.yaml | jq '.summary.max_fragments')
+	assert [ "$f" -gt 0 ]
+	sed "s/^fragment_limit: .*/fragment_limit: $f/" "$MACHINES/amp1472.yaml" > at.yaml
+	sed "s/^fragment_limit: .*/fragment_limit: $((f - 1))/" "$MACHINES/amp1472.yaml" > below.yaml
+	run amp-plan --machine at.yaml t.yaml -o at.plan
+	assert_success
+	run --separate-stderr amp-plan --machine below.yaml t.yaml -o below.plan
+	assert_failure 1
+	[[ $stderr == *"$f send and receive fragments, over the fragment limit of $((f - 1))"* ]] || fail "$stderr"
+}

@@ -340,6 +340,73 @@ static void forwarding_order(void)
 	plan_free(&pl);
 }
 
+/* ---- the stage movement check against bad stages ----
+ *
+ * sim_check_stage is the unit tests' movement oracle for whole lowered
+ * stages; it must fail when a byte of a destination is written twice, and
+ * when bytes land outside every destination. */
+
+static int lowered_text(Plan *pl, Err *e)
+{
+	const char *text = "amp-model: 1\nname: f\ninputs:\n  x: {shape: [1, 12, 64], dtype: fp16}\n"
+		"params:\n  w: {shape: [64, 40], dtype: fp8}\n  b: {shape: [40], dtype: fp16}\nops:\n"
+		"  - {op: matmul, name: m, a: x, b: w, bias: b, out: y}\noutputs: [y]\n"
+		"pins:\n  m: {grid: [3, 1, 2], cast: early, staging: direct}\n";
+	if (plan_text(text, 32, pl, e))
+		return -1;
+	plan_compose(pl);
+	return plan_expand(pl, e) || plan_exchange(pl, e) || plan_group(pl, 0, e) ? -1 : 0;
+}
+
+/* pl with record i copied right after itself (dst_addr, when >= 0, moved
+ * there). */
+static void add_copy_of(Plan *pl, int i, int64_t dst_addr)
+{
+	pl->x = realloc(pl->x, (size_t)(pl->nx + 1) * sizeof *pl->x);
+	memmove(&pl->x[i + 1], &pl->x[i], (size_t)(pl->nx - i) * sizeof *pl->x);
+	pl->nx++;
+	if (dst_addr >= 0)
+		pl->x[i + 1].dst_addr = dst_addr;
+}
+
+static void stage_check_faults(void)
+{
+	for (int k = 0; k < 3; k++) {
+		Plan pl;
+		Err e;
+		int ok = lowered_text(&pl, &e) == 0;
+		t_case("the stage movement check passes the faithful stage");
+		CHECK(ok && sim_check_stage(&pl, &e) == 0, "%s", e.msg);
+		if (!ok)
+			return;
+		int i = 0;
+		while (i < pl.nx && (pl.x[i].kind != X_SEND || pl.x[i].nloop || pl.x[i].nrecv != 1))
+			i++;
+		CHECK(i < pl.nx, "no single send in the stage");
+		if (i == pl.nx) {
+			plan_free(&pl);
+			return;
+		}
+		if (k == 0) {
+			t_case("the stage movement check fails a destination byte written twice");
+			add_copy_of(&pl, i, -1);
+			CHECK(sim_check_stage(&pl, &e) != 0 && strstr(e.msg, "written 2 times"), "%s",
+			      e.msg);
+		} else if (k == 1) {
+			t_case("the stage movement check fails bytes written outside every destination");
+			int64_t top = (pl.machine.sram_bytes - pl.x[i].len) / 64 * 64;
+			add_copy_of(&pl, i, top);
+			CHECK(sim_check_stage(&pl, &e) != 0 && strstr(e.msg, "written outside every destination"),
+			      "%s", e.msg);
+		} else {
+			t_case("the stage movement check fails a write past the top of SRAM");
+			add_copy_of(&pl, i, pl.machine.sram_bytes - pl.x[i].len + 8);
+			CHECK(sim_check_stage(&pl, &e) != 0 && strstr(e.msg, "address out of SRAM"), "%s", e.msg);
+		}
+		plan_free(&pl);
+	}
+}
+
 /* ---- round trips ---- */
 
 static char *write_mem(const Plan *pl, const char *path)
@@ -558,6 +625,7 @@ int main(void)
 	irregular_destination();
 	coalescing();
 	forwarding_order();
+	stage_check_faults();
 	round_trips();
 	hoisting();
 	return t_summary();

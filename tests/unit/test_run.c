@@ -359,6 +359,63 @@ static void quantize_bits(void)
 	}
 }
 
+/* run_program's own checks of a program's rows against the plan it is
+ * given (a program read from a file has had them compared with its STAGE
+ * already; one built or patched in memory has not): a RECV whose peer or
+ * length is not the one the schedule needs is refused; a RECV address whose
+ * receive ends exactly at the top of SRAM is in SRAM (the run fails
+ * elsewhere, for the bytes it misplaces), one byte further is not. */
+static void patched_rows(const Plan *pl, Program *prog, const char *desc)
+{
+	int ei = -1;            /* an entry whose row starts with a RECV at a new address */
+	for (int i = 0; i < prog->nent && ei < 0; i++) {
+		const Entry *en = &prog->ent[i];
+		const uint8_t *row = prog->row[en->row];
+		if (en->npatch[0] == 0 && en->npatch[2] > 0 && prog->row_len[en->row] >= 16 && row[8] == 4)
+			ei = i;
+	}
+	if (ei < 0)
+		return;
+	const Entry *en = &prog->ent[ei];
+	const uint8_t *row = prog->row[en->row];
+	int64_t len = row[12] | row[13] << 8 | row[14] << 16 | (int64_t)row[15] << 24;
+	uint32_t *peer = &prog->patches[en->patch], *addr = &prog->patches[en->patch + en->npatch[1]];
+	uint32_t peer0 = *peer, addr0 = *addr;
+	int64_t sram = pl->machine.sram_bytes;
+	uint8_t *lenp = prog->row[en->row] + 12, len0 = lenp[0];
+	for (int k = 0; k < 4; k++) {
+		RunOpts ro = { NULL, 3, 1, NULL, NULL };
+		float **val = calloc((size_t)pl->nt, sizeof *val);
+		Err e = { "" };
+		if (k == 0)
+			*peer = (uint32_t)((peer0 + 1) % (uint32_t)pl->machine.tiles);
+		else if (k < 3)
+			*addr = (uint32_t)(sram - len + (k == 2));
+		else
+			lenp[0] = (uint8_t)(len0 ^ 2);  /* another length (the row is shared: every entry of it) */
+		int rc = run_data(pl, &ro, val, &e) || run_program(prog, pl, &ro, val, &e);
+		if (k == 0) {
+			t_case("run_program refuses a RECV from a tile that is not the sender");
+			CHECK(rc && strstr(e.msg, "is not the receive of"), "%s: %s", desc, rc ? e.msg : "passed");
+		} else if (k == 1) {
+			t_case("run_program takes a receive that ends exactly at the top of SRAM as in SRAM, "
+			       "and names the bytes it misplaces");
+			CHECK(rc && strstr(e.msg, "a receive writes bytes") && !strstr(e.msg, "out of SRAM"), "%s: %s",
+			      desc, rc ? e.msg : "passed");
+		} else if (k == 2) {
+			t_case("run_program refuses a receive one byte past the top of SRAM");
+			CHECK(rc && strstr(e.msg, "out of SRAM"), "%s: %s", desc, rc ? e.msg : "passed");
+		} else {
+			t_case("run_program refuses a RECV of another length than the schedule's");
+			CHECK(rc && strstr(e.msg, "is not the receive of"), "%s: %s", desc, rc ? e.msg : "passed");
+		}
+		*peer = peer0, *addr = addr0, lenp[0] = len0;
+		for (int t = 0; t < pl->nt; t++)
+			free(val[t]);
+		free(val);
+	}
+}
+
 /* The per-op check on a run that passed: every op with a compute step
  * ran, each within its tolerance; and faults made of the reference's own
  * values fail at their op: a layernorm that returns its input, or runs
@@ -536,6 +593,8 @@ int main(void)
 			ro.opcheck = NULL;
 			if (!rc)
 				opcheck_cases(&md, oc, &mr, desc);
+			if (!rc && i < 8)
+				patched_rows(&pl, &prog, desc);
 			run_opcheck_free(oc);
 			t_case("random model: the reference decoding the machine's instances is the one making "
 			       "them, bit for bit");

@@ -17,18 +17,45 @@
 #include "expand.h"
 #include "group.h"
 #include "planner.h"
+#include "capture.h"
 #include "table.h"
 #include "trial.h"
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
 
+/* The trial's cycles hold one sync per phase of the lowering: with the
+ * machine's sync_cycles S they exceed those with S = 0 by S times the
+ * lowered plan q's phases, exactly (the replays and compute do not depend
+ * on S). 1 when compared. */
+static int sync_cycles(const Plan *pl, const Plan *q, int wd, const char *desc)
+{
+	Plan r;
+	Err e;
+	int64_t T = pl->machine.tiles, with = -1, without = -1;
+	int64_t *tt = calloc((size_t)T, 8), *tf = calloc((size_t)T, 8);
+	int done = 0;
+	plan_dup(&r, pl);
+	r.machine.sync_cycles = 0;
+	if (plan_trial(pl, 0, pl->ns - 1, wd, tt, tf, &with, &e) == 0 &&
+	    plan_trial(&r, 0, r.ns - 1, wd, tt, tf, &without, &e) == 0) {
+		t_case("trial cycles hold the machine's sync once per phase of the lowering");
+		CHECK(with - without == pl->machine.sync_cycles * q->nph && q->nph > 0 && pl->machine.sync_cycles > 0,
+		      "%s: %lld cycles, %lld without sync; %d phases of %lld", desc, (long long)with,
+		      (long long)without, q->nph, (long long)pl->machine.sync_cycles);
+		done = 1;
+	}
+	free(tt), free(tf);
+	plan_free(&r);
+	return done;
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 200 : 30;
 	char path[] = "/tmp/amp-trial-XXXXXX", desc[512];
-	int fd = mkstemp(path);
+	int fd = mkstemp(path), checked_cycles = 0;
 	close(fd);
 
 	for (int i = 0; i < n; i++) {
@@ -53,7 +80,8 @@ int main(void)
 		int64_t *tt = calloc((size_t)tiles, 8), *tf = calloc((size_t)tiles, 8);
 		int64_t *rt = calloc((size_t)tiles, 8), *rf = calloc((size_t)tiles, 8);
 		t_case("trial lowering of a whole plan succeeds");
-		int ok = plan_trial(&pl, 0, pl.ns - 1, wd, tt, tf, NULL, &e) == 0;
+		int64_t cycles = -1;
+		int ok = plan_trial(&pl, 0, pl.ns - 1, wd, tt, tf, &cycles, &e) == 0;
 		CHECK(ok, "%s: %s", desc, e.msg);
 		plan_dup(&q, &pl);
 		plan_compose(&q);
@@ -72,6 +100,12 @@ int main(void)
 			for (int s = 0; s < pl.ns; s++)
 				shared += pl.s[s].kind == STEP_COPY && al[pl.s[s].dst] == pl.s[s].src;
 			free(fi), free(la), free(al);
+			/* Cycles: every phase's replay, its sync, the local copies and
+			 * the compute steps, as amp-capture counts them; once each,
+			 * so a plan without a repeat has the capture's total (and,
+			 * with no copy sharing its source's buffer, the same rows
+			 * and replays). */
+			checked_cycles += sync_cycles(&pl, &q, wd, desc);
 			t_case("trial fragments equal the lowering's on every tile, but for buffers shared or not");
 			for (int64_t t = 0; t < tiles; t++)
 				if (llabs(tf[t] - rf[t]) > shared) {
@@ -92,6 +126,8 @@ int main(void)
 		plan_free(&pl);
 		model_free(&md);
 	}
+	t_case("the sync in trial cycles was compared");
+	CHECK(checked_cycles > 0, "none of %d", n);
 	unlink(path);
 	return t_summary();
 }
