@@ -94,6 +94,9 @@ sed 's/compute: add, op: pos_add, in: \[emb@canon, pos@owners.rows\]/compute: ad
 	"$V" > $F/vit-position-skipped.yaml
 # the MAP head's attention alone: its score scale 0.25 -> 0
 sed '/ op: map_attn, /s/scale: 0.25/scale: 0/' "$V" > $F/vit-map-scale.yaml
+# the layers' gelu reading an operand the model's op does not have
+sed 's/^- {step: 39, compute: gelu, op: act, in: \[up@canon\], out: g@canon}$/- {step: 39, compute: gelu, op: act, in: [up@canon, up@canon], out: g@canon}/' \
+	"$V" > $F/vit-gelu-extra-operand.yaml
 # stage-rows-mismatch: a program whose STAGE moves one destination by 32
 # bytes, its hash made to match (tests/bad/programs.py)
 cp tests/bad/program-stage-address.amp $F/stage-rows-mismatch.amp

@@ -12,6 +12,7 @@
 #   MUTATE_SET=NAME   only the mutants of that set (the list's second column)
 #   MUTATE_ONLY=ID    only that mutant
 #   MUTATE_FULL=0     no `make check` for a survivor of its own tests
+#   MUTATE_FIRST=1    only the first test a mutant names (CI's fast subset)
 #   MUTATE_KEEP=DIR   work in DIR (kept) instead of a temporary directory
 #
 # List format (tests/mutants/README.md): one mutant per line, tab-separated:
@@ -21,9 +22,17 @@
 # cannot change behaviour).
 set -euo pipefail
 export LC_ALL=C
-root=$(cd "$(dirname "$0")/../.." && pwd)
+# bash reads a script as it runs it: run from a copy, so that editing this
+# file meanwhile changes nothing
+if [ -z "${MUTATE_SELF:-}" ]; then
+	self=$(mktemp "${TMPDIR:-/tmp}/amp-mutate-run.XXXXXX")
+	cp "$0" "$self"
+	MUTATE_SELF=$self MUTATE_ROOT=$(cd "$(dirname "$0")/../.." && pwd) exec bash "$self" "$@"
+fi
+rm -f "$MUTATE_SELF"
+root=$MUTATE_ROOT
 list=$root/tests/mutants/mutants.tsv
-only_set=${MUTATE_SET:-} only_id=${MUTATE_ONLY:-} full=${MUTATE_FULL:-1}
+only_set=${MUTATE_SET:-} only_id=${MUTATE_ONLY:-} full=${MUTATE_FULL:-1} first=${MUTATE_FIRST:-0}
 if [ -n "${MUTATE_KEEP:-}" ]; then
 	work=$MUTATE_KEEP
 	mkdir -p "$work"
@@ -75,6 +84,7 @@ while IFS=$'\t' read -r id set file before after tests meaning; do
 	else
 		for t in $tests; do
 			run_test "$t" || { by=$t; break; }
+			[ "$first" = 0 ] || break
 		done
 		if [ -z "$by" ] && [ "$full" = 1 ]; then
 			make check >> "$log" 2>&1 || by="make check"
