@@ -99,3 +99,26 @@ shaped() {
 		assert_equal "$stderr" "${t%% *}: '$BAD/program-rows-3g.amp': the ROWS section decodes to 3221225472 bytes, more than the machine's SRAM holds (tiles x sram_bytes of the STAGE's machine: 940572672)"
 	done
 }
+
+@test "parameters that no machine holds are refused before planning, though every op alone fits" {
+	# 450 matmuls of [1, 16, 1024] by their own [1024, 1024] fp16 weight:
+	# 2 MiB an op, 943718400 bytes of parameters, over 864005120
+	{
+		printf 'amp-model: 1\nname: params\ninputs:\n  x0: {shape: [1, 16, 1024], dtype: fp16}\nparams:\n'
+		for i in $(seq 0 449); do printf '  w%d: {shape: [1024, 1024], dtype: fp16}\n' "$i"; done
+		printf 'ops:\n'
+		for i in $(seq 0 449); do printf '  - {op: matmul, name: mm%d, a: x%d, b: w%d, out: x%d}\n' "$i" "$i" "$i" $((i + 1)); done
+		printf 'outputs: [x450]\n'
+	} > params.yaml
+	small amp-plan -o out.yaml params.yaml
+	assert_failure 1
+	[[ $stderr == "amp-plan: params.yaml:6:3: model 'params': parameters need 943718400 bytes; 1472 tiles hold at most 864005120 "* ]] ||
+		fail "$stderr"
+	[ ! -e out.yaml ] || fail "out.yaml written"
+	# calibration reads no machine's plan, but is held to the same bound
+	# before it makes 943 MB of parameters
+	small amp-run --calibrate params.yaml -o s.yaml
+	assert_failure 1
+	[[ $stderr == "amp-run: params.yaml:6:3: model 'params': parameters need 943718400 bytes; "* ]] || fail "$stderr"
+	[ ! -e s.yaml ] || fail "s.yaml written"
+}
