@@ -10,7 +10,7 @@
 # a mutant no longer applies (or no longer builds).
 #
 #   MUTATE_SET=NAME   only the mutants of that set (the list's second column)
-#   MUTATE_ONLY=ID    only that mutant
+#   MUTATE_ONLY="ID..." only those mutants
 #   MUTATE_FULL=0     no `make check` for a survivor of its own tests
 #   MUTATE_FIRST=1    only the first test a mutant names (CI's fast subset)
 #   MUTATE_KEEP=DIR   work in DIR (kept) instead of a temporary directory
@@ -60,7 +60,7 @@ n=0 killed=0 survived=0 equivalent=0 stale=0 start=$SECONDS
 while IFS=$'\t' read -r id set file before after tests meaning; do
 	[[ -z $id || $id == \#* ]] && continue
 	[ -z "$only_set" ] || [ "$set" = "$only_set" ] || continue
-	[ -z "$only_id" ] || [ "$id" = "$only_id" ] || continue
+	[ -z "$only_id" ] || [[ " $only_id " == *" $id "* ]] || continue
 	if [[ $meaning == equivalent:* ]]; then
 		equivalent=$((equivalent + 1))
 		printf '%-28s equivalent  (%s)\n' "$id" "${meaning#equivalent: }"
