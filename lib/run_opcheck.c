@@ -53,12 +53,8 @@ OpCheck *run_opcheck_new(const Model *m, const Scales *sc, const Plan *pl, const
 	c->op_at = xmalloc((size_t)(pl->ns + 1) * sizeof *c->op_at);
 	c->ptensor = xmalloc((size_t)(m->nt + 1) * sizeof *c->ptensor);
 	c->r = xcalloc((size_t)m->nops + 1, sizeof *c->r);
-	for (int t = 0; t < m->nt; t++) {
-		c->ptensor[t] = -1;
-		for (int p = 0; p < pl->nt && c->ptensor[t] < 0; p++)
-			if (strcmp(pl->t[p].name, m->t[t].name) == 0)
-				c->ptensor[t] = p;
-	}
+	for (int t = 0; t < m->nt; t++)
+		c->ptensor[t] = plan_find_tensor(pl, m->t[t].name);
 	for (int s = 0; s < pl->ns; s++)
 		c->op_at[s] = -1;
 	for (int k = 0; k < m->nops; k++) {
@@ -98,14 +94,6 @@ void run_opcheck_free(OpCheck *c)
 	free(c);
 }
 
-static int64_t elements(const MTensor *t)
-{
-	int64_t n = 1;
-	for (int a = 0; a < t->rank; a++)
-		n *= t->shape[a];
-	return n;
-}
-
 int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const float *out, Err *e)
 {
 	const Model *m = c->m;
@@ -121,7 +109,7 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 			r.v[op->in[j]] = in[j];         /* one instance each: the op runs at iteration 0 */
 	run_model_op(m, &r, k, 0);
 	const float *y = r.v[op->out];
-	int64_t n = elements(&m->t[op->out]);
+	int64_t n = model_elements(&m->t[op->out]);     /* an op's result: one instance */
 	double d2 = 0, r2 = 0;
 	int finite = 1;
 	for (int64_t i = 0; i < n; i++) {

@@ -446,9 +446,7 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 			}
 		if (!have || op->kind == OP_MATMUL || op->kind == OP_CAST || op->kind == OP_BROADCAST)
 			continue;
-		int64_t cnt = 1;
-		for (int a = 0; a < md->t[op->out].rank; a++)
-			cnt *= md->t[op->out].shape[a];
+		int64_t cnt = model_elements(&md->t[op->out]);
 		/* the exact result on these inputs: the reference's own op */
 		ModelRef x;
 		memset(&x, 0, sizeof x);
@@ -468,9 +466,7 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 		t_case("per-op check: the op's exact result on the machine's inputs passes");
 		CHECK(run_opcheck_op(oc, k, 0, in, exact, &e) == 0, "%s: op %s: %s", desc, op->name, e.msg);
 		float *bad = malloc((size_t)cnt * sizeof *bad);
-		int64_t nin0 = 1;
-		for (int a = 0; a < md->t[op->in[0]].rank; a++)
-			nin0 *= md->t[op->in[0]].shape[a];
+		int64_t nin0 = model_elements(&md->t[op->in[0]]);
 		const char *what = NULL;
 		float *swapped[3] = { in[0], in[2], in[1] };
 		switch (op->kind) {
