@@ -528,7 +528,7 @@ static int batch_can_split(const Model *m, const Machine *mc)
  * smaller SRAM figure of that tile. */
 static int fit_better(const Fit *a, const Fit *b, Objective o)
 {
-	int fa = a->lowered && a->excess <= 1.0, fb = b->lowered && b->excess <= 1.0;
+	int fa = fit_ok(a), fb = fit_ok(b);
 	if (fa != fb)
 		return fa;
 	if (o == OBJ_CYCLES && fa && a->cycles != b->cycles)

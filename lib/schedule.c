@@ -494,14 +494,14 @@ static void *order_run(void *arg)
 	}
 }
 
-/* Is order o of phase p [lo, hi) worth taking over record order (old
- * cycles), and, strict, does it grow no tile's row? */
+/* Is order o of phase p [lo, hi), faster than record order's old cycles
+ * (the caller passes only such), worth taking, and, strict, does it grow
+ * no tile's row? */
 static int worth(const Plan *pl, int p, int lo, int hi, int64_t old, const Out *o, int64_t now, int strict,
 		 int64_t per_record, int64_t *ra, int64_t *rb)
 {
-	/* faster, by per_record cycles (one run) for each record added */
-	int take = now < old &&
-		   (old - now) >= per_record * (o->n - (hi - lo));
+	/* faster by per_record cycles (one run) for each record added */
+	int take = old - now >= per_record * (o->n - (hi - lo));
 	if (take && strict) {
 		row_sizes(pl, p, pl->x + lo, hi - lo, ra);
 		row_sizes(pl, p, o->x, o->n, rb);

@@ -1143,3 +1143,21 @@ rejects() {
 		assert_equal "$(printf '%s\n' "$output" | sort -nu | wc -l)" "$(jq '[.phases[] | select(.transfers > 0)] | length' c.json)"
 	done
 }
+
+@test "capture's median table bytes is every tile's median, the middle two averaged for an even count" {
+	# counted from --tiles, where a tile that holds nothing has no line and
+	# counts 0; vit-tiny on 48 and 40 tiles has middles that differ
+	local n mid
+	for n in 48 40 47; do
+		sed "s/^tiles: .*/tiles: $n/" "$ROOT/tests/models/machine-48.yaml" > m.yaml
+		grouped "$ROOT/tests/models/vit-tiny.yaml" g.yaml "$PWD/m.yaml"
+		amp-capture --machine m.yaml --tiles t.tsv g.yaml -o c.json
+		mid=$(awk -F '\t' 'NR > 2 && $2 == "all" { print $6 }' t.tsv | sort -n | awk -v T="$n" '
+			{ a[NR] = $1 }
+			END { z = T - NR; for (i = 1; i <= T; i++) v[i] = i <= z ? 0 : a[i - z]
+			      if (T % 2) print v[(T + 1) / 2], "odd"
+			      else print int((v[T / 2] + v[T / 2 + 1]) / 2), (v[T / 2] == v[T / 2 + 1] ? "same" : "differ") }')
+		assert_equal "$n: $(jq -r .summary.median_table_bytes c.json)" "$n: ${mid% *}"
+		[ "$n" -eq 47 ] || [ "${mid#* }" = differ ] || fail "$n tiles: the middle two are equal, the case tests nothing"
+	done
+}

@@ -706,6 +706,21 @@ params_at() {
 	[[ $stderr == *"2 tiles hold at most 30720"* ]] || fail "$stderr"
 }
 
+@test "plan counts parameters as stored (panels padded), beyond the raw bytes the size check counts" {
+	# 16000 raw bytes, 19968 stored: a 2-tile machine of 17984 bytes holds
+	# the raw bytes but not the stored ones; one of 20000 holds both in
+	# total, but the weight's one home tile does not
+	local pad=$ROOT/tests/models/params-padded.yaml
+	sed 's/^sram_bytes: .*/sram_bytes: 10016/' "$BAD/machine-small-sram.yaml" > total.yaml
+	sed 's/^sram_bytes: .*/sram_bytes: 11024/' "$BAD/machine-small-sram.yaml" > one.yaml
+	rejects "$pad" "$(params_at "$pad")" \
+		"model 'params-padded': parameters need 19968 bytes; 2 tiles hold at most 17984 (8992 bytes each" \
+		--machine total.yaml "$pad"
+	rejects "$pad" "$(params_at "$pad")" \
+		"model 'params-padded': parameter homes put 10752 bytes on tile 0; 10000 are available" \
+		--machine one.yaml "$pad"
+}
+
 @test "plan: the memory objective's skipped trial lowerings never change the plan (--explain lowers every one)" {
 	# Without --explain, a candidate whose tensors alone cannot beat the
 	# best fitting trial is not lowered; with it, every short-listed one
@@ -777,9 +792,39 @@ params_at() {
 	assert [ "$f" -gt 0 ]
 	sed "s/^fragment_limit: .*/fragment_limit: $f/" "$MACHINES/amp1472.yaml" > at.yaml
 	sed "s/^fragment_limit: .*/fragment_limit: $((f - 1))/" "$MACHINES/amp1472.yaml" > below.yaml
-	run amp-plan --machine at.yaml t.yaml -o at.plan
+	run amp-plan --machine at.yaml t.yaml -o at.plan --explain
 	assert_success
+	# the first build fits, as it is: not planned again inside the limits,
+	# nor the fallback to the memory objective
+	refute_output --partial "planned again, as the whole plan did not fit"
+	refute_output --partial "no plan the cycles search built fits"
 	run --separate-stderr amp-plan --machine below.yaml t.yaml -o below.plan
 	assert_failure 1
 	[[ $stderr == *"$f send and receive fragments, over the fragment limit of $((f - 1))"* ]] || fail "$stderr"
+}
+
+@test "a fragment limit one below the best plan's worst tile moves the planner to a plan within it" {
+	# unpinned tiny-mlp: its fastest plan needs f fragments on some tile; at
+	# f - 1 another plan fits, and amp-plan must find it, not refuse
+	amp-plan "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	local f c
+	f=$(amp-capture g.yaml | jq '.summary.max_fragments')
+	c=$(amp-capture g.yaml | jq '.summary.total_cycles')
+	sed "s/^fragment_limit: .*/fragment_limit: $((f - 1))/" "$MACHINES/amp1472.yaml" > below.yaml
+	run --separate-stderr amp-plan --machine below.yaml "$MODELS/tiny-mlp.yaml" -o below.plan
+	assert_success
+	amp-compose below.plan | amp-expand | amp-exchange | amp-group > g2.yaml
+	amp-capture --machine below.yaml g2.yaml -o c2.json
+	run jq '.summary.max_fragments' c2.json
+	assert [ "$output" -lt "$f" ]
+	# the limit cost cycles: the plan it moved to is not the fastest; but
+	# the cycles search found it, not the fallback to the memory objective
+	# (whose plan is slower)
+	local c2 cm
+	c2=$(jq '.summary.total_cycles' c2.json)
+	assert [ "$c2" -gt "$c" ]
+	amp-plan --objective memory --machine below.yaml "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand |
+		amp-exchange | amp-group > gm.yaml
+	cm=$(amp-capture --machine below.yaml gm.yaml | jq '.summary.total_cycles')
+	assert [ "$c2" -lt "$cm" ]
 }

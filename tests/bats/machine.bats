@@ -155,3 +155,7 @@ rejects() {
 	assert_equal "$stderr" "amp-compose: old.plan:3:10: missing key 'matmul_call_cycles'"
 	[[ ! -e out.plan ]] || fail "out.plan was written on failure"
 }
+
+@test "machine rejects more tiles than the 1048576 amp supports" {
+	rejects "$BAD/machine-many-tiles.yaml" 4:8 "at most 1048576 tiles are supported"
+}

@@ -299,6 +299,66 @@ static void coalescing(void)
 	      "n %d", n);
 }
 
+/* Every byte a record moves, as (src tile, src addr, dst tile, dst addr),
+ * one byte at a time: the brute-force reference for cutting. */
+typedef struct {
+	int64_t (*b)[4];
+	int n, cap;
+} Bytes;
+
+static int each_byte(void *ctx, const Xfer *x, int64_t m, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Bytes *v = ctx;
+	(void)m;
+	for (int64_t i = 0; i < x->len; i++) {
+		if (v->n == v->cap)
+			v->b = realloc(v->b, (size_t)(v->cap = v->cap ? 2 * v->cap : 256) * sizeof *v->b);
+		v->b[v->n][0] = st, v->b[v->n][1] = sa + i, v->b[v->n][2] = dt, v->b[v->n][3] = da + i;
+		v->n++;
+	}
+	return 0;
+}
+
+static int byte_cmp(const void *a, const void *b) { return memcmp(a, b, 4 * sizeof(int64_t)); }
+
+static void cutting(void)
+{
+	int bad = 0, cut = 0;
+	for (int c = 0; c < 3000 && !bad; c++) {
+		int64_t max = pick(4, 64);
+		Xfer x;
+		memset(&x, 0, sizeof x);
+		x.kind = X_SEND;
+		x.len = c < 200 ? max + 1 - c % 3 : pick(1, 3 * max + 2);      /* the bound and either side first */
+		x.src_tile = pick(0, 15), x.dst_tile = pick(0, 15), x.nrecv = 1;
+		x.src_addr = pick(0, 1000), x.dst_addr = pick(0, 1000);
+		x.nloop = (int)pick(0, 2);
+		for (int l = 0; l < x.nloop; l++) {
+			int64_t joined = pick(0, 1) ? x.len : pick(1, 4 * max);
+			x.loop[l] = (XLoop){ pick(1, 4), pick(0, 1), joined, pick(0, 1), pick(0, 1) ? joined : pick(1, 4 * max) };
+		}
+		Xfer out[2];
+		int n = xfer_fragment(&x, max, out);
+		Bytes a = { NULL, 0, 0 }, b = { NULL, 0, 0 };
+		xfer_each(&x, 16, each_byte, &a);
+		for (int i = 0; i < n; i++) {
+			bad |= out[i].len > max;
+			xfer_each(&out[i], 16, each_byte, &b);
+		}
+		cut += n == 2 || x.len > max;
+		qsort(a.b, (size_t)a.n, sizeof *a.b, byte_cmp);
+		qsort(b.b, (size_t)b.n, sizeof *b.b, byte_cmp);
+		bad |= n < 1 || a.n != b.n || memcmp(a.b, b.b, (size_t)a.n * sizeof *a.b);
+		if (bad)
+			printf("case %d: max %lld, len %lld, %d loops: %d fragments\n", c, (long long)max, (long long)x.len,
+			       x.nloop, n);
+		free(a.b);
+		free(b.b);
+	}
+	t_case("random records cut at max_transfer_bytes: every fragment within it, the same bytes to the same places");
+	CHECK(!bad && cut > 1000, "%d cases cut", cut);
+}
+
 /* ---- forwarding order ---- */
 
 static void forwarding_order(void)
@@ -624,6 +684,7 @@ int main(void)
 	fp8_lanes();
 	irregular_destination();
 	coalescing();
+	cutting();
 	forwarding_order();
 	stage_check_faults();
 	round_trips();

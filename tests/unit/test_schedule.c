@@ -8,6 +8,7 @@
 
 #include "replay.h"
 #include "schedule.h"
+#include "table.h"
 #include "t.h"
 #include "testlib.h"
 
@@ -274,10 +275,64 @@ static void per_record(void)
 	plan_done(&pl);
 }
 
+/* The largest tile's table bytes and fragments of pl. */
+static void worst_tile(const Plan *pl, int64_t *table, int64_t *frags)
+{
+	int64_t tb[T] = { 0 }, fr[T] = { 0 };
+	table_totals(pl, tb, fr, NULL);
+	*table = *frags = 0;
+	for (int t = 0; t < T; t++) {
+		*table = tb[t] > *table ? tb[t] : *table;
+		*frags = fr[t] > *frags ? fr[t] : *frags;
+	}
+}
+
+/* A faster order whose tables pass the table budget is not kept: the
+ * schedule falls back to orders that grow no row. */
+static void limits(void)
+{
+	Err e;
+	ScheduleStats st;
+	Plan pl = all_to_all(512);
+	int64_t t0, f0, t1, f1;
+	worst_tile(&pl, &t0, &f0);
+	plan_schedule(&pl, 0, &st, &e);
+	worst_tile(&pl, &t1, &f1);
+	t_case("the all-to-all's faster order grows the worst tile's table (the case below tests something)");
+	CHECK(t1 > t0 && st.phases == 1, "tables %lld -> %lld bytes", (long long)t0, (long long)t1);
+	plan_done(&pl);
+	t_case("with the table budget at record order's worst tile, the schedule keeps every tile within it");
+	pl = all_to_all(512);
+	pl.machine.table_budget_bytes = t0;
+	plan_schedule(&pl, 0, &st, &e);
+	worst_tile(&pl, &t1, &f1);
+	CHECK(t1 <= t0 && f1 <= f0, "tables %lld bytes, budget %lld", (long long)t1, (long long)t0);
+	plan_done(&pl);
+}
+
+/* A phase no order makes faster keeps its records, and is not counted. */
+static void no_gain(void)
+{
+	Err e;
+	ScheduleStats st;
+	Plan pl = phase_plan(1);
+	pl.x = calloc(1, sizeof *pl.x);
+	pl.x[pl.nx++] = send(0, 1, 0, 2, W, 1, 64);
+	Xfer x0 = pl.x[0];
+	plan_schedule(&pl, 0, &st, &e);
+	t_case("a one-record phase keeps its record and counts no phase reordered");
+	CHECK(pl.nx == 1 && !memcmp(&pl.x[0], &x0, sizeof x0) && st.phases == 0 && st.before == st.after,
+	      "%d records, %d phases reordered, %lld -> %lld cycles", pl.nx, st.phases, (long long)st.before,
+	      (long long)st.after);
+	plan_done(&pl);
+}
+
 int main(void)
 {
 	random_phases();
 	reduction();
 	per_record();
+	limits();
+	no_gain();
 	return t_summary();
 }
