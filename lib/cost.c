@@ -12,7 +12,8 @@ typedef struct {
 /* Does the kind's cost read the input shard, or the output shard alone? */
 static int reads_input(ComputeKind k)
 {
-	return k == C_MATMUL || k == C_LAYERNORM || k == C_REDUCE || k == C_ATTENTION || k == C_MERGE;
+	return k == C_MATMUL || k == C_LAYERNORM || k == C_RMSNORM || k == C_REDUCE || k == C_ATTENTION ||
+	       k == C_MERGE;
 }
 
 /* One tile's cycles. A new compute kind gets its own case here, and
@@ -26,6 +27,7 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 		return cdiv(w->out.rows * w->in.cols * w->out.cols, macs) + m->matmul_call_cycles;
 	}
 	case C_LAYERNORM:
+	case C_RMSNORM:
 	case C_REDUCE:
 	case C_MERGE:
 		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;
@@ -39,7 +41,9 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 	case C_BROADCAST:       /* on-tile copies */
 		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);
 	case C_GELU:
+	case C_SILU:
 	case C_ADD:
+	case C_MUL:
 	case C_CAST:
 	default:
 		return w->out.rows * w->out.cols * m->elementwise_cycles_per_element;

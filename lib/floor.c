@@ -184,10 +184,13 @@ void model_floor(const Plan *pl, ModelFloor *f)
 			break;
 		}
 		case C_LAYERNORM:
+		case C_RMSNORM:
 			cycles += elements(&pl->p[st->in[0]]) * mc->reduction_cycles_per_element * count;
 			break;
 		case C_GELU:
+		case C_SILU:
 		case C_ADD:
+		case C_MUL:
 			cycles += elements(&pl->p[st->out]) * mc->elementwise_cycles_per_element * count;
 			break;
 		default:                /* matmul from the GEMM records; the rest a plan adds */

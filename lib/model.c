@@ -8,7 +8,7 @@
 #include "yio.h"
 
 static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
-					  "patchify", "broadcast", "attention" };
+					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul" };
 
 const char *op_name(OpKind k) { return op_names[k]; }
 
@@ -196,6 +196,9 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
 		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
 		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "out", NULL },
+		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
+		[OP_SILU] = { "op", "name", "x", "out", NULL },
+		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
 	};
 	const char *kind, *name;
 	const Val *kv, *outv;
@@ -216,8 +219,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			break;
 	if (k == OP_COUNT)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast, attention or map)", kind);
+			       "patchify, broadcast, attention, map, rmsnorm, silu or mul)", kind);
 	o.kind = (OpKind)k;
+	if (o.kind >= OP_RMSNORM && m->version < 4)
+		return val_err(f, kv, e, "op '%s' needs amp-model: 4 (this file is version %d)", kind, m->version);
 	if (o.kind >= OP_PATCHIFY && m->version < 2)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 2", kind);
 	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e))
@@ -237,6 +242,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		o.nin = 3;
 		break;
 	case OP_GELU:
+	case OP_SILU:
 	case OP_CAST:
 		if (operand(m, f, v, "x", rep, &o.in[0], e))
 			return -1;
@@ -255,21 +261,24 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		o.nin = 1;
 		break;
 	case OP_ADD:
+	case OP_MUL:
 		first = "a";
 		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
 			return -1;
 		o.nin = 2;
 		break;
 	case OP_LAYERNORM:
-		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "scale", rep, &o.in[1], e) ||
-		    operand(m, f, v, "bias", rep, &o.in[2], e))
+	case OP_RMSNORM:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "scale", rep, &o.in[1], e))
 			return -1;
-		o.nin = 3;
+		if (o.kind == OP_LAYERNORM && operand(m, f, v, "bias", rep, &o.in[2], e))
+			return -1;
+		o.nin = o.kind == OP_LAYERNORM ? 3 : 2;
 		o.eps = 1e-6;
 		if ((kv = map_get(v, "eps")) && val_f64(f, kv, &o.eps, e))
 			return -1;
 		if (!(o.eps > 0) || !isfinite(o.eps))
-			return val_err(f, kv, e, "layernorm eps must be positive");
+			return val_err(f, kv, e, "%s eps must be positive", kind);
 		break;
 	case OP_ATTENTION:
 		if (map_get(v, "qkv")) {
@@ -362,9 +371,16 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 				return val_err(f, map_get(v, "b"), e,
 					       "add '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
 		}
-	} else if (o.kind == OP_LAYERNORM) {
+	} else if (o.kind == OP_MUL) {
+		const MTensor *b = &m->t[o.in[1]];
+		if (activation(f, map_get(v, "b"), &o, b, e))
+			return -1;
+		if (!same_shape(a, b) || a->dtype != b->dtype)
+			return val_err(f, map_get(v, "b"), e,
+				       "mul '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
+	} else if (o.kind == OP_LAYERNORM || o.kind == OP_RMSNORM) {
 		if (vector(f, map_get(v, "scale"), &o, &m->t[o.in[1]], a->shape[2], e) ||
-		    vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], a->shape[2], e))
+		    (o.kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], a->shape[2], e)))
 			return -1;
 	} else if (o.kind == OP_CAST) {
 		if (dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out.dtype, e))

@@ -17,7 +17,8 @@
 #include "layout.h"
 #include "machine.h"
 
-#define MODEL_VERSION 3       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread) and 3 */
+#define MODEL_VERSION 4       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
+				 * silu or mul) and 4 */
 #define MAX_RANK 4
 
 typedef enum { T_INPUT, T_PARAM, T_ACT } TensorRole;
@@ -37,7 +38,7 @@ typedef struct {
 } MTensor;
 
 typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
-	       OP_ATTENTION, OP_COUNT } OpKind;
+	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_COUNT } OpKind;
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
@@ -48,7 +49,7 @@ typedef struct {
 	int in[3];          /* tensor indices; -1 when absent (matmul bias) */
 	int nin;
 	int out;
-	double eps;         /* layernorm */
+	double eps;         /* layernorm, rmsnorm */
 	Format to;          /* cast */
 	int64_t patch;      /* patchify: patch edge */
 	int64_t cls;        /* patchify: zero rows put before the patches (a class token's slot) */

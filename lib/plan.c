@@ -16,7 +16,7 @@ static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduct
 					       "output", "copy", "relay" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
 					      "add", "layernorm", "attention", "broadcast", "carry",
-					      "merge" };
+					      "merge", "rmsnorm", "silu", "mul" };
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale", "q", "k", "v" };
 
@@ -235,7 +235,7 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_str(w, pl->p[s->in[k]].name);
 		yw_end_seq(w);
 		yw_kstr(w, "out", pl->p[s->out].name);
-		if (s->compute == C_LAYERNORM) {
+		if (s->compute == C_LAYERNORM || s->compute == C_RMSNORM) {
 			yw_str(w, "eps");
 			yw_f64(w, s->eps);
 		}
@@ -661,6 +661,9 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		    ref_enum(f, r, "compute", compute_names, C_COUNT, &k, e))
 			return -1;
 		s.compute = (ComputeKind)k;
+		if (s.compute >= C_RMSNORM && reading_version < 7)
+			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 7 (this file is version %d)",
+				       compute_names[k], reading_version);
 		if (map_need(f, r, "in", &v, e))
 			return -1;
 		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 3)
@@ -671,11 +674,11 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		s.nin = v->n;
 		if (map_need(f, r, "out", &v, e) || ref_placement(pl, f, v, &s.out, e))
 			return -1;
-		if (s.compute == C_LAYERNORM &&
-		    (map_need(f, r, "eps", &v, e) || val_f64(f, v, &s.eps, e)))
+		int norm = s.compute == C_LAYERNORM || s.compute == C_RMSNORM;
+		if (norm && (map_need(f, r, "eps", &v, e) || val_f64(f, v, &s.eps, e)))
 			return -1;
-		if (s.compute != C_LAYERNORM && map_get(r, "eps"))
-			return val_err(f, map_get(r, "eps"), e, "only layernorm takes eps");
+		if (!norm && map_get(r, "eps"))
+			return val_err(f, map_get(r, "eps"), e, "only layernorm and rmsnorm take eps");
 		if (s.compute == C_ATTENTION &&
 		    (get_int(f, r, "heads", 1, 1 << 20, &s.heads, e) ||
 		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e) ||

@@ -22,7 +22,8 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 6           /* written; 4 (no provenance) and 5 (no staging spread) are still read */
+#define PLAN_VERSION 7           /* written; 4 (no provenance), 5 (no staging spread) and 6 (no rmsnorm,
+				 * silu or mul) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -71,7 +72,7 @@ typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping
 typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_RELAY, MOVE_COUNT } Movement;
 typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
-	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_COUNT } ComputeKind;
+	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_COUNT } ComputeKind;
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
 	       OPD_Q, OPD_K, OPD_V, OPD_COUNT } Operand;
 

@@ -62,6 +62,7 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	int in[3], nin = 0, out = plan_find_tensor(pl, m->t[op->out].name), existed;
 	static const ComputeKind kinds[OP_COUNT] = {
 		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
+		[OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU, [OP_MUL] = C_MUL,
 	};
 	Placement p;
 
@@ -71,8 +72,10 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
 						      : canonical(b, bt);
 	}
-	if (op->kind == OP_LAYERNORM)
-		for (int k = 1; k < 3; k++)
+	if (op->kind == OP_MUL)
+		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
+	if (op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM)
+		for (int k = 1; k < op->nin; k++)
 			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
 					      plan_find_tensor(pl, m->t[op->in[k]].name), in[0]);
 	p = pl->p[in[0]];

@@ -22,6 +22,9 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_GELU: return c == C_GELU;
 	case OP_ADD: return c == C_ADD;
 	case OP_LAYERNORM: return c == C_LAYERNORM;
+	case OP_RMSNORM: return c == C_RMSNORM;
+	case OP_SILU: return c == C_SILU;
+	case OP_MUL: return c == C_MUL;
 	case OP_CAST: return c == C_CAST;
 	case OP_BROADCAST: return c == C_BROADCAST;
 	case OP_ATTENTION: return c == C_ATTENTION || c == C_MERGE;
@@ -33,7 +36,8 @@ static ComputeKind primary(OpKind k)
 {
 	static const ComputeKind p[OP_COUNT] = { [OP_MATMUL] = C_MATMUL, [OP_GELU] = C_GELU, [OP_ADD] = C_ADD,
 		[OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST, [OP_BROADCAST] = C_BROADCAST,
-		[OP_ATTENTION] = C_ATTENTION, [OP_PATCHIFY] = C_COUNT };
+		[OP_ATTENTION] = C_ATTENTION, [OP_PATCHIFY] = C_COUNT, [OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU,
+		[OP_MUL] = C_MUL };
 	return p[k];
 }
 

@@ -570,6 +570,31 @@ static void *compute_tiles(void *arg)
 			free(b);
 			break;
 		}
+		case C_SILU:
+			for (int64_t q = 0; q < R * C; q++)
+				res[q] = silu(a[q]);
+			break;
+		case C_MUL: {
+			float *b = read_shard(m, st->in[1], t, &lb);
+			for (int64_t q = 0; q < R * C; q++)
+				res[q] = a[q] * b[q];
+			free(b);
+			break;
+		}
+		case C_RMSNORM: {
+			float *g = read_shard(m, st->in[1], t, &lb);
+			for (int64_t r = 0; r < R; r++) {
+				const float *x = a + r * C;
+				float ss = 0;
+				for (int64_t c = 0; c < C; c++)
+					ss += x[c] * x[c];
+				float inv = 1.0f / sqrtf(ss / (float)C + (float)st->eps);
+				for (int64_t c = 0; c < C; c++)
+					res[r * C + c] = x[c] * inv * g[c];
+			}
+			free(g);
+			break;
+		}
 		case C_LAYERNORM: {
 			float *g = read_shard(m, st->in[1], t, &lb), *b = read_shard(m, st->in[2], t, &lc);
 			for (int64_t r = 0; r < R; r++) {

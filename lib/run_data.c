@@ -92,7 +92,8 @@ static Dist plan_dist(const Plan *pl, int t)
 			return (Dist){ 0, 0.02 };
 	}
 	for (int s = 0; s < pl->ns; s++)
-		if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_LAYERNORM &&
+		if (pl->s[s].kind == STEP_COMPUTE &&
+		    (pl->s[s].compute == C_LAYERNORM || pl->s[s].compute == C_RMSNORM) &&
 		    pl->p[pl->s[s].in[1]].tensor == t)
 			return (Dist){ 1, 0.1 };
 	return (Dist){ 0, 0.02 };
@@ -111,7 +112,7 @@ Dist model_dist(const Model *m, int t)
 			return (Dist){ 0, 0.02 };
 	}
 	for (int k = 0; k < m->nops; k++)
-		if (m->ops[k].kind == OP_LAYERNORM && m->ops[k].in[1] == t)
+		if ((m->ops[k].kind == OP_LAYERNORM || m->ops[k].kind == OP_RMSNORM) && m->ops[k].in[1] == t)
 			return (Dist){ 1, 0.1 };
 	return (Dist){ 0, 0.02 };
 }

@@ -61,12 +61,18 @@ static inline float gelu(float x)
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
+/* silu (x times its sigmoid) in fp32: the machine's. */
+static inline float silu(float x)
+{
+	return x / (1.0f + expf(-x));
+}
+
 /* ---- data (run_data.c) ---- */
 
 /* How a tensor's values are made when no --data file holds them: normal
  * with this mean and deviation. How a parameter is used decides its
  * realistic scale: a matmul's weight 1/sqrt(K), its bias 0.02, a
- * layernorm's scale around 1, anything else 0.02; an input 1. */
+ * layernorm's or rmsnorm's scale around 1, anything else 0.02; an input 1. */
 typedef struct {
 	double mean, sd;
 } Dist;

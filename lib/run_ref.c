@@ -187,6 +187,33 @@ static void ref_layernorm(const float *x, const float *g, const float *b, float 
 	}
 }
 
+/* RMSNorm of rows of C values in double: x / sqrt(mean(x^2) + eps) * g. */
+static void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * C;
+		double ss = 0;
+		for (int64_t c = 0; c < C; c++)
+			ss += (double)xr[c] * xr[c];
+		double inv = 1 / sqrt(ss / (double)C + eps);
+		for (int64_t c = 0; c < C; c++)
+			y[r * C + c] = (float)(xr[c] * inv * g[c]);
+	}
+}
+
+/* y[i] = x[i] * sigmoid(x[i]), in double. */
+static void ref_silu(const float *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = (float)(x[i] / (1 + exp(-(double)x[i])));
+}
+
+static void ref_mul(const float *a, const float *b, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = a[i] * b[i];
+}
+
 /* y[i] = x[i] + b[i % nb]: b may be a [tokens, features] table added to
  * every batch entry. */
 static void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb)
@@ -240,6 +267,15 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 	case C_LAYERNORM:
 		ref_layernorm(x, inst(c, pl->p[st->in[1]].tensor, iter),
 			      inst(c, pl->p[st->in[2]].tensor, iter), y, n / C, C, st->eps);
+		break;
+	case C_RMSNORM:
+		ref_rmsnorm(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->eps);
+		break;
+	case C_SILU:
+		ref_silu(x, y, n);
+		break;
+	case C_MUL:
+		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
@@ -408,6 +444,15 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 	case OP_LAYERNORM:
 		ref_layernorm(x, minst(m, r, op->in[1], iter), minst(m, r, op->in[2], iter), y, n / C, C, op->eps);
 		break;
+	case OP_RMSNORM:
+		ref_rmsnorm(x, minst(m, r, op->in[1], iter), y, n / C, C, op->eps);
+		break;
+	case OP_SILU:
+		ref_silu(x, y, n);
+		break;
+	case OP_MUL:
+		ref_mul(x, minst(m, r, op->in[1], iter), y, n);
+		break;
 	case OP_ATTENTION: {
 		const MTensor *kv = &m->t[op->in[1]];
 		ref_attend(x, minst(m, r, op->in[1], iter), y, in->shape[0], in->shape[1], kv->shape[1],
@@ -532,10 +577,11 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 			if (strcmp(st->op, op->name))
 				continue;
 			steps++;
-			if (op->kind == OP_LAYERNORM && st->kind == STEP_COMPUTE && st->compute == C_LAYERNORM &&
-			    st->eps != op->eps)
-				return err_at(e, f, op->line, op->col, "op '%s': the stage's layernorm step %d has "
-					      "eps %g, the model %g", op->name, s, st->eps, op->eps);
+			if ((op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM) && st->kind == STEP_COMPUTE &&
+			    (st->compute == C_LAYERNORM || st->compute == C_RMSNORM) && st->eps != op->eps)
+				return err_at(e, f, op->line, op->col, "op '%s': the stage's %s step %d has "
+					      "eps %g, the model %g", op->name, compute_name(st->compute), s, st->eps,
+					      op->eps);
 		}
 		for (int h = 0; op->kind == OP_PATCHIFY && h < pl->nh; h++)
 			steps += strcmp(pl->h[h].op, op->name) == 0;

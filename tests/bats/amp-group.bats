@@ -234,12 +234,12 @@ rejects() {
 	done
 }
 
-@test "group writes an amp-group version 6 header, provenance after it, with the stage's machine and model" {
+@test "group writes an amp-group version 7 header, provenance after it, with the stage's machine and model" {
 	exchanged "$MODELS/tiny-mlp.yaml" x.yaml
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 6'
+	assert_line --index 1 'version: 7'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 5p g.yaml
@@ -499,7 +499,7 @@ sorted_members() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 7"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 8"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {

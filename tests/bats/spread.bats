@@ -60,11 +60,11 @@ SPREAD=$ROOT/tests/models/spread-mlp.yaml
 		"$BAD/model-pin-spread-none.yaml"
 }
 
-@test "a version 5 plan that names staging spread is rejected at the value; version 6 is read back the same" {
+@test "a version 5 plan that names staging spread is rejected at the value; the current version is read back the same" {
 	amp-plan "$SPREAD" -o p6.yaml
 	run amp-compose p6.yaml
 	assert_success
-	sed 's/^version: 6$/version: 5/' p6.yaml >p5.yaml
+	sed 's/^version: 7$/version: 5/' p6.yaml >p5.yaml
 	run --separate-stderr amp-compose p5.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p5.yaml:[0-9]+:[0-9]+:\ staging\ \'spread\'\ needs\ version\ 6\ \(this\ file\ is\ version\ 5\)$ ]] ||

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# The decoder block's ops (model format 4: rmsnorm, silu, mul) on
+# tests/models/tiny-swiglu.yaml, a gated MLP block: planned, lowered,
+# emitted and run byte-exact with every op checked against FP32; their
+# costs; the malformed models tests/bad/model-{rmsnorm,mul}-*.yaml; a
+# stage of an earlier version that names one of their compute kinds; and
+# a stage whose rmsnorm eps is not the model's.
+
+bats_require_minimum_version 1.5.0
+load common
+
+SW=$ROOT/tests/models/tiny-swiglu.yaml
+
+lowered() {
+	amp-plan "$SW" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+}
+
+@test "decoder: the gated MLP block runs byte-exact, each of its 7 ops within its tolerance" {
+	lowered
+	amp-emit --model "$SW" g.yaml -o p.amp
+	run --separate-stderr amp-run --model "$SW" p.amp
+	assert_success
+	assert_line --index 0 'movement: byte-exact after every phase (6 phases)'
+	assert_line --index 2 --regexp "^per op: 7 ops checked after every run"
+	local cos
+	cos=$(printf '%s\n' "$output" | sed -n 's/^output z: cosine \([0-9.]*\),.*/\1/p')
+	[ -n "$cos" ] || fail "no cosine in: $output"
+	awk -v c="$cos" 'BEGIN { exit !(c >= 0.999) }' || fail "cosine $cos"
+}
+
+@test "decoder: the plan has one rmsnorm step with the model's eps, a silu and a mul" {
+	amp-plan "$SW" -o p.yaml
+	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: norm, in: \[x@canon, norm_g@owners\], out: xn@canon, eps: 1e-06}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: silu, op: act, in: \[g@canon\], out: s@canon}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@canon\], out: h@canon}$' p.yaml
+	assert_output 1
+}
+
+@test "decoder: rmsnorm costs as a reduction of its input, silu and mul as element-wise steps" {
+	lowered
+	amp-capture g.yaml -o c.json
+	# each owner holds 2 x 37 / tiles token rows of width 80 (rmsnorm) or 200
+	local q='[.. | objects | select(.compute? == $k)] | .[0] | "\(.tiles) \(.cycles)"' t c
+	read -r t c < <(jq -r --arg k rmsnorm "$q" c.json)
+	assert_equal "rmsnorm: $c" "rmsnorm: $((74 / t * 80 * 2))"
+	read -r t c < <(jq -r --arg k silu "$q" c.json)
+	assert_equal "silu: $c" "silu: $((74 / t * 200 * 1))"
+	read -r t c < <(jq -r --arg k mul "$q" c.json)
+	assert_equal "mul: $c" "mul: $((74 / t * 200 * 1))"
+}
+
+@test "decoder: an op of model format 4 in a version 3 file is refused at the op" {
+	plan_rejects "$BAD/model-rmsnorm-version-3.yaml" 12:10 "op 'rmsnorm' needs amp-model: 4 (this file is version 3)" \
+		"$BAD/model-rmsnorm-version-3.yaml"
+}
+
+@test "decoder: malformed rmsnorm and mul ops are refused at the key" {
+	plan_rejects "$BAD/model-rmsnorm-bias.yaml" 12:52 "unknown key 'bias'" "$BAD/model-rmsnorm-bias.yaml"
+	plan_rejects "$BAD/model-rmsnorm-eps.yaml" 12:57 "rmsnorm eps must be positive" "$BAD/model-rmsnorm-eps.yaml"
+	plan_rejects "$BAD/model-rmsnorm-scale-shape.yaml" 12:44 \
+		"rmsnorm 'norm': 'norm_g' must be a parameter of shape [80]" "$BAD/model-rmsnorm-scale-shape.yaml"
+	plan_rejects "$BAD/model-mul-shape.yaml" 16:37 "mul 'gated': 's' and 'x' differ in shape or dtype" \
+		"$BAD/model-mul-shape.yaml"
+	plan_rejects "$BAD/model-mul-param.yaml" 16:37 \
+		"mul 'gated': 'w_up' must be an activation [batch, tokens, features]" "$BAD/model-mul-param.yaml"
+}
+
+@test "decoder: a version 6 stage that names compute rmsnorm is refused at the value" {
+	amp-plan "$SW" -o p.yaml
+	sed 's/^version: 7$/version: 6/' p.yaml > p6.yaml
+	run --separate-stderr amp-compose p6.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ compute\ \'rmsnorm\'\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
+		fail "unexpected: $stderr"
+}
+
+@test "decoder: amp-run refuses a program whose rmsnorm eps is not the model's" {
+	lowered
+	sed 's/^\(- {step: [0-9]*, compute: rmsnorm, .*\)eps: 1e-06}$/\1eps: 0.001}/' g.yaml > bad.yaml
+	! cmp -s g.yaml bad.yaml || fail "no rmsnorm step edited"
+	amp-emit --no-model bad.yaml -o p.amp
+	run --separate-stderr amp-run --model "$SW" p.amp
+	assert_failure 1
+	[[ $stderr == *"tiny-swiglu.yaml:14:5: op 'norm': the stage's rmsnorm step "*" has eps 0.001, the model 1e-06"* ]] ||
+		fail "unexpected: $stderr"
+}
