@@ -208,11 +208,12 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 	const Placement *S = &pl->p[st->src], *D = &pl->p[st->dst];
 	int64_t T = pl->machine.tiles, rep0[MAX_REP] = { 0 };
 	int panel = D->layout == LAYOUT_AMP_LEFT || D->layout == LAYOUT_TRANSPOSED_RIGHT;
-	int64_t nd = place_shards(D), nrep = D->nrep ? D->rep[0] : 1, rstride = D->nrep ? D->rstride[0] : 0;
+	/* Replicas: one multicast (receivers nrep apart by rstride) per value
+	 * of the other axis, when there are two; the larger axis multicasts. */
+	int in = D->nrep == 2 && D->rep[0] > D->rep[1] ? 0 : D->nrep - 1;
+	int64_t nd = place_shards(D), nrep = D->nrep ? D->rep[in] : 1, rstride = D->nrep ? D->rstride[in] : 0;
+	int64_t nout = D->nrep == 2 ? D->rep[1 - in] : 1, ostride = D->nrep == 2 ? D->rstride[1 - in] : 0;
 
-	if (D->nrep > 1)
-		return errf(e, "step %d: destination '%s' is replicated over %d axes; amp-expand "
-			    "handles one", step, D->name, D->nrep);
 	Stream sm;
 	memset(&sm, 0, sizeof sm);
 	runs_forget();
@@ -224,7 +225,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			q /= D->split[a];
 		}
 		shard_region(D, didx, dlo, dhi);
-		int64_t t0 = place_tile(D, didx, rep0, T);
+		int64_t tz = place_tile(D, didx, rep0, T);
 		int from = l->n;
 		for (int a = 0; a < S->rank; a++) {
 			if (dlo[a] < S->off[a] || dhi[a] > S->off[a] + S->shape[a]) {
@@ -249,6 +250,8 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			}
 			done = a < 0;
 		}
+		for (int64_t o = 0; o < nout; o++) {
+		int64_t t0 = tile_mod(tz + o * ostride, T);
 		for (int a = 0; a < S->rank; a++)
 			sidx[a] = slo[a];
 		if (panel && !whole)
@@ -304,6 +307,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 			}
 			if (a < 0)
 				break;
+		}
 		}
 		stream_flush(&sm, l, from);
 	}

@@ -177,8 +177,10 @@ void model_floor(const Plan *pl, ModelFloor *f)
 		switch (st->compute) {
 		case C_ATTENTION: {     /* q [B, Tq, H x D], k [B, Tk, H x D] */
 			const Placement *q = &pl->p[st->in[0]], *k = &pl->p[st->in[1]];
-			int64_t H = st->heads > 0 ? st->heads : 1, D = q->shape[2] / H;
-			int64_t scores = q->shape[0] * H * q->shape[1] * k->shape[1];
+			int64_t H = st->heads > 0 ? st->heads : 1, D = q->shape[2] / H, Tq = q->shape[1], Tk = k->shape[1];
+			/* causal: query i sees i + Tk - Tq + 1 keys, the masked scores are not essential */
+			int64_t seen = st->causal ? Tq * (Tk - Tq + 1) + Tq * (Tq - 1) / 2 : Tq * Tk;
+			int64_t scores = q->shape[0] * H * seen;
 			macs16 += 2 * scores * D * count;               /* q.k^T and p.v */
 			cycles += scores * mc->reduction_cycles_per_element * count;   /* softmax */
 			break;

@@ -187,7 +187,7 @@ static int positive(const char *f, const Val *v, const char *key, int64_t *out, 
 
 static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
-	static const char *keys[OP_COUNT][9] = {
+	static const char *keys[OP_COUNT][10] = {
 		[OP_MATMUL] = { "op", "name", "a", "b", "bias", "out", NULL },
 		[OP_GELU] = { "op", "name", "x", "out", NULL },
 		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
@@ -195,7 +195,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
 		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
 		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
-		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "out", NULL },
+		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "out", NULL },
 		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
@@ -296,6 +296,18 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		}
 		if (positive(f, v, "heads", &o.heads, e))
 			return -1;
+		o.kv_heads = o.heads;
+		if ((map_get(v, "kv_heads") || map_get(v, "causal")) && m->version < 4)
+			return val_err(f, map_get(v, map_get(v, "kv_heads") ? "kv_heads" : "causal"), e,
+				       "attention '%s': %s needs amp-model: 4 (this file is version %d)", name,
+				       map_get(v, "kv_heads") ? "kv_heads" : "causal", m->version);
+		if (map_get(v, "kv_heads") && positive(f, v, "kv_heads", &o.kv_heads, e))
+			return -1;
+		if (o.heads % o.kv_heads)
+			return val_err(f, map_get(v, "kv_heads"), e, "attention '%s': %lld kv_heads do not divide "
+				       "%lld heads", name, (long long)o.kv_heads, (long long)o.heads);
+		if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o.causal, e))
+			return -1;
 		o.nin = 2;
 		break;
 	default:
@@ -391,20 +403,30 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		const MTensor *kvt = &m->t[o.in[1]];
 		const Val *at = map_get(v, first);
 		int fused = o.in[0] == o.in[1];
-		int64_t c = fused ? a->shape[2] / 3 : a->shape[2];
+		int64_t H = o.heads, G = o.kv_heads, parts = H + 2 * G;    /* widths in head widths */
+		int64_t c = !fused ? a->shape[2] : G == H ? a->shape[2] / 3 : a->shape[2] / parts * H;
 		if (!fused && activation(f, map_get(v, "kv"), &o, kvt, e))
 			return -1;
-		if (fused && a->shape[2] % 3)
+		if (fused && G == H && a->shape[2] % 3)
 			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not 3 x width",
 				       o.name, a->name, (long long)a->shape[2]);
-		if (!fused && (kvt->shape[2] != 2 * c || kvt->shape[0] != a->shape[0]))
-			return val_err(f, map_get(v, "kv"), e,
-				       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v)",
-				       o.name, kvt->name, (long long)a->shape[0], (long long)(2 * c));
+		if (fused && G < H && a->shape[2] % parts)
+			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not a whole number of "
+				       "(heads + 2 x kv_heads) = %lld head widths", o.name, a->name, (long long)a->shape[2],
+				       (long long)parts);
 		if (c % o.heads)
 			return val_err(f, map_get(v, "heads"), e,
 				       "attention '%s': %lld heads do not divide width %lld", o.name,
 				       (long long)o.heads, (long long)c);
+		if (!fused && (kvt->shape[2] != 2 * c / H * G || kvt->shape[0] != a->shape[0]))
+			return val_err(f, map_get(v, "kv"), e,
+				       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v: %lld kv head%s of "
+				       "%lld columns each)", o.name, kvt->name, (long long)a->shape[0],
+				       (long long)(2 * c / H * G), (long long)G, G > 1 ? "s" : "", (long long)(c / H));
+		if (o.causal && a->shape[1] > kvt->shape[1])
+			return val_err(f, map_get(v, "causal"), e, "attention '%s': causal with %lld queries over "
+				       "%lld keys (the queries are the last of the keys' positions)", o.name,
+				       (long long)a->shape[1], (long long)kvt->shape[1]);
 		if (a->dtype != FMT_FP16 || kvt->dtype != FMT_FP16)
 			return val_err(f, at, e, "attention '%s': q, k and v must be fp16", o.name);
 		out.shape[2] = c;

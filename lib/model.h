@@ -55,6 +55,8 @@ typedef struct {
 	int64_t cls;        /* patchify: zero rows put before the patches (a class token's slot) */
 	int64_t batch;      /* broadcast: batch size */
 	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
+	int64_t kv_heads;   /* attention: heads of k and v (grouped-query: each serves heads / kv_heads) */
+	int causal;         /* attention: query i sees keys up to i + keys - queries */
 	int rep;            /* the repeat whose body holds it, or -1 */
 	/* pins */
 	int pinned;         /* 1: the model pins it; 2: held by the planner */

@@ -241,6 +241,10 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 		}
 		if (s->compute == C_ATTENTION) {
 			yw_kint(w, "heads", s->heads);
+			if (s->kv_heads != s->heads)
+				yw_kint(w, "kv_heads", s->kv_heads);
+			if (s->causal)
+				yw_kbool(w, "causal", 1);
 			yw_str(w, "scale");
 			yw_f64(w, s->scale);
 			yw_kint(w, "scratch", s->scratch);
@@ -626,8 +630,8 @@ static int read_placement(Plan *pl, const char *f, const Val *r, Err *e)
 static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
-	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "scale",
-					   "scratch", NULL };
+	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
+					   "causal", "scale", "scratch", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -685,10 +689,22 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		     get_int(f, r, "scratch", 0, pl->machine.sram_bytes, &s.scratch, e)))
 			return -1;
 		if (s.compute != C_ATTENTION && (map_get(r, "scale") || map_get(r, "heads") ||
-						 map_get(r, "scratch")))
-			return val_err(f, map_get(r, map_get(r, "scale") ? "scale" :
-						  map_get(r, "heads") ? "heads" : "scratch"), e,
-				       "only attention takes heads, scale and scratch");
+						 map_get(r, "scratch") || map_get(r, "kv_heads") || map_get(r, "causal")))
+			return val_err(f, map_get(r, map_get(r, "scale") ? "scale" : map_get(r, "heads") ? "heads" :
+						  map_get(r, "scratch") ? "scratch" : map_get(r, "kv_heads") ? "kv_heads" :
+						  "causal"), e, "only attention takes heads, kv_heads, causal, scale and scratch");
+		s.kv_heads = s.heads;
+		if ((map_get(r, "kv_heads") || map_get(r, "causal")) && reading_version < 7)
+			return val_err(f, map_get(r, map_get(r, "kv_heads") ? "kv_heads" : "causal"), e,
+				       "%s needs version 7 (this file is version %d)",
+				       map_get(r, "kv_heads") ? "kv_heads" : "causal", reading_version);
+		if (map_get(r, "kv_heads") && get_int(f, r, "kv_heads", 1, s.heads, &s.kv_heads, e))
+			return -1;
+		if (s.compute == C_ATTENTION && s.heads % s.kv_heads)
+			return val_err(f, map_get(r, "kv_heads"), e, "kv_heads %lld do not divide heads %lld",
+				       (long long)s.kv_heads, (long long)s.heads);
+		if (map_get(r, "causal") && val_bool(f, map_get(r, "causal"), &s.causal, e))
+			return -1;
 		if (s.compute == C_ATTENTION && s.nin != 3)
 			return val_err(f, r, e, "attention reads q, k and v");
 	} else {

@@ -91,6 +91,8 @@ typedef struct {
 	double eps;                 /* layernorm */
 	double scale;               /* attention: the score scale, 1/sqrt(head_dim) */
 	int64_t heads;              /* attention: heads of the op (a tile computes one) */
+	int64_t kv_heads;           /* attention: heads of k and v (grouped-query when fewer) */
+	int causal;                 /* attention: query i sees keys up to i + keys - queries */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
 } Step;
 

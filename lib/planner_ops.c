@@ -222,11 +222,13 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	int out = plan_find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
 	const PTensor *qt = &pl->t[q];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
-	int64_t H = op->heads, D = C / H;
+	int64_t H = op->heads, D = C / H, G = op->kv_heads, g = H / G, KC = G * D;
 	AttnGrid ag = at->ag;
 	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = op_start(b, op);
 	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
-	int64_t coff[3] = { 0, fused ? C : 0, fused ? 2 * C : C };
+	/* k and v: G heads of D columns (KC in all) after q's C when fused;
+	 * kv head j serves q heads j*g .. j*g + g - 1 */
+	int64_t coff[3] = { 0, fused ? C : 0, fused ? C + KC : KC };
 	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
 	int tensor[3] = { q, kv, kv }, idx[3];
 	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
@@ -239,10 +241,11 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		memset(&p, 0, sizeof p);
 		p.layout = LAYOUT_ROW_MAJOR;
 		p.off[2] = coff[k];
-		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = C;
+		int64_t w = k ? KC : C;
+		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = w;
 		memcpy(p.whole, t->shape, sizeof p.whole);
 		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
-		p.split[2] = H, p.block[2] = D, p.stride[2] = sh;
+		p.split[2] = k ? G : H, p.block[2] = D, p.stride[2] = k ? g * sh : sh;
 		if (k == 0) {
 			p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
 			if (KB > 1)
@@ -250,9 +253,11 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		} else {
 			p.split[1] = KB, p.block[1] = tk, p.stride[1] = 1;
 			if (QB > 1)
-				p.nrep = 1, p.rep[0] = QB, p.rstride[0] = sq;
+				p.rep[p.nrep] = QB, p.rstride[p.nrep++] = sq;
+			if (g > 1)              /* the q heads of the group */
+				p.rep[p.nrep] = g, p.rstride[p.nrep++] = sh;
 		}
-		if (coff[k] == 0 && C == t->shape[2])
+		if (coff[k] == 0 && w == t->shape[2])
 			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
 		p.base = base;
 		if (k > 0 && at->relay && p.nrep) {
@@ -312,6 +317,8 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	}
 	pl->s[st].scale = 1.0 / sqrt((double)D);
 	pl->s[st].heads = H;
+	pl->s[st].kv_heads = G;
+	pl->s[st].causal = op->causal;
 	pl->s[st].scratch = 4 * tk;
 	Placement cp;
 	canonical_of(b, &pl->t[out], &cp);

@@ -105,6 +105,11 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 				return err_at(e, f, op->line, op->col, "op '%s': its step %d has heads %lld and scale %g, "
 					      "the model heads %lld and scale %g (1/sqrt(head width))", op->name, found,
 					      (long long)st->heads, st->scale, (long long)op->heads, scale);
+			if (st->kv_heads != op->kv_heads || st->causal != op->causal)
+				return err_at(e, f, op->line, op->col, "op '%s': its step %d has kv_heads %lld, %s, the "
+					      "model kv_heads %lld, %s", op->name, found, (long long)st->kv_heads,
+					      st->causal ? "causal" : "not causal", (long long)op->kv_heads,
+					      op->causal ? "causal" : "not causal");
 		}
 	}
 	return 0;

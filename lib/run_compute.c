@@ -312,7 +312,7 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
  * by l. Partial: o (R x (D+2)) holds m, l and the undivided sum, for
  * merge(). The caller rounds o once into its format. */
 static void attend(const float *q, const float *kp, const float *vp, float *o, int64_t R, int64_t N,
-		   int64_t D, float scale, int partial)
+		   int64_t D, float scale, int partial, int64_t see)
 {
 	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
 	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, wide = (N > D ? N : D) + GEMM_S;
@@ -322,14 +322,17 @@ static void attend(const float *q, const float *kp, const float *vp, float *o, i
 	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
 		float *p = s + i * N, m = -INFINITY, l = 0;
-		for (int64_t j = 0; j < N; j++) {
+		int64_t n = see == INT64_MAX ? N : see + i < 0 ? 0 : see + i + 1 < N ? see + i + 1 : N;
+		for (int64_t j = 0; j < n; j++) {
 			p[j] *= scale;
 			m = p[j] > m ? p[j] : m;
 		}
-		for (int64_t j = 0; j < N; j++) {
+		for (int64_t j = 0; j < n; j++) {
 			p[j] = expf(p[j] - m);
 			l += p[j];
 		}
+		for (int64_t j = n; j < N; j++)         /* masked: weight 0 */
+			p[j] = 0;
 		mx[i] = m, sum[i] = l;
 	}
 	pack_strips(s, N, R, N, mp, ap);
@@ -350,6 +353,27 @@ static void attend(const float *q, const float *kp, const float *vp, float *o, i
 	free(acc);
 	free(mx);
 	free(sum);
+}
+
+/* The causal mask of attention step st on a tile whose q shard starts
+ * at query row q0 and k shard at key k0: the tile's query row i sees its
+ * keys j <= see + i (keys after the queries' last are later positions);
+ * INT64_MAX when the step is not causal. */
+static int64_t causal_see(const Plan *pl, const Step *st, int64_t q0, int64_t k0)
+{
+	if (!st->causal)
+		return INT64_MAX;
+	int64_t Tq = pl->t[pl->p[st->in[0]].tensor].shape[1], Tk = pl->t[pl->p[st->in[1]].tensor].shape[1];
+	return q0 + (Tk - Tq) - k0;
+}
+
+/* The first row of dimension 1 (tokens) of placement p's shard on tile t. */
+static int64_t shard_row0(Machine_ *m, int p, int64_t t)
+{
+	const Placement *pp = &m->pl->p[p];
+	int64_t idx[MAX_RANK];
+	place_shard_idx(pp, shards_of(m, p)[t], idx);
+	return pp->off[1] + idx[1] * pp->block[1];
 }
 
 /* Online-softmax merge of KB key blocks' partials (rows kb*R + r, each m,
@@ -554,7 +578,8 @@ static void *compute_tiles(void *arg)
 			const float *kp = kv_panels(m, w, &m->kv[w->part][0], st->in[1], t, 1, &lk);
 			const float *vp = kv_panels(m, w, &m->kv[w->part][1], st->in[2], t, 0, &lv);
 			int partial = out->fmt == FMT_FP32;
-			attend(a, kp, vp, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial);
+			int64_t see = causal_see(m->pl, st, shard_row0(m, st->in[0], t), shard_row0(m, st->in[1], t));
+			attend(a, kp, vp, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial, see);
 			break;
 		}
 		case C_MERGE:

@@ -90,14 +90,16 @@ static void track(double *amax, int t, const float *y, int64_t n)
 }
 
 /* Attention for the reference: every (batch entry, head) with index %
- * parts == part. q [B, Tq, qw] (the head's columns from h * D), kv [B, Tk,
- * kw] (keys from column ko, values from ko + C), y [B, Tq, C]. Products
- * in fp32 (run_gemm_ref), the softmax's statistics and exponentials in
- * double. */
+ * parts == part. q [B, Tq, qw] (head h's columns from h * D), kv [B, Tk,
+ * kw] (kv head h / (H / G)'s keys from column ko, its values from
+ * ko + G * D), y [B, Tq, C]. Causal: query i sees keys j <= i + Tk - Tq.
+ * Products in fp32 (run_gemm_ref), the softmax's statistics and
+ * exponentials in double. */
 typedef struct {
 	const float *q, *kv;
 	float *y;
-	int64_t B, Tq, Tk, qw, kw, C, H, ko;
+	int64_t B, Tq, Tk, qw, kw, C, H, G, ko;
+	int causal;
 	double scale;
 	int part, parts;
 } RefAttn;
@@ -106,29 +108,30 @@ static void *ref_attention(void *arg)
 {
 	RefAttn *a = arg;
 	int64_t B = a->B, Tq = a->Tq, Tk = a->Tk, H = a->H, C = a->C;
-	int64_t D = C / H, qw = a->qw, kw = a->kw, vo = a->ko + C;
+	int64_t D = C / H, qw = a->qw, kw = a->kw, vo = a->ko + a->G * D;
 	float *qh = xmalloc((size_t)(Tq * D) * sizeof *qh), *kt = xmalloc((size_t)(Tk * D) * sizeof *kt);
 	float *vv = xmalloc((size_t)(Tk * D) * sizeof *vv), *s = xmalloc((size_t)(Tq * Tk) * sizeof *s);
 	float *o = xmalloc((size_t)(Tq * D) * sizeof *o);
 	double *l = xmalloc((size_t)Tq * sizeof *l);
 	for (int64_t bh = a->part; bh < B * H; bh += a->parts) {
-		int64_t bb = bh / H, h = bh % H;
+		int64_t bb = bh / H, h = bh % H, kh = h / (H / a->G);
 		for (int64_t i = 0; i < Tq; i++)
 			memcpy(qh + i * D, a->q + (bb * Tq + i) * qw + h * D, (size_t)D * sizeof *qh);
 		for (int64_t j = 0; j < Tk; j++)
 			for (int64_t d = 0; d < D; d++) {
-				kt[d * Tk + j] = a->kv[(bb * Tk + j) * kw + a->ko + h * D + d];
-				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + h * D + d];
+				kt[d * Tk + j] = a->kv[(bb * Tk + j) * kw + a->ko + kh * D + d];
+				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + kh * D + d];
 			}
 		memset(s, 0, (size_t)(Tq * Tk) * sizeof *s);
 		run_gemm_ref(qh, kt, s, Tq, D, Tk);
 		for (int64_t i = 0; i < Tq; i++) {
 			float *p = s + i * Tk;
 			double mx = -INFINITY, sum = 0;
-			for (int64_t j = 0; j < Tk; j++)
+			int64_t n = a->causal ? i + Tk - Tq + 1 : Tk;
+			for (int64_t j = 0; j < n; j++)
 				mx = p[j] * a->scale > mx ? p[j] * a->scale : mx;
 			for (int64_t j = 0; j < Tk; j++) {
-				double x = exp(p[j] * a->scale - mx);
+				double x = j < n ? exp(p[j] * a->scale - mx) : 0;
 				sum += x;
 				p[j] = (float)x;
 			}
@@ -150,11 +153,12 @@ static void *ref_attention(void *arg)
 }
 
 /* The reference's attention on two threads: q [B, Tq, qw], kv [B, Tk, kw]
- * (fused: kv == q, keys after the C query columns), y [B, Tq, C]. */
+ * (fused: kv == q, keys after the C query columns), y [B, Tq, C]; G heads
+ * of k and v, causal or not. */
 static void ref_attend(const float *q, const float *kv, float *y, int64_t B, int64_t Tq, int64_t Tk,
-		       int64_t qw, int64_t kw, int64_t C, int64_t H, int fused, double scale)
+		       int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused, double scale)
 {
-	RefAttn ra = { q, kv, y, B, Tq, Tk, qw, kw, C, H, fused ? C : 0, scale, 0, 2 };
+	RefAttn ra = { q, kv, y, B, Tq, Tk, qw, kw, C, H, G, fused ? C : 0, causal, scale, 0, 2 };
 	RefAttn rb = ra;
 	pthread_t th;
 	rb.part = 1;
@@ -280,7 +284,7 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
 		ref_attend(x, ref[pl->p[st->in[1]].tensor], y, Q->shape[0], Q->shape[1], KV->shape[1],
-			   Q->shape[2], KV->shape[2], C, st->heads, Q == KV, st->scale);
+			   Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, Q == KV, st->scale);
 		break;
 	}
 	default:        /* a cast op or a carry: activations stay fp32 */
@@ -456,7 +460,7 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 	case OP_ATTENTION: {
 		const MTensor *kv = &m->t[op->in[1]];
 		ref_attend(x, minst(m, r, op->in[1], iter), y, in->shape[0], in->shape[1], kv->shape[1],
-			   in->shape[2], kv->shape[2], C, op->heads, op->in[0] == op->in[1],
+			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->in[0] == op->in[1],
 			   1.0 / sqrt((double)(C / op->heads)));
 		break;
 	}

@@ -361,6 +361,15 @@ int val_str(const char *file, const Val *v, const char **s, Err *e)
 	return 0;
 }
 
+int val_bool(const char *file, const Val *v, int *out, Err *e)
+{
+	if (v->kind == VAL_SCALAR && (!strcmp(v->s, "true") || !strcmp(v->s, "false"))) {
+		*out = !strcmp(v->s, "true");
+		return 0;
+	}
+	return val_err(file, v, e, "expected true or false");
+}
+
 int val_int(const char *file, const Val *v, int64_t lo, int64_t hi, int64_t *out, Err *e)
 {
 	if (v->kind != VAL_SCALAR || parse_i64(v->s, out))

@@ -62,6 +62,7 @@ int val_err(const char *file, const Val *v, Err *e, const char *fmt, ...)
 int val_str(const char *file, const Val *v, const char **s, Err *e);
 int val_int(const char *file, const Val *v, int64_t lo, int64_t hi, int64_t *out, Err *e);
 int val_f64(const char *file, const Val *v, double *out, Err *e);
+int val_bool(const char *file, const Val *v, int *out, Err *e);  /* true or false */
 /* A flow sequence of integers, at most max items. */
 int val_ints(const char *file, const Val *v, int max, int64_t lo, int64_t hi,
 	     int64_t *out, int *n, Err *e);

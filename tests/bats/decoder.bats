@@ -1,15 +1,17 @@
 #!/usr/bin/env bats
-# The decoder block's ops (model format 4: rmsnorm, silu, mul) on
-# tests/models/tiny-swiglu.yaml, a gated MLP block: planned, lowered,
-# emitted and run byte-exact with every op checked against FP32; their
-# costs; the malformed models tests/bad/model-{rmsnorm,mul}-*.yaml; a
-# stage of an earlier version that names one of their compute kinds; and
-# a stage whose rmsnorm eps is not the model's.
+# The decoder's ops (model format 4): rmsnorm, silu and mul on
+# tests/models/tiny-swiglu.yaml, a gated MLP block, and causal
+# grouped-query attention on tests/models/tiny-decoder.yaml, a decoder
+# layer: planned, lowered, emitted and run byte-exact with every op checked
+# against FP32; their costs; the malformed models
+# tests/bad/model-{rmsnorm,mul,gqa,causal}-*.yaml; a stage of an earlier
+# version that names one of them; and stages that disagree with the model.
 
 bats_require_minimum_version 1.5.0
 load common
 
 SW=$ROOT/tests/models/tiny-swiglu.yaml
+DEC=$ROOT/tests/models/tiny-decoder.yaml
 
 lowered() {
 	amp-plan "$SW" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
@@ -85,4 +87,87 @@ lowered() {
 	assert_failure 1
 	[[ $stderr == *"tiny-swiglu.yaml:14:5: op 'norm': the stage's rmsnorm step "*" has eps 0.001, the model 1e-06"* ]] ||
 		fail "unexpected: $stderr"
+}
+
+@test "decoder: a decoder layer with causal grouped-query attention runs byte-exact, each of its 13 ops within its tolerance" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, kv@attn.k, kv@attn.v\], out: [^,]*, heads: 4, kv_heads: 2, causal: true, ' g.yaml
+	assert_output 1
+	amp-emit --model "$DEC" g.yaml -o p.amp
+	run --separate-stderr amp-run --model "$DEC" p.amp
+	assert_success
+	assert_line --index 0 --partial 'movement: byte-exact after every phase'
+	assert_line --index 2 --regexp "^per op: 13 ops checked after every run"
+}
+
+@test "decoder: the floor counts the scores a causal query sees, not every score" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	sed 's/, causal: true, /, /' g.yaml > open.yaml
+	local a b
+	a=$(amp-capture g.yaml | jq .summary.floor.compute_floor_cycles)
+	b=$(amp-capture open.yaml | jq .summary.floor.compute_floor_cycles)
+	# 2 x 4 heads: causal 24 x 25 / 2 = 300 scores a head, else 576; each
+	# 2 x 16 MACs at 64 a cycle and 2 reduction cycles, over 1472 tiles
+	[ "$a" -lt "$b" ] || fail "causal floor $a, open $b"
+}
+
+@test "decoder: malformed attention keys are refused at the key" {
+	plan_rejects "$BAD/model-gqa-kv-heads.yaml" 21:67 "attention 'attn': 3 kv_heads do not divide 4 heads" \
+		"$BAD/model-gqa-kv-heads.yaml"
+	plan_rejects "$BAD/model-gqa-kv-width.yaml" 21:43 \
+		"attention 'attn': kv 'kv' must be [2, tokens, 32] (k then v: 1 kv head of 16 columns each)" \
+		"$BAD/model-gqa-kv-width.yaml"
+	plan_rejects "$BAD/model-gqa-qkv-width.yaml" 8:38 \
+		"attention 'attn': qkv 't' has 60 features, not a whole number of (heads + 2 x kv_heads) = 8 head widths" \
+		"$BAD/model-gqa-qkv-width.yaml"
+	plan_rejects "$BAD/model-causal-version.yaml" 21:65 \
+		"attention 'attn': causal needs amp-model: 4 (this file is version 3)" "$BAD/model-causal-version.yaml"
+	plan_rejects "$BAD/model-causal-bool.yaml" 21:78 "expected true or false" \
+		"$BAD/model-causal-bool.yaml"
+	plan_rejects "$BAD/model-causal-queries.yaml" 22:78 \
+		"attention 'attn': causal with 24 queries over 12 keys" "$BAD/model-causal-queries.yaml"
+}
+
+@test "decoder: a version 6 stage whose attention names kv_heads is refused at the key" {
+	# attention alone (no op of version 4 but its keys)
+	cat > gqa.yaml <<'EOF'
+amp-model: 4
+name: gqa
+inputs:
+  x: {shape: [1, 8, 32], dtype: fp16}
+params:
+  w_q: {shape: [32, 32], dtype: fp16}
+  w_kv: {shape: [32, 32], dtype: fp16}
+ops:
+  - {op: matmul, name: q, a: x, b: w_q, out: q}
+  - {op: matmul, name: kv, a: x, b: w_kv, out: kv}
+  - {op: attention, name: attn, q: q, kv: kv, heads: 2, kv_heads: 1, out: a}
+outputs: [a]
+EOF
+	amp-plan gqa.yaml -o p.yaml
+	sed 's/^version: 7$/version: 6/' p.yaml > p6.yaml
+	run --separate-stderr amp-compose p6.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ kv_heads\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
+		fail "unexpected: $stderr"
+}
+
+@test "decoder: amp-run refuses a program whose attention is not causal where the model's is" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	sed 's/, causal: true, /, /' g.yaml > open.yaml
+	! cmp -s g.yaml open.yaml || fail "no attention step edited"
+	amp-emit --no-model open.yaml -o p.amp
+	run --separate-stderr amp-run --model "$DEC" p.amp
+	assert_failure 1
+	[[ $stderr == *"tiny-decoder.yaml:"*": op 'attn': its step "*" has kv_heads 2, not causal, the model kv_heads 2, causal"* ]] ||
+		fail "unexpected: $stderr"
+}
+
+@test "decoder: every malformed decoder model in tests/bad is checked by this suite" {
+	local f n=0
+	for f in "$BAD"/model-{rmsnorm,mul,gqa,causal}-*.yaml; do
+		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
+		n=$((n + 1))
+	done
+	assert [ "$n" -eq 12 ]
 }

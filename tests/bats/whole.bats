@@ -235,7 +235,7 @@ restride() {
 }
 
 @test "plan rejects attention whose kv is not twice q's width at the kv" {
-	rejects model-attention-kv-width.yaml 8:43 "attention 'attn': kv 'kv' must be [2, tokens, 64] (k then v)"
+	rejects model-attention-kv-width.yaml 8:43 "attention 'attn': kv 'kv' must be [2, tokens, 64] (k then v: 4 kv heads of 8 columns each)"
 }
 
 @test "plan rejects a MAP head missing one of its weights at the op" {

@@ -95,6 +95,61 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 	fclose(f);
 }
 
+/* A decoder layer: rmsnorm, q and kv projections, attention with kv_heads
+ * dividing heads (causal, mostly), output projection and residual; then
+ * rmsnorm, the gated MLP and a residual. The attention's blocks and kv
+ * staging are pinned at random (uniform cuts that fit the tiles). */
+static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
+{
+	int64_t B = pick(1, 2), T = pick(2, 24), H = pick(1, 4), G = H, D = pick(2, 20), M = pick(8, 80);
+	while (G > 1 && (next() % 2 || H % G))
+		G--;
+	while (H % G)
+		G--;
+	int64_t C = H * D, KC = 2 * G * D, QB = parts(T, pick(1, 4)), KB = parts(T, next() % 3 ? pick(2, 4) : 1);
+	int causal = next() % 4 != 0;
+	const char *f = next() % 3 ? "fp8" : "fp16", *st = next() % 2 ? "relay" : "direct";
+	while (B * H * QB * KB > tiles)
+		KB > 1 ? (KB = parts(T, KB - 1)) : (QB = parts(T, QB - 1));
+	int fused = next() % 3 == 0;    /* one projection: q, k and v in its columns */
+	char proj[400];
+	if (fused)
+		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wqkv, out: qq}\n");
+	else
+		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: qq}\n"
+			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: kk}\n");
+	FILE *o = fopen(path, "w");
+	fprintf(o, "amp-model: 4\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\nparams:\n"
+		"  g1: {shape: [%lld], dtype: fp16}\n  g2: {shape: [%lld], dtype: fp16}\n"
+		"  wq: {shape: [%lld, %lld], dtype: %s}\n  bq: {shape: [%lld], dtype: fp16}\n"
+		"  wkv: {shape: [%lld, %lld], dtype: %s}\n  wo: {shape: [%lld, %lld], dtype: %s}\n"
+		"  wg: {shape: [%lld, %lld], dtype: %s}\n  wu: {shape: [%lld, %lld], dtype: %s}\n"
+		"  wd: {shape: [%lld, %lld], dtype: %s}\n  wqkv: {shape: [%lld, %lld], dtype: %s}\nops:\n"
+		"  - {op: rmsnorm, name: n1, x: x, scale: g1, out: xn}\n"
+		"%s"
+		"  - {op: attention, name: attn, %s, heads: %lld, kv_heads: %lld, causal: %s, out: at}\n"
+		"  - {op: matmul, name: o, a: at, b: wo, out: ao}\n"
+		"  - {op: add, name: r1, a: x, b: ao, out: h1}\n"
+		"  - {op: rmsnorm, name: n2, x: h1, scale: g2, eps: 1e-5, out: hn}\n"
+		"  - {op: matmul, name: gate, a: hn, b: wg, out: gg}\n"
+		"  - {op: matmul, name: up, a: hn, b: wu, out: uu}\n"
+		"  - {op: silu, name: act, x: gg, out: ss}\n"
+		"  - {op: mul, name: gated, a: ss, b: uu, out: mm}\n"
+		"  - {op: matmul, name: down, a: mm, b: wd, out: dd}\n"
+		"  - {op: add, name: r2, a: h1, b: dd, out: z}\noutputs: [z]\n"
+		"pins:\n  attn: {blocks: [%lld, %lld], kv_staging: %s}\n",
+		(long long)B, (long long)T, (long long)C, (long long)C, (long long)C, (long long)C, (long long)C, f,
+		(long long)C, (long long)C, (long long)KC, f, (long long)C, (long long)C, f, (long long)C, (long long)M, f,
+		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, fused ? "qkv: qq" : "q: qq, kv: kk",
+		(long long)H, (long long)G,
+		causal ? "true" : "false", (long long)QB, (long long)KB, st);
+	fclose(o);
+	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s blocks [%lld, %lld] %s", (long long)B,
+		 (long long)T, (long long)H, (long long)G, (long long)D, (long long)M, f, causal ? " causal" : "",
+		 fused ? " fused" : "",
+		 (long long)QB, (long long)KB, st);
+}
+
 /* The output z's cosine and largest error against both references: the
  * stage's own (from pl's steps) and the model's. */
 static void against_both(const Model *md, const Scales *sc, Plan *pl, const Program *prog, double *stage_cos,
@@ -500,9 +555,16 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 				bad[i] = in[0][i] + in[0][i % nin0];
 			break;
 		case OP_ATTENTION:
-			if (op->heads % 2 == 0) {
-				what = "an attention with half its heads";
-				ops[k].heads = op->heads / 2;
+			/* half the heads (when k and v have one head per q head), or
+			 * a causal attention without its mask */
+			if ((op->heads % 2 == 0 && op->kv_heads == op->heads) || op->causal) {
+				if (op->causal) {
+					what = "a causal attention without its mask";
+					ops[k].causal = 0;
+				} else {
+					what = "an attention with half its heads";
+					ops[k].heads = ops[k].kv_heads = op->heads / 2;
+				}
 				ModelRef y = x;
 				y.v = calloc((size_t)md->nt, sizeof *y.v);
 				y.own = calloc((size_t)md->nt, 1);
@@ -545,7 +607,7 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
-	int n = fuzz && *fuzz ? 300 : 40, scheduled = 0, spread = 0;
+	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
 	close(fd);
@@ -564,8 +626,11 @@ int main(void)
 		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL };
 		Err e;
 
-		if (next() % 3 == 0)
+		int kind = (int)(next() % 4);
+		if (kind == 0)
 			vit_model(path, desc, sizeof desc);
+		else if (kind == 1)
+			dec_model(path, tiles, desc, sizeof desc);
 		else
 			model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
@@ -658,6 +723,13 @@ int main(void)
 			program_free(&prog);
 			for (int g = 0; !rc && g < pl.ng; g++)
 				spread += pl.g[g].staging == STAGING_SPREAD;
+			for (int s = 0; !rc && s < pl.ns; s++)     /* causal and grouped-query attention that ran */
+				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ATTENTION) {
+					int blocks = pl.t[pl.p[pl.s[s].out].tensor].role == R_PARTIAL;
+					causal_blocks += pl.s[s].causal && blocks;
+					causal_one += pl.s[s].causal && !blocks;
+					grouped += pl.s[s].kv_heads < pl.s[s].heads;
+				}
 		}
 		if (ok || pl.nt)
 			plan_free(&pl);
@@ -666,6 +738,9 @@ int main(void)
 	}
 	t_case("random models: phases the schedule reordered ran byte-exact");
 	CHECK(scheduled > 0, "no phase of %d random models was reordered", n);
+	t_case("random models: causal attention with key blocks and without, and grouped-query attention, ran byte-exact");
+	CHECK(causal_blocks >= 2 && causal_one >= 2 && grouped >= 2, "%d causal with key blocks, %d without, %d grouped, "
+	      "of %d random models", causal_blocks, causal_one, grouped, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");
 	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
