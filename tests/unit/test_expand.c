@@ -1,6 +1,8 @@
 /* Expansion against a brute-force reference: random small models (clipped
  * shapes, random pinned grids, cast orders and stagings, fp8 and fp16; and
- * ViT-shaped ones with attention windows and a repeat, vitgen.h) are
+ * ViT-shaped ones with attention windows and a repeat, vitgen.h; decoder
+ * layers with grouped-query attention, whose k and v are replicated over
+ * two axes, decgen.h) are
  * planned, optionally composed, expanded, and every copy is executed on the
  * machine model; each destination byte must hold the reference byte of its
  * logical element, written exactly once (sim_check_copy). FUZZ=1 runs more. */
@@ -17,6 +19,7 @@
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
+#include "decgen.h"
 
 static int64_t valid_parts(int64_t n, int64_t want)
 {
@@ -132,6 +135,7 @@ static void kept_copies(Plan *pl, const char *desc)
 static void random_cases(int n)
 {
 	char path[] = "/tmp/amp-test-XXXXXX", desc[512];
+	int two_axes = 0;
 	int fd = mkstemp(path);
 	close(fd);
 	for (int i = 0; i < n; i++) {
@@ -143,8 +147,11 @@ static void random_cases(int n)
 		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL };
 		int compose = t_rnd() % 2;
 
-		if (t_rnd() % 2)
+		int kind = (int)(t_rnd() % 3);
+		if (kind == 0)
 			vit_model(path, desc, sizeof desc);
+		else if (kind == 1)
+			dec_model(path, tiles, desc, sizeof desc);
 		else
 			random_model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
@@ -164,6 +171,8 @@ static void random_cases(int n)
 		t_case("random model: expansion delivers every destination byte exactly once, unchanged");
 		int rc = plan_expand(&pl, &e);
 		CHECK(rc == 0, "%s tiles %lld: expand: %s", desc, (long long)tiles, e.msg);
+		for (int k = 0; !rc && k < pl.ns; k++)  /* copies to destinations replicated over two axes */
+			two_axes += pl.s[k].kind == STEP_COPY && pl.p[pl.s[k].dst].nrep == 2;
 		if (!rc) {
 			rc = sim_check_stage(&pl, &e);
 			CHECK(rc == 0, "%s tiles %lld compose %d: expand: %s", desc, (long long)tiles,
@@ -195,6 +204,8 @@ static void random_cases(int n)
 		model_free(&md);
 	}
 	unlink(path);
+	t_case("random models: copies to destinations replicated over two axes were expanded and checked");
+	CHECK(two_axes >= 5, "only %d such copies in %d models", two_axes, n);
 }
 
 int main(void)

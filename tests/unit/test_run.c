@@ -22,6 +22,7 @@
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
+#include "decgen.h"
 #include "run_int.h"
 
 #include <math.h>
@@ -93,61 +94,6 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 				      (long long)k, (long long)c, cast, st, out, red);
 	}
 	fclose(f);
-}
-
-/* A decoder layer: rmsnorm, q and kv projections, attention with kv_heads
- * dividing heads (causal, mostly), output projection and residual; then
- * rmsnorm, the gated MLP and a residual. The attention's blocks and kv
- * staging are pinned at random (uniform cuts that fit the tiles). */
-static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
-{
-	int64_t B = pick(1, 2), T = pick(2, 24), H = pick(1, 4), G = H, D = pick(2, 20), M = pick(8, 80);
-	while (G > 1 && (next() % 2 || H % G))
-		G--;
-	while (H % G)
-		G--;
-	int64_t C = H * D, KC = 2 * G * D, QB = parts(T, pick(1, 4)), KB = parts(T, next() % 3 ? pick(2, 4) : 1);
-	int causal = next() % 4 != 0;
-	const char *f = next() % 3 ? "fp8" : "fp16", *st = next() % 2 ? "relay" : "direct";
-	while (B * H * QB * KB > tiles)
-		KB > 1 ? (KB = parts(T, KB - 1)) : (QB = parts(T, QB - 1));
-	int fused = next() % 3 == 0;    /* one projection: q, k and v in its columns */
-	char proj[400];
-	if (fused)
-		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wqkv, out: qq}\n");
-	else
-		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: qq}\n"
-			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: kk}\n");
-	FILE *o = fopen(path, "w");
-	fprintf(o, "amp-model: 4\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\nparams:\n"
-		"  g1: {shape: [%lld], dtype: fp16}\n  g2: {shape: [%lld], dtype: fp16}\n"
-		"  wq: {shape: [%lld, %lld], dtype: %s}\n  bq: {shape: [%lld], dtype: fp16}\n"
-		"  wkv: {shape: [%lld, %lld], dtype: %s}\n  wo: {shape: [%lld, %lld], dtype: %s}\n"
-		"  wg: {shape: [%lld, %lld], dtype: %s}\n  wu: {shape: [%lld, %lld], dtype: %s}\n"
-		"  wd: {shape: [%lld, %lld], dtype: %s}\n  wqkv: {shape: [%lld, %lld], dtype: %s}\nops:\n"
-		"  - {op: rmsnorm, name: n1, x: x, scale: g1, out: xn}\n"
-		"%s"
-		"  - {op: attention, name: attn, %s, heads: %lld, kv_heads: %lld, causal: %s, out: at}\n"
-		"  - {op: matmul, name: o, a: at, b: wo, out: ao}\n"
-		"  - {op: add, name: r1, a: x, b: ao, out: h1}\n"
-		"  - {op: rmsnorm, name: n2, x: h1, scale: g2, eps: 1e-5, out: hn}\n"
-		"  - {op: matmul, name: gate, a: hn, b: wg, out: gg}\n"
-		"  - {op: matmul, name: up, a: hn, b: wu, out: uu}\n"
-		"  - {op: silu, name: act, x: gg, out: ss}\n"
-		"  - {op: mul, name: gated, a: ss, b: uu, out: mm}\n"
-		"  - {op: matmul, name: down, a: mm, b: wd, out: dd}\n"
-		"  - {op: add, name: r2, a: h1, b: dd, out: z}\noutputs: [z]\n"
-		"pins:\n  attn: {blocks: [%lld, %lld], kv_staging: %s}\n",
-		(long long)B, (long long)T, (long long)C, (long long)C, (long long)C, (long long)C, (long long)C, f,
-		(long long)C, (long long)C, (long long)KC, f, (long long)C, (long long)C, f, (long long)C, (long long)M, f,
-		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, fused ? "qkv: qq" : "q: qq, kv: kk",
-		(long long)H, (long long)G,
-		causal ? "true" : "false", (long long)QB, (long long)KB, st);
-	fclose(o);
-	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s blocks [%lld, %lld] %s", (long long)B,
-		 (long long)T, (long long)H, (long long)G, (long long)D, (long long)M, f, causal ? " causal" : "",
-		 fused ? " fused" : "",
-		 (long long)QB, (long long)KB, st);
 }
 
 /* The output z's cosine and largest error against both references: the

@@ -1,0 +1,77 @@
+/* A random decoder layer for the randomized tests (decoder LLMs' block,
+ * model format 4): rmsnorm, q and kv projections (or one fused qkv),
+ * attention with kv_heads dividing heads (grouped-query), causal mostly,
+ * output projection and residual; rmsnorm, the gated MLP (silu(gate) *
+ * up, down) and residual. Weights fp8 or fp16 at random; the attention's
+ * query and key blocks and its kv staging are pinned at random (uniform
+ * cuts that fit the tiles), so that k and v are often replicated over two
+ * axes (query blocks and the q heads of a kv head). */
+#ifndef AMP_DECGEN_H
+#define AMP_DECGEN_H
+
+#include <stdio.h>
+
+#include "place.h"
+#include "t.h"
+
+static int64_t dec_parts(int64_t n, int64_t want)
+{
+	if (want > n)
+		want = n;
+	while (want > 1 && !uniform_ok(n, want))
+		want--;
+	return want < 1 ? 1 : want;
+}
+
+static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
+{
+	int64_t B = t_pick(1, 2), T = t_pick(2, 24), H = t_pick(1, 4), G = H, D = t_pick(2, 20), M = t_pick(8, 80);
+	while (G > 1 && (t_rnd() % 2 || H % G))
+		G--;
+	while (H % G)
+		G--;
+	int64_t C = H * D, KC = 2 * G * D, QB = dec_parts(T, t_pick(1, 4)), KB = dec_parts(T, t_rnd() % 3 ? t_pick(2, 4) : 1);
+	int causal = t_rnd() % 4 != 0;
+	const char *f = t_rnd() % 3 ? "fp8" : "fp16", *st = t_rnd() % 2 ? "relay" : "direct";
+	while (B * H * QB * KB > tiles)
+		KB > 1 ? (KB = dec_parts(T, KB - 1)) : (QB = dec_parts(T, QB - 1));
+	int fused = t_rnd() % 3 == 0;    /* one projection: q, k and v in its columns */
+	char proj[400];
+	if (fused)
+		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wqkv, out: qq}\n");
+	else
+		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: qq}\n"
+			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: kk}\n");
+	FILE *o = fopen(path, "w");
+	fprintf(o, "amp-model: 4\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\nparams:\n"
+		"  g1: {shape: [%lld], dtype: fp16}\n  g2: {shape: [%lld], dtype: fp16}\n"
+		"  wq: {shape: [%lld, %lld], dtype: %s}\n  bq: {shape: [%lld], dtype: fp16}\n"
+		"  wkv: {shape: [%lld, %lld], dtype: %s}\n  wo: {shape: [%lld, %lld], dtype: %s}\n"
+		"  wg: {shape: [%lld, %lld], dtype: %s}\n  wu: {shape: [%lld, %lld], dtype: %s}\n"
+		"  wd: {shape: [%lld, %lld], dtype: %s}\n  wqkv: {shape: [%lld, %lld], dtype: %s}\nops:\n"
+		"  - {op: rmsnorm, name: n1, x: x, scale: g1, out: xn}\n"
+		"%s"
+		"  - {op: attention, name: attn, %s, heads: %lld, kv_heads: %lld, causal: %s, out: at}\n"
+		"  - {op: matmul, name: o, a: at, b: wo, out: ao}\n"
+		"  - {op: add, name: r1, a: x, b: ao, out: h1}\n"
+		"  - {op: rmsnorm, name: n2, x: h1, scale: g2, eps: 1e-5, out: hn}\n"
+		"  - {op: matmul, name: gate, a: hn, b: wg, out: gg}\n"
+		"  - {op: matmul, name: up, a: hn, b: wu, out: uu}\n"
+		"  - {op: silu, name: act, x: gg, out: ss}\n"
+		"  - {op: mul, name: gated, a: ss, b: uu, out: mm}\n"
+		"  - {op: matmul, name: down, a: mm, b: wd, out: dd}\n"
+		"  - {op: add, name: r2, a: h1, b: dd, out: z}\noutputs: [z]\n"
+		"pins:\n  attn: {blocks: [%lld, %lld], kv_staging: %s}\n",
+		(long long)B, (long long)T, (long long)C, (long long)C, (long long)C, (long long)C, (long long)C, f,
+		(long long)C, (long long)C, (long long)KC, f, (long long)C, (long long)C, f, (long long)C, (long long)M, f,
+		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, fused ? "qkv: qq" : "q: qq, kv: kk",
+		(long long)H, (long long)G,
+		causal ? "true" : "false", (long long)QB, (long long)KB, st);
+	fclose(o);
+	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s blocks [%lld, %lld] %s", (long long)B,
+		 (long long)T, (long long)H, (long long)G, (long long)D, (long long)M, f, causal ? " causal" : "",
+		 fused ? " fused" : "",
+		 (long long)QB, (long long)KB, st);
+}
+
+#endif
