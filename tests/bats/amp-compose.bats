@@ -547,7 +547,7 @@ rejects() {
 }
 
 @test "compose rejects a scratch on a step that is not attention" {
-	rejects "$BAD/plan-scratch-gelu.yaml" "plan-scratch-gelu.yaml:77:76: only attention takes heads, scale and scratch"
+	rejects "$BAD/plan-scratch-gelu.yaml" "plan-scratch-gelu.yaml:77:76: only attention takes heads, kv_heads, causal, scale and scratch"
 }
 
 @test "compose rejects steps numbered out of order" {

@@ -17,6 +17,7 @@
 #include "expand.h"
 #include "group.h"
 #include "planner.h"
+#include "planner_int.h"
 #include "capture.h"
 #include "table.h"
 #include "trial.h"
@@ -55,7 +56,7 @@ int main(void)
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 200 : 30;
 	char path[] = "/tmp/amp-trial-XXXXXX", desc[512];
-	int fd = mkstemp(path), checked_cycles = 0;
+	int fd = mkstemp(path), checked_cycles = 0, fit_bounds = 0;
 	close(fd);
 
 	for (int i = 0; i < n; i++) {
@@ -75,6 +76,23 @@ int main(void)
 		if (plan_build(&pl, &md, &mc, &po, NULL, &e)) {
 			model_free(&md);
 			continue;               /* pinned key blocks the machine cannot hold */
+		}
+		/* The whole plan's fit at its limit: a fragment limit equal to
+		 * the worst tile's fits; 2% below it, or one below, does not. */
+		Fit f0, f1;
+		plan_fit(&pl, FIT_LIMITS, &f0);
+		if (fit_ok(&f0) && f0.frags >= 100) {
+			int64_t keep = pl.machine.fragment_limit;
+			int64_t limits[3] = { f0.frags, f0.frags * 100 / 102, f0.frags - 1 };
+			for (int k = 0; k < 3; k++) {
+				pl.machine.fragment_limit = limits[k];
+				plan_fit(&pl, FIT_LIMITS, &f1);
+				t_case("a whole plan fits a fragment limit equal to its worst tile's, not 2% or 1 below");
+				CHECK(fit_ok(&f1) == (k == 0) && f1.frags == f0.frags, "%s: %lld fragments, limit %lld: %s",
+				      desc, (long long)f1.frags, (long long)limits[k], fit_ok(&f1) ? "fits" : "does not fit");
+			}
+			pl.machine.fragment_limit = keep;
+			fit_bounds++;
 		}
 		int wd = (int)(t_rnd() % 3);        /* weights forwarded, direct or auto, both sides alike */
 		int64_t *tt = calloc((size_t)tiles, 8), *tf = calloc((size_t)tiles, 8);
@@ -126,6 +144,8 @@ int main(void)
 		plan_free(&pl);
 		model_free(&md);
 	}
+	t_case("whole plans were held at their fragment limit");
+	CHECK(fit_bounds >= 5, "only %d of %d", fit_bounds, n);
 	t_case("the sync in trial cycles was compared");
 	CHECK(checked_cycles > 0, "none of %d", n);
 	unlink(path);
