@@ -171,3 +171,8 @@ EOF
 	done
 	assert [ "$n" -eq 12 ]
 }
+
+@test "decoder: a Llama-3.2-1B-shaped model at fp8 is refused at params with the bytes no plan avoids" {
+	local m=$ROOT/tests/models/llama-3.2-1b-shaped.yaml
+	plan_rejects "$m" 13:3 "model 'llama-3.2-1b-shaped': parameters need 1235881984 bytes; 1472 tiles hold at most 864005120" "$m"
+}
