@@ -29,9 +29,11 @@ static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
 	Model m;
 	Machine mc = test_machine(tiles);
 	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL };
-	int rc = model_load(&m, path, e) || plan_build(pl, &m, &mc, &po, NULL, e);
-	if (!rc)
+	int rc = model_load(&m, path, e);
+	if (!rc) {
+		rc = plan_build(pl, &m, &mc, &po, NULL, e);
 		model_free(&m);
+	}
 	unlink(path);
 	return rc ? -1 : 0;
 }
@@ -603,9 +605,12 @@ static void hoisting(void)
 		Plan pl;
 		Err e;
 		vit_model(path, desc, sizeof desc);
-		if (model_load(&m, path, &e) || plan_build(&pl, &m, &mc, &po, NULL, &e))
+		if (model_load(&m, path, &e))
 			continue;
+		int built = plan_build(&pl, &m, &mc, &po, NULL, &e) == 0;
 		model_free(&m);
+		if (!built)
+			continue;
 		plan_join(&pl);
 		if (i % 4 == 3) {
 			/* A compute before a movable run that reads the run's
