@@ -42,6 +42,7 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);
 	case C_GELU:
 	case C_SILU:
+	case C_ROPE:
 	case C_ADD:
 	case C_MUL:
 	case C_CAST:

@@ -191,6 +191,7 @@ void model_floor(const Plan *pl, ModelFloor *f)
 			break;
 		case C_GELU:
 		case C_SILU:
+		case C_ROPE:
 		case C_ADD:
 		case C_MUL:
 			cycles += elements(&pl->p[st->out]) * mc->elementwise_cycles_per_element * count;

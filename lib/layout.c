@@ -2,8 +2,8 @@
 
 #include <string.h>
 
-static const char *fmt_names[FMT_COUNT] = { "fp32", "fp16", "fp8" };
-static const int fmt_size[FMT_COUNT] = { 4, 2, 1 };
+static const char *fmt_names[FMT_COUNT] = { "fp32", "fp16", "fp8", "int32" };
+static const int fmt_size[FMT_COUNT] = { 4, 2, 1, 4 };
 
 static const char *layout_names[LAYOUT_COUNT] = {
 	"row-major", "amp-left", "transposed-right", "amp-output",

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef enum { FMT_FP32, FMT_FP16, FMT_FP8, FMT_COUNT } Format;
+typedef enum { FMT_FP32, FMT_FP16, FMT_FP8, FMT_I32, FMT_COUNT } Format;
 
 typedef enum {
 	LAYOUT_ROW_MAJOR,

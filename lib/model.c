@@ -8,7 +8,7 @@
 #include "yio.h"
 
 static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
-					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul" };
+					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul", "rope" };
 
 const char *op_name(OpKind k) { return op_names[k]; }
 
@@ -76,7 +76,7 @@ static int dtype(const char *f, const Val *v, Format *fmt, Err *e)
 	if (val_str(f, v, &s, e))
 		return -1;
 	if (fmt_parse(s, fmt))
-		return val_err(f, v, e, "unknown dtype '%s' (expected fp32, fp16 or fp8)", s);
+		return val_err(f, v, e, "unknown dtype '%s' (expected fp32, fp16, fp8 or int32)", s);
 	return 0;
 }
 
@@ -103,6 +103,9 @@ static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Er
 		    map_need(f, v, "dtype", &x, e) || dtype(f, x, &t->dtype, e))
 			return -1;
 		t->role = role;
+		if (t->dtype == FMT_I32 && (role != T_INPUT || m->version < 4 || t->rank != 3 || t->shape[2] != 1))
+			return val_err(f, x, e, "int32 '%s' must be an input [batch, tokens, 1] (positions) of "
+				       "amp-model 4", t->name);
 		if (model_elements(t) > MODEL_MAX_ELEMENTS) {
 			const Val *sh = map_get(v, "shape");
 			return too_big(f, sh->line, sh->col, t, e);
@@ -199,6 +202,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
+		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
 	};
 	const char *kind, *name;
 	const Val *kv, *outv;
@@ -219,7 +223,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			break;
 	if (k == OP_COUNT)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast, attention, map, rmsnorm, silu or mul)", kind);
+			       "patchify, broadcast, attention, map, rmsnorm, silu, mul or rope)", kind);
 	o.kind = (OpKind)k;
 	if (o.kind >= OP_RMSNORM && m->version < 4)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 4 (this file is version %d)", kind, m->version);
@@ -280,6 +284,20 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		if (!(o.eps > 0) || !isfinite(o.eps))
 			return val_err(f, kv, e, "%s eps must be positive", kind);
 		break;
+	case OP_ROPE:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
+		    positive(f, v, "heads", &o.heads, e) || positive(f, v, "head_dim", &o.head_dim, e))
+			return -1;
+		if (o.head_dim % 2)
+			return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is odd (each head's "
+				       "halves rotate together)", name, (long long)o.head_dim);
+		o.theta = 10000;
+		if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o.theta, e))
+			return -1;
+		if (!(o.theta > 1) || !isfinite(o.theta))
+			return val_err(f, kv, e, "rope '%s': theta must be a number above 1", name);
+		o.nin = 2;
+		break;
 	case OP_ATTENTION:
 		if (map_get(v, "qkv")) {
 			first = "qkv";
@@ -314,6 +332,12 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		break;
 	}
 
+	/* int32 tensors (positions) are read by rope alone */
+	for (int k = 0; k < 3; k++)
+		if (o.in[k] >= 0 && m->t[o.in[k]].dtype == FMT_I32 && !(o.kind == OP_ROPE && k == 1))
+			return val_err(f, v, e, "%s '%s': int32 '%s' can only be rope's positions", kind, name,
+				       m->t[o.in[k]].name);
+
 	/* Shape rules; the new tensor follows from them. */
 	MTensor out;
 	const MTensor *a = &m->t[o.in[0]];
@@ -347,6 +371,19 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		out.shape[2] = a->shape[1];
 	} else if (activation(f, map_get(v, first), &o, a, e)) {
 		return -1;
+	} else if (o.kind == OP_ROPE) {
+		const MTensor *p = &m->t[o.in[1]];
+		if (a->dtype != FMT_FP16)
+			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o.name, a->name);
+		if (p->dtype != FMT_I32 || p->rank != 3 || p->shape[0] != a->shape[0] || p->shape[1] != a->shape[1] ||
+		    p->shape[2] != 1)
+			return val_err(f, map_get(v, "positions"), e, "rope '%s': positions '%s' must be int32 "
+				       "[%lld, %lld, 1], a position per row of '%s'", o.name, p->name,
+				       (long long)a->shape[0], (long long)a->shape[1], a->name);
+		if (o.heads * o.head_dim > a->shape[2])
+			return val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns pass the "
+				       "%lld of '%s'", o.name, (long long)o.heads, (long long)o.head_dim,
+				       (long long)a->shape[2], a->name);
 	}
 	if (o.kind == OP_MATMUL) {
 		const MTensor *b = &m->t[o.in[1]];

@@ -38,7 +38,7 @@ typedef struct {
 } MTensor;
 
 typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
-	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_COUNT } OpKind;
+	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_COUNT } OpKind;
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
@@ -57,6 +57,8 @@ typedef struct {
 	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
 	int64_t kv_heads;   /* attention: heads of k and v (grouped-query: each serves heads / kv_heads) */
 	int causal;         /* attention: query i sees keys up to i + keys - queries */
+	int64_t head_dim;   /* rope: width of each rotated head (its first heads x head_dim columns) */
+	double theta;       /* rope: the frequencies' base */
 	int rep;            /* the repeat whose body holds it, or -1 */
 	/* pins */
 	int pinned;         /* 1: the model pins it; 2: held by the planner */

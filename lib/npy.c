@@ -13,12 +13,12 @@
 
 #define GROWTH 21 /* NumPy's GROWTH_AXIS_MAX_DIGITS */
 
-static const char *const descrs[] = { "<f4", "<f2", "|u1", "<f8" };
+static const char *const descrs[] = { "<f4", "<f2", "|u1", "<f8", "<i4" };
 
 size_t npy_size(NpyType t)
 {
-	static const size_t sizes[] = { 4, 2, 1, 8 };
-	return (unsigned)t < 4 ? sizes[t] : 0;
+	static const size_t sizes[] = { 4, 2, 1, 8, 4 };
+	return (unsigned)t < 5 ? sizes[t] : 0;
 }
 
 int64_t npy_count(const Npy *a)
@@ -173,13 +173,13 @@ static int value(Hdr *h, Npy *a, int key)
 		return shape(h, a);
 	if (str(h, s, sizeof s, "a quoted type string for 'descr'") < 0)
 		return -1;
-	for (i = 0; i < 4 && strcmp(s, descrs[i]); i++)
+	for (i = 0; i < 5 && strcmp(s, descrs[i]); i++)
 		;
 	if (!strcmp(s, "<u1"))
 		i = NPY_U8;
-	if (i == 4)
+	if (i == 5)
 		return errf(h->e, "'%s': unsupported descr '%s' (expected "
-			"'<f4', '<f2', '|u1' or '<f8')", h->name, s);
+			"'<f4', '<f2', '|u1', '<f8' or '<i4')", h->name, s);
 	a->type = (NpyType)i;
 	return 0;
 }
@@ -340,6 +340,8 @@ int npy_floats(const Npy *a, float **out, Err *e)
 			u = u << 8 | p[k]; /* little-endian on any host */
 		if (sz == 2)
 			f[i] = f16_to_f32((uint16_t)u);
+		else if (sz == 4 && a->type == NPY_I32)
+			f[i] = (float)(int32_t)(uint32_t)u;
 		else if (sz == 4)
 			w = (uint32_t)u, memcpy(&f[i], &w, 4);
 		else

@@ -35,7 +35,7 @@
 
 #include "diag.h"
 
-typedef enum { NPY_F32, NPY_F16, NPY_U8, NPY_F64 } NpyType; /* '<f4', '<f2', '|u1', '<f8' */
+typedef enum { NPY_F32, NPY_F16, NPY_U8, NPY_F64, NPY_I32 } NpyType; /* '<f4', '<f2', '|u1', '<f8', '<i4' */
 
 #define NPY_MAX_RANK 8
 

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduct
 					       "output", "copy", "relay" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
 					      "add", "layernorm", "attention", "broadcast", "carry",
-					      "merge", "rmsnorm", "silu", "mul" };
+					      "merge", "rmsnorm", "silu", "mul", "rope" };
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale", "q", "k", "v" };
 
@@ -239,6 +240,12 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_str(w, "eps");
 			yw_f64(w, s->eps);
 		}
+		if (s->compute == C_ROPE) {
+			yw_kint(w, "heads", s->heads);
+			yw_kint(w, "head_dim", s->head_dim);
+			yw_str(w, "theta");
+			yw_f64(w, s->theta);
+		}
 		if (s->compute == C_ATTENTION) {
 			yw_kint(w, "heads", s->heads);
 			if (s->kv_heads != s->heads)
@@ -452,6 +459,10 @@ static int unique(const char *f, const Val *r, const char *name, int exists, Err
 	return 0;
 }
 
+/* The version of the stage file being read (the two ownerships' builds
+ * read on two threads). */
+static _Thread_local int reading_version;
+
 static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "name", "role", "shape", "dtype", "scale", "count", NULL };
@@ -464,7 +475,7 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 	if (map_keys(f, r, keys, e) || get_str(f, r, "name", &name, e) ||
 	    unique(f, r, name, plan_find_tensor(pl, name) >= 0, e) ||
 	    ref_enum(f, r, "role", role_names, R_COUNT, &role, e) ||
-	    ref_enum(f, r, "dtype", (const char *const[]){ "fp32", "fp16", "fp8" }, 3, &fmt, e))
+	    ref_enum(f, r, "dtype", (const char *const[]){ "fp32", "fp16", "fp8", "int32" }, 4, &fmt, e))
 		return -1;
 	const Val *sv;
 	if (map_need(f, r, "shape", &sv, e) ||
@@ -472,6 +483,9 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 		return -1;
 	if (t.rank == 0)
 		return val_err(f, sv, e, "a tensor needs at least one axis");
+	if (fmt == FMT_I32 && reading_version < 7)
+		return val_err(f, map_get(r, "dtype"), e, "dtype int32 needs version 7 (this file is version %d)",
+			       reading_version);
 	if (map_get(r, "scale") && (fmt != FMT_FP8 || val_int(f, map_get(r, "scale"), -126, 126, &scale, e)))
 		return fmt != FMT_FP8 ? val_err(f, map_get(r, "scale"), e, "only fp8 tensors carry a scale") : -1;
 	t.count = 1;
@@ -489,10 +503,6 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 	pl->t[pl->nt++] = t;
 	return 0;
 }
-
-/* The version of the stage file being read (the two ownerships' builds
- * read on two threads). */
-static _Thread_local int reading_version;
 
 static int read_gemm(Plan *pl, const char *f, const Val *r, Err *e)
 {
@@ -631,7 +641,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
-					   "causal", "scale", "scratch", NULL };
+					   "causal", "scale", "scratch", "head_dim", "theta", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -688,7 +698,16 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e) ||
 		     get_int(f, r, "scratch", 0, pl->machine.sram_bytes, &s.scratch, e)))
 			return -1;
-		if (s.compute != C_ATTENTION && (map_get(r, "scale") || map_get(r, "heads") ||
+		if (s.compute == C_ROPE &&
+		    (get_int(f, r, "heads", 1, 1 << 20, &s.heads, e) || get_int(f, r, "head_dim", 2, 1 << 20, &s.head_dim, e) ||
+		     map_need(f, r, "theta", &v, e) || val_f64(f, v, &s.theta, e)))
+			return -1;
+		if (s.compute == C_ROPE && (s.head_dim % 2 || !(s.theta > 1) || !isfinite(s.theta)))
+			return val_err(f, r, e, "rope needs an even head_dim and a theta above 1");
+		if (s.compute != C_ROPE && (map_get(r, "head_dim") || map_get(r, "theta")))
+			return val_err(f, map_get(r, map_get(r, "head_dim") ? "head_dim" : "theta"), e,
+				       "only rope takes head_dim and theta");
+		if (s.compute != C_ATTENTION && (map_get(r, "scale") || (s.compute != C_ROPE && map_get(r, "heads")) ||
 						 map_get(r, "scratch") || map_get(r, "kv_heads") || map_get(r, "causal")))
 			return val_err(f, map_get(r, map_get(r, "scale") ? "scale" : map_get(r, "heads") ? "heads" :
 						  map_get(r, "scratch") ? "scratch" : map_get(r, "kv_heads") ? "kv_heads" :

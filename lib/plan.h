@@ -72,7 +72,7 @@ typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping
 typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_RELAY, MOVE_COUNT } Movement;
 typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
-	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_COUNT } ComputeKind;
+	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_ROPE, C_COUNT } ComputeKind;
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
 	       OPD_Q, OPD_K, OPD_V, OPD_COUNT } Operand;
 
@@ -93,6 +93,8 @@ typedef struct {
 	int64_t heads;              /* attention: heads of the op (a tile computes one) */
 	int64_t kv_heads;           /* attention: heads of k and v (grouped-query when fewer) */
 	int causal;                 /* attention: query i sees keys up to i + keys - queries */
+	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
+	double theta;               /* rope: the frequencies' base */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
 } Step;
 

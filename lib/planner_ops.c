@@ -62,7 +62,7 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	int in[3], nin = 0, out = plan_find_tensor(pl, m->t[op->out].name), existed;
 	static const ComputeKind kinds[OP_COUNT] = {
 		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
-		[OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU, [OP_MUL] = C_MUL,
+		[OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU, [OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE,
 	};
 	Placement p;
 
@@ -72,7 +72,7 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
 						      : canonical(b, bt);
 	}
-	if (op->kind == OP_MUL)
+	if (op->kind == OP_MUL || op->kind == OP_ROPE)      /* the other activation, or the positions */
 		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
 	if (op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM)
 		for (int k = 1; k < op->nin; k++)
@@ -81,7 +81,9 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	p = pl->p[in[0]];
 	p.name = NULL;
 	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
-	add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
+	int st = add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
+	if (op->kind == OP_ROPE)
+		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta;
 }
 
 /* A [tokens, features] parameter made an activation: every batch entry a

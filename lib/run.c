@@ -28,6 +28,17 @@ int64_t tensor_values(const PTensor *t)
 }
 
 static float f16_table[65536];
+
+/* An int32 element's value: x rounded to the nearest integer (ties to
+ * even), saturated to the int32 range, as a float (exact up to 2^24,
+ * which positions and token ids stay under). */
+static float i32_value(float x)
+{
+	if (x != x)
+		return 0;
+	double r = nearbyint((double)x);
+	return (float)(r > 2147483520.0 ? 2147483520.0 : r < -2147483648.0 ? -2147483648.0 : r);
+}
 float f8_table[256], f8_pow2[253];
 
 /* v[i] = quantize(v[i]), and its code into enc (little-endian; NULL: not
@@ -44,6 +55,15 @@ void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 			for (int64_t i = 0; enc && i < k; i++)
 				enc[2 * (i0 + i)] = (uint8_t)h[i], enc[2 * (i0 + i) + 1] = (uint8_t)(h[i] >> 8);
 			f16_to_f32_n(h, k, v + i0);
+		}
+		return;
+	}
+	if (f == FMT_I32) {                     /* the nearest integer, saturated */
+		for (int64_t i = 0; i < n; i++) {
+			v[i] = i32_value(v[i]);
+			int32_t x = (int32_t)v[i];
+			if (enc)
+				memcpy(enc + 4 * i, &x, 4);
 		}
 		return;
 	}
@@ -76,6 +96,7 @@ float quantize(float x, Format f, int scale)
 	switch (f) {
 	case FMT_FP16: return f16_to_f32(f32_to_f16(x));
 	case FMT_FP8: return f8s_to_f32(f32_to_f8s(x, scale), scale);
+	case FMT_I32: return i32_value(x);
 	default: return x;
 	}
 }
@@ -225,6 +246,13 @@ void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int
 			v[i] = f8_table[mem[off[i]]] * k;
 		return;
 	}
+	case FMT_I32:
+		for (int64_t i = 0; i < n; i++) {
+			int32_t x;
+			memcpy(&x, mem + (off ? off[i] : i) * 4, 4);
+			v[i] = (float)x;
+		}
+		return;
 	default:
 		for (int64_t i = 0; i < n; i++)
 			memcpy(v + i, mem + (off ? off[i] : i) * 4, 4);
@@ -257,6 +285,12 @@ void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int sca
 			int64_t k = n - i0 < 256 ? n - i0 : 256;
 			f32_to_f8s_n(v + i0, k, scale, b);
 			elems_scatter(mem, off + i0, b, k, 1);
+		}
+		return;
+	case FMT_I32:
+		for (int64_t i = 0; i < n; i++) {
+			int32_t x = (int32_t)i32_value(v[i]);
+			memcpy(mem + (off ? off[i] : i) * 4, &x, 4);
 		}
 		return;
 	default:

@@ -25,6 +25,7 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_RMSNORM: return c == C_RMSNORM;
 	case OP_SILU: return c == C_SILU;
 	case OP_MUL: return c == C_MUL;
+	case OP_ROPE: return c == C_ROPE;
 	case OP_CAST: return c == C_CAST;
 	case OP_BROADCAST: return c == C_BROADCAST;
 	case OP_ATTENTION: return c == C_ATTENTION || c == C_MERGE;
@@ -37,7 +38,7 @@ static ComputeKind primary(OpKind k)
 	static const ComputeKind p[OP_COUNT] = { [OP_MATMUL] = C_MATMUL, [OP_GELU] = C_GELU, [OP_ADD] = C_ADD,
 		[OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST, [OP_BROADCAST] = C_BROADCAST,
 		[OP_ATTENTION] = C_ATTENTION, [OP_PATCHIFY] = C_COUNT, [OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU,
-		[OP_MUL] = C_MUL };
+		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE };
 	return p[k];
 }
 
@@ -97,6 +98,11 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 		if (strcmp(held(pl, out), m->t[op->out].name))
 			return err_at(e, f, op->line, op->col, "op '%s': its steps write '%s', the model '%s'",
 				      op->name, held(pl, out), m->t[op->out].name);
+		if (op->kind == OP_ROPE && (st->heads != op->heads || st->head_dim != op->head_dim || st->theta != op->theta))
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates %lld heads of %lld at theta %g, "
+				      "the model %lld heads of %lld at theta %g", op->name, found, (long long)st->heads,
+				      (long long)st->head_dim, st->theta, (long long)op->heads, (long long)op->head_dim,
+				      op->theta);
 		if (op->kind == OP_ATTENTION) {
 			const MTensor *o = &m->t[op->out];
 			int64_t C = o->shape[o->rank - 1];

@@ -599,6 +599,24 @@ static void *compute_tiles(void *arg)
 			for (int64_t q = 0; q < R * C; q++)
 				res[q] = silu(a[q]);
 			break;
+		case C_ROPE: {                  /* each row's heads rotated by its position */
+			float *pos = read_shard(m, st->in[1], t, &lb);
+			int64_t D = st->head_dim, h2 = D / 2;
+			memcpy(res, a, (size_t)(R * C) * sizeof *res);
+			for (int64_t r = 0; r < R; r++)
+				for (int64_t i = 0; i < h2; i++) {
+					double ang = (double)pos[r] * pow(st->theta, -2.0 * (double)i / (double)D);
+					float c = (float)cos(ang), s = (float)sin(ang);
+					for (int64_t h = 0; h < st->heads; h++) {
+						const float *x = a + r * C + h * D;
+						float *y = res + r * C + h * D;
+						y[i] = x[i] * c - x[i + h2] * s;
+						y[i + h2] = x[i + h2] * c + x[i] * s;
+					}
+				}
+			free(pos);
+			break;
+		}
 		case C_MUL: {
 			float *b = read_shard(m, st->in[1], t, &lb);
 			for (int64_t q = 0; q < R * C; q++)

@@ -154,10 +154,23 @@ int lazy_spec(const DataSpec *x, const RunOpts *o)
 }
 
 /* Instance iter of a lazy tensor: its values iter * size .. */
+/* An int32 input's values: positions, each row's index among its
+ * batch entry's tokens (x [B, T, 1]), from value first on. */
+static void positions(const DataSpec *x, float *v, uint8_t *enc, int64_t first, int64_t n)
+{
+	int64_t T = x->rank >= 2 ? x->shape[x->rank - 2] : 1, C = x->shape[x->rank - 1];
+	for (int64_t i = 0; i < n; i++)
+		v[i] = (float)(((first + i) / C) % T);
+	quantize_encode(v, n, FMT_I32, 0, enc);
+}
+
 void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc)
 {
 	int64_t size = spec_values(x) / x->count;
-	normals(v, enc, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
+	if (x->fmt == FMT_I32)
+		positions(x, v, enc, iter * size, size);
+	else
+		normals(v, enc, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 }
 
 /* ---- the machine's encoded instances, for the reference ---- */
@@ -327,6 +340,8 @@ int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 		npy_free(&a);
 		if (o->quantized)
 			quantize_n(v, n, x->fmt, x->scale);
+	} else if (x->fmt == FMT_I32) {
+		positions(x, v, NULL, 0, n);
 	} else {
 		normals(v, NULL, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 	}

@@ -212,6 +212,26 @@ static void ref_silu(const float *x, float *y, int64_t n)
 		y[i] = (float)(x[i] / (1 + exp(-(double)x[i])));
 }
 
+/* Rotary positions on rows of C values, in double: row r's first heads
+ * heads of D columns rotated pairwise (i, i + D/2) by pos[r] x
+ * theta^(-2i/D); the columns after them copied. */
+static void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
+		     double theta)
+{
+	int64_t h2 = D / 2;
+	memcpy(y, x, (size_t)(rows * C) * sizeof *y);
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t i = 0; i < h2; i++) {
+			double ang = (double)pos[r] * pow(theta, -2.0 * (double)i / (double)D), c = cos(ang), s = sin(ang);
+			for (int64_t h = 0; h < heads; h++) {
+				const float *xr = x + r * C + h * D;
+				float *yr = y + r * C + h * D;
+				yr[i] = (float)(xr[i] * c - xr[i + h2] * s);
+				yr[i + h2] = (float)(xr[i + h2] * c + xr[i] * s);
+			}
+		}
+}
+
 static void ref_mul(const float *a, const float *b, float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -280,6 +300,9 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		break;
 	case C_MUL:
 		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n);
+		break;
+	case C_ROPE:
+		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim, st->theta);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
@@ -456,6 +479,9 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		break;
 	case OP_MUL:
 		ref_mul(x, minst(m, r, op->in[1], iter), y, n);
+		break;
+	case OP_ROPE:
+		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->theta);
 		break;
 	case OP_ATTENTION: {
 		const MTensor *kv = &m->t[op->in[1]];

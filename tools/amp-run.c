@@ -39,7 +39,8 @@ static void help(void)
 	       "names the op closest to it, and an op over it fails the run.\n");
 	printf("\n"
 	       "      --data DIR        read inputs and parameters from DIR/<tensor>.npy;\n"
-	       "                        missing ones are generated from the seed\n"
+	       "                        missing ones are generated from the seed (an int32\n"
+	       "                        positions input: each row's token index)\n"
 	       "      --seed N          seed for generated data (default 1)\n"
 	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
 	       "                        reference as DIR/<tensor>.ref.npy\n"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # The decoder's ops (model format 4): rmsnorm, silu and mul on
 # tests/models/tiny-swiglu.yaml, a gated MLP block, and causal
-# grouped-query attention on tests/models/tiny-decoder.yaml, a decoder
-# layer: planned, lowered, emitted and run byte-exact with every op checked
+# grouped-query attention and rotary positions from an int32 input on
+# tests/models/tiny-decoder.yaml, a decoder layer: planned, lowered, emitted and run byte-exact with every op checked
 # against FP32; their costs; the malformed models
-# tests/bad/model-{rmsnorm,mul,gqa,causal}-*.yaml; a stage of an earlier
+# tests/bad/model-{rmsnorm,mul,gqa,causal,rope,int32}-*.yaml; a stage of an earlier
 # version that names one of them; and stages that disagree with the model.
 
 bats_require_minimum_version 1.5.0
@@ -89,7 +89,7 @@ lowered() {
 		fail "unexpected: $stderr"
 }
 
-@test "decoder: a decoder layer with causal grouped-query attention runs byte-exact, each of its 13 ops within its tolerance" {
+@test "decoder: a decoder layer with causal grouped-query attention runs byte-exact, each of its 15 ops within its tolerance" {
 	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
 	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, kv@attn.k, kv@attn.v\], out: [^,]*, heads: 4, kv_heads: 2, causal: true, ' g.yaml
 	assert_output 1
@@ -97,7 +97,7 @@ lowered() {
 	run --separate-stderr amp-run --model "$DEC" p.amp
 	assert_success
 	assert_line --index 0 --partial 'movement: byte-exact after every phase'
-	assert_line --index 2 --regexp "^per op: 13 ops checked after every run"
+	assert_line --index 2 --regexp "^per op: 15 ops checked after every run"
 }
 
 @test "decoder: the floor counts the scores a causal query sees, not every score" {
@@ -165,14 +165,87 @@ EOF
 
 @test "decoder: every malformed decoder model in tests/bad is checked by this suite" {
 	local f n=0
-	for f in "$BAD"/model-{rmsnorm,mul,gqa,causal}-*.yaml; do
+	for f in "$BAD"/model-{rmsnorm,mul,gqa,causal,rope,int32}-*.yaml; do
 		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
 		n=$((n + 1))
 	done
-	assert [ "$n" -eq 12 ]
+	assert [ "$n" -eq 20 ]
 }
 
 @test "decoder: a Llama-3.2-1B-shaped model at fp8 is refused at params with the bytes no plan avoids" {
 	local m=$ROOT/tests/models/llama-3.2-1b-shaped.yaml
 	plan_rejects "$m" 13:3 "model 'llama-3.2-1b-shaped': parameters need 1235881984 bytes; 1472 tiles hold at most 864005120" "$m"
+}
+
+@test "decoder: malformed rope ops and int32 tensors are refused at the key" {
+	plan_rejects "$BAD/model-rope-odd.yaml" 22:69 "rope 'rq': head_dim 15 is odd" "$BAD/model-rope-odd.yaml"
+	plan_rejects "$BAD/model-rope-theta.yaml" 22:80 "rope 'rq': theta must be a number above 1" "$BAD/model-rope-theta.yaml"
+	plan_rejects "$BAD/model-rope-positions.yaml" 22:44 \
+		"rope 'rq': positions 'pos' must be int32 [2, 24, 1], a position per row of 'q0'" "$BAD/model-rope-positions.yaml"
+	plan_rejects "$BAD/model-rope-heads.yaml" 22:56 "rope 'rq': 5 heads of 16 columns pass the 64 of 'q0'" \
+		"$BAD/model-rope-heads.yaml"
+	plan_rejects "$BAD/model-rope-version.yaml" 8:10 "op 'rope' needs amp-model: 4 (this file is version 3)" \
+		"$BAD/model-rope-version.yaml"
+	plan_rejects "$BAD/model-int32-param.yaml" 7:28 \
+		"int32 'ids' must be an input [batch, tokens, 1] (positions) of amp-model 4" "$BAD/model-int32-param.yaml"
+	plan_rejects "$BAD/model-int32-operand.yaml" 7:5 "gelu 'g': int32 'x' can only be rope's positions" \
+		"$BAD/model-int32-operand.yaml"
+	plan_rejects "$BAD/model-int32-version.yaml" 6:34 \
+		"int32 'pos' must be an input [batch, tokens, 1] (positions) of amp-model 4" "$BAD/model-int32-version.yaml"
+}
+
+@test "decoder: a version 6 stage with an int32 tensor is refused at its dtype" {
+	amp-plan "$DEC" -o p.yaml
+	sed 's/^version: 7$/version: 6/' p.yaml > p6.yaml
+	run --separate-stderr amp-compose p6.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ dtype\ int32\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
+		fail "unexpected: $stderr"
+}
+
+@test "decoder: amp-run refuses a program whose rope theta is not the model's" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	sed 's/^\(- {step: [0-9]*, compute: rope, op: rq, .*\)theta: 1e+06}$/\1theta: 10000}/' g.yaml > bad.yaml
+	! cmp -s g.yaml bad.yaml || fail "no rope step edited"
+	amp-emit --no-model bad.yaml -o p.amp
+	run --separate-stderr amp-run --model "$DEC" p.amp
+	assert_failure 1
+	[[ $stderr == *"op 'rq': its step "*" rotates 4 heads of 16 at theta 10000, the model 4 heads of 16 at theta 1e+06"* ]] ||
+		fail "unexpected: $stderr"
+}
+
+# positions_npy FILE FIRST STEP: a [2, 24, 1] '<i4' .npy whose batch
+# entries both hold FIRST + STEP x t at token t (the header: magic,
+# version 1.0, its length 118, the dict padded to a 16-byte boundary).
+positions_npy() {
+	local b t v
+	byte() { printf "\\$(printf '%03o' "$1")"; }
+	{
+		printf '\223NUMPY\001\000\166\000'
+		printf "%-117s\n" "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 24, 1), }"
+		for b in 0 1; do
+			for t in $(seq 0 23); do
+				v=$(($2 + $3 * t))
+				byte $((v & 255)); byte $(((v >> 8) & 255)); byte 0; byte 0
+			done
+		done
+	} > "$1"
+}
+
+@test "decoder: positions from --data (an int32 .npy) reach rope on the machine and in the reference" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-emit --model "$DEC" g.yaml -o p.amp
+	mkdir -p later same with default indices
+	positions_npy later/pos.npy 1000 7
+	run --separate-stderr amp-run --model "$DEC" --data later p.amp
+	assert_success
+	assert_line --index 0 --partial 'movement: byte-exact after every phase'
+	assert_line --index 2 --regexp "^per op: 15 ops checked after every run"
+	# later positions change the output; the token indices are the default
+	amp-run --model "$DEC" --data later --save with p.amp > /dev/null
+	amp-run --model "$DEC" --save default p.amp > /dev/null
+	! cmp -s with/z.npy default/z.npy || fail "the positions from --data changed nothing"
+	positions_npy same/pos.npy 0 1
+	amp-run --model "$DEC" --data same --save indices p.amp > /dev/null
+	cmp indices/z.npy default/z.npy || fail "the default positions are not each row's token index"
 }

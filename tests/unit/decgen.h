@@ -1,5 +1,6 @@
 /* A random decoder layer for the randomized tests (decoder LLMs' block,
  * model format 4): rmsnorm, q and kv projections (or one fused qkv),
+ * mostly with rotary positions (rope) on q and k from an int32 input,
  * attention with kv_heads dividing heads (grouped-query), causal mostly,
  * output projection and residual; rmsnorm, the gated MLP (silu(gate) *
  * up, down) and residual. Weights fp8 or fp16 at random; the attention's
@@ -30,20 +31,33 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
 		G--;
 	while (H % G)
 		G--;
-	int64_t C = H * D, KC = 2 * G * D, QB = dec_parts(T, t_pick(1, 4)), KB = dec_parts(T, t_rnd() % 3 ? t_pick(2, 4) : 1);
+	int64_t C = H * D, KC = 2 * G * D, QB = dec_parts(T, t_pick(1, 4)), KB = dec_parts(T, t_rnd() % 2 ? t_pick(2, 4) : 1);
 	int causal = t_rnd() % 4 != 0;
 	const char *f = t_rnd() % 3 ? "fp8" : "fp16", *st = t_rnd() % 2 ? "relay" : "direct";
 	while (B * H * QB * KB > tiles)
 		KB > 1 ? (KB = dec_parts(T, KB - 1)) : (QB = dec_parts(T, QB - 1));
 	int fused = t_rnd() % 3 == 0;    /* one projection: q, k and v in its columns */
-	char proj[400];
-	if (fused)
+	int rope = D % 2 == 0 && t_rnd() % 4 != 0;       /* rotary positions on q and k */
+	const char *theta = t_rnd() % 2 ? "10000" : "1000000";
+	char proj[800];
+	if (fused && rope)
+		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wqkv, out: q0}\n"
+			 "  - {op: rope, name: rq, x: q0, positions: pos, heads: %lld, head_dim: %lld, theta: %s, out: qq}\n",
+			 (long long)(H + G), (long long)D, theta);
+	else if (fused)
 		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wqkv, out: qq}\n");
+	else if (rope)
+		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: q0}\n"
+			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: k0}\n"
+			 "  - {op: rope, name: rq, x: q0, positions: pos, heads: %lld, head_dim: %lld, theta: %s, out: qq}\n"
+			 "  - {op: rope, name: rk, x: k0, positions: pos, heads: %lld, head_dim: %lld, theta: %s, out: kk}\n",
+			 (long long)H, (long long)D, theta, (long long)G, (long long)D, theta);
 	else
 		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: qq}\n"
 			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: kk}\n");
 	FILE *o = fopen(path, "w");
-	fprintf(o, "amp-model: 4\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\nparams:\n"
+	fprintf(o, "amp-model: 4\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
+		"  pos: {shape: [%lld, %lld, 1], dtype: int32}\nparams:\n"
 		"  g1: {shape: [%lld], dtype: fp16}\n  g2: {shape: [%lld], dtype: fp16}\n"
 		"  wq: {shape: [%lld, %lld], dtype: %s}\n  bq: {shape: [%lld], dtype: fp16}\n"
 		"  wkv: {shape: [%lld, %lld], dtype: %s}\n  wo: {shape: [%lld, %lld], dtype: %s}\n"
@@ -62,15 +76,16 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
 		"  - {op: matmul, name: down, a: mm, b: wd, out: dd}\n"
 		"  - {op: add, name: r2, a: h1, b: dd, out: z}\noutputs: [z]\n"
 		"pins:\n  attn: {blocks: [%lld, %lld], kv_staging: %s}\n",
-		(long long)B, (long long)T, (long long)C, (long long)C, (long long)C, (long long)C, (long long)C, f,
+		(long long)B, (long long)T, (long long)C, (long long)B, (long long)T, (long long)C, (long long)C,
+		(long long)C, (long long)C, f,
 		(long long)C, (long long)C, (long long)KC, f, (long long)C, (long long)C, f, (long long)C, (long long)M, f,
 		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, fused ? "qkv: qq" : "q: qq, kv: kk",
 		(long long)H, (long long)G,
 		causal ? "true" : "false", (long long)QB, (long long)KB, st);
 	fclose(o);
-	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s blocks [%lld, %lld] %s", (long long)B,
+	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s%s blocks [%lld, %lld] %s", (long long)B,
 		 (long long)T, (long long)H, (long long)G, (long long)D, (long long)M, f, causal ? " causal" : "",
-		 fused ? " fused" : "",
+		 fused ? " fused" : "", rope ? " rope" : "",
 		 (long long)QB, (long long)KB, st);
 }
 

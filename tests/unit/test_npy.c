@@ -307,7 +307,7 @@ static void bad(const char *what, const char *hdr, size_t ndata,
 static void test_malformed(void)
 {
 	static const char *const descrs[] = { "'>f4'", "'>f2'", "'>f8'",
-		"'<i4'", "'=f4'", "'<f4 '", "'|b1'", "'>u1'", "'<c8'", "'f4'",
+		"'>i4'", "'=f4'", "'<f4 '", "'|b1'", "'>u1'", "'<c8'", "'f4'",
 		"'<f16'", "''" };
 	char buf[256], w[64];
 	size_t i;
@@ -463,6 +463,29 @@ static void test_write_errors(void)
 	unlink(at("w.npy"));
 }
 
+/* '<i4' (token ids, positions): written and read back, and npy_floats
+ * gives each integer exactly. */
+static void test_int32(void)
+{
+	static const int32_t iv[] = { 0, 1, -2, 151935, 16777216, -16777216 };
+	unsigned char le[sizeof iv];
+	Npy a = { NPY_I32, 1, { 6 }, le, sizeof le }, b;
+	Err e = { "" };
+	float *f = NULL;
+	for (size_t i = 0; i < 6; i++)
+		for (int k = 0; k < 4; k++)
+			le[4 * i + (size_t)k] = (unsigned char)((uint32_t)iv[i] >> (8 * k));
+	t_case("'<i4' arrays round-trip and convert to their integers");
+	CHECK(npy_write(at("i.npy"), &a, &e) == 0, "%s", e.msg);
+	CHECK(npy_read(at("i.npy"), &b, &e) == 0 && b.type == NPY_I32, "%s", e.msg);
+	CHECK(npy_floats(&b, &f, &e) == 0, "%s", e.msg);
+	for (size_t i = 0; f && i < 6; i++)
+		CHECK(f[i] == (float)iv[i], "[%zu] %g, want %d", i, (double)f[i], iv[i]);
+	free(f);
+	npy_free(&b);
+	unlink(at("i.npy"));
+}
+
 static void test_floats(void)
 {
 	static const uint16_t h[] = { 0x3c00, 0xc000, 0x7bff, 0x0001, 0x7c00,
@@ -546,6 +569,7 @@ int main(void)
 	test_malformed();
 	test_write_errors();
 	test_floats();
+	test_int32();
 	t_case("nothing is left in the temporary directory");
 	CHECK(rmdir(dir) == 0, "'%s' not empty", dir);
 	return t_summary();

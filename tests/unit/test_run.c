@@ -488,7 +488,7 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 		static const char *ident[OP_COUNT] = {
 			[OP_LAYERNORM] = "a layernorm that returns its input", [OP_GELU] = "a gelu that is the identity",
 			[OP_RMSNORM] = "an rmsnorm that returns its input", [OP_SILU] = "a silu that is the identity",
-			[OP_MUL] = "a mul that returns its first operand",
+			[OP_MUL] = "a mul that returns its first operand", [OP_ROPE] = "a rope that returns its input",
 		};
 		if (ident[op->kind]) {
 			what = ident[op->kind];
@@ -590,6 +590,8 @@ int main(void)
 		}
 		if (plan_build(&pl, &md, &mc, &po, NULL, &e)) {
 			model_free(&md);
+			if (getenv("AMP_TEST_VERBOSE"))
+				fprintf(stderr, "not planned: %s: %s\n", desc, e.msg);
 			continue;               /* a pinned grid that does not fit */
 		}
 		t_case("random model: calibrates from the model alone");
@@ -696,7 +698,7 @@ int main(void)
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
 	for (int k = 0; k < OP_COUNT; k++)
 		if (k == OP_LAYERNORM || k == OP_GELU || k == OP_ADD || k == OP_ATTENTION || k == OP_RMSNORM ||
-		    k == OP_SILU || k == OP_MUL)
+		    k == OP_SILU || k == OP_MUL || k == OP_ROPE)
 			CHECK(faults[k] > 0, "no fault at a %s op of %d random models", op_name((OpKind)k), n);
 	independence(path);
 	gemm_bits();
