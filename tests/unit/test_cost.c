@@ -27,8 +27,8 @@ static int64_t ceil_div(int64_t a, int64_t b)
 
 /* ---- references ---- */
 
-static const int64_t ref_mu[FMT_COUNT] = { 8, 16, 32 };    /* fp32, fp16, fp8 */
-static const int64_t ref_size[FMT_COUNT] = { 4, 2, 1 };
+static const int64_t ref_mu[FMT_COUNT] = { 8, 16, 32, 8 };    /* fp32, fp16, fp8, int32 */
+static const int64_t ref_size[FMT_COUNT] = { 4, 2, 1, 4 };
 
 /* Storage of an R x C shard (docs/machine.md §4): whole strips or panels. */
 static int64_t ref_storage(LayoutKind k, Format f, int64_t R, int64_t C)

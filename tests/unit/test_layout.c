@@ -18,9 +18,9 @@
 #include <string.h>
 
 /* Written from docs/machine.md §4, independent of lib/layout.c. */
-static const int ref_size[FMT_COUNT] = { 4, 2, 1 };	/* fp32, fp16, fp8 */
-static const int ref_mu[FMT_COUNT] = { 8, 16, 32 };	/* elements in 32 B */
-static const char *fmt_str[FMT_COUNT] = { "fp32", "fp16", "fp8" };
+static const int ref_size[FMT_COUNT] = { 4, 2, 1, 4 };	/* fp32, fp16, fp8, int32 */
+static const int ref_mu[FMT_COUNT] = { 8, 16, 32, 8 };	/* elements in 32 B */
+static const char *fmt_str[FMT_COUNT] = { "fp32", "fp16", "fp8", "int32" };
 static const char *kind_str[LAYOUT_COUNT] = {
 	"row-major", "amp-left", "transposed-right", "amp-output",
 };
@@ -354,7 +354,7 @@ static void anchors(void)
 
 	t_case("a full transposed-right panel is 512 bytes in every format");
 	{
-		static const int64_t panel_k[FMT_COUNT] = { 8, 16, 32 };	/* x 16 columns */
+		static const int64_t panel_k[FMT_COUNT] = { 8, 16, 32, 8 };	/* x 16 columns */
 		for (int f = 0; f < FMT_COUNT; f++) {
 			Layout l = { LAYOUT_TRANSPOSED_RIGHT, (Format)f, panel_k[f], 16 };
 			Layout one = { LAYOUT_TRANSPOSED_RIGHT, (Format)f, 1, 1 };

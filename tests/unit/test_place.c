@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int ref_mu[FMT_COUNT] = { 8, 16, 32 };	/* fp32, fp16, fp8 */
+static const int ref_mu[FMT_COUNT] = { 8, 16, 32, 8 };	/* fp32, fp16, fp8, int32 */
 static const char *kind_str[LAYOUT_COUNT] = {
 	"row-major", "amp-left", "transposed-right", "amp-output",
 };
