@@ -13,7 +13,7 @@ typedef struct {
 static int reads_input(ComputeKind k)
 {
 	return k == C_MATMUL || k == C_LAYERNORM || k == C_RMSNORM || k == C_REDUCE || k == C_ATTENTION ||
-	       k == C_MERGE;
+	       k == C_MERGE || k == C_APPEND;
 }
 
 /* One tile's cycles. A new compute kind gets its own case here, and
@@ -35,6 +35,10 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 		int64_t R = w->in.rows, D = w->in.cols, N = w->keys;
 		return 2 * (cdiv(R * N * D, m->macs_fp16) + m->matmul_call_cycles) +
 		       R * N * m->reduction_cycles_per_element;
+	}
+	case C_APPEND: {        /* at worst every row it received lands in its block: copied on the tile */
+		int64_t in = layout_bytes(&w->in), out = layout_bytes(&w->out);
+		return cdiv(in < out ? in : out, m->local_copy_bytes_per_cycle);
 	}
 	case C_PACK:
 	case C_CARRY:

@@ -160,7 +160,7 @@ static int64_t gemm_count(const Plan *pl, const Gemm *g)
 void model_floor(const Plan *pl, ModelFloor *f)
 {
 	const Machine *mc = &pl->machine;
-	int64_t T = mc->tiles, cycles = 0, macs16 = 0, macs8 = 0, recv = 0, syncs = 0;
+	int64_t T = mc->tiles, cycles = 0, macs16 = 0, macs8 = 0, recv = 0, syncs = 0, local = 0;
 
 	memset(f, 0, sizeof *f);
 	for (int i = 0; i < pl->ng; i++) {
@@ -178,8 +178,9 @@ void model_floor(const Plan *pl, ModelFloor *f)
 		case C_ATTENTION: {     /* q [B, Tq, H x D], k [B, Tk, H x D] */
 			const Placement *q = &pl->p[st->in[0]], *k = &pl->p[st->in[1]];
 			int64_t H = st->heads > 0 ? st->heads : 1, D = q->shape[2] / H, Tq = q->shape[1], Tk = k->shape[1];
-			/* causal: query i sees i + Tk - Tq + 1 keys, the masked scores are not essential */
-			int64_t seen = st->causal ? Tq * (Tk - Tq + 1) + Tq * (Tq - 1) / 2 : Tq * Tk;
+			/* causal: query i sees i + Tk - Tq + 1 keys, the masked scores are not essential;
+			 * by positions (known at run time only): every key, a step at full context */
+			int64_t seen = st->causal && st->nin < 4 ? Tq * (Tk - Tq + 1) + Tq * (Tq - 1) / 2 : Tq * Tk;
 			int64_t scores = q->shape[0] * H * seen;
 			macs16 += 2 * scores * D * count;               /* q.k^T and p.v */
 			cycles += scores * mc->reduction_cycles_per_element * count;   /* softmax */
@@ -196,6 +197,9 @@ void model_floor(const Plan *pl, ModelFloor *f)
 		case C_MUL:
 			cycles += elements(&pl->p[st->out]) * mc->elementwise_cycles_per_element * count;
 			break;
+		case C_APPEND:          /* the new rows written once */
+			local += elements(&pl->p[st->in[0]]) * fmt_bytes(pl->p[st->in[0]].fmt) * count;
+			break;
 		default:                /* matmul from the GEMM records; the rest a plan adds */
 			break;
 		}
@@ -205,6 +209,7 @@ void model_floor(const Plan *pl, ModelFloor *f)
 		if (x->kind == X_SEND)
 			recv += x->len * x->nrecv * xfer_members(x) * plan_step_count(pl, x->step);
 	}
+	cycles += local / mc->local_copy_bytes_per_cycle;       /* bytes copied on tiles */
 	f->compute = ceil_work(cycles, macs16, mc->macs_fp16, macs8, mc->macs_fp8, T);
 	f->movement = cdiv(recv, mc->exchange_bytes_per_cycle * T);
 	f->sync = mc->sync_cycles * syncs;

@@ -8,7 +8,8 @@
 #include "yio.h"
 
 static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
-					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul", "rope" };
+					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul", "rope",
+					  "append" };
 
 const char *op_name(OpKind k) { return op_names[k]; }
 
@@ -103,6 +104,9 @@ static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Er
 		    map_need(f, v, "dtype", &x, e) || dtype(f, x, &t->dtype, e))
 			return -1;
 		t->role = role;
+		if (role == T_STATE && (t->rank != 3 || t->dtype != FMT_FP16))
+			return val_err(f, t->rank != 3 ? map_get(v, "shape") : x, e, "state '%s' must be an fp16 "
+				       "[batch, positions, features] tensor (a KV cache)", t->name);
 		if (t->dtype == FMT_I32 && (role != T_INPUT || m->version < 4 || t->rank != 3 || t->shape[2] != 1))
 			return val_err(f, x, e, "int32 '%s' must be an input [batch, tokens, 1] (positions) of "
 				       "amp-model 4", t->name);
@@ -183,6 +187,44 @@ static int vector(const char *f, const Val *at, const MOp *o, const MTensor *t, 
 	return 0;
 }
 
+/* Positions p of op o for the rows of activation a: int32 [B, T, 1]. */
+static int positions_of(const char *f, const Val *at, const MOp *o, const MTensor *p, const MTensor *a, Err *e)
+{
+	if (p->dtype != FMT_I32 || p->rank != 3 || p->shape[0] != a->shape[0] || p->shape[1] != a->shape[1] ||
+	    p->shape[2] != 1)
+		return val_err(f, at, e, "%s '%s': positions '%s' must be int32 [%lld, %lld, 1], a position per "
+			       "row of '%s'", op_name(o->kind), o->name, p->name, (long long)a->shape[0],
+			       (long long)a->shape[1], a->name);
+	return 0;
+}
+
+/* append: x [B, T, W] fp16 written into state cache [B, P, W] at rows
+ * positions [B, T, 1]; once per state, outside every repeat. */
+static int append_op(Model *m, const char *f, const Val *v, MOp *o, Err *e)
+{
+	const MTensor *c = &m->t[o->out], *x = &m->t[o->in[0]];
+	if (c->role != T_STATE)
+		return val_err(f, map_get(v, "cache"), e, "append '%s': cache '%s' must be a state", o->name, c->name);
+	if (o->rep >= 0)
+		return val_err(f, v, e, "append '%s': a state is appended outside every repeat", o->name);
+	for (int i = 0; i < m->nops; i++)
+		if (m->ops[i].kind == OP_APPEND && m->ops[i].out == o->out)
+			return val_err(f, map_get(v, "cache"), e, "append '%s': state '%s' is already appended by "
+				       "'%s' (line %ld); a program appends each state once", o->name, c->name,
+				       m->ops[i].name, m->ops[i].line);
+	if (x->role == T_PARAM || x->role == T_STATE || x->rank != 3 || x->dtype != FMT_FP16 ||
+	    x->shape[0] != c->shape[0] || x->shape[2] != c->shape[2] || x->shape[1] > c->shape[1])
+		return val_err(f, map_get(v, "x"), e, "append '%s': x '%s' must be an fp16 activation [%lld, at most "
+			       "%lld, %lld], rows of state '%s'", o->name, x->name, (long long)c->shape[0],
+			       (long long)c->shape[1], (long long)c->shape[2], c->name);
+	if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], x, e))
+		return -1;
+	o->name = xstrdup(o->name);
+	m->ops = xrealloc(m->ops, (size_t)(m->nops + 1) * sizeof *m->ops);
+	m->ops[m->nops++] = *o;
+	return 0;
+}
+
 static int positive(const char *f, const Val *v, const char *key, int64_t *out, Err *e)
 {
 	return get_int(f, v, key, 1, INT64_C(1) << 30, out, e);
@@ -190,7 +232,7 @@ static int positive(const char *f, const Val *v, const char *key, int64_t *out, 
 
 static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
-	static const char *keys[OP_COUNT][10] = {
+	static const char *keys[OP_COUNT][11] = {
 		[OP_MATMUL] = { "op", "name", "a", "b", "bias", "out", NULL },
 		[OP_GELU] = { "op", "name", "x", "out", NULL },
 		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
@@ -198,11 +240,13 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
 		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
 		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
-		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "out", NULL },
+		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "positions", "out",
+				   NULL },
 		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
 		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
+		[OP_APPEND] = { "op", "name", "cache", "x", "positions", NULL },
 	};
 	const char *kind, *name;
 	const Val *kv, *outv;
@@ -223,8 +267,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			break;
 	if (k == OP_COUNT)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast, attention, map, rmsnorm, silu, mul or rope)", kind);
+			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope or append)", kind);
 	o.kind = (OpKind)k;
+	if (o.kind >= OP_APPEND && m->version < 5)
+		return val_err(f, kv, e, "op '%s' needs amp-model: 5 (this file is version %d)", kind, m->version);
 	if (o.kind >= OP_RMSNORM && m->version < 4)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 4 (this file is version %d)", kind, m->version);
 	if (o.kind >= OP_PATCHIFY && m->version < 2)
@@ -298,6 +344,12 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			return val_err(f, kv, e, "rope '%s': theta must be a number above 1", name);
 		o.nin = 2;
 		break;
+	case OP_APPEND:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
+		    operand(m, f, v, "cache", rep, &o.out, e))
+			return -1;
+		o.nin = 2;
+		break;
 	case OP_ATTENTION:
 		if (map_get(v, "qkv")) {
 			first = "qkv";
@@ -327,16 +379,36 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o.causal, e))
 			return -1;
 		o.nin = 2;
+		if ((kv = map_get(v, "positions"))) {
+			if (m->version < 5)
+				return val_err(f, kv, e, "attention '%s': positions needs amp-model: 5 (this file is "
+					       "version %d)", name, m->version);
+			if (map_get(v, "causal") && !o.causal)
+				return val_err(f, map_get(v, "causal"), e, "attention '%s': positions make it causal "
+					       "(each query sees the keys up to its position)", name);
+			if (operand(m, f, v, "positions", rep, &o.in[2], e))
+				return -1;
+			o.causal = 1;
+			o.nin = 3;
+		}
 		break;
 	default:
 		break;
 	}
 
-	/* int32 tensors (positions) are read by rope alone */
-	for (int k = 0; k < 3; k++)
-		if (o.in[k] >= 0 && m->t[o.in[k]].dtype == FMT_I32 && !(o.kind == OP_ROPE && k == 1))
-			return val_err(f, v, e, "%s '%s': int32 '%s' can only be rope's positions", kind, name,
-				       m->t[o.in[k]].name);
+	/* int32 tensors are positions, read by rope, append and attention
+	 * alone; a state is an append's cache or an attention's kv */
+	for (int k = 0; k < 3; k++) {
+		int pos = (o.kind == OP_ROPE || o.kind == OP_APPEND) ? k == 1 : o.kind == OP_ATTENTION && k == 2;
+		if (o.in[k] >= 0 && m->t[o.in[k]].dtype == FMT_I32 && !pos)
+			return val_err(f, v, e, "%s '%s': int32 '%s' can only be the positions of rope, append or "
+				       "attention", kind, name, m->t[o.in[k]].name);
+		if (o.in[k] >= 0 && m->t[o.in[k]].role == T_STATE && !(o.kind == OP_ATTENTION && k == 1 && o.in[0] != o.in[1]))
+			return val_err(f, v, e, "%s '%s': state '%s' can only be an append's cache or an attention's "
+				       "kv", kind, name, m->t[o.in[k]].name);
+	}
+	if (o.kind == OP_APPEND)
+		return append_op(m, f, v, &o, e);
 
 	/* Shape rules; the new tensor follows from them. */
 	MTensor out;
@@ -372,14 +444,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 	} else if (activation(f, map_get(v, first), &o, a, e)) {
 		return -1;
 	} else if (o.kind == OP_ROPE) {
-		const MTensor *p = &m->t[o.in[1]];
 		if (a->dtype != FMT_FP16)
 			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o.name, a->name);
-		if (p->dtype != FMT_I32 || p->rank != 3 || p->shape[0] != a->shape[0] || p->shape[1] != a->shape[1] ||
-		    p->shape[2] != 1)
-			return val_err(f, map_get(v, "positions"), e, "rope '%s': positions '%s' must be int32 "
-				       "[%lld, %lld, 1], a position per row of '%s'", o.name, p->name,
-				       (long long)a->shape[0], (long long)a->shape[1], a->name);
+		if (positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[1]], a, e))
+			return -1;
 		if (o.heads * o.head_dim > a->shape[2])
 			return val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns pass the "
 				       "%lld of '%s'", o.name, (long long)o.heads, (long long)o.head_dim,
@@ -460,12 +528,14 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 				       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v: %lld kv head%s of "
 				       "%lld columns each)", o.name, kvt->name, (long long)a->shape[0],
 				       (long long)(2 * c / H * G), (long long)G, G > 1 ? "s" : "", (long long)(c / H));
-		if (o.causal && a->shape[1] > kvt->shape[1])
+		if (o.causal && o.in[2] < 0 && a->shape[1] > kvt->shape[1])
 			return val_err(f, map_get(v, "causal"), e, "attention '%s': causal with %lld queries over "
 				       "%lld keys (the queries are the last of the keys' positions)", o.name,
 				       (long long)a->shape[1], (long long)kvt->shape[1]);
 		if (a->dtype != FMT_FP16 || kvt->dtype != FMT_FP16)
 			return val_err(f, at, e, "attention '%s': q, k and v must be fp16", o.name);
+		if (o.in[2] >= 0 && positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[2]], a, e))
+			return -1;
 		out.shape[2] = c;
 	}
 
@@ -736,7 +806,7 @@ int model_load(Model *m, const char *path, Err *e)
 
 int model_load_input(Model *m, Input *in, Err *e)
 {
-	static const char *keys[] = { "amp-model", "name", "inputs", "params", "ops",
+	static const char *keys[] = { "amp-model", "name", "inputs", "state", "params", "ops",
 				      "outputs", "pins", NULL };
 	YReader r;
 	Val *root;
@@ -770,6 +840,14 @@ int model_load_input(Model *m, Input *in, Err *e)
 	m->name = xstrdup(name);
 	if (map_need(f, root, "inputs", &v, e) || declared(m, f, v, T_INPUT, e))
 		goto out;
+	if ((v = map_get(root, "state"))) {
+		if (m->version < 5) {
+			val_err(f, v, e, "state needs amp-model: 5 (this file is version %d)", m->version);
+			goto out;
+		}
+		if (declared(m, f, v, T_STATE, e))
+			goto out;
+	}
 	m->params_line = root->line;
 	m->params_col = root->col;
 	if ((v = map_get(root, "params"))) {

@@ -17,11 +17,13 @@
 #include "layout.h"
 #include "machine.h"
 
-#define MODEL_VERSION 4       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
-				 * silu or mul) and 4 */
+#define MODEL_VERSION 5       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
+				 * silu or mul), 4 (no state, append or attention positions) and 5 */
 #define MAX_RANK 4
 
-typedef enum { T_INPUT, T_PARAM, T_ACT } TensorRole;
+/* T_STATE: a resident tensor whose values persist from one run of the
+ * program to the next (a KV cache), written only by an append op. */
+typedef enum { T_INPUT, T_PARAM, T_ACT, T_STATE } TensorRole;
 
 typedef struct {
 	char *name;
@@ -38,7 +40,7 @@ typedef struct {
 } MTensor;
 
 typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
-	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_COUNT } OpKind;
+	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_APPEND, OP_COUNT } OpKind;
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
@@ -46,9 +48,9 @@ typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, 
 typedef struct {
 	OpKind kind;
 	char *name;
-	int in[3];          /* tensor indices; -1 when absent (matmul bias) */
+	int in[3];          /* tensor indices; -1 when absent (matmul bias; attention's positions) */
 	int nin;
-	int out;
+	int out;            /* append: the state it writes (in[0] the rows, in[1] their positions) */
 	double eps;         /* layernorm, rmsnorm */
 	Format to;          /* cast */
 	int64_t patch;      /* patchify: patch edge */
@@ -56,7 +58,8 @@ typedef struct {
 	int64_t batch;      /* broadcast: batch size */
 	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
 	int64_t kv_heads;   /* attention: heads of k and v (grouped-query: each serves heads / kv_heads) */
-	int causal;         /* attention: query i sees keys up to i + keys - queries */
+	int causal;         /* attention: query i sees keys up to i + keys - queries, or with positions
+			     * (in[2]) keys up to its position */
 	int64_t head_dim;   /* rope: width of each rotated head (its first heads x head_dim columns) */
 	double theta;       /* rope: the frequencies' base */
 	int rep;            /* the repeat whose body holds it, or -1 */

@@ -11,15 +11,15 @@
 #include "alloc.h"
 #include "stage.h"
 
-static const char *role_names[R_COUNT] = { "input", "param", "act", "output", "partial" };
+static const char *role_names[R_COUNT] = { "input", "param", "act", "output", "partial", "state" };
 static const char *map_names[MAP_COUNT] = { "identity", "native-panel", "relayout" };
 static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduction",
 					       "output", "copy", "relay" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
 					      "add", "layernorm", "attention", "broadcast", "carry",
-					      "merge", "rmsnorm", "silu", "mul", "rope" };
+					      "merge", "rmsnorm", "silu", "mul", "rope", "append" };
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
-					        "scale", "q", "k", "v" };
+					        "scale", "q", "k", "v", "positions" };
 
 static const char *stage_names[STAGE_COUNT] = { "amp-plan", "amp-expand", "amp-exchange",
 						  "amp-group" };
@@ -483,6 +483,9 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 		return -1;
 	if (t.rank == 0)
 		return val_err(f, sv, e, "a tensor needs at least one axis");
+	if (role == R_STATE && reading_version < 8)
+		return val_err(f, map_get(r, "role"), e, "role state needs version 8 (this file is version %d)",
+			       reading_version);
 	if (fmt == FMT_I32 && reading_version < 7)
 		return val_err(f, map_get(r, "dtype"), e, "dtype int32 needs version 7 (this file is version %d)",
 			       reading_version);
@@ -663,6 +666,9 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		if (ref_enum(f, r, "operand", operand_names, OPD_COUNT, &k, e))
 			return -1;
 		s.operand = (Operand)k;
+		if (s.operand == OPD_POS && reading_version < 8)
+			return val_err(f, map_get(r, "operand"), e, "operand 'positions' needs version 8 (this file "
+				       "is version %d)", reading_version);
 		if (ref_enum(f, r, "map", map_names, MAP_COUNT, &k, e))
 			return -1;
 		s.map = (Mapping)k;
@@ -678,10 +684,15 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		if (s.compute >= C_RMSNORM && reading_version < 7)
 			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 7 (this file is version %d)",
 				       compute_names[k], reading_version);
+		if (s.compute == C_APPEND && reading_version < 8)
+			return val_err(f, map_get(r, "compute"), e, "compute 'append' needs version 8 (this file is "
+				       "version %d)", reading_version);
 		if (map_need(f, r, "in", &v, e))
 			return -1;
-		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 3)
-			return val_err(f, v, e, "expected a list of 1 to 3 placements");
+		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 4)
+			return val_err(f, v, e, "expected a list of 1 to 4 placements");
+		if (v->n == 4 && (s.compute != C_ATTENTION || reading_version < 8))
+			return val_err(f, v, e, "only attention reads 4 placements (its positions; version 8)");
 		for (int i = 0; i < v->n; i++)
 			if (ref_placement(pl, f, &v->items[i], &s.in[i], e))
 				return -1;
@@ -724,8 +735,12 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 				       (long long)s.kv_heads, (long long)s.heads);
 		if (map_get(r, "causal") && val_bool(f, map_get(r, "causal"), &s.causal, e))
 			return -1;
-		if (s.compute == C_ATTENTION && s.nin != 3)
-			return val_err(f, r, e, "attention reads q, k and v");
+		if (s.compute == C_ATTENTION && s.nin < 3)
+			return val_err(f, r, e, "attention reads q, k, v and optionally positions");
+		if (s.compute == C_ATTENTION && s.nin == 4 && !s.causal)
+			return val_err(f, r, e, "attention that reads positions is causal");
+		if (s.compute == C_APPEND && s.nin != 2)
+			return val_err(f, r, e, "append reads its rows and their positions");
 	} else {
 		return val_err(f, r, e, "a step needs 'copy' or 'compute'");
 	}

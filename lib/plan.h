@@ -22,8 +22,8 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 7           /* written; 4 (no provenance), 5 (no staging spread) and 6 (no rmsnorm,
-				 * silu or mul) are still read */
+#define PLAN_VERSION 8           /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+				 * silu or mul) and 7 (no state, append or attention positions) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -39,7 +39,10 @@ typedef struct {
 	char *label;
 } Phase;
 
-typedef enum { R_INPUT, R_PARAM, R_ACT, R_OUTPUT, R_PARTIAL, R_COUNT } PRole;
+/* R_STATE: resident across runs of the program (a KV cache); its home
+ * holds the values the run starts with and is written in place by an
+ * append step. */
+typedef enum { R_INPUT, R_PARAM, R_ACT, R_OUTPUT, R_PARTIAL, R_STATE, R_COUNT } PRole;
 
 typedef struct {
 	char *name;
@@ -72,9 +75,10 @@ typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping
 typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_RELAY, MOVE_COUNT } Movement;
 typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
-	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_ROPE, C_COUNT } ComputeKind;
+	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_ROPE, C_APPEND,
+	       C_COUNT } ComputeKind;
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
-	       OPD_Q, OPD_K, OPD_V, OPD_COUNT } Operand;
+	       OPD_Q, OPD_K, OPD_V, OPD_POS, OPD_COUNT } Operand;
 
 typedef struct {
 	StepKind kind;
@@ -86,13 +90,14 @@ typedef struct {
 	int src, dst;               /* placement indices */
 	/* compute */
 	ComputeKind compute;
-	int in[3], nin;             /* placement indices */
+	int in[4], nin;             /* placement indices (attention: q, k, v and, with a runtime mask, positions) */
 	int out;
 	double eps;                 /* layernorm */
 	double scale;               /* attention: the score scale, 1/sqrt(head_dim) */
 	int64_t heads;              /* attention: heads of the op (a tile computes one) */
 	int64_t kv_heads;           /* attention: heads of k and v (grouped-query when fewer) */
-	int causal;                 /* attention: query i sees keys up to i + keys - queries */
+	int causal;                 /* attention: query i sees keys up to i + keys - queries, or with
+				     * positions (in[3]) keys up to its position */
 	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
 	double theta;               /* rope: the frequencies' base */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
@@ -191,6 +196,10 @@ int plan_check(const Plan *p, const char *file, Err *e);
 int plan_check_step(const Plan *p, int step, Err *e);
 /* Step that writes placement i, or -1 for an initial placement. */
 int plan_writer(const Plan *p, int placement);
+/* Is placement i a state's home: written before the run with the values
+ * it starts with, updated in place by the state's append step (if any),
+ * live for the whole program? */
+int plan_state_home(const Plan *p, int placement);
 
 /* Per-tile memory: live placement bytes at each step, aliases counted once.
  * Placements of inputs and parameters that no step writes are live for the

@@ -14,10 +14,27 @@ int plan_writer(const Plan *pl, int i)
 	return -1;
 }
 
+/* A state's home is the one placement of it that an append writes, or
+ * the first when none does. */
+int plan_state_home(const Plan *pl, int i)
+{
+	int first = -1;
+	if (pl->t[pl->p[i].tensor].role != R_STATE)
+		return 0;
+	for (int s = 0; s < pl->ns; s++)
+		if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_APPEND && pl->p[pl->s[s].out].tensor ==
+		    pl->p[i].tensor)
+			return pl->s[s].out == i;
+	for (int j = 0; j < pl->np && first < 0; j++)
+		if (pl->p[j].tensor == pl->p[i].tensor && plan_writer(pl, j) < 0)
+			first = j;
+	return first == i;
+}
+
 static int initial(const Plan *pl, int i)
 {
 	PRole r = pl->t[pl->p[i].tensor].role;
-	return (r == R_INPUT || r == R_PARAM) && plan_writer(pl, i) < 0;
+	return ((r == R_INPUT || r == R_PARAM) && plan_writer(pl, i) < 0) || plan_state_home(pl, i);
 }
 
 int plan_check_step(const Plan *pl, int i, Err *e)
@@ -60,6 +77,11 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL))
 			return errf(e, "attention writes fp16 output or an fp32 partial, not '%s'", out->name);
 		break;
+	case C_APPEND:
+		if (s->nin != 2 || pl->t[out->tensor].role != R_STATE || P[s->in[0]].tensor == out->tensor ||
+		    P[s->in[1]].fmt != FMT_I32)
+			return errf(e, "append writes a state ('%s') from rows and their int32 positions", out->name);
+		break;
 	case C_MERGE:
 		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)
 			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2)] and writes fp16 "
@@ -85,7 +107,7 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 	}
 	for (int i = 0; i < pl->ns; i++) {
 		const Step *s = &pl->s[i];
-		int reads[3], n = 0, w = s->kind == STEP_COPY ? s->dst : s->out;
+		int reads[4], n = 0, w = s->kind == STEP_COPY ? s->dst : s->out;
 		if (s->kind == STEP_COPY)
 			reads[n++] = s->src;
 		else
@@ -100,7 +122,8 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 		int r = plan_repeat_of(pl, i);
 		int back = s->kind == STEP_COMPUTE && s->compute == C_CARRY && r >= 0 && pl->r[r].last == i &&
 			   plan_writer(pl, w) < pl->r[r].first;
-		if (ready[w] && !back) {
+		int append = s->kind == STEP_COMPUTE && s->compute == C_APPEND && plan_state_home(pl, w);
+		if (ready[w] && !back && !append) {
 			errf(e, "%s: step %d writes '%s' a second time", file, i, pl->p[w].name);
 			goto out;
 		}
@@ -126,7 +149,7 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 	/* A stacked tensor is read in one repeat whose count is its count. */
 	for (int i = 0; i < pl->ns; i++) {
 		const Step *s = &pl->s[i];
-		int reads[3], n = 0, r = plan_repeat_of(pl, i);
+		int reads[4], n = 0, r = plan_repeat_of(pl, i);
 		if (s->kind == STEP_COPY)
 			reads[n++] = s->src;
 		else
@@ -171,8 +194,9 @@ void plan_lifetimes(const Plan *pl, int *first, int *last, int *alias)
 	for (int i = 0; i < pl->np; i++) {
 		int w = plan_writer(pl, i);
 		PRole r = pl->t[pl->p[i].tensor].role;
-		first[i] = w < 0 ? 0 : w;
-		last[i] = (w < 0 || r == R_OUTPUT) ? ns : first[i];
+		int home = plan_state_home(pl, i);      /* resident: the run starts and ends with it */
+		first[i] = w < 0 || home ? 0 : w;
+		last[i] = (w < 0 || r == R_OUTPUT || home) ? ns : first[i];
 		alias[i] = -1;
 	}
 	for (int s = 0; s < ns; s++) {

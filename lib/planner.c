@@ -182,6 +182,29 @@ static void add_home_bytes(Builder *b, const Placement *p)
 		place_each(p, b->mc->tiles, add_bytes, b->base);
 }
 
+/* A state's home [B, P, W]: row-major, whole rows, cut by batch entry
+ * and then into as many uniform blocks of positions as the tiles allow,
+ * placed from the rotating pointer. Resident like a parameter. */
+static int state_home(Builder *b, int tensor)
+{
+	const PTensor *t = &b->pl->t[tensor];
+	int64_t T = b->mc->tiles, bs = largest_uniform(t->shape[0], T), ps = largest_uniform(t->shape[1], T / bs);
+	Placement p;
+	int existed;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = bs, p.block[0] = cdiv(t->shape[0], bs), p.stride[0] = ps;
+	p.split[1] = ps, p.block[1] = cdiv(t->shape[1], ps), p.stride[1] = 1;
+	p.split[2] = 1, p.block[2] = t->shape[2];
+	p.base = b->next_tile;
+	int i = add_place(b->pl, &p, tensor, "home", &existed);
+	b->canon[tensor] = i;
+	b->next_tile = (b->next_tile + place_shards(&b->pl->p[i])) % T;
+	add_home_bytes(b, &b->pl->p[i]);
+	return i;
+}
+
 static int consumed_as_b(const Model *m, int t)
 {
 	for (int i = 0; i < m->nops; i++)
@@ -199,7 +222,7 @@ void tile_load(Builder *b, int op, int64_t *acc)
 	for (int t = 0; t < b->m->nt; t++) {
 		const MTensor *mt = &b->m->t[t];
 		int pt = plan_find_tensor(b->pl, mt->name);
-		if (mt->role == T_PARAM || pt < 0 || b->canon[pt] < 0)
+		if (mt->role == T_PARAM || mt->role == T_STATE || pt < 0 || b->canon[pt] < 0)
 			continue;
 		if (b->last_use[t] >= op || mt->output)
 			place_each(&b->pl->p[b->canon[pt]], T, add_bytes, acc);
@@ -224,20 +247,24 @@ int64_t base_load(Builder *b, int op)
 static int check_params(Builder *b, Err *e)
 {
 	int64_t T = b->mc->tiles, avail = machine_avail(b->mc), total = 0, worst = 0;
-	for (int i = 0; i < b->pl->np; i++)
+	int state = 0;
+	for (int i = 0; i < b->pl->np; i++) {
 		total += place_total_bytes(&b->pl->p[i]) * b->pl->t[b->pl->p[i].tensor].count;
+		state |= b->pl->t[b->pl->p[i].tensor].role == R_STATE;
+	}
+	const char *what = state ? "parameters and state" : "parameters";
 	if (total > T * avail)
 		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
-			      "model '%s': parameters need %lld bytes; %lld tiles hold at most %lld "
-			      "(%lld bytes each after reserved_bytes)", b->m->name, (long long)total,
+			      "model '%s': %s need %lld bytes; %lld tiles hold at most %lld "
+			      "(%lld bytes each after reserved_bytes)", b->m->name, what, (long long)total,
 			      (long long)T, (long long)(T * avail), (long long)avail);
 	for (int64_t t = 1; t < T; t++)
 		if (b->base[t] > b->base[worst])
 			worst = t;
 	if (b->base[worst] > avail)
 		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
-			      "model '%s': parameter homes put %lld bytes on tile %lld; %lld are available",
-			      b->m->name, (long long)b->base[worst], (long long)worst, (long long)avail);
+			      "model '%s': %s homes put %lld bytes on tile %lld; %lld are available",
+			      b->m->name, state ? "parameter and state" : "parameter", (long long)b->base[worst], (long long)worst, (long long)avail);
 	return 0;
 }
 
@@ -427,7 +454,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];
-		PRole r = t->role == T_INPUT ? R_INPUT : t->role == T_PARAM ? R_PARAM :
+		PRole r = t->role == T_INPUT ? R_INPUT : t->role == T_PARAM ? R_PARAM : t->role == T_STATE ? R_STATE :
 			  t->output ? R_OUTPUT : R_ACT;
 		int sc = t->scale;
 		if (t->dtype == FMT_FP8)
@@ -441,6 +468,9 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_PARAM)
 			home(&b, i, consumed_as_b(m, i));
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_STATE)
+			state_home(&b, i);
 	if (check_params(&b, e))
 		goto out;
 	for (int i = 0; i < m->nt; i++)
@@ -469,6 +499,9 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			break;
 		case OP_BROADCAST:
 			plan_broadcast(&b, op);
+			break;
+		case OP_APPEND:
+			plan_append(&b, op);
 			break;
 		case OP_PATCHIFY: {
 			Host h = { xstrdup(op->name), op->in[0], op->out, op->patch, op->cls };

@@ -86,6 +86,36 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta;
 }
 
+/* append: the state's home holds whole rows of a batch entry's block of
+ * positions on each tile. Which block a new row lands in is known only at
+ * run time, so the rows (and their positions) of each batch entry go to
+ * every tile of its blocks: a static exchange. Each tile then writes the
+ * rows whose position falls in its block: only compute reads the
+ * position. */
+void plan_append(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int st = b->canon[plan_find_tensor(pl, m->t[op->out].name)], in[2], existed;
+	const Placement home = pl->p[st], *h = &home;    /* a copy: add_place may move pl->p */
+	for (int k = 0; k < 2; k++) {
+		int t = plan_find_tensor(pl, m->t[op->in[k]].name);
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[0] = h->split[0], p.block[0] = h->block[0], p.stride[0] = h->stride[0];
+		p.split[1] = 1, p.block[1] = pl->t[t].shape[1];
+		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
+		if (h->split[1] > 1)
+			p.nrep = 1, p.rep[0] = h->split[1], p.rstride[0] = h->stride[1];
+		p.base = h->base;
+		in[k] = add_place(pl, &p, t, k ? "append.positions" : "append.rows", &existed);
+		if (!existed)
+			add_copy(pl, op->name, k ? OPD_POS : OPD_X, MOVE_ACTIVATION, canonical(b, t), in[k]);
+	}
+	add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
+}
+
 /* A [tokens, features] parameter made an activation: every batch entry a
  * copy, on the owners of the result's token rows. */
 void plan_broadcast(Builder *b, const MOp *op)
@@ -232,7 +262,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	 * kv head j serves q heads j*g .. j*g + g - 1 */
 	int64_t coff[3] = { 0, fused ? C : 0, fused ? C + KC : KC };
 	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
-	int tensor[3] = { q, kv, kv }, idx[3];
+	int tensor[3] = { q, kv, kv }, idx[4];
 	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
 	static const char *what[3] = { "q", "k", "v" };
 	char where[160];
@@ -282,6 +312,25 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		if (!existed)
 			add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
 	}
+	int nin = 3;
+	if (op->in[2] >= 0) {           /* positions: each query row's, beside it */
+		int pt = plan_find_tensor(pl, m->t[op->in[2]].name);
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
+		p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
+		p.split[2] = 1, p.block[2] = 1;
+		p.rep[p.nrep] = H, p.rstride[p.nrep++] = sh;
+		if (KB > 1)
+			p.rep[p.nrep] = KB, p.rstride[p.nrep++] = 1;
+		p.base = base;
+		snprintf(where, sizeof where, "%s.positions", op->name);
+		idx[3] = add_place(pl, &p, pt, where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, canonical(b, pt), idx[3]);
+		nin = 4;
+	}
 	Placement o;
 	memset(&o, 0, sizeof o);
 	o.layout = LAYOUT_ROW_MAJOR;
@@ -292,7 +341,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	snprintf(where, sizeof where, "%s.out", op->name);
 	int op_out = add_place(pl, &o, out, where, &existed), st;
 	if (KB == 1) {
-		st = add_compute(pl, op->name, C_ATTENTION, idx, 3, op_out, 0);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
 	} else {
 		/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
 		char name[200];
@@ -311,7 +360,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
 		snprintf(where, sizeof where, "%s.partial", op->name);
 		int pi = add_place(pl, &pp, pt, where, &existed);
-		st = add_compute(pl, op->name, C_ATTENTION, idx, 3, pi, 0);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
 		snprintf(where, sizeof where, "%s.merge", op->name);
 		int ri = add_place(pl, &rp, pt, where, &existed);
 		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);

@@ -51,15 +51,34 @@ void run_cache_expect(RunCache *c);
 
 typedef struct OpCheck OpCheck;
 
+/* States carried from one run to the next (amp-run --steps, --prefill):
+ * each by name, the machine's values and the reference's. A state that is
+ * not here starts at zero. */
+typedef struct {
+	int n;
+	char **name;
+	float **mach, **ref;    /* [n]: values, each the state's whole tensor */
+	int64_t *count;         /* [n]: their number */
+} Carry;
+void carry_free(Carry *c);
+/* Keeps a copy of values v (n of them) of state name, the machine's
+ * (ref 0) or the reference's (ref 1). */
+void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref);
+
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
 	uint64_t seed;
 	int quantized;          /* store values in their formats (0: raw fp32, for calibration) */
 	RunCache *cache;        /* NULL: nothing shared */
 	OpCheck *opcheck;       /* NULL: no per-op check (run_opcheck_new) */
+	int64_t step;           /* the run's index: from 1 on, inputs are made from the seed and the step,
+				 * never read from data_dir (parameters do not change) */
+	int64_t position;       /* added to every made position (an int32 input) */
+	const Carry *carry;     /* states' values at the start (NULL: zero) */
 } RunOpts;
 
-/* val[t] for every input and parameter of pl (others NULL). */
+/* val[t] for every input, parameter and state of pl (others NULL). The
+ * positions an append reads must name rows of its state. */
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e);
 /* Executes prog on the machine model; fills val for every other tensor. A
  * stacked parameter made from the seed has no val (NULL): its users make

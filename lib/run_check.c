@@ -26,6 +26,7 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_SILU: return c == C_SILU;
 	case OP_MUL: return c == C_MUL;
 	case OP_ROPE: return c == C_ROPE;
+	case OP_APPEND: return c == C_APPEND;
 	case OP_CAST: return c == C_CAST;
 	case OP_BROADCAST: return c == C_BROADCAST;
 	case OP_ATTENTION: return c == C_ATTENTION || c == C_MERGE;
@@ -38,7 +39,7 @@ static ComputeKind primary(OpKind k)
 	static const ComputeKind p[OP_COUNT] = { [OP_MATMUL] = C_MATMUL, [OP_GELU] = C_GELU, [OP_ADD] = C_ADD,
 		[OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST, [OP_BROADCAST] = C_BROADCAST,
 		[OP_ATTENTION] = C_ATTENTION, [OP_PATCHIFY] = C_COUNT, [OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU,
-		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE };
+		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE, [OP_APPEND] = C_APPEND };
 	return p[k];
 }
 
@@ -82,13 +83,14 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 			return err_at(e, f, op->line, op->col, "op '%s': the stage has %d %s steps for it, not one",
 				      op->name, n, compute_name(want));
 		const Step *st = &pl->s[found];
-		/* the model's operands in order (attention reads k and v from in[1]) */
-		int nin = op->kind == OP_ATTENTION ? 3 : op->nin;
+		/* the model's operands in order (attention reads k and v from in[1],
+		 * then its positions) */
+		int nin = op->kind == OP_ATTENTION ? op->nin + 1 : op->nin;
 		if (st->nin != nin)
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads %d operands, the model %d",
 				      op->name, found, st->nin, nin);
 		for (int k = 0; k < nin; k++) {
-			int mt = op->in[op->kind == OP_ATTENTION ? (k ? 1 : 0) : k];
+			int mt = op->in[op->kind == OP_ATTENTION ? (k > 1 ? k - 1 : k ? 1 : 0) : k];
 			if (strcmp(held(pl, st->in[k]), m->t[mt].name))
 				return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as operand %d, "
 					      "the model '%s'", op->name, found, held(pl, st->in[k]), k + 1,

@@ -312,7 +312,7 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
  * by l. Partial: o (R x (D+2)) holds m, l and the undivided sum, for
  * merge(). The caller rounds o once into its format. */
 static void attend(const float *q, const float *kp, const float *vp, float *o, int64_t R, int64_t N,
-		   int64_t D, float scale, int partial, int64_t see)
+		   int64_t D, float scale, int partial, const int64_t *see)
 {
 	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
 	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, wide = (N > D ? N : D) + GEMM_S;
@@ -322,7 +322,7 @@ static void attend(const float *q, const float *kp, const float *vp, float *o, i
 	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
 		float *p = s + i * N, m = -INFINITY, l = 0;
-		int64_t n = see == INT64_MAX ? N : see + i < 0 ? 0 : see + i + 1 < N ? see + i + 1 : N;
+		int64_t n = !see ? N : see[i] < 0 ? 0 : see[i] + 1 < N ? see[i] + 1 : N;
 		for (int64_t j = 0; j < n; j++) {
 			p[j] *= scale;
 			m = p[j] > m ? p[j] : m;
@@ -355,16 +355,21 @@ static void attend(const float *q, const float *kp, const float *vp, float *o, i
 	free(sum);
 }
 
-/* The causal mask of attention step st on a tile whose q shard starts
- * at query row q0 and k shard at key k0: the tile's query row i sees its
- * keys j <= see + i (keys after the queries' last are later positions);
- * INT64_MAX when the step is not causal. */
-static int64_t causal_see(const Plan *pl, const Step *st, int64_t q0, int64_t k0)
+/* The causal mask of attention step st on a tile whose q shard (R rows)
+ * starts at query row q0 and k shard at key k0: the tile's query row i
+ * sees its keys j <= see[i]. Static: query q0 + i sees keys up to
+ * q0 + i + Tk - Tq (keys after the queries' last are later positions);
+ * by positions (pos, the rows' own): keys up to its position. Returns
+ * see (R values), or NULL when the step is not causal. */
+static int64_t *causal_see(const Plan *pl, const Step *st, int64_t q0, int64_t k0, int64_t R, const float *pos)
 {
 	if (!st->causal)
-		return INT64_MAX;
+		return NULL;
+	int64_t *see = xmalloc((size_t)R * sizeof *see);
 	int64_t Tq = pl->t[pl->p[st->in[0]].tensor].shape[1], Tk = pl->t[pl->p[st->in[1]].tensor].shape[1];
-	return q0 + (Tk - Tq) - k0;
+	for (int64_t i = 0; i < R; i++)
+		see[i] = (pos ? (int64_t)pos[i] : q0 + i + (Tk - Tq)) - k0;
+	return see;
 }
 
 /* The first row of dimension 1 (tokens) of placement p's shard on tile t. */
@@ -578,8 +583,28 @@ static void *compute_tiles(void *arg)
 			const float *kp = kv_panels(m, w, &m->kv[w->part][0], st->in[1], t, 1, &lk);
 			const float *vp = kv_panels(m, w, &m->kv[w->part][1], st->in[2], t, 0, &lv);
 			int partial = out->fmt == FMT_FP32;
-			int64_t see = causal_see(m->pl, st, shard_row0(m, st->in[0], t), shard_row0(m, st->in[1], t));
+			float *pos = st->nin > 3 ? read_shard(m, st->in[3], t, &lc) : NULL;
+			int64_t *see = causal_see(m->pl, st, shard_row0(m, st->in[0], t), shard_row0(m, st->in[1], t), R,
+						  pos);
 			attend(a, kp, vp, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial, see);
+			free(see);
+			free(pos);
+			break;
+		}
+		case C_APPEND: {                /* the rows whose position falls in this tile's block */
+			float *pos = read_shard(m, st->in[1], t, &lb);
+			float *old = read_shard(m, st->out, t, &lc);
+			int64_t p0 = shard_row0(m, st->out, t), P = m->pl->t[out->tensor].shape[1];
+			int64_t pb = out->block[1] < P - p0 ? out->block[1] : P - p0, bb = R / pb, n = la.rows / bb;
+			memcpy(res, old, (size_t)(R * C) * sizeof *res);
+			for (int64_t b = 0; b < bb; b++)
+				for (int64_t j = 0; j < n; j++) {
+					int64_t p = (int64_t)pos[b * n + j] - p0;
+					if (p >= 0 && p < pb)
+						memcpy(res + (b * pb + p) * C, a + (b * n + j) * C, (size_t)C * sizeof *res);
+				}
+			free(old);
+			free(pos);
 			break;
 		}
 		case C_MERGE:
@@ -730,7 +755,7 @@ int compute_step(Machine_ *m, int i)
 		run_totals.gemm_secs += run_now() - t0;
 		run_totals.gemm_cpu += w[0].cpu + w[1].cpu;
 	}
-	if (x->role == R_OUTPUT) {
+	if (x->role == R_OUTPUT || x->role == R_STATE) {        /* a state's values go on to the next run */
 		if (!m->val[out->tensor])
 			m->val[out->tensor] = xmalloc((size_t)n * sizeof **m->val);
 		decode_run(*enc, NULL, n, x->fmt, x->scale, m->val[out->tensor]);

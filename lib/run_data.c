@@ -156,11 +156,11 @@ int lazy_spec(const DataSpec *x, const RunOpts *o)
 /* Instance iter of a lazy tensor: its values iter * size .. */
 /* An int32 input's values: positions, each row's index among its
  * batch entry's tokens (x [B, T, 1]), from value first on. */
-static void positions(const DataSpec *x, float *v, uint8_t *enc, int64_t first, int64_t n)
+static void positions(const DataSpec *x, float *v, uint8_t *enc, int64_t first, int64_t n, int64_t at)
 {
 	int64_t T = x->rank >= 2 ? x->shape[x->rank - 2] : 1, C = x->shape[x->rank - 1];
 	for (int64_t i = 0; i < n; i++)
-		v[i] = (float)(((first + i) / C) % T);
+		v[i] = (float)(at + ((first + i) / C) % T);
 	quantize_encode(v, n, FMT_I32, 0, enc);
 }
 
@@ -168,7 +168,7 @@ void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, 
 {
 	int64_t size = spec_values(x) / x->count;
 	if (x->fmt == FMT_I32)
-		positions(x, v, enc, iter * size, size);
+		positions(x, v, enc, iter * size, size, o->position);
 	else
 		normals(v, enc, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 }
@@ -341,7 +341,7 @@ int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 		if (o->quantized)
 			quantize_n(v, n, x->fmt, x->scale);
 	} else if (x->fmt == FMT_I32) {
-		positions(x, v, NULL, 0, n);
+		positions(x, v, NULL, 0, n, o->position);
 	} else {
 		normals(v, NULL, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 	}
@@ -382,13 +382,89 @@ int data_dir_ok(const RunOpts *o, Err *e)
 	return 0;
 }
 
+RunOpts input_opts(const RunOpts *o)
+{
+	RunOpts c = *o;
+	if (o->step > 0)
+		c.seed = mix(o->seed + (uint64_t)o->step * 0x9E3779B97F4A7C15u), c.data_dir = NULL;
+	return c;
+}
+
+/* The carried values of state name (n of them), or NULL. */
+static const float *carried(const RunOpts *o, const char *name, int64_t n, int ref)
+{
+	for (int i = 0; o->carry && i < o->carry->n; i++)
+		if (!strcmp(o->carry->name[i], name) && o->carry->count[i] == n)
+			return ref ? o->carry->ref[i] : o->carry->mach[i];
+	return NULL;
+}
+
+float *state_values(const RunOpts *o, const char *name, int64_t n, int ref)
+{
+	const float *c = carried(o, name, n, ref);
+	float *v = xcalloc((size_t)n, sizeof *v);
+	if (c)
+		memcpy(v, c, (size_t)n * sizeof *v);
+	return v;
+}
+
+void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref)
+{
+	int i = 0;
+	while (i < c->n && strcmp(c->name[i], name))
+		i++;
+	if (i == c->n) {
+		c->name = xrealloc(c->name, (size_t)(c->n + 1) * sizeof *c->name);
+		c->mach = xrealloc(c->mach, (size_t)(c->n + 1) * sizeof *c->mach);
+		c->ref = xrealloc(c->ref, (size_t)(c->n + 1) * sizeof *c->ref);
+		c->count = xrealloc(c->count, (size_t)(c->n + 1) * sizeof *c->count);
+		c->name[i] = xstrdup(name), c->mach[i] = c->ref[i] = NULL, c->count[i] = n;
+		c->n++;
+	}
+	float **d = ref ? &c->ref[i] : &c->mach[i];
+	free(*d);
+	*d = xmalloc((size_t)n * sizeof **d);
+	memcpy(*d, v, (size_t)n * sizeof **d);
+	c->count[i] = n;
+}
+
+void carry_free(Carry *c)
+{
+	for (int i = 0; i < c->n; i++)
+		free(c->name[i]), free(c->mach[i]), free(c->ref[i]);
+	free(c->name), free(c->mach), free(c->ref), free(c->count);
+	memset(c, 0, sizeof *c);
+}
+
+/* Every position an append step reads names a row of its state. */
+static int append_rows(const Plan *pl, float *const *val, Err *e)
+{
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind != STEP_COMPUTE || st->compute != C_APPEND)
+			continue;
+		int pt = pl->p[st->in[1]].tensor;
+		const PTensor *x = &pl->t[pt], *c = &pl->t[pl->p[st->out].tensor];
+		int64_t n = tensor_count(x), P = c->shape[1];
+		for (int64_t i = 0; val[pt] && i < n; i++)
+			if (!(val[pt][i] >= 0 && val[pt][i] < (float)P))
+				return errf(e, "positions '%s' hold %.0f at [%lld, %lld]: state '%s' has positions 0 "
+					    "to %lld (append '%s')", x->name, (double)val[pt][i], (long long)(i / x->shape[1]),
+					    (long long)(i % x->shape[1]), c->name, (long long)(P - 1), st->op);
+	}
+	return 0;
+}
+
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
 	if (data_dir_ok(o, e))
 		return -1;
+	RunOpts oi = input_opts(o);
 	for (int t = 0; t < pl->nt; t++) {
 		const PTensor *x = &pl->t[t];
 		val[t] = NULL;
+		if (x->role == R_STATE)
+			val[t] = state_values(o, x->name, tensor_count(x), 0);
 		if (x->role != R_INPUT && x->role != R_PARAM)
 			continue;
 		int host = 0;
@@ -400,7 +476,7 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time by its users */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
-		if (tensor_data(&d, o, val[t], e))
+		if (tensor_data(&d, x->role == R_INPUT ? &oi : o, val[t], e))
 			return -1;
 	}
 	for (int h = 0; h < pl->nh; h++) {
@@ -409,5 +485,5 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			 pl->h[h].patch, pl->h[h].cls,
 			 val[pl->h[h].out] = xmalloc((size_t)tensor_count(&pl->t[pl->h[h].out]) * sizeof **val));
 	}
-	return 0;
+	return append_rows(pl, val, e);
 }

@@ -523,7 +523,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	m.s.elem_ctx = &vs;
 	setup = run_now();
 	for (int p = 0; p < pl->np; p++)
-		if (plan_writer(pl, p) < 0)
+		if (plan_writer(pl, p) < 0 || plan_state_home(pl, p))  /* a state's home starts with its values */
 			sim_fill(&m.s, pl, p);
 	run_totals.fill_secs += run_now() - setup;
 	int rep = -1;

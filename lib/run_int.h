@@ -102,6 +102,11 @@ int same_spec(const DataSpec *a, const DataSpec *b);
 int64_t spec_values(const DataSpec *x);
 int lazy_spec(const DataSpec *x, const RunOpts *o);
 void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc);
+/* The options inputs are made with in run o->step (run_data). */
+RunOpts input_opts(const RunOpts *o);
+/* A state's n values at the start of the run: carried (the machine's,
+ * or the reference's when ref), else zero; the caller frees them. */
+float *state_values(const RunOpts *o, const char *name, int64_t n, int ref);
 int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e);
 int data_dir_ok(const RunOpts *o, Err *e);
 void patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,

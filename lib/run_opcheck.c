@@ -107,6 +107,8 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 	for (int j = 0; j < op->nin; j++)
 		if (op->in[j] >= 0)
 			r.v[op->in[j]] = in[j];         /* one instance each: the op runs at iteration 0 */
+	if (op->kind == OP_APPEND)              /* its rows written again over the machine's result: they */
+		r.v[op->out] = (float *)out;    /* must be there (the rest is the final comparison's) */
 	run_model_op(m, &r, k, 0);
 	const float *y = r.v[op->out];
 	int64_t n = model_elements(&m->t[op->out]);     /* an op's result: one instance */

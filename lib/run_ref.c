@@ -98,6 +98,7 @@ static void track(double *amax, int t, const float *y, int64_t n)
 typedef struct {
 	const float *q, *kv;
 	float *y;
+	const float *pos;       /* each query row's position (the keys it sees: 0 .. position), or NULL */
 	int64_t B, Tq, Tk, qw, kw, C, H, G, ko;
 	int causal;
 	double scale;
@@ -127,7 +128,8 @@ static void *ref_attention(void *arg)
 		for (int64_t i = 0; i < Tq; i++) {
 			float *p = s + i * Tk;
 			double mx = -INFINITY, sum = 0;
-			int64_t n = a->causal ? i + Tk - Tq + 1 : Tk;
+			int64_t n = a->pos ? (int64_t)a->pos[bb * Tq + i] + 1 : a->causal ? i + Tk - Tq + 1 : Tk;
+			n = n < 0 ? 0 : n > Tk ? Tk : n;
 			for (int64_t j = 0; j < n; j++)
 				mx = p[j] * a->scale > mx ? p[j] * a->scale : mx;
 			for (int64_t j = 0; j < Tk; j++) {
@@ -154,11 +156,12 @@ static void *ref_attention(void *arg)
 
 /* The reference's attention on two threads: q [B, Tq, qw], kv [B, Tk, kw]
  * (fused: kv == q, keys after the C query columns), y [B, Tq, C]; G heads
- * of k and v, causal or not. */
-static void ref_attend(const float *q, const float *kv, float *y, int64_t B, int64_t Tq, int64_t Tk,
-		       int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused, double scale)
+ * of k and v, causal or not, or causal by the query rows' positions pos. */
+static void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
+		       int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused,
+		       double scale)
 {
-	RefAttn ra = { q, kv, y, B, Tq, Tk, qw, kw, C, H, G, fused ? C : 0, causal, scale, 0, 2 };
+	RefAttn ra = { q, kv, y, pos, B, Tq, Tk, qw, kw, C, H, G, fused ? C : 0, causal, scale, 0, 2 };
 	RefAttn rb = ra;
 	pthread_t th;
 	rb.part = 1;
@@ -229,6 +232,21 @@ static void ref_rope(const float *x, const float *pos, float *y, int64_t rows, i
 				yr[i] = (float)(xr[i] * c - xr[i + h2] * s);
 				yr[i + h2] = (float)(xr[i + h2] * c + xr[i] * s);
 			}
+		}
+}
+
+/* The state c [B, P, W] with rows x [B, T, W] written at their positions
+ * pos [B, T] (in row order; a position outside 0 .. P - 1 writes nothing,
+ * which run_data refuses). */
+static void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
+		       int64_t P, int64_t W)
+{
+	memcpy(y, c, (size_t)(B * P * W) * sizeof *y);
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t j = 0; j < T; j++) {
+			int64_t p = (int64_t)pos[b * T + j];
+			if (p >= 0 && p < P)
+				memcpy(y + (b * P + p) * W, x + (b * T + j) * W, (size_t)W * sizeof *y);
 		}
 }
 
@@ -306,8 +324,15 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
-		ref_attend(x, ref[pl->p[st->in[1]].tensor], y, Q->shape[0], Q->shape[1], KV->shape[1],
+		const float *pos = st->nin > 3 ? inst(c, pl->p[st->in[3]].tensor, iter) : NULL;
+		ref_attend(x, ref[pl->p[st->in[1]].tensor], pos, y, Q->shape[0], Q->shape[1], KV->shape[1],
 			   Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, Q == KV, st->scale);
+		break;
+	}
+	case C_APPEND: {
+		const PTensor *S = &pl->t[out], *X = &pl->t[in];
+		ref_append(ref[out], x, inst(c, pl->p[st->in[1]].tensor, iter), y, S->shape[0], X->shape[1],
+			   S->shape[1], S->shape[2]);
 		break;
 	}
 	default:        /* a cast op or a carry: activations stay fp32 */
@@ -325,7 +350,8 @@ int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **r
 	(void)e;
 	lazy_init(&c.lz, pl->nt);
 	for (int t = 0; t < pl->nt; t++)
-		ref[t] = pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM ? val[t] : NULL;
+		ref[t] = pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM ? val[t] :
+			 pl->t[t].role == R_STATE ? state_values(o, pl->t[t].name, tensor_count(&pl->t[t]), 1) : NULL;
 	/* Op-level steps: every compute but those inside a matmul (casts,
 	 * packs, partial products, reductions), which stand for the GEMM
 	 * record at the op's first compute step. */
@@ -395,8 +421,13 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 	r->o = *o;
 	if (data_dir_ok(o, e))
 		return -1;
+	RunOpts oi = input_opts(o);
 	for (int i = 0; i < m->nt; i++) {
-		if (m->t[i].role == T_ACT)
+		if (m->t[i].role == T_STATE) {
+			r->v[i] = state_values(o, m->t[i].name, mtensor_count(&m->t[i]), 1);
+			r->own[i] = 1;
+		}
+		if (m->t[i].role == T_ACT || m->t[i].role == T_STATE)
 			continue;
 		DataSpec d = model_spec(m, sc, i);
 		if (lazy_spec(&d, o))
@@ -411,7 +442,7 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 		}
 		r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
 		r->own[i] = 1;
-		if (tensor_data(&d, o, r->v[i], e))
+		if (tensor_data(&d, m->t[i].role == T_INPUT ? &oi : o, r->v[i], e))
 			return -1;
 	}
 	return 0;
@@ -483,9 +514,14 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 	case OP_ROPE:
 		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->theta);
 		break;
+	case OP_APPEND:
+		ref_append(r->v[op->out], x, minst(m, r, op->in[1], iter), y, out->shape[0], in->shape[1],
+			   out->shape[1], out->shape[2]);
+		break;
 	case OP_ATTENTION: {
 		const MTensor *kv = &m->t[op->in[1]];
-		ref_attend(x, minst(m, r, op->in[1], iter), y, in->shape[0], in->shape[1], kv->shape[1],
+		const float *pos = op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL;
+		ref_attend(x, minst(m, r, op->in[1], iter), pos, y, in->shape[0], in->shape[1], kv->shape[1],
 			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->in[0] == op->in[1],
 			   1.0 / sqrt((double)(C / op->heads)));
 		break;

@@ -43,8 +43,18 @@ static void help(void)
 	       "                        positions input: each row's token index)\n"
 	       "      --seed N          seed for generated data (default 1)\n"
 	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
-	       "                        reference as DIR/<tensor>.ref.npy\n"
-	       "      --min-cosine X    exit 1 when an output's cosine is below X (default 0.99)\n"
+	       "                        reference as DIR/<tensor>.ref.npy (the last run's)\n"
+	       "      --min-cosine X    exit 1 when an output's (or a carried state's) cosine\n"
+	       "                        is below X (default 0.99)\n"
+	       "      --steps N         run the program N times (default 1), each run's states\n"
+	       "                        (a KV cache) starting from the previous run's, on the\n"
+	       "                        machine and in the reference alike; from the second\n"
+	       "                        run on, inputs are made from the seed and the run, and\n"
+	       "                        made positions advance by each run's tokens\n"
+	       "      --position P      the first run's made positions start at P (default 0,\n"
+	       "                        or the prefill's tokens)\n"
+	       "      --prefill PROG    run program PROG (its embedded model) first, at\n"
+	       "                        position 0; PROGRAM's runs continue from its states\n"
 	       "      --timing          print on stderr the machine's and the reference's matrix\n"
 	       "                        products (GFLOP, GFLOP/s, vector width; CPU seconds and\n"
 	       "                        GFLOP/s per core) and where the wall time went:\n"
@@ -215,6 +225,185 @@ static void per_op(const OpCheck *c)
 	       run_opcheck_checked(c), r[w].op, r[w].worst, r[w].tol);
 }
 
+/* A program and what checks it: its plan, the model it claims to lower
+ * (and scales), the per-op check. */
+typedef struct {
+	const char *path;
+	Program prog;
+	Plan pl;
+	Model md;
+	Scales sc;
+	int has_model, has_sc;
+	char mname[4200];
+	OpCheck *opcheck;
+} Prog;
+
+static void load_prog(Prog *p, const char *path, const char *model_path, const char *scales_path,
+		      const char *machine_path, const RunOpts *ro)
+{
+	Err e;
+	int is_prog;
+	memset(p, 0, sizeof *p);
+	p->path = path;
+	p->sc = (Scales){ NULL, NULL, 0 };
+	if (program_or_stage(&p->pl, &p->prog, &is_prog, path, &e))
+		fail(&e);
+	if (!is_prog) {
+		errf(&e, "'%s': not a program (amp-emit writes one from a grouped stage)", path ? path : "<stdin>");
+		fail(&e);
+	}
+	check_machine(&p->pl, machine_path, path);
+	p->has_model = claimed_model(&p->prog, &p->pl, path, model_path, scales_path, &p->md, &p->sc, &p->has_sc,
+				     p->mname, sizeof p->mname);
+	if (p->has_model && run_check_model(&p->pl, &p->md, p->has_sc ? &p->sc : NULL, &e))
+		fail(&e);
+	if (!p->has_model)
+		fprintf(stderr, "amp-run: warning: '%s' carries no model (amp-emit --no-model) and none was given "
+			"(--model): movement and arithmetic are checked, not that the stage computes the "
+			"model\n", path ? path : "<stdin>");
+	if (p->has_model)
+		p->opcheck = run_opcheck_new(&p->md, p->has_sc ? &p->sc : NULL, &p->pl, ro);
+}
+
+static void free_prog(Prog *p)
+{
+	run_opcheck_free(p->opcheck);
+	if (p->has_model) {
+		model_free(&p->md);
+		scales_free(&p->sc);
+	}
+	program_free(&p->prog);
+	plan_free(&p->pl);
+}
+
+/* The tokens of one run: the rows of the program's first int32 input
+ * (its positions), 0 when it has none. */
+static int64_t run_tokens(const Plan *pl)
+{
+	for (int t = 0; t < pl->nt; t++)
+		if (pl->t[t].role == R_INPUT && pl->t[t].fmt == FMT_I32)
+			return pl->t[t].shape[1];
+	return 0;
+}
+
+/* The states the two programs share (by name) have one shape: the
+ * prefill's carry on into the decode runs. */
+static void same_states(const Prog *a, const Prog *b)
+{
+	int shared = 0;
+	for (int i = 0; i < b->pl.nt; i++) {
+		const PTensor *y = &b->pl.t[i];
+		int j = y->role == R_STATE ? plan_find_tensor(&a->pl, y->name) : -1;
+		if (j < 0)
+			continue;
+		const PTensor *x = &a->pl.t[j];
+		int same = x->role == R_STATE && x->rank == y->rank && x->fmt == y->fmt;
+		for (int k = 0; same && k < x->rank; k++)
+			same = x->shape[k] == y->shape[k];
+		if (!same) {
+			Err e;
+			errf(&e, "state '%s' of '%s' differs from the prefill's ('%s'): a tensor of that name must be "
+			     "a state of the same shape and dtype", y->name, b->path ? b->path : "<stdin>", a->path);
+			fail(&e);
+		}
+		shared++;
+	}
+	if (!shared) {
+		Err e;
+		errf(&e, "'%s' and the prefill '%s' share no state: nothing would carry on", b->path ? b->path : "<stdin>",
+		     a->path);
+		fail(&e);
+	}
+}
+
+typedef struct {
+	double min_cos;
+	const char *save_dir;   /* the last run's outputs */
+	int timing, last, many;
+	double t_data, t_prog, t_ref;
+	int along;
+	FILE *lines;            /* the runs' lines, printed after the summary */
+} Report;
+
+/* One run of program p (RunOpts ro: its step, position and carried
+ * states); keeps its states' values in carry. Returns 1 when an output's
+ * cosine is below the minimum. */
+static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
+{
+	const Plan *pl = &p->pl;
+	Err e;
+	float **val = xcalloc((size_t)pl->nt, sizeof *val), **ref = xcalloc((size_t)pl->nt, sizeof *ref);
+	ModelRef mr;
+	memset(&mr, 0, sizeof mr);
+	/* The reference runs alongside the machine (AMP_THREADS=1: after it)
+	 * and decodes the machine's encoded stacked parameters instead of
+	 * making them again (the same bits). */
+	ro->cache = run_cache_new();
+	ro->opcheck = p->opcheck;
+	ro->carry = carry;
+	double t0 = run_now(), t_data;
+	if (run_data(pl, ro, val, &e))
+		fail(&e);
+	t_data = run_now();
+	RefJob job = { p->has_model ? &p->md : NULL, p->has_sc ? &p->sc : NULL, ro, pl, val, ref, &mr, 0, 0,
+		       { { 0 } } };
+	pthread_t th;
+	int along = sim_threads() > 1;
+	if (along) {
+		run_cache_expect(ro->cache);
+		along = pthread_create(&th, NULL, ref_job, &job) == 0;
+		if (!along)
+			run_cache_free(ro->cache), ro->cache = run_cache_new();
+	}
+	int prc = run_program(&p->prog, pl, ro, val, &e);
+	double t_prog = run_now();
+	if (along)
+		pthread_join(th, NULL);
+	if (prc)
+		fail(&e);
+	if (!along)
+		ref_job(&job);
+	if (job.rc)
+		fail(&job.e);
+	rep->t_data += t_data - t0, rep->t_prog += t_prog - t_data, rep->t_ref += job.secs, rep->along = along;
+	char label[96] = "";
+	if (rep->many)
+		snprintf(label, sizeof label, "run %lld (%s, position %lld): ", (long long)ro->step,
+			 pl->model, (long long)ro->position);
+	int low = 0;
+	for (int t = 0; t < pl->nt; t++) {
+		if (pl->t[t].role != R_OUTPUT && pl->t[t].role != R_STATE)
+			continue;
+		const float *r = ref[t];
+		for (int i = 0; p->has_model && i < p->md.nt; i++)
+			if (strcmp(p->md.t[i].name, pl->t[t].name) == 0)
+				r = mr.v[i];
+		if (pl->t[t].role == R_STATE) {         /* each carried on, the machine's and the reference's */
+			carry_keep(carry, pl->t[t].name, val[t], tensor_count(&pl->t[t]), 0);
+			carry_keep(carry, pl->t[t].name, r, tensor_count(&pl->t[t]), 1);
+			if (!rep->last)
+				continue;
+		}
+		double cosv, mabs;
+		run_compare(val[t], r, tensor_count(&pl->t[t]), &cosv, &mabs);
+		fprintf(rep->lines, "%s%s %s: cosine %.6f, max abs error %.6g (against FP32)\n", label,
+		       pl->t[t].role == R_STATE ? "state" : "output", pl->t[t].name, cosv, mabs);
+		if (!(cosv >= rep->min_cos))    /* an output, or a state carried on */
+			low = 1;
+		if (rep->last && rep->save_dir && pl->t[t].role == R_OUTPUT &&
+		    (save(rep->save_dir, pl->t[t].name, "", &pl->t[t], val[t], &e) ||
+		     save(rep->save_dir, pl->t[t].name, ".ref", &pl->t[t], r, &e)))
+			fail(&e);
+	}
+	free_vals(val, pl->nt);
+	free_vals(ref, pl->nt);
+	run_cache_free(ro->cache);
+	ro->cache = NULL;
+	if (p->has_model)
+		model_ref_free(&mr);
+	return low;
+}
+
 int main(int argc, char **argv)
 {
 #ifdef __GLIBC__
@@ -233,20 +422,22 @@ int main(int argc, char **argv)
 		{ "model", required_argument, NULL, 'M' },
 		{ "scales", required_argument, NULL, 'L' },
 		{ "calibrate", required_argument, NULL, 'K' },
+		{ "steps", required_argument, NULL, 'N' },
+		{ "position", required_argument, NULL, 'P' },
+		{ "prefill", required_argument, NULL, 'F' },
 		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	RunOpts ro = { NULL, 1, 1, NULL, NULL };
-	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path;
+	RunOpts ro = { .seed = 1, .quantized = 1 };
+	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path, *prefill = NULL;
 	const char *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
 	double min_cos = 0.99;
 	int timing = 0;
-	int64_t n;
+	int64_t n, steps = 1, position = -1;
 	int c;
-	Err e;
 
 	opterr = 0;
 	tool_init("amp-run");
@@ -269,6 +460,15 @@ int main(int argc, char **argv)
 		case 'T': timing = 1; break;
 		case 'M': model_path = optarg; break;
 		case 'L': scales_path = optarg; break;
+		case 'N':
+			if (parse_i64(optarg, &steps) || steps < 1 || steps > 1 << 20)
+				usage_error("--steps takes an integer from 1 to 1048576, not '%s'", optarg);
+			break;
+		case 'P':
+			if (parse_i64(optarg, &position) || position < 0 || position > INT32_MAX)
+				usage_error("--position takes a non-negative 32-bit integer, not '%s'", optarg);
+			break;
+		case 'F': prefill = optarg; break;
 		case 'm': machine_path = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
@@ -288,85 +488,52 @@ int main(int argc, char **argv)
 	if (scales_path && !model_path)
 		usage_error("--scales needs --model");
 
-	Program prog;
-	Plan pl;
-	int is_prog;
-	if (program_or_stage(&pl, &prog, &is_prog, in_path, &e))
-		fail(&e);
-	if (!is_prog) {
-		errf(&e, "'%s': not a program (amp-emit writes one from a grouped stage)",
-		     in_path ? in_path : "<stdin>");
+	Prog main_p, pre_p;
+	load_prog(&main_p, in_path, model_path, scales_path, machine_path, &ro);
+	if (prefill) {
+		load_prog(&pre_p, prefill, NULL, NULL, machine_path, &ro);
+		same_states(&pre_p, &main_p);
+	}
+	Carry carry;
+	memset(&carry, 0, sizeof carry);
+	char *lines = NULL;
+	size_t nlines = 0;
+	Report rep = { min_cos, save_dir, timing, 0, prefill || steps > 1, 0, 0, 0, 0, open_memstream(&lines, &nlines) };
+	if (!rep.lines) {
+		Err e;
+		errf(&e, "cannot buffer the report: out of memory");
 		fail(&e);
 	}
-	check_machine(&pl, machine_path, in_path);
-	Model md;
-	Scales sc = { NULL, NULL, 0 };
-	ModelRef mr;
-	memset(&mr, 0, sizeof mr);
-	char mname[4200];
-	int has_sc, has_model = claimed_model(&prog, &pl, in_path, model_path, scales_path, &md, &sc, &has_sc, mname,
-					      sizeof mname);
-	if (has_model && run_check_model(&pl, &md, has_sc ? &sc : NULL, &e))
-		fail(&e);
-	if (!has_model)
-		fprintf(stderr, "amp-run: warning: '%s' carries no model (amp-emit --no-model) and none was given "
-			"(--model): movement and arithmetic are checked, not that the stage computes the "
-			"model\n", in_path ? in_path : "<stdin>");
-	float **val = xcalloc((size_t)pl.nt, sizeof *val), **ref = xcalloc((size_t)pl.nt, sizeof *ref);
-	/* The reference runs alongside the machine (AMP_THREADS=1: after it)
-	 * and decodes the machine's encoded stacked parameters instead of
-	 * making them again (the same bits). */
-	ro.cache = run_cache_new();
-	if (has_model)
-		ro.opcheck = run_opcheck_new(&md, has_sc ? &sc : NULL, &pl, &ro);
-	double t0 = run_now(), t_data, t_prog;
-	if (run_data(&pl, &ro, val, &e))
-		fail(&e);
-	t_data = run_now();
-	RefJob job = { has_model ? &md : NULL, has_sc ? &sc : NULL, &ro, &pl, val, ref, &mr, 0, 0, { { 0 } } };
-	pthread_t th;
-	int along = sim_threads() > 1;
-	if (along) {
-		run_cache_expect(ro.cache);
-		along = pthread_create(&th, NULL, ref_job, &job) == 0;
-		if (!along)
-			run_cache_free(ro.cache), ro.cache = run_cache_new();
+	int low = 0;
+	int64_t at = position >= 0 ? position : 0, k = 0;
+	if (prefill) {
+		RunOpts po = ro;
+		po.position = 0;
+		low |= run_once(&pre_p, &po, &carry, &rep);
+		if (position < 0)
+			at = run_tokens(&pre_p.pl);
 	}
-	int prc = run_program(&prog, &pl, &ro, val, &e);
-	t_prog = run_now();
-	if (along)
-		pthread_join(th, NULL);
-	if (prc)
-		fail(&e);
-	if (!along)
-		ref_job(&job);
-	if (job.rc)
-		fail(&job.e);
-	printf("movement: byte-exact after every phase (%d phases)\n", pl.nph);
-	if (has_model) {
-		printf("reference: FP32 from the model's ops (%s)\n", mname);
-		per_op(ro.opcheck);
+	for (int64_t s = 0; s < steps; s++) {
+		RunOpts so = ro;
+		so.step = (prefill != NULL) + s;
+		so.position = at;
+		rep.last = s + 1 == steps;
+		low |= run_once(&main_p, &so, &carry, &rep);
+		at += run_tokens(&main_p.pl);
+		k++;
+	}
+	printf("movement: byte-exact after every phase (%d phases%s)\n", main_p.pl.nph,
+	       rep.many ? ", every run" : "");
+	if (main_p.has_model) {
+		printf("reference: FP32 from the model's ops (%s)\n", main_p.mname);
+		per_op(main_p.opcheck);
 	}
 	else
 		printf("reference: FP32 from the stage's own ops (no model: amp-emit --model or amp-run "
 		       "--model makes it the model's)\n");
-	int low = 0;
-	for (int t = 0; t < pl.nt; t++) {
-		if (pl.t[t].role != R_OUTPUT)
-			continue;
-		const float *r = ref[t];
-		for (int i = 0; has_model && i < md.nt; i++)
-			if (strcmp(md.t[i].name, pl.t[t].name) == 0)
-				r = mr.v[i];
-		double cosv, mabs;
-		run_compare(val[t], r, tensor_count(&pl.t[t]), &cosv, &mabs);
-		printf("output %s: cosine %.6f, max abs error %.6g (against FP32)\n", pl.t[t].name, cosv, mabs);
-		if (!(cosv >= min_cos))
-			low = 1;
-		if (save_dir && (save(save_dir, pl.t[t].name, "", &pl.t[t], val[t], &e) ||
-				 save(save_dir, pl.t[t].name, ".ref", &pl.t[t], r, &e)))
-			fail(&e);
-	}
+	fclose(rep.lines);
+	fputs(lines, stdout);
+	free(lines);
 	if (timing) {
 		RunStats st;
 		run_stats(&st);
@@ -376,28 +543,21 @@ int main(int argc, char **argv)
 			width, st.gemm_cpu, st.gemm_cpu > 0 ? st.gemm_flops / 1e9 / st.gemm_cpu : 0);
 		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (encoding %.3f, filling SRAM %.3f, "
 			"compute steps %.3f, phases and checks %.3f (tables %.3f, matching %.3f, poisoning %.3f, "
-			"moves %.3f, checks %.3f), other %.3f), reference %.3f\n", t_data - t0,
-			t_prog - t_data, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,
+			"moves %.3f, checks %.3f), other %.3f), reference %.3f\n", rep.t_data,
+			rep.t_prog, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,
 			st.table_secs, st.route_secs, st.poison_secs, st.move_secs, st.check_secs,
-			t_prog - t_data - st.encode_secs - st.fill_secs - st.compute_secs - st.phase_secs, job.secs);
+			rep.t_prog - st.encode_secs - st.fill_secs - st.compute_secs - st.phase_secs, rep.t_ref);
 		fprintf(stderr, "amp-run: the reference %s; its matrix products: %.2f GFLOP in %.3f s, "
 			"%.2f GFLOP/s; %.3f CPU s, %.2f GFLOP/s per core\n",
-			along ? "ran alongside the machine" : "ran after the machine",
+			rep.along ? "ran alongside the machine" : "ran after the machine",
 			st.ref_gemm_flops / 1e9, st.ref_gemm_secs,
 			st.ref_gemm_secs > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_secs : 0, st.ref_gemm_cpu,
 			st.ref_gemm_cpu > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_cpu : 0);
 	}
-	free_vals(val, pl.nt);
-	free_vals(ref, pl.nt);
-	run_cache_free(ro.cache);
-	run_opcheck_free(ro.opcheck);
-	if (has_model) {
-		model_ref_free(&mr);
-		model_free(&md);
-		scales_free(&sc);
-	}
-	program_free(&prog);
-	plan_free(&pl);
+	carry_free(&carry);
+	free_prog(&main_p);
+	if (prefill)
+		free_prog(&pre_p);
 	if (low) {
 		fprintf(stderr, "amp-run: an output's cosine is below %g (--min-cosine)\n", min_cos);
 		return EXIT_BAD;

@@ -276,7 +276,7 @@ line_of() {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 7'
+	assert_line --index 1 'version: 8'
 	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
 	assert_line 'model: tiny-mlp'
 }
@@ -357,7 +357,7 @@ Try 'amp-plan --help' for more information."
 	assert_equal "$output" ""
 	run head -n 2 tables.plan
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 7'
+	assert_line --index 1 'version: 8'
 	run grep -c '^- {op: ' tables.plan
 	assert_output 2
 	# The plan reader of the next stage accepts it.
@@ -506,7 +506,7 @@ Try 'amp-plan --help' for more information."
 }
 
 @test "plan rejects a model file of another amp-model version" {
-	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 5 (this amp reads 1 to 4)" \
+	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 6 (this amp reads 1 to 5)" \
 		"$BAD/model-wrong-version.yaml"
 }
 

@@ -71,7 +71,7 @@ lowered() {
 
 @test "decoder: a version 6 stage that names compute rmsnorm is refused at the value" {
 	amp-plan "$SW" -o p.yaml
-	sed 's/^version: 7$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 8$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ compute\ \'rmsnorm\'\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
@@ -145,7 +145,7 @@ ops:
 outputs: [a]
 EOF
 	amp-plan gqa.yaml -o p.yaml
-	sed 's/^version: 7$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 8$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ kv_heads\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
@@ -188,7 +188,7 @@ EOF
 		"$BAD/model-rope-version.yaml"
 	plan_rejects "$BAD/model-int32-param.yaml" 7:28 \
 		"int32 'ids' must be an input [batch, tokens, 1] (positions) of amp-model 4" "$BAD/model-int32-param.yaml"
-	plan_rejects "$BAD/model-int32-operand.yaml" 7:5 "gelu 'g': int32 'x' can only be rope's positions" \
+	plan_rejects "$BAD/model-int32-operand.yaml" 7:5 "gelu 'g': int32 'x' can only be the positions of rope, append or attention" \
 		"$BAD/model-int32-operand.yaml"
 	plan_rejects "$BAD/model-int32-version.yaml" 6:34 \
 		"int32 'pos' must be an input [batch, tokens, 1] (positions) of amp-model 4" "$BAD/model-int32-version.yaml"
@@ -196,7 +196,7 @@ EOF
 
 @test "decoder: a version 6 stage with an int32 tensor is refused at its dtype" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 7$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 8$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ dtype\ int32\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||

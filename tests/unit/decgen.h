@@ -1,16 +1,21 @@
 /* A random decoder layer for the randomized tests (decoder LLMs' block,
- * model format 4): rmsnorm, q and kv projections (or one fused qkv),
+ * model format 4, or 5 with a KV cache): rmsnorm, q and kv projections (or one fused qkv),
  * mostly with rotary positions (rope) on q and k from an int32 input,
  * attention with kv_heads dividing heads (grouped-query), causal mostly,
  * output projection and residual; rmsnorm, the gated MLP (silu(gate) *
  * up, down) and residual. Weights fp8 or fp16 at random; the attention's
  * query and key blocks and its kv staging are pinned at random (uniform
  * cuts that fit the tiles), so that k and v are often replicated over two
- * axes (query blocks and the q heads of a kv head). */
+ * axes (query blocks and the q heads of a kv head). Two thirds of the
+ * unfused layers are decode or prefill steps over a cache (format 5): k
+ * and v appended to a state of P >= T positions at the rows' positions,
+ * the queries attending over the whole cache up to their own position;
+ * *room is then P - T, the largest first position (else -1). */
 #ifndef AMP_DECGEN_H
 #define AMP_DECGEN_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "place.h"
 #include "t.h"
@@ -24,19 +29,22 @@ static int64_t dec_parts(int64_t n, int64_t want)
 	return want < 1 ? 1 : want;
 }
 
-static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
+static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, int64_t *room)
 {
-	int64_t B = t_pick(1, 2), T = t_pick(2, 24), H = t_pick(1, 4), G = H, D = t_pick(2, 20), M = t_pick(8, 80);
+	int64_t B = t_pick(1, 2), T = t_pick(1, 24), H = t_pick(1, 4), G = H, D = t_pick(2, 20), M = t_pick(8, 80);
 	while (G > 1 && (t_rnd() % 2 || H % G))
 		G--;
 	while (H % G)
 		G--;
-	int64_t C = H * D, KC = 2 * G * D, QB = dec_parts(T, t_pick(1, 4)), KB = dec_parts(T, t_rnd() % 2 ? t_pick(2, 4) : 1);
-	int causal = t_rnd() % 4 != 0;
+	int fused = t_rnd() % 3 == 0;    /* one projection: q, k and v in its columns */
+	int cache = !fused && t_rnd() % 3 != 0;
+	int64_t P = cache ? T + t_pick(0, 24) : T;       /* the keys: the cache's positions, or the tokens */
+	int64_t C = H * D, KC = 2 * G * D, QB = dec_parts(T, t_pick(1, 4)), KB = dec_parts(P, t_rnd() % 2 ? t_pick(2, 4) : 1);
+	int causal = cache || t_rnd() % 4 != 0;
 	const char *f = t_rnd() % 3 ? "fp8" : "fp16", *st = t_rnd() % 2 ? "relay" : "direct";
 	while (B * H * QB * KB > tiles)
-		KB > 1 ? (KB = dec_parts(T, KB - 1)) : (QB = dec_parts(T, QB - 1));
-	int fused = t_rnd() % 3 == 0;    /* one projection: q, k and v in its columns */
+		KB > 1 ? (KB = dec_parts(P, KB - 1)) : (QB = dec_parts(T, QB - 1));
+	*room = cache ? P - T : -1;
 	int rope = D % 2 == 0 && t_rnd() % 4 != 0;       /* rotary positions on q and k */
 	const char *theta = t_rnd() % 2 ? "10000" : "1000000";
 	char proj[800];
@@ -55,17 +63,30 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
 	else
 		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: qq}\n"
 			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: kk}\n");
+	char attn[300];
+	if (cache)
+		snprintf(attn, sizeof attn, "  - {op: append, name: store, cache: kvc, x: kk, positions: pos}\n"
+			 "  - {op: attention, name: attn, q: qq, kv: kvc, heads: %lld, kv_heads: %lld, positions: pos, "
+			 "out: at}\n", (long long)H, (long long)G);
+	else
+		snprintf(attn, sizeof attn, "  - {op: attention, name: attn, %s, heads: %lld, kv_heads: %lld, causal: %s, "
+			 "out: at}\n", fused ? "qkv: qq" : "q: qq, kv: kk", (long long)H, (long long)G,
+			 causal ? "true" : "false");
 	FILE *o = fopen(path, "w");
-	fprintf(o, "amp-model: 4\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
-		"  pos: {shape: [%lld, %lld, 1], dtype: int32}\nparams:\n"
+	fprintf(o, "amp-model: 5\nname: dec\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
+		"  pos: {shape: [%lld, %lld, 1], dtype: int32}\n", (long long)B, (long long)T, (long long)C,
+		(long long)B, (long long)T);
+	if (cache)
+		fprintf(o, "state:\n  kvc: {shape: [%lld, %lld, %lld], dtype: fp16}\n", (long long)B, (long long)P,
+			(long long)KC);
+	fprintf(o, "params:\n"
 		"  g1: {shape: [%lld], dtype: fp16}\n  g2: {shape: [%lld], dtype: fp16}\n"
 		"  wq: {shape: [%lld, %lld], dtype: %s}\n  bq: {shape: [%lld], dtype: fp16}\n"
 		"  wkv: {shape: [%lld, %lld], dtype: %s}\n  wo: {shape: [%lld, %lld], dtype: %s}\n"
 		"  wg: {shape: [%lld, %lld], dtype: %s}\n  wu: {shape: [%lld, %lld], dtype: %s}\n"
 		"  wd: {shape: [%lld, %lld], dtype: %s}\n  wqkv: {shape: [%lld, %lld], dtype: %s}\nops:\n"
 		"  - {op: rmsnorm, name: n1, x: x, scale: g1, out: xn}\n"
-		"%s"
-		"  - {op: attention, name: attn, %s, heads: %lld, kv_heads: %lld, causal: %s, out: at}\n"
+		"%s%s"
 		"  - {op: matmul, name: o, a: at, b: wo, out: ao}\n"
 		"  - {op: add, name: r1, a: x, b: ao, out: h1}\n"
 		"  - {op: rmsnorm, name: n2, x: h1, scale: g2, eps: 1e-5, out: hn}\n"
@@ -76,17 +97,18 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn)
 		"  - {op: matmul, name: down, a: mm, b: wd, out: dd}\n"
 		"  - {op: add, name: r2, a: h1, b: dd, out: z}\noutputs: [z]\n"
 		"pins:\n  attn: {blocks: [%lld, %lld], kv_staging: %s}\n",
-		(long long)B, (long long)T, (long long)C, (long long)B, (long long)T, (long long)C, (long long)C,
+		(long long)C, (long long)C,
 		(long long)C, (long long)C, f,
 		(long long)C, (long long)C, (long long)KC, f, (long long)C, (long long)C, f, (long long)C, (long long)M, f,
-		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, fused ? "qkv: qq" : "q: qq, kv: kk",
-		(long long)H, (long long)G,
-		causal ? "true" : "false", (long long)QB, (long long)KB, st);
+		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, attn,
+		(long long)QB, (long long)KB, st);
 	fclose(o);
 	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s%s blocks [%lld, %lld] %s", (long long)B,
 		 (long long)T, (long long)H, (long long)G, (long long)D, (long long)M, f, causal ? " causal" : "",
 		 fused ? " fused" : "", rope ? " rope" : "",
 		 (long long)QB, (long long)KB, st);
+	if (cache)
+		snprintf(desc + strlen(desc), dn - strlen(desc), " cache of %lld", (long long)P);
 }
 
 #endif

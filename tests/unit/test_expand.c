@@ -148,10 +148,11 @@ static void random_cases(int n)
 		int compose = t_rnd() % 2;
 
 		int kind = (int)(t_rnd() % 3);
+		int64_t room;
 		if (kind == 0)
 			vit_model(path, desc, sizeof desc);
 		else if (kind == 1)
-			dec_model(path, tiles, desc, sizeof desc);
+			dec_model(path, tiles, desc, sizeof desc, &room);
 		else
 			random_model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {

@@ -101,7 +101,7 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 static void against_both(const Model *md, const Scales *sc, Plan *pl, const Program *prog, double *stage_cos,
 			 double *model_cos, double *stage_abs, double *model_abs)
 {
-	RunOpts ro = { NULL, 7, 1, NULL, NULL };
+	RunOpts ro = { .seed = 7, .quantized = 1 };
 	float **val = calloc((size_t)pl->nt, sizeof *val), **ref = calloc((size_t)pl->nt, sizeof *ref);
 	ModelRef mr;
 	memset(&mr, 0, sizeof mr);
@@ -147,7 +147,7 @@ static void independence(const char *path)
 		Plan pl;
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
-		RunOpts ro = { NULL, 7, 1, NULL, NULL };
+		RunOpts ro = { .seed = 7, .quantized = 1 };
 		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL, NULL, NULL };
 		Err e;
 		double sgood, mgood, sbad, mbad, sa, ma, sab, mab;
@@ -395,7 +395,7 @@ static void patched_rows(const Plan *pl, Program *prog, const char *desc)
 	int64_t sram = pl->machine.sram_bytes;
 	uint8_t *lenp = prog->row[en->row] + 12, len0 = lenp[0];
 	for (int k = 0; k < 4; k++) {
-		RunOpts ro = { NULL, 3, 1, NULL, NULL };
+		RunOpts ro = { .seed = 3, .quantized = 1 };
 		float **val = calloc((size_t)pl->nt, sizeof *val);
 		Err e = { "" };
 		if (k == 0)
@@ -471,6 +471,8 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 		for (int j = 0; j < op->nin; j++)
 			if (op->in[j] >= 0)
 				x.v[op->in[j]] = in[j];
+		if (op->kind == OP_APPEND)      /* its rows written over the final state (as run_opcheck does) */
+			x.v[op->out] = mr->v[op->out];
 		Model alt = *md;                /* attention with half the heads, when it can */
 		MOp *ops = malloc((size_t)md->nops * sizeof *ops);
 		memcpy(ops, md->ops, (size_t)md->nops * sizeof *ops);
@@ -507,6 +509,7 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 				if (op->causal) {
 					what = "a causal attention without its mask";
 					ops[k].causal = 0;
+					ops[k].in[2] = -1;      /* nor its positions */
 				} else {
 					what = "an attention with half its heads";
 					ops[k].heads = ops[k].kv_heads = op->heads / 2;
@@ -524,6 +527,21 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 				free(y.own);
 			}
 			break;
+		case OP_APPEND: {               /* its rows as zeros */
+			float *zero = calloc((size_t)nin0, sizeof *zero);
+			ModelRef y = x;
+			y.v = calloc((size_t)md->nt, sizeof *y.v);
+			y.own = calloc((size_t)md->nt, 1);
+			y.v[op->in[0]] = zero, y.v[op->in[1]] = in[1], y.v[op->out] = mr->v[op->out];
+			run_model_op(md, &y, k, 0);
+			memcpy(bad, y.v[op->out], (size_t)cnt * sizeof *bad);
+			what = "an append that writes zero rows";
+			free(y.v[op->out]);
+			free(y.v);
+			free(y.own);
+			free(zero);
+			break;
+		}
 		default:
 			break;
 		}
@@ -554,10 +572,35 @@ static void opcheck_cases(const Model *md, OpCheck *oc, ModelRef *mr, const char
 	}
 }
 
+/* After a run that appended T rows per batch entry at positions
+ * at .. at + T - 1 to a cache that held kv0: every other row of the
+ * machine's state is kv0's, bit for bit, and the appended rows are not
+ * (brute force over every row). */
+static void cache_rows(const Plan *pl, float *const *val, const float *kv0, int64_t at, const char *desc, int *appended)
+{
+	int t = plan_find_tensor(pl, "kvc"), x = plan_find_tensor(pl, "kk");
+	const PTensor *c = &pl->t[t];
+	int64_t B = c->shape[0], P = c->shape[1], W = c->shape[2], T = pl->t[x].shape[1];
+	t_case("cache: rows outside the appended positions keep their values, bit for bit; appended rows change");
+	int kept = 1, changed = 0;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t p = 0; p < P; p++) {
+			int same = !memcmp(val[t] + (b * P + p) * W, kv0 + (b * P + p) * W, (size_t)W * sizeof *kv0);
+			if (p >= at && p < at + T)
+				changed += !same;
+			else
+				kept &= same;
+		}
+	CHECK(kept && changed > 0, "%s: rows kept %d, appended rows changed %d of %lld", desc, kept, changed,
+	      (long long)(B * T));
+	(*appended)++;
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
+	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
 	close(fd);
@@ -569,7 +612,7 @@ int main(void)
 		Plan pl;
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
-		RunOpts ro = { NULL, (uint64_t)i + 1, 1, NULL, NULL };
+		RunOpts ro = { .seed = (uint64_t)i + 1, .quantized = 1 };
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
@@ -577,10 +620,13 @@ int main(void)
 		Err e;
 
 		int kind = (int)(next() % 4);
+		int64_t room = -1;
+		Carry carry;
+		memset(&carry, 0, sizeof carry);
 		if (kind == 0)
 			vit_model(path, desc, sizeof desc);
 		else if (kind == 1)
-			dec_model(path, tiles, desc, sizeof desc);
+			dec_model(path, tiles, desc, sizeof desc, &room);
 		else
 			model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
@@ -593,6 +639,19 @@ int main(void)
 			if (getenv("AMP_TEST_VERBOSE"))
 				fprintf(stderr, "not planned: %s: %s\n", desc, e.msg);
 			continue;               /* a pinned grid that does not fit */
+		}
+		const MTensor *kvc = room >= 0 ? &md.t[model_find(&md, "kvc")] : NULL;
+		float *kv0 = NULL;
+		if (kvc) {      /* a cache some earlier run filled: the run appends at a random position */
+			int64_t nk = kvc->shape[0] * kvc->shape[1] * kvc->shape[2];
+			kv0 = malloc((size_t)nk * sizeof *kv0);
+			for (int64_t q = 0; q < nk; q++)
+				kv0[q] = quantize((float)((int64_t)(next() % 2001) - 1000) / 500, FMT_FP16, 0);
+			carry_keep(&carry, "kvc", kv0, nk, 0);
+			carry_keep(&carry, "kvc", kv0, nk, 1);
+			ro.carry = &carry;
+			ro.position = pick(0, room);
+			snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " at %lld", (long long)ro.position);
 		}
 		t_case("random model: calibrates from the model alone");
 		CHECK(run_calibrate(&md, &ro, &sc, &e) == 0, "%s: %s", desc, e.msg);
@@ -626,6 +685,8 @@ int main(void)
 				 run_model_reference(&md, &sc, &ro0, &pl, val, &mr0, &e);
 			CHECK(rc == 0, "%s: %s", desc, e.msg);
 			ro.opcheck = NULL;
+			if (!rc && kvc)
+				cache_rows(&pl, val, kv0, ro.position, desc, &appended);
 			if (!rc)
 				opcheck_cases(&md, oc, &mr, desc);
 			if (!rc && i < 8)
@@ -687,7 +748,11 @@ int main(void)
 			plan_free(&pl);
 		scales_free(&sc);
 		model_free(&md);
+		carry_free(&carry);
+		free(kv0);
 	}
+	t_case("random models: decode steps appended to a cache at random positions and attended over it");
+	CHECK(appended >= 3, "only %d random models appended to a cache", appended);
 	t_case("random models: phases the schedule reordered ran byte-exact");
 	CHECK(scheduled > 0, "no phase of %d random models was reordered", n);
 	t_case("random models: causal attention with key blocks and without, and grouped-query attention, ran byte-exact");
@@ -698,7 +763,7 @@ int main(void)
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
 	for (int k = 0; k < OP_COUNT; k++)
 		if (k == OP_LAYERNORM || k == OP_GELU || k == OP_ADD || k == OP_ATTENTION || k == OP_RMSNORM ||
-		    k == OP_SILU || k == OP_MUL || k == OP_ROPE)
+		    k == OP_SILU || k == OP_MUL || k == OP_ROPE || k == OP_APPEND)
 			CHECK(faults[k] > 0, "no fault at a %s op of %d random models", op_name((OpKind)k), n);
 	independence(path);
 	gemm_bits();

@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# A KV cache across runs (model format 5): tests/models/tiny-prefill.yaml
+# appends 8 tokens' k and v to a state of 32 positions, and
+# tests/models/tiny-decode.yaml appends one token's and attends over the
+# cache up to its runtime position. Planned as a resident home written in
+# place; run by amp-run --prefill and --steps, carrying the state on the
+# machine and in the reference; positions outside the cache, programs
+# whose states disagree, stages of an earlier version and the malformed
+# models tests/bad/model-{state,append,apos}-*.yaml are refused.
+
+bats_require_minimum_version 1.5.0
+load common
+
+PRE=$ROOT/tests/models/tiny-prefill.yaml
+DEC=$ROOT/tests/models/tiny-decode.yaml
+
+# program MODEL OUT: planned, lowered and emitted with its model
+program() {
+	amp-plan "$1" | amp-compose | amp-expand | amp-exchange | amp-group > "$2.g"
+	amp-emit --model "$1" "$2.g" -o "$2"
+}
+
+# cosines: every cosine in $output at least $1
+cosines_at_least() {
+	local c n=0
+	while read -r c; do
+		awk -v c="$c" -v m="$1" 'BEGIN { exit !(c >= m) }' || fail "cosine $c below $1 in: $output"
+		n=$((n + 1))
+	done < <(printf '%s\n' "$output" | sed -n 's/.*: cosine \([0-9.]*\),.*/\1/p')
+	[ "$n" -gt 0 ] || fail "no cosine in: $output"
+}
+
+@test "cache: the plan holds the state in a resident home that its append writes in place" {
+	amp-plan "$DEC" -o p.yaml
+	run grep -c '^- {name: cache, role: state, shape: \[2, 32, 64\], dtype: fp16}$' p.yaml
+	assert_output 1
+	# whole rows, cut by batch entry and into 32 blocks of one position
+	run grep -c '^- {name: cache@home, tensor: cache, layout: row-major, split: \[2, 32, 1\], block: \[1, 1, 64\], .*stride: \[32, 1, 0\], rep: \[\], ' p.yaml
+	assert_output 1
+	# each batch entry's new row multicast to the 32 tiles of its blocks
+	run grep -c '^- {name: kv@append.rows, tensor: kv, .*split: \[2, 1, 1\], block: \[1, 1, 64\], .*rep: \[32\], rstride: \[1\]}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: append, op: store, in: \[kv@append.rows, pos@append.positions\], out: cache@home}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@attn.k, cache@attn.v, pos@attn.positions\], .*causal: true' p.yaml
+	assert_output 1
+}
+
+@test "cache: prefill, then 3 decode steps, run byte-exact, each run and the carried state within cosine 0.999" {
+	program "$PRE" pre.amp
+	program "$DEC" dec.amp
+	run --separate-stderr amp-run dec.amp --prefill pre.amp --steps 3
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
+	assert_line --index 2 --regexp "^per op: 16 ops checked after every run"
+	assert_line --index 3 --regexp '^run 0 \(tiny-prefill, position 0\): output z: cosine '
+	assert_line --index 4 --regexp '^run 1 \(tiny-decode, position 8\): output z: cosine '
+	assert_line --index 6 --regexp '^run 3 \(tiny-decode, position 10\): state cache: cosine '
+	assert_line --index 7 --regexp '^run 3 \(tiny-decode, position 10\): output z: cosine '
+	cosines_at_least 0.999
+}
+
+@test "cache: decode steps from a given position, and from the prefill's, are deterministic" {
+	program "$PRE" pre.amp
+	program "$DEC" dec.amp
+	run --separate-stderr amp-run dec.amp --steps 2 --position 5
+	assert_success
+	assert_line --index 3 --regexp '^run 0 \(tiny-decode, position 5\): output z: '
+	assert_line --index 5 --regexp '^run 1 \(tiny-decode, position 6\): output z: '
+	cosines_at_least 0.999
+	local a b
+	a=$(amp-run dec.amp --prefill pre.amp --steps 2)
+	b=$(amp-run dec.amp --prefill pre.amp --steps 2)
+	assert_equal "$a" "$b"
+}
+
+@test "cache: an append costs a local copy of the rows its tile received" {
+	program "$DEC" dec.amp
+	amp-capture dec.amp.g -o c.json
+	# one row of 64 fp16 values (128 bytes) per tile at 8 bytes a cycle, on the 64 tiles of the home
+	run jq -r '[.. | objects | select(.compute? == "append")] | .[0] | "\(.tiles) \(.cycles)"' c.json
+	assert_output "64 16"
+}
+
+@test "cache: a position outside the cache is refused by amp-run" {
+	program "$DEC" dec.amp
+	run --separate-stderr amp-run dec.amp --position 32
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-run: positions 'pos' hold 32 at [0, 0]: state 'cache' has positions 0 to 31 (append 'store')"
+	run --separate-stderr amp-run dec.amp --position 30 --steps 3
+	assert_failure 1
+	[[ $stderr == *"positions 'pos' hold 32 at [0, 0]"* ]] || fail "$stderr"
+}
+
+@test "cache: a prefill that shares no state, or one of another shape, is refused" {
+	program "$DEC" dec.amp
+	program "$ROOT/tests/models/tiny-decoder.yaml" layer.amp
+	run --separate-stderr amp-run dec.amp --prefill layer.amp
+	assert_failure 1
+	assert_equal "$stderr" "amp-run: 'dec.amp' and the prefill 'layer.amp' share no state: nothing would carry on"
+	sed 's/cache: {shape: \[2, 32, 64\]/cache: {shape: [2, 16, 64]/' "$PRE" > short.yaml
+	program short.yaml short.amp
+	run --separate-stderr amp-run dec.amp --prefill short.amp
+	assert_failure 1
+	assert_equal "$stderr" "amp-run: state 'cache' of 'dec.amp' differs from the prefill's ('short.amp'): a tensor of that name must be a state of the same shape and dtype"
+}
+
+@test "cache: --steps and --position take whole numbers in range" {
+	program "$DEC" dec.amp
+	run --separate-stderr amp-run dec.amp --steps 0
+	assert_failure 2
+	[[ $stderr == *"--steps takes an integer from 1 to 1048576, not '0'"* ]] || fail "$stderr"
+	run --separate-stderr amp-run dec.amp --position -1
+	assert_failure 2
+	[[ $stderr == *"--position takes a non-negative 32-bit integer, not '-1'"* ]] || fail "$stderr"
+}
+
+@test "cache: amp-run refuses a program whose attention ignores the positions the model's reads" {
+	amp-plan "$DEC" | amp-compose > p.yaml
+	sed 's/, pos@attn.positions\]/]/' p.yaml > nopos.yaml
+	! cmp -s p.yaml nopos.yaml || fail "no attention positions to drop"
+	amp-expand nopos.yaml | amp-exchange | amp-group | amp-emit --no-model -o nopos.amp
+	run --separate-stderr amp-run --model "$DEC" nopos.amp
+	assert_failure 1
+	[[ $stderr == *"op 'attn': its step "*" reads 3 operands, the model 4"* ]] || fail "$stderr"
+}
+
+@test "cache: a version 7 stage with a state is refused at its role" {
+	amp-plan "$DEC" -o p.yaml
+	sed 's/^version: 8$/version: 7/' p.yaml > p7.yaml
+	run --separate-stderr amp-compose p7.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p7.yaml:[0-9]+:[0-9]+:\ role\ state\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\)$ ]] ||
+		fail "unexpected: $stderr"
+}
+
+@test "cache: malformed states, appends and attention positions are refused at the key" {
+	plan_rejects "$BAD/model-state-dtype.yaml" 8:38 \
+		"state 'cache' must be an fp16 [batch, positions, features] tensor (a KV cache)" "$BAD/model-state-dtype.yaml"
+	plan_rejects "$BAD/model-state-rank.yaml" 8:18 \
+		"state 'cache' must be an fp16 [batch, positions, features] tensor (a KV cache)" "$BAD/model-state-rank.yaml"
+	plan_rejects "$BAD/model-state-version.yaml" 8:3 "state needs amp-model: 5 (this file is version 4)" \
+		"$BAD/model-state-version.yaml"
+	plan_rejects "$BAD/model-state-operand.yaml" 28:5 \
+		"add 'peek': state 'cache' can only be an append's cache or an attention's kv" "$BAD/model-state-operand.yaml"
+	plan_rejects "$BAD/model-append-not-state.yaml" 26:38 "append 'store': cache 'kv0' must be a state" \
+		"$BAD/model-append-not-state.yaml"
+	plan_rejects "$BAD/model-append-positions.yaml" 26:63 \
+		"append 'store': positions 'x' must be int32 [2, 1, 1], a position per row of 'kv'" \
+		"$BAD/model-append-positions.yaml"
+	plan_rejects "$BAD/model-append-rows.yaml" 26:48 \
+		"append 'store': x 'kv' must be an fp16 activation [2, at most 32, 32], rows of state 'cache'" \
+		"$BAD/model-append-rows.yaml"
+	plan_rejects "$BAD/model-append-twice.yaml" 27:38 \
+		"append 'again': state 'cache' is already appended by 'store' (line 26); a program appends each state once" \
+		"$BAD/model-append-twice.yaml"
+	plan_rejects "$BAD/model-append-repeat.yaml" 15:9 "append 'store': a state is appended outside every repeat" \
+		"$BAD/model-append-repeat.yaml"
+	plan_rejects "$BAD/model-append-version.yaml" 24:10 "op 'append' needs amp-model: 5 (this file is version 4)" \
+		"$BAD/model-append-version.yaml"
+	plan_rejects "$BAD/model-apos-causal.yaml" 27:81 \
+		"attention 'attn': positions make it causal (each query sees the keys up to its position)" \
+		"$BAD/model-apos-causal.yaml"
+	plan_rejects "$BAD/model-apos-shape.yaml" 28:84 \
+		"attention 'attn': positions 'pos2' must be int32 [2, 1, 1], a position per row of 'q'" \
+		"$BAD/model-apos-shape.yaml"
+	plan_rejects "$BAD/model-apos-version.yaml" 24:81 \
+		"attention 'attn': positions needs amp-model: 5 (this file is version 4)" "$BAD/model-apos-version.yaml"
+}
+
+@test "cache: every malformed cache model in tests/bad is checked by this suite" {
+	local f n=0
+	for f in "$BAD"/model-{state,append,apos}-*.yaml; do
+		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
+		n=$((n + 1))
+	done
+	assert [ "$n" -eq 13 ]
+}
