@@ -9,7 +9,7 @@
 
 static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
 					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul", "rope",
-					  "append" };
+					  "append", "embed" };
 
 const char *op_name(OpKind k) { return op_names[k]; }
 
@@ -247,6 +247,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
 		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
 		[OP_APPEND] = { "op", "name", "cache", "x", "positions", NULL },
+		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
 	};
 	const char *kind, *name;
 	const Val *kv, *outv;
@@ -267,7 +268,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			break;
 	if (k == OP_COUNT)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope or append)", kind);
+			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope, append or embed)", kind);
 	o.kind = (OpKind)k;
 	if (o.kind >= OP_APPEND && m->version < 5)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 5 (this file is version %d)", kind, m->version);
@@ -344,6 +345,16 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			return val_err(f, kv, e, "rope '%s': theta must be a number above 1", name);
 		o.nin = 2;
 		break;
+	case OP_EMBED:
+		first = "ids";
+		if (operand(m, f, v, "ids", rep, &o.in[0], e) || operand(m, f, v, "table", rep, &o.in[1], e))
+			return -1;
+		if ((kv = map_get(v, "transposed")) && val_bool(f, kv, &o.transposed, e))
+			return -1;
+		if (rep >= 0)
+			return val_err(f, v, e, "embed '%s': an embed runs on the host, outside every repeat", name);
+		o.nin = 2;
+		break;
 	case OP_APPEND:
 		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
 		    operand(m, f, v, "cache", rep, &o.out, e))
@@ -399,10 +410,11 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 	/* int32 tensors are positions, read by rope, append and attention
 	 * alone; a state is an append's cache or an attention's kv */
 	for (int k = 0; k < 3; k++) {
-		int pos = (o.kind == OP_ROPE || o.kind == OP_APPEND) ? k == 1 : o.kind == OP_ATTENTION && k == 2;
+		int pos = (o.kind == OP_ROPE || o.kind == OP_APPEND) ? k == 1 :
+			  o.kind == OP_ATTENTION ? k == 2 : o.kind == OP_EMBED && k == 0;
 		if (o.in[k] >= 0 && m->t[o.in[k]].dtype == FMT_I32 && !pos)
 			return val_err(f, v, e, "%s '%s': int32 '%s' can only be the positions of rope, append or "
-				       "attention", kind, name, m->t[o.in[k]].name);
+				       "attention, or an embed's ids", kind, name, m->t[o.in[k]].name);
 		if (o.in[k] >= 0 && m->t[o.in[k]].role == T_STATE && !(o.kind == OP_ATTENTION && k == 1 && o.in[0] != o.in[1]))
 			return val_err(f, v, e, "%s '%s': state '%s' can only be an append's cache or an attention's "
 				       "kv", kind, name, m->t[o.in[k]].name);
@@ -420,7 +432,17 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 	out.dtype = a->dtype;
 	out.count = 1;
 	out.rep = rep;
-	if (o.kind == OP_PATCHIFY) {
+	if (o.kind == OP_EMBED) {
+		const MTensor *tb = &m->t[o.in[1]];
+		if (a->dtype != FMT_I32 || a->role != T_INPUT || a->rank != 3 || a->shape[2] != 1)
+			return val_err(f, map_get(v, "ids"), e, "embed '%s': ids '%s' must be an int32 input [batch, "
+				       "tokens, 1]", o.name, a->name);
+		if (tb->role != T_PARAM || tb->rank != 2 || tb->dtype == FMT_I32 || tb->dtype == FMT_FP32)
+			return val_err(f, map_get(v, "table"), e, "embed '%s': table '%s' must be an fp16 or fp8 "
+				       "parameter [vocab, features] (or [features, vocab], transposed)", o.name, tb->name);
+		out.shape[2] = tb->shape[o.transposed ? 0 : 1];
+		out.dtype = FMT_FP16;
+	} else if (o.kind == OP_PATCHIFY) {
 		int64_t p = o.patch;
 		if (a->role != T_INPUT || a->rank != 4)
 			return val_err(f, map_get(v, "x"), e,

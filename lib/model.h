@@ -18,7 +18,7 @@
 #include "machine.h"
 
 #define MODEL_VERSION 5       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
-				 * silu or mul), 4 (no state, append or attention positions) and 5 */
+				 * silu or mul), 4 (no state, append, embed or attention positions) and 5 */
 #define MAX_RANK 4
 
 /* T_STATE: a resident tensor whose values persist from one run of the
@@ -40,7 +40,7 @@ typedef struct {
 } MTensor;
 
 typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
-	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_APPEND, OP_COUNT } OpKind;
+	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_APPEND, OP_EMBED, OP_COUNT } OpKind;
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
@@ -62,6 +62,7 @@ typedef struct {
 			     * (in[2]) keys up to its position */
 	int64_t head_dim;   /* rope: width of each rotated head (its first heads x head_dim columns) */
 	double theta;       /* rope: the frequencies' base */
+	int transposed;     /* embed: the table is [C, vocab] (a tied logits matmul's b), not [vocab, C] */
 	int rep;            /* the repeat whose body holds it, or -1 */
 	/* pins */
 	int pinned;         /* 1: the model pins it; 2: held by the planner */

@@ -315,10 +315,16 @@ int plan_write(const Plan *pl, Output *out, Err *e)
 		const Host *h = &pl->h[i];
 		yw_map(&w, 1);
 		yw_kstr(&w, "op", h->op);
-		yw_kstr(&w, "host", "patchify");
+		yw_kstr(&w, "host", h->kind == HOST_EMBED ? "embed" : "patchify");
 		yw_kstr(&w, "x", pl->t[h->in].name);
-		yw_kint(&w, "patch", h->patch);
-		yw_kint(&w, "class_tokens", h->cls);
+		if (h->kind == HOST_EMBED) {
+			yw_kstr(&w, "table", pl->t[h->table].name);
+			if (h->transposed)
+				yw_kbool(&w, "transposed", 1);
+		} else {
+			yw_kint(&w, "patch", h->patch);
+			yw_kint(&w, "class_tokens", h->cls);
+		}
 		yw_kstr(&w, "out", pl->t[h->out].name);
 		yw_end_map(&w);
 	}
@@ -785,17 +791,48 @@ static int read_phase(Plan *pl, const char *f, const Val *r, Err *e)
 	return 0;
 }
 
+/* An embed host record: ids [B, T, 1] int32, a rank 2 table, out [B, T, C] fp16. */
+static int read_embed(Plan *pl, const char *f, const Val *r, const char *op, Host *h, Err *e)
+{
+	static const char *keys[] = { "op", "host", "x", "table", "transposed", "out", NULL };
+	if (reading_version < 8)
+		return val_err(f, map_get(r, "host"), e, "host 'embed' needs version 8 (this file is version %d)",
+			       reading_version);
+	if (map_keys(f, r, keys, e) || ref_tensor(pl, f, r, "x", &h->in, e) ||
+	    ref_tensor(pl, f, r, "table", &h->table, e) || ref_tensor(pl, f, r, "out", &h->out, e))
+		return -1;
+	if (map_get(r, "transposed") && val_bool(f, map_get(r, "transposed"), &h->transposed, e))
+		return -1;
+	const PTensor *x = &pl->t[h->in], *t = &pl->t[h->table], *y = &pl->t[h->out];
+	if (x->rank != 3 || x->fmt != FMT_I32 || x->shape[2] != 1 || t->rank != 2 || t->role != R_PARAM ||
+	    y->rank != 3 || y->fmt != FMT_FP16 || y->shape[0] != x->shape[0] || y->shape[1] != x->shape[1] ||
+	    y->shape[2] != t->shape[h->transposed ? 0 : 1])
+		return val_err(f, r, e, "embed '%s': '%s' is not the rows of '%s' that int32 ids '%s' name", op,
+			       y->name, t->name, x->name);
+	return 0;
+}
+
 static int read_host(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *keys[] = { "op", "host", "x", "patch", "class_tokens", "out", NULL };
-	static const char *const kinds[] = { "patchify" };
+	static const char *const kinds[] = { "patchify", "embed" };
 	Host h;
 	const char *op;
 	int k;
 
 	memset(&h, 0, sizeof h);
-	if (map_keys(f, r, keys, e) || get_str(f, r, "op", &op, e) ||
-	    ref_enum(f, r, "host", kinds, 1, &k, e) || ref_tensor(pl, f, r, "x", &h.in, e) ||
+	if (get_str(f, r, "op", &op, e) || ref_enum(f, r, "host", kinds, 2, &k, e))
+		return -1;
+	h.kind = (HostKind)k;
+	if (h.kind == HOST_EMBED) {
+		if (read_embed(pl, f, r, op, &h, e))
+			return -1;
+		h.op = xstrdup(op);
+		pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+		pl->h[pl->nh++] = h;
+		return 0;
+	}
+	if (map_keys(f, r, keys, e) || ref_tensor(pl, f, r, "x", &h.in, e) ||
 	    get_int(f, r, "patch", 1, 1 << 20, &h.patch, e) ||
 	    get_int(f, r, "class_tokens", 0, 64, &h.cls, e) || ref_tensor(pl, f, r, "out", &h.out, e))
 		return -1;

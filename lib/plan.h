@@ -23,7 +23,7 @@
 #include "xfer.h"
 
 #define PLAN_VERSION 8           /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
-				 * silu or mul) and 7 (no state, append or attention positions) are still read */
+				 * silu or mul) and 7 (no state, append, embed or attention positions) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -104,12 +104,18 @@ typedef struct {
 } Step;
 
 /* An op that runs on the host before the program: patchify turns image
- * [B, C, H, W] into patches [B, (H/p)(W/p), C*p*p] (formats/plan.md). */
+ * [B, C, H, W] into patches [B, (H/p)(W/p), C*p*p]; embed looks token
+ * ids [B, T, 1] up in a table's rows (or its columns, transposed): a row
+ * that data chooses cannot be fetched by a static exchange
+ * (formats/plan.md). */
+typedef enum { HOST_PATCHIFY, HOST_EMBED } HostKind;
 typedef struct {
 	char *op;
+	HostKind kind;
 	int in, out;                /* tensor indices */
 	int64_t patch;
 	int64_t cls;                /* zero rows before the patches (class token slots) */
+	int table, transposed;      /* embed: the table's tensor index; [C, vocab] when transposed */
 } Host;
 
 /* A loop: steps first..last run count times. Placements of stacked

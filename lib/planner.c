@@ -205,6 +205,21 @@ static int state_home(Builder *b, int tensor)
 	return i;
 }
 
+/* Is parameter t an embed's table that no op on the tiles reads? It
+ * stays on the host. */
+static int host_only(const Model *m, int t)
+{
+	int embed = 0;
+	for (int i = 0; i < m->nops; i++)
+		for (int k = 0; k < m->ops[i].nin; k++)
+			if (m->ops[i].in[k] == t) {
+				if (m->ops[i].kind != OP_EMBED)
+					return 0;
+				embed = 1;
+			}
+	return embed;
+}
+
 static int consumed_as_b(const Model *m, int t)
 {
 	for (int i = 0; i < m->nops; i++)
@@ -460,13 +475,13 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		if (t->dtype == FMT_FP8)
 			scales_find(o->scales, t->name, &sc);
 		for (int k = 0; k < m->nops; k++)       /* made on the host: an input of the program */
-			if (m->ops[k].kind == OP_PATCHIFY && m->ops[k].out == i)
+			if ((m->ops[k].kind == OP_PATCHIFY || m->ops[k].kind == OP_EMBED) && m->ops[k].out == i)
 				r = R_INPUT;
 		int pt = add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
 		pl->t[pt].count = t->count;
 	}
 	for (int i = 0; i < m->nt; i++)
-		if (m->t[i].role == T_PARAM)
+		if (m->t[i].role == T_PARAM && !host_only(m, i))
 			home(&b, i, consumed_as_b(m, i));
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_STATE)
@@ -503,8 +518,15 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		case OP_APPEND:
 			plan_append(&b, op);
 			break;
+		case OP_EMBED: {        /* on the host: a row that data picks is no static transfer */
+			Host h = { xstrdup(op->name), HOST_EMBED, op->in[0], op->out, 0, 0, op->in[1], op->transposed };
+			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+			pl->h[pl->nh++] = h;
+			canonical(&b, op->out);
+			break;
+		}
 		case OP_PATCHIFY: {
-			Host h = { xstrdup(op->name), op->in[0], op->out, op->patch, op->cls };
+			Host h = { xstrdup(op->name), HOST_PATCHIFY, op->in[0], op->out, op->patch, op->cls, -1, 0 };
 			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
 			pl->h[pl->nh++] = h;
 			canonical(&b, op->out);

@@ -75,6 +75,8 @@ typedef struct {
 				 * never read from data_dir (parameters do not change) */
 	int64_t position;       /* added to every made position (an int32 input) */
 	const Carry *carry;     /* states' values at the start (NULL: zero) */
+	const Carry *given;     /* inputs' values by name (its machine's), for both the machine and the
+				 * reference (amp-run --generate's token ids), or NULL */
 } RunOpts;
 
 /* val[t] for every input, parameter and state of pl (others NULL). The

@@ -30,7 +30,7 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_CAST: return c == C_CAST;
 	case OP_BROADCAST: return c == C_BROADCAST;
 	case OP_ATTENTION: return c == C_ATTENTION || c == C_MERGE;
-	default: return 0;              /* patchify runs on the host */
+	default: return 0;              /* patchify and embed run on the host */
 	}
 }
 
@@ -67,8 +67,8 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
 		ComputeKind want = primary(op->kind);
-		if (op->kind == OP_MATMUL || op->kind == OP_PATCHIFY)
-			continue;
+		if (op->kind == OP_MATMUL || op->kind == OP_PATCHIFY || op->kind == OP_EMBED)
+			continue;       /* (matmuls on their GEMM records, the host's ops on theirs) */
 		int found = -1, n = 0, merge = -1;
 		for (int s = 0; s < pl->ns; s++) {
 			const Step *st = &pl->s[s];

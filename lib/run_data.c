@@ -83,44 +83,51 @@ static void normals(float *v, uint8_t *enc, int64_t first, int64_t n, uint64_t s
 /* A plan tensor's Dist (run_int.h says how it is chosen). */
 static Dist plan_dist(const Plan *pl, int t)
 {
+	for (int h = 0; h < pl->nh; h++)
+		if (pl->h[h].kind == HOST_EMBED && pl->h[h].in == t)
+			return (Dist){ 0, 0, pl->t[pl->h[h].table].shape[pl->h[h].transposed ? 1 : 0] };
 	if (pl->t[t].role == R_INPUT)
-		return (Dist){ 0, 1 };
+		return (Dist){ 0, 1, 0 };
 	for (int g = 0; g < pl->ng; g++) {
 		if (pl->g[g].b == t)
-			return (Dist){ 0, 1 / sqrt((double)pl->g[g].k) };
+			return (Dist){ 0, 1 / sqrt((double)pl->g[g].k), 0 };
 		if (pl->g[g].bias == t)
-			return (Dist){ 0, 0.02 };
+			return (Dist){ 0, 0.02, 0 };
 	}
 	for (int s = 0; s < pl->ns; s++)
 		if (pl->s[s].kind == STEP_COMPUTE &&
 		    (pl->s[s].compute == C_LAYERNORM || pl->s[s].compute == C_RMSNORM) &&
 		    pl->p[pl->s[s].in[1]].tensor == t)
-			return (Dist){ 1, 0.1 };
-	return (Dist){ 0, 0.02 };
+			return (Dist){ 1, 0.1, 0 };
+	return (Dist){ 0, 0.02, 0 };
 }
 
 /* The same from the model's ops alone. */
 Dist model_dist(const Model *m, int t)
 {
+	for (int k = 0; k < m->nops; k++)
+		if (m->ops[k].kind == OP_EMBED && m->ops[k].in[0] == t)
+			return (Dist){ 0, 0, m->t[m->ops[k].in[1]].shape[m->ops[k].transposed ? 1 : 0] };
 	if (m->t[t].role == T_INPUT)
-		return (Dist){ 0, 1 };
+		return (Dist){ 0, 1, 0 };
 	for (int k = 0; k < m->nops; k++) {
 		const MOp *op = &m->ops[k];
 		if (op->kind == OP_MATMUL && op->in[1] == t)
-			return (Dist){ 0, 1 / sqrt((double)m->t[t].shape[0]) };
+			return (Dist){ 0, 1 / sqrt((double)m->t[t].shape[0]), 0 };
 		if (op->kind == OP_MATMUL && op->in[2] == t)
-			return (Dist){ 0, 0.02 };
+			return (Dist){ 0, 0.02, 0 };
 	}
 	for (int k = 0; k < m->nops; k++)
 		if ((m->ops[k].kind == OP_LAYERNORM || m->ops[k].kind == OP_RMSNORM) && m->ops[k].in[1] == t)
-			return (Dist){ 1, 0.1 };
-	return (Dist){ 0, 0.02 };
+			return (Dist){ 1, 0.1, 0 };
+	return (Dist){ 0, 0.02, 0 };
 }
 
 int same_spec(const DataSpec *a, const DataSpec *b)
 {
 	if (strcmp(a->name, b->name) || a->rank != b->rank || a->count != b->count || a->fmt != b->fmt ||
-	    (a->fmt == FMT_FP8 && a->scale != b->scale) || a->d.mean != b->d.mean || a->d.sd != b->d.sd)
+	    (a->fmt == FMT_FP8 && a->scale != b->scale) || a->d.mean != b->d.mean || a->d.sd != b->d.sd ||
+	    a->d.vocab != b->d.vocab)
 		return 0;
 	for (int k = 0; k < a->rank; k++)
 		if (a->shape[k] != b->shape[k])
@@ -153,6 +160,24 @@ int lazy_spec(const DataSpec *x, const RunOpts *o)
 	return x->count > 1 && o->quantized && !data_file(x, o, path, sizeof path);
 }
 
+void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab)
+{
+	uint64_t s = seed * 0x9E3779B97F4A7C15u ^ 0x1D5;
+	for (const char *c = name; *c; c++)
+		s = mix(s ^ (uint8_t)*c);
+	for (int64_t i = 0; i < n; i++)
+		v[i] = (float)(mix(s + (uint64_t)(first + i)) % (uint64_t)vocab);
+}
+
+void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows, float *y)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t id = (int64_t)ids[r];
+		for (int64_t c = 0; c < C; c++)
+			y[r * C + c] = transposed ? table[c * V + id] : table[id * C + c];
+	}
+}
+
 /* Instance iter of a lazy tensor: its values iter * size .. */
 /* An int32 input's values: positions, each row's index among its
  * batch entry's tokens (x [B, T, 1]), from value first on. */
@@ -167,7 +192,10 @@ static void positions(const DataSpec *x, float *v, uint8_t *enc, int64_t first, 
 void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc)
 {
 	int64_t size = spec_values(x) / x->count;
-	if (x->fmt == FMT_I32)
+	if (x->fmt == FMT_I32 && x->d.vocab) {
+		token_ids(v, iter * size, size, o->seed, x->name, x->d.vocab);
+		quantize_encode(v, size, FMT_I32, 0, enc);
+	} else if (x->fmt == FMT_I32)
 		positions(x, v, enc, iter * size, size, o->position);
 	else
 		normals(v, enc, iter * size, size, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
@@ -340,6 +368,8 @@ int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 		npy_free(&a);
 		if (o->quantized)
 			quantize_n(v, n, x->fmt, x->scale);
+	} else if (x->fmt == FMT_I32 && x->d.vocab) {
+		token_ids(v, 0, n, o->seed, x->name, x->d.vocab);
 	} else if (x->fmt == FMT_I32) {
 		positions(x, v, NULL, 0, n, o->position);
 	} else {
@@ -397,6 +427,16 @@ static const float *carried(const RunOpts *o, const char *name, int64_t n, int r
 		if (!strcmp(o->carry->name[i], name) && o->carry->count[i] == n)
 			return ref ? o->carry->ref[i] : o->carry->mach[i];
 	return NULL;
+}
+
+int given_values(const RunOpts *o, const char *name, int64_t n, float *v)
+{
+	for (int i = 0; o->given && i < o->given->n; i++)
+		if (!strcmp(o->given->name[i], name) && o->given->count[i] == n) {
+			memcpy(v, o->given->mach[i], (size_t)n * sizeof *v);
+			return 1;
+		}
+	return 0;
 }
 
 float *state_values(const RunOpts *o, const char *name, int64_t n, int ref)
@@ -476,10 +516,28 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time by its users */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
+		if (x->role == R_INPUT && given_values(o, x->name, tensor_values(x), val[t]))
+			continue;
 		if (tensor_data(&d, x->role == R_INPUT ? &oi : o, val[t], e))
 			return -1;
 	}
 	for (int h = 0; h < pl->nh; h++) {
+		const Host *ho = &pl->h[h];
+		if (ho->kind == HOST_EMBED) {   /* rows of the table as the machine holds it, in fp16 */
+			const PTensor *ids = &pl->t[ho->in], *tb = &pl->t[ho->table];
+			int64_t V = tb->shape[ho->transposed ? 1 : 0], C = tb->shape[ho->transposed ? 0 : 1];
+			int64_t n = tensor_count(ids);
+			for (int64_t i = 0; i < n; i++)
+				if (!(val[ho->in][i] >= 0 && val[ho->in][i] < (float)V))
+					return errf(e, "ids '%s' hold %.0f at [%lld, %lld]: table '%s' has rows 0 to %lld "
+						    "(embed '%s')", ids->name, (double)val[ho->in][i],
+						    (long long)(i / ids->shape[1]), (long long)(i % ids->shape[1]), tb->name,
+						    (long long)(V - 1), ho->op);
+			float *y = val[ho->out] = xmalloc((size_t)(n * C) * sizeof **val);
+			embed_rows(val[ho->in], val[ho->table], V, C, ho->transposed, n, y);
+			quantize_n(y, n * C, FMT_FP16, 0);
+			continue;
+		}
 		const PTensor *img = &pl->t[pl->h[h].in];
 		patchify(val[pl->h[h].in], img->shape[0], img->shape[1], img->shape[2], img->shape[3],
 			 pl->h[h].patch, pl->h[h].cls,

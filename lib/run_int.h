@@ -75,6 +75,7 @@ static inline float silu(float x)
  * layernorm's or rmsnorm's scale around 1, anything else 0.02; an input 1. */
 typedef struct {
 	double mean, sd;
+	int64_t vocab;          /* an int32 input: token ids, uniform in 0 .. vocab - 1 (an embed's); 0: positions */
 } Dist;
 
 /* What makes one input's or parameter's values: equal descriptions give
@@ -102,6 +103,13 @@ int same_spec(const DataSpec *a, const DataSpec *b);
 int64_t spec_values(const DataSpec *x);
 int lazy_spec(const DataSpec *x, const RunOpts *o);
 void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc);
+/* Token ids: n uniform in 0 .. vocab - 1, value i from (seed, name, i). */
+void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab);
+/* An embed's rows: ids [rows] into table [V, C] (or [C, V], transposed)
+ * as y [rows, C]. */
+void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows, float *y);
+/* Input name's n values from o->given into v: 1 when it holds them. */
+int given_values(const RunOpts *o, const char *name, int64_t n, float *v);
 /* The options inputs are made with in run o->step (run_data). */
 RunOpts input_opts(const RunOpts *o);
 /* A state's n values at the start of the run: carried (the machine's,

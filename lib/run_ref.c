@@ -430,6 +430,14 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 		if (m->t[i].role == T_ACT || m->t[i].role == T_STATE)
 			continue;
 		DataSpec d = model_spec(m, sc, i);
+		if (m->t[i].role == T_INPUT && o->given) {
+			float *g = xmalloc((size_t)spec_values(&d) * sizeof *g);
+			if (given_values(o, d.name, spec_values(&d), g)) {
+				r->v[i] = g, r->own[i] = 1;
+				continue;
+			}
+			free(g);
+		}
 		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time (minst) */
 		int t = pl && pval ? plan_find_tensor(pl, d.name) : -1;
@@ -524,6 +532,12 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		ref_attend(x, minst(m, r, op->in[1], iter), pos, y, in->shape[0], in->shape[1], kv->shape[1],
 			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->in[0] == op->in[1],
 			   1.0 / sqrt((double)(C / op->heads)));
+		break;
+	}
+	case OP_EMBED: {
+		const MTensor *tb = &m->t[op->in[1]];
+		int64_t V = tb->shape[op->transposed ? 1 : 0];
+		embed_rows(x, minst(m, r, op->in[1], iter), V, C, op->transposed, n / C, y);
 		break;
 	}
 	case OP_PATCHIFY:
@@ -649,8 +663,18 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 					      "eps %g, the model %g", op->name, compute_name(st->compute), s, st->eps,
 					      op->eps);
 		}
-		for (int h = 0; op->kind == OP_PATCHIFY && h < pl->nh; h++)
-			steps += strcmp(pl->h[h].op, op->name) == 0;
+		for (int h = 0; (op->kind == OP_PATCHIFY || op->kind == OP_EMBED) && h < pl->nh; h++) {
+			const Host *ho = &pl->h[h];
+			if (strcmp(ho->op, op->name))
+				continue;
+			if ((ho->kind == HOST_EMBED) != (op->kind == OP_EMBED) || !tensor_is(pl, ho->in, m, op->in[0]) ||
+			    !tensor_is(pl, ho->out, m, op->out) ||
+			    (ho->kind == HOST_EMBED && (!tensor_is(pl, ho->table, m, op->in[1]) ||
+							ho->transposed != op->transposed)))
+				return err_at(e, f, op->line, op->col, "op '%s': the stage's host op of that name is not "
+					      "the model's (kind, operands, result or orientation differ)", op->name);
+			steps++;
+		}
 		if (!steps)
 			return err_at(e, f, op->line, op->col, "op '%s' has no step in the program's stage",
 				      op->name);

@@ -55,7 +55,12 @@ static void help(void)
 	       "                        or the prefill's tokens)\n"
 	       "      --prefill PROG    run program PROG (its embedded model) first, at\n"
 	       "                        position 0; PROGRAM's runs continue from its states\n"
-	       "      --timing          print on stderr the machine's and the reference's matrix\n"
+	       "      --generate N      --steps N, each run's token ids (an embed's, one per\n"
+	       "                        sequence) the reference's greedy tokens from the run\n"
+	       "                        before, for both; prints each sequence's greedy tokens,\n"
+	       "                        the machine's and the reference's\n"
+	       );
+	printf("      --timing          print on stderr the machine's and the reference's matrix\n"
 	       "                        products (GFLOP, GFLOP/s, vector width; CPU seconds and\n"
 	       "                        GFLOP/s per core) and where the wall time went:\n"
 	       "                        data; the machine's setup (encoding, filling SRAM),\n"
@@ -236,7 +241,38 @@ typedef struct {
 	int has_model, has_sc;
 	char mname[4200];
 	OpCheck *opcheck;
+	int ids, logits;        /* an embed's token ids, and the output over its vocabulary (-1: none) */
 } Prog;
+
+/* The program's token ids (its embed's) and logits: an output [B, T,
+ * vocab]. */
+static void find_logits(Prog *p)
+{
+	const Plan *pl = &p->pl;
+	p->ids = p->logits = -1;
+	for (int h = 0; h < pl->nh && p->ids < 0; h++)
+		if (pl->h[h].kind == HOST_EMBED) {
+			int64_t V = pl->t[pl->h[h].table].shape[pl->h[h].transposed ? 1 : 0];
+			p->ids = pl->h[h].in;
+			for (int t = 0; t < pl->nt && p->logits < 0; t++)
+				if (pl->t[t].role == R_OUTPUT && pl->t[t].rank == 3 && pl->t[t].shape[2] == V)
+					p->logits = t;
+		}
+}
+
+/* Each batch entry's greedy next token: the largest of its last row of
+ * logits v [B, T, V] (the first, on a tie). */
+static void next_tokens(const float *v, const PTensor *t, int64_t *tok)
+{
+	int64_t B = t->shape[0], T = t->shape[1], V = t->shape[2];
+	for (int64_t b = 0; b < B; b++) {
+		const float *row = v + ((b + 1) * T - 1) * V;
+		int64_t best = 0;
+		for (int64_t i = 1; i < V; i++)
+			best = row[i] > row[best] ? i : best;
+		tok[b] = best;
+	}
+}
 
 static void load_prog(Prog *p, const char *path, const char *model_path, const char *scales_path,
 		      const char *machine_path, const RunOpts *ro)
@@ -263,6 +299,7 @@ static void load_prog(Prog *p, const char *path, const char *model_path, const c
 			"model\n", path ? path : "<stdin>");
 	if (p->has_model)
 		p->opcheck = run_opcheck_new(&p->md, p->has_sc ? &p->sc : NULL, &p->pl, ro);
+	find_logits(p);
 }
 
 static void free_prog(Prog *p)
@@ -323,6 +360,9 @@ typedef struct {
 	double t_data, t_prog, t_ref;
 	int along;
 	FILE *lines;            /* the runs' lines, printed after the summary */
+	int64_t agree, total;   /* next tokens the machine and the reference agree on, of all */
+	int64_t *mtok, *rtok;   /* each run's next tokens [runs][B], the machine's and the reference's */
+	int64_t runs, batch;
 } Report;
 
 /* One run of program p (RunOpts ro: its step, position and carried
@@ -395,6 +435,24 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
 		     save(rep->save_dir, pl->t[t].name, ".ref", &pl->t[t], r, &e)))
 			fail(&e);
 	}
+	if (p->logits >= 0) {           /* the greedy next token of every sequence, from both */
+		const PTensor *lt = &pl->t[p->logits];
+		int64_t B = lt->shape[0], *m = xmalloc((size_t)B * 2 * sizeof *m), *r = m + B;
+		const float *rv = ref[p->logits];
+		for (int i = 0; p->has_model && i < p->md.nt; i++)
+			if (strcmp(p->md.t[i].name, lt->name) == 0)
+				rv = mr.v[i];
+		next_tokens(val[p->logits], lt, m);
+		next_tokens(rv, lt, r);
+		rep->mtok = xrealloc(rep->mtok, (size_t)((rep->runs + 1) * B) * sizeof *rep->mtok);
+		rep->rtok = xrealloc(rep->rtok, (size_t)((rep->runs + 1) * B) * sizeof *rep->rtok);
+		for (int64_t b = 0; b < B; b++) {
+			rep->mtok[rep->runs * B + b] = m[b], rep->rtok[rep->runs * B + b] = r[b];
+			rep->agree += m[b] == r[b];
+		}
+		rep->total += B, rep->batch = B, rep->runs++;
+		free(m);
+	}
 	free_vals(val, pl->nt);
 	free_vals(ref, pl->nt);
 	run_cache_free(ro->cache);
@@ -425,6 +483,7 @@ int main(int argc, char **argv)
 		{ "steps", required_argument, NULL, 'N' },
 		{ "position", required_argument, NULL, 'P' },
 		{ "prefill", required_argument, NULL, 'F' },
+		{ "generate", required_argument, NULL, 'G' },
 		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
@@ -437,6 +496,7 @@ int main(int argc, char **argv)
 	double min_cos = 0.99;
 	int timing = 0;
 	int64_t n, steps = 1, position = -1;
+	int generate = 0;
 	int c;
 
 	opterr = 0;
@@ -469,6 +529,11 @@ int main(int argc, char **argv)
 				usage_error("--position takes a non-negative 32-bit integer, not '%s'", optarg);
 			break;
 		case 'F': prefill = optarg; break;
+		case 'G':
+			if (parse_i64(optarg, &steps) || steps < 1 || steps > 1 << 20)
+				usage_error("--generate takes an integer from 1 to 1048576, not '%s'", optarg);
+			generate = 1;
+			break;
 		case 'm': machine_path = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
@@ -494,11 +559,19 @@ int main(int argc, char **argv)
 		load_prog(&pre_p, prefill, NULL, NULL, machine_path, &ro);
 		same_states(&pre_p, &main_p);
 	}
-	Carry carry;
+	if (generate && (main_p.ids < 0 || main_p.logits < 0 || main_p.pl.t[main_p.ids].shape[1] != 1)) {
+		Err e;
+		errf(&e, "--generate needs a program of one token per sequence that embeds token ids and outputs "
+		     "logits over their vocabulary ('%s' does not)", in_path ? in_path : "<stdin>");
+		fail(&e);
+	}
+	Carry carry, given;
 	memset(&carry, 0, sizeof carry);
+	memset(&given, 0, sizeof given);
 	char *lines = NULL;
 	size_t nlines = 0;
-	Report rep = { min_cos, save_dir, timing, 0, prefill || steps > 1, 0, 0, 0, 0, open_memstream(&lines, &nlines) };
+	Report rep = { .min_cos = min_cos, .save_dir = save_dir, .timing = timing, .many = prefill || steps > 1,
+		       .lines = open_memstream(&lines, &nlines) };
 	if (!rep.lines) {
 		Err e;
 		errf(&e, "cannot buffer the report: out of memory");
@@ -518,6 +591,16 @@ int main(int argc, char **argv)
 		so.step = (prefill != NULL) + s;
 		so.position = at;
 		rep.last = s + 1 == steps;
+		if (generate && rep.runs) {     /* the reference's greedy tokens go on, to both */
+			int64_t B = rep.batch;
+			float *ids = xmalloc((size_t)B * sizeof *ids);
+			for (int64_t b = 0; b < B; b++)
+				ids[b] = (float)rep.rtok[(rep.runs - 1) * B + b];
+			if (B == main_p.pl.t[main_p.ids].shape[0])
+				carry_keep(&given, main_p.pl.t[main_p.ids].name, ids, B, 0);
+			free(ids);
+			so.given = &given;
+		}
 		low |= run_once(&main_p, &so, &carry, &rep);
 		at += run_tokens(&main_p.pl);
 		k++;
@@ -534,6 +617,21 @@ int main(int argc, char **argv)
 	fclose(rep.lines);
 	fputs(lines, stdout);
 	free(lines);
+	if (rep.total)
+		printf("next token: the machine's greedy token is the reference's for %lld of %lld (%.1f%%)\n",
+		       (long long)rep.agree, (long long)rep.total, 100.0 * (double)rep.agree / (double)rep.total);
+	for (int64_t b = 0; generate && b < rep.batch; b++) {
+		for (int k = 0; k < 2; k++) {
+			const int64_t *tok = k ? rep.rtok : rep.mtok;
+			printf("generate: sequence %lld, %s:", (long long)b, k ? "reference" : "machine  ");
+			for (int64_t r = 0; r < rep.runs; r++)
+				printf(" %lld", (long long)tok[r * rep.batch + b]);
+			printf("\n");
+		}
+	}
+	free(rep.mtok);
+	free(rep.rtok);
+	carry_free(&given);
 	if (timing) {
 		RunStats st;
 		run_stats(&st);

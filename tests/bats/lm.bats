@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# A language model's ends (model format 5): tests/models/tiny-lm-prefill.yaml
+# and tiny-lm-decode.yaml embed int32 token ids on the host from a tied
+# table [64, 512] that their logits' matmul reads on the tiles. Planned
+# with the table's one home in the matmul's panels; run by amp-run
+# --prefill and --generate, the reference's greedy tokens fed to both;
+# ids outside the table, a --generate without logits and the malformed
+# models tests/bad/model-embed-*.yaml are refused.
+
+bats_require_minimum_version 1.5.0
+load common
+
+PRE=$ROOT/tests/models/tiny-lm-prefill.yaml
+DEC=$ROOT/tests/models/tiny-lm-decode.yaml
+
+program() {
+	amp-plan "$1" | amp-compose | amp-expand | amp-exchange | amp-group > "$2.g"
+	amp-emit --model "$1" "$2.g" -o "$2"
+}
+
+# ids_npy FILE A B: a [2, 1, 1] '<i4' .npy holding A and B (below 65536)
+ids_npy() {
+	local v
+	byte() { printf "\\$(printf '%03o' "$1")"; }
+	{
+		printf '\223NUMPY\001\000\166\000'
+		printf "%-117s\n" "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 1, 1), }"
+		for v in "$2" "$3"; do
+			byte $((v & 255)); byte $(((v >> 8) & 255)); byte 0; byte 0
+		done
+	} > "$1"
+}
+
+@test "lm: the embed runs on the host from the tied table, whose one home is the logits' panels" {
+	amp-plan "$DEC" -o p.yaml
+	run grep -c '^- {op: emb_in, host: embed, x: tok, table: emb, transposed: true, out: x}$' p.yaml
+	assert_output 1
+	run grep -c '^- {name: x, role: input, shape: \[2, 1, 64\], dtype: fp16}$' p.yaml
+	assert_output 1
+	run grep -c '^- {name: emb@home, tensor: emb, layout: transposed-right, ' p.yaml
+	assert_output 1
+	run grep -c '^- {op: lm_head, a: zn, b: emb, out: logits, m: 2, k: 64, n: 512, format: fp8, ' p.yaml
+	assert_output 1
+	# a table no op on the tiles reads has no placement
+	sed 's/b: emb, out: logits/b: w_o2, out: logits/; s/^  gf: /  w_o2: {shape: [64, 512], dtype: fp8}\n  gf: /' \
+		"$DEC" > untied.yaml
+	amp-plan untied.yaml -o u.yaml
+	run grep -c 'tensor: emb,' u.yaml
+	assert_output 0
+}
+
+@test "lm: a prefill and 4 generated tokens run byte-exact; logits within cosine 0.99; the greedy tokens agree" {
+	program "$PRE" pre.amp
+	program "$DEC" dec.amp
+	run --separate-stderr amp-run dec.amp --prefill pre.amp --generate 4
+	assert_success
+	assert_line --index 3 --regexp '^run 0 \(tiny-lm-prefill, position 0\): output logits: cosine 0\.99'
+	assert_line --index 8 --regexp '^run 4 \(tiny-lm-decode, position 11\): output logits: cosine 0\.99'
+	# each run's greedy token of each sequence: 2 x 5
+	local agree first=$output
+	agree=$(printf '%s\n' "$output" | sed -n 's/^next token: the machine.s greedy token is the reference.s for \([0-9]*\) of 10 .*/\1/p')
+	[ -n "$agree" ] || fail "no agreement line in: $output"
+	[ "$agree" -ge 10 ] || fail "only $agree of 10 agree"
+	run grep -c '^generate: sequence [01], \(machine  \|reference\): [0-9]* [0-9]* [0-9]* [0-9]* [0-9]*$' \
+		<(printf '%s\n' "$output")
+	assert_output 4
+	# the same run twice: the same tokens
+	assert_equal "$(amp-run dec.amp --prefill pre.amp --generate 4 | grep '^generate')" \
+		"$(printf '%s\n' "$first" | grep '^generate')"
+}
+
+@test "lm: --generate replaces the made token ids from the second run on, and only them" {
+	program "$DEC" dec.amp
+	local gen steps
+	gen=$(amp-run dec.amp --generate 3 | grep '^run ')
+	steps=$(amp-run dec.amp --steps 3 | grep '^run ')
+	# the first run's ids are the seed's in both; later runs read the reference's greedy tokens
+	assert_equal "$(sed -n 1p <<< "$gen")" "$(sed -n 1p <<< "$steps")"
+	[ "$(sed -n 2p <<< "$gen")" != "$(sed -n 2p <<< "$steps")" ] || fail "run 1 read the same ids: $gen"
+}
+
+@test "lm: token ids outside the table are refused by amp-run" {
+	program "$DEC" dec.amp
+	mkdir -p d
+	ids_npy d/tok.npy 3 600
+	run --separate-stderr amp-run dec.amp --data d
+	assert_failure 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" "amp-run: ids 'tok' hold 600 at [1, 0]: table 'emb' has rows 0 to 511 (embed 'emb_in')"
+}
+
+@test "lm: --generate needs a program that embeds token ids and outputs logits" {
+	program "$ROOT/tests/models/tiny-decode.yaml" plain.amp
+	run --separate-stderr amp-run plain.amp --generate 2
+	assert_failure 1
+	assert_equal "$stderr" "amp-run: --generate needs a program of one token per sequence that embeds token ids and outputs logits over their vocabulary ('plain.amp' does not)"
+	program "$PRE" pre.amp
+	run --separate-stderr amp-run pre.amp --generate 2
+	assert_failure 1
+}
+
+@test "lm: malformed embeds are refused at the key" {
+	plan_rejects "$BAD/model-embed-ids.yaml" 23:36 "embed 'emb_in': ids 'tok' must be an int32 input [batch, tokens, 1]" \
+		"$BAD/model-embed-ids.yaml"
+	plan_rejects "$BAD/model-embed-table.yaml" 23:48 \
+		"embed 'emb_in': table 'emb' must be an fp16 or fp8 parameter [vocab, features] (or [features, vocab], transposed)" \
+		"$BAD/model-embed-table.yaml"
+	plan_rejects "$BAD/model-embed-repeat.yaml" 15:9 "embed 'e': an embed runs on the host, outside every repeat" \
+		"$BAD/model-embed-repeat.yaml"
+	plan_rejects "$BAD/model-embed-version.yaml" 20:10 "op 'embed' needs amp-model: 5 (this file is version 4)" \
+		"$BAD/model-embed-version.yaml"
+}
+
+@test "lm: every malformed embed model in tests/bad is checked by this suite" {
+	local f n=0
+	for f in "$BAD"/model-embed-*.yaml; do
+		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
+		n=$((n + 1))
+	done
+	assert [ "$n" -eq 4 ]
+}
+
+@test "lm: a version 7 stage with an embed is refused at the host record" {
+	amp-plan "$DEC" -o p.yaml
+	# keep the state out of it: the host record is read first
+	sed 's/^version: 8$/version: 7/; /role: state/d' p.yaml > p7.yaml
+	run --separate-stderr amp-compose p7.yaml
+	assert_failure 1
+	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
+}
