@@ -41,6 +41,7 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 		return cdiv(in < out ? in : out, m->local_copy_bytes_per_cycle);
 	}
 	case C_PACK:
+	case C_LAST:
 	case C_CARRY:
 	case C_BROADCAST:       /* on-tile copies */
 		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);

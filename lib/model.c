@@ -9,7 +9,7 @@
 
 static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
 					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul", "rope",
-					  "append", "embed" };
+					  "append", "embed", "last" };
 
 const char *op_name(OpKind k) { return op_names[k]; }
 
@@ -248,6 +248,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
 		[OP_APPEND] = { "op", "name", "cache", "x", "positions", NULL },
 		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
+		[OP_LAST] = { "op", "name", "x", "out", NULL },
 	};
 	const char *kind, *name;
 	const Val *kv, *outv;
@@ -268,7 +269,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			break;
 	if (k == OP_COUNT)
 		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope, append or embed)", kind);
+			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope, append, embed or last)", kind);
 	o.kind = (OpKind)k;
 	if (o.kind >= OP_APPEND && m->version < 5)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 5 (this file is version %d)", kind, m->version);
@@ -294,6 +295,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		break;
 	case OP_GELU:
 	case OP_SILU:
+	case OP_LAST:
 	case OP_CAST:
 		if (operand(m, f, v, "x", rep, &o.in[0], e))
 			return -1;
@@ -521,6 +523,8 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		if (vector(f, map_get(v, "scale"), &o, &m->t[o.in[1]], a->shape[2], e) ||
 		    (o.kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], a->shape[2], e)))
 			return -1;
+	} else if (o.kind == OP_LAST) {
+		out.shape[1] = 1;       /* each batch entry's last row */
 	} else if (o.kind == OP_CAST) {
 		if (dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out.dtype, e))
 			return -1;

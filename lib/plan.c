@@ -17,7 +17,8 @@ static const char *move_names[MOVE_COUNT] = { "parameter", "activation", "reduct
 					       "output", "copy", "relay" };
 static const char *compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
 					      "add", "layernorm", "attention", "broadcast", "carry",
-					      "merge", "rmsnorm", "silu", "mul", "rope", "append" };
+					      "merge", "rmsnorm", "silu", "mul", "rope", "append",
+					      "last" };
 static const char *operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale", "q", "k", "v", "positions" };
 
@@ -690,9 +691,9 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 		if (s.compute >= C_RMSNORM && reading_version < 7)
 			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 7 (this file is version %d)",
 				       compute_names[k], reading_version);
-		if (s.compute == C_APPEND && reading_version < 8)
-			return val_err(f, map_get(r, "compute"), e, "compute 'append' needs version 8 (this file is "
-				       "version %d)", reading_version);
+		if (s.compute >= C_APPEND && reading_version < 8)
+			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 8 (this file is "
+				       "version %d)", compute_names[k], reading_version);
 		if (map_need(f, r, "in", &v, e))
 			return -1;
 		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 4)

@@ -82,6 +82,11 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		    P[s->in[1]].fmt != FMT_I32)
 			return errf(e, "append writes a state ('%s') from rows and their int32 positions", out->name);
 		break;
+	case C_LAST:
+		if (s->nin != 1 || in->tensor == out->tensor || in->rank != 3 || out->rank != 3 || out->shape[1] != 1)
+			return errf(e, "last reads an activation [B, T, C] and writes [B, 1, C] (from '%s' to '%s')",
+				    in->name, out->name);
+		break;
 	case C_MERGE:
 		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)
 			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2)] and writes fp16 "

@@ -518,6 +518,9 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		case OP_APPEND:
 			plan_append(&b, op);
 			break;
+		case OP_LAST:
+			plan_last(&b, op);
+			break;
 		case OP_EMBED: {        /* on the host: a row that data picks is no static transfer */
 			Host h = { xstrdup(op->name), HOST_EMBED, op->in[0], op->out, 0, 0, op->in[1], op->transposed };
 			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);

@@ -168,6 +168,7 @@ void plan_rowlocal(Builder *b, const MOp *op);
 void plan_broadcast(Builder *b, const MOp *op);
 int plan_attention(Builder *b, const MOp *op, Err *e);
 void plan_append(Builder *b, const MOp *op);
+void plan_last(Builder *b, const MOp *op);
 void plan_carry(Builder *b, const char *op, int from, int to);
 
 #endif

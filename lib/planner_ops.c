@@ -116,6 +116,33 @@ void plan_append(Builder *b, const MOp *op)
 	add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
 }
 
+/* last: each batch entry's last row, on the owner that holds it: the
+ * result's shard of batch entries sits on the tile of x's canonical
+ * shard with row T - 1, then returns to its own canonical owners. */
+void plan_last(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int x = plan_find_tensor(pl, m->t[op->in[0]].name), out = plan_find_tensor(pl, m->t[op->out].name), existed;
+	int in = canonical(b, x);
+	const Placement c = pl->p[in];
+	int64_t T = pl->t[x].shape[1];
+	Placement p;
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = c.split[0], p.block[0] = c.block[0], p.stride[0] = c.stride[0];
+	p.split[1] = 1, p.block[1] = 1;
+	p.split[2] = 1, p.block[2] = pl->t[x].shape[2];
+	p.base = c.base + (T - 1) / c.block[1] * c.stride[1];
+	int lp = add_place(pl, &p, out, "last", &existed);
+	add_compute(pl, op->name, C_LAST, &in, 1, lp, 0);
+	Placement cp;
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	if (b->canon[out] != lp)
+		add_copy(pl, op->name, OPD_OUT, MOVE_ACTIVATION, lp, b->canon[out]);
+}
+
 /* A [tokens, features] parameter made an activation: every batch entry a
  * copy, on the owners of the result's token rows. */
 void plan_broadcast(Builder *b, const MOp *op)

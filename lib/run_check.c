@@ -27,6 +27,7 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_MUL: return c == C_MUL;
 	case OP_ROPE: return c == C_ROPE;
 	case OP_APPEND: return c == C_APPEND;
+	case OP_LAST: return c == C_LAST;
 	case OP_CAST: return c == C_CAST;
 	case OP_BROADCAST: return c == C_BROADCAST;
 	case OP_ATTENTION: return c == C_ATTENTION || c == C_MERGE;
@@ -39,7 +40,8 @@ static ComputeKind primary(OpKind k)
 	static const ComputeKind p[OP_COUNT] = { [OP_MATMUL] = C_MATMUL, [OP_GELU] = C_GELU, [OP_ADD] = C_ADD,
 		[OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST, [OP_BROADCAST] = C_BROADCAST,
 		[OP_ATTENTION] = C_ATTENTION, [OP_PATCHIFY] = C_COUNT, [OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU,
-		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE, [OP_APPEND] = C_APPEND };
+		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE, [OP_APPEND] = C_APPEND,
+		[OP_LAST] = C_LAST };
 	return p[k];
 }
 

@@ -610,6 +610,12 @@ static void *compute_tiles(void *arg)
 		case C_MERGE:
 			merge(a, res, la.rows / R, R, C);
 			break;
+		case C_LAST: {                  /* each batch entry's last row: the shard's last */
+			int64_t n = la.rows / R;
+			for (int64_t r = 0; r < R; r++)
+				memcpy(res + r * C, a + ((r + 1) * n - 1) * C, (size_t)C * sizeof *res);
+			break;
+		}
 		case C_GELU:
 			gelu_n(a, R * C, m->pl->p[st->in[0]].fmt, m->pl->t[m->pl->p[st->in[0]].tensor].scale, res);
 			break;

@@ -250,6 +250,13 @@ static void ref_append(const float *c, const float *x, const float *pos, float *
 		}
 }
 
+/* y [B, 1, C]: each batch entry's last row of x [B, T, C]. */
+static void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C)
+{
+	for (int64_t b = 0; b < B; b++)
+		memcpy(y + b * C, x + ((b + 1) * T - 1) * C, (size_t)C * sizeof *y);
+}
+
 static void ref_mul(const float *a, const float *b, float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
@@ -329,6 +336,9 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 			   Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, Q == KV, st->scale);
 		break;
 	}
+	case C_LAST:
+		ref_last(x, y, pl->t[in].shape[0], pl->t[in].shape[1], C);
+		break;
 	case C_APPEND: {
 		const PTensor *S = &pl->t[out], *X = &pl->t[in];
 		ref_append(ref[out], x, inst(c, pl->p[st->in[1]].tensor, iter), y, S->shape[0], X->shape[1],
@@ -521,6 +531,9 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		break;
 	case OP_ROPE:
 		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->theta);
+		break;
+	case OP_LAST:
+		ref_last(x, y, in->shape[0], in->shape[1], C);
 		break;
 	case OP_APPEND:
 		ref_append(r->v[op->out], x, minst(m, r, op->in[1], iter), y, out->shape[0], in->shape[1],

@@ -323,24 +323,30 @@ static int64_t run_tokens(const Plan *pl)
 	return 0;
 }
 
-/* The states the two programs share (by name) have one shape: the
- * prefill's carry on into the decode runs. */
-static void same_states(const Prog *a, const Prog *b)
+/* The states the two programs share (by name) have one shape, but for
+ * the batch, which the prefill's may divide: the prefill then runs once
+ * per part of the decode's batch, and the parts' states, stacked, carry
+ * on into the decode runs. Returns the parts. */
+static int64_t same_states(const Prog *a, const Prog *b)
 {
 	int shared = 0;
+	int64_t parts = 0;
 	for (int i = 0; i < b->pl.nt; i++) {
 		const PTensor *y = &b->pl.t[i];
 		int j = y->role == R_STATE ? plan_find_tensor(&a->pl, y->name) : -1;
 		if (j < 0)
 			continue;
 		const PTensor *x = &a->pl.t[j];
-		int same = x->role == R_STATE && x->rank == y->rank && x->fmt == y->fmt;
-		for (int k = 0; same && k < x->rank; k++)
+		int same = x->role == R_STATE && x->rank == y->rank && x->fmt == y->fmt && y->shape[0] % x->shape[0] == 0 &&
+			   (!parts || parts == y->shape[0] / x->shape[0]);
+		for (int k = 1; same && k < x->rank; k++)
 			same = x->shape[k] == y->shape[k];
+		parts = y->shape[0] / x->shape[0];
 		if (!same) {
 			Err e;
 			errf(&e, "state '%s' of '%s' differs from the prefill's ('%s'): a tensor of that name must be "
-			     "a state of the same shape and dtype", y->name, b->path ? b->path : "<stdin>", a->path);
+			     "a state of the same shape and dtype, but for a batch that divides the program's (the same "
+			     "part of it for every state)", y->name, b->path ? b->path : "<stdin>", a->path);
 			fail(&e);
 		}
 		shared++;
@@ -350,6 +356,27 @@ static void same_states(const Prog *a, const Prog *b)
 		errf(&e, "'%s' and the prefill '%s' share no state: nothing would carry on", b->path ? b->path : "<stdin>",
 		     a->path);
 		fail(&e);
+	}
+	return parts;
+}
+
+/* The states one prefill run left (one) after those of the runs before
+ * (all): each a further part of the batch, its outermost axis. */
+static void stack_states(Carry *all, const Carry *one)
+{
+	for (int i = 0; i < one->n; i++) {
+		int j = 0;
+		while (j < all->n && strcmp(all->name[j], one->name[i]))
+			j++;
+		int64_t had = j < all->n ? all->count[j] : 0, n = had + one->count[i];
+		for (int k = 0; k < 2; k++) {
+			float *v = xmalloc((size_t)n * sizeof *v);
+			if (had)
+				memcpy(v, k ? all->ref[j] : all->mach[j], (size_t)had * sizeof *v);
+			memcpy(v + had, k ? one->ref[i] : one->mach[i], (size_t)one->count[i] * sizeof *v);
+			carry_keep(all, one->name[i], v, n, k);
+			free(v);
+		}
 	}
 }
 
@@ -361,9 +388,28 @@ typedef struct {
 	int along;
 	FILE *lines;            /* the runs' lines, printed after the summary */
 	int64_t agree, total;   /* next tokens the machine and the reference agree on, of all */
-	int64_t *mtok, *rtok;   /* each run's next tokens [runs][B], the machine's and the reference's */
-	int64_t runs, batch;
+	int64_t seq0;           /* the sequence the run's batch entry 0 is (a prefill run per part of the batch) */
+	int64_t nseq, *len;     /* per sequence: its next tokens so far, the machine's and the reference's */
+	int64_t **mtok, **rtok;
 } Report;
+
+/* Sequence q's next tokens from this run: m (the machine's) and r. */
+static void keep_token(Report *rep, int64_t q, int64_t m, int64_t r)
+{
+	if (q >= rep->nseq) {
+		rep->len = xrealloc(rep->len, (size_t)(q + 1) * sizeof *rep->len);
+		rep->mtok = xrealloc(rep->mtok, (size_t)(q + 1) * sizeof *rep->mtok);
+		rep->rtok = xrealloc(rep->rtok, (size_t)(q + 1) * sizeof *rep->rtok);
+		for (int64_t i = rep->nseq; i <= q; i++)
+			rep->len[i] = 0, rep->mtok[i] = rep->rtok[i] = NULL;
+		rep->nseq = q + 1;
+	}
+	int64_t n = rep->len[q]++;
+	rep->mtok[q] = xrealloc(rep->mtok[q], (size_t)(n + 1) * sizeof **rep->mtok);
+	rep->rtok[q] = xrealloc(rep->rtok[q], (size_t)(n + 1) * sizeof **rep->rtok);
+	rep->mtok[q][n] = m, rep->rtok[q][n] = r;
+	rep->agree += m == r, rep->total++;
+}
 
 /* One run of program p (RunOpts ro: its step, position and carried
  * states); keeps its states' values in carry. Returns 1 when an output's
@@ -444,13 +490,8 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
 				rv = mr.v[i];
 		next_tokens(val[p->logits], lt, m);
 		next_tokens(rv, lt, r);
-		rep->mtok = xrealloc(rep->mtok, (size_t)((rep->runs + 1) * B) * sizeof *rep->mtok);
-		rep->rtok = xrealloc(rep->rtok, (size_t)((rep->runs + 1) * B) * sizeof *rep->rtok);
-		for (int64_t b = 0; b < B; b++) {
-			rep->mtok[rep->runs * B + b] = m[b], rep->rtok[rep->runs * B + b] = r[b];
-			rep->agree += m[b] == r[b];
-		}
-		rep->total += B, rep->batch = B, rep->runs++;
+		for (int64_t b = 0; b < B; b++)
+			keep_token(rep, rep->seq0 + b, m[b], r[b]);
 		free(m);
 	}
 	free_vals(val, pl->nt);
@@ -555,10 +596,8 @@ int main(int argc, char **argv)
 
 	Prog main_p, pre_p;
 	load_prog(&main_p, in_path, model_path, scales_path, machine_path, &ro);
-	if (prefill) {
+	if (prefill)
 		load_prog(&pre_p, prefill, NULL, NULL, machine_path, &ro);
-		same_states(&pre_p, &main_p);
-	}
 	if (generate && (main_p.ids < 0 || main_p.logits < 0 || main_p.pl.t[main_p.ids].shape[1] != 1)) {
 		Err e;
 		errf(&e, "--generate needs a program of one token per sequence that embeds token ids and outputs "
@@ -579,25 +618,32 @@ int main(int argc, char **argv)
 	}
 	int low = 0;
 	int64_t at = position >= 0 ? position : 0, k = 0;
-	if (prefill) {
+	int64_t parts = prefill ? same_states(&pre_p, &main_p) : 0;
+	for (int64_t q = 0; q < parts; q++) {  /* a prefill per part of the decode's batch, its states stacked */
 		RunOpts po = ro;
+		Carry one;
+		memset(&one, 0, sizeof one);
 		po.position = 0;
-		low |= run_once(&pre_p, &po, &carry, &rep);
+		po.step = q;
+		rep.seq0 = q * (main_p.pl.t[main_p.ids >= 0 ? main_p.ids : 0].shape[0] / parts);
+		low |= run_once(&pre_p, &po, &one, &rep);
+		stack_states(&carry, &one);
+		carry_free(&one);
 		if (position < 0)
 			at = run_tokens(&pre_p.pl);
 	}
+	rep.seq0 = 0;
 	for (int64_t s = 0; s < steps; s++) {
 		RunOpts so = ro;
-		so.step = (prefill != NULL) + s;
+		so.step = parts + s;
 		so.position = at;
 		rep.last = s + 1 == steps;
-		if (generate && rep.runs) {     /* the reference's greedy tokens go on, to both */
-			int64_t B = rep.batch;
+		int64_t B = generate ? main_p.pl.t[main_p.ids].shape[0] : 0;
+		if (generate && rep.nseq == B) {        /* the reference's greedy tokens go on, to both */
 			float *ids = xmalloc((size_t)B * sizeof *ids);
 			for (int64_t b = 0; b < B; b++)
-				ids[b] = (float)rep.rtok[(rep.runs - 1) * B + b];
-			if (B == main_p.pl.t[main_p.ids].shape[0])
-				carry_keep(&given, main_p.pl.t[main_p.ids].name, ids, B, 0);
+				ids[b] = (float)rep.rtok[b][rep.len[b] - 1];
+			carry_keep(&given, main_p.pl.t[main_p.ids].name, ids, B, 0);
 			free(ids);
 			so.given = &given;
 		}
@@ -620,17 +666,20 @@ int main(int argc, char **argv)
 	if (rep.total)
 		printf("next token: the machine's greedy token is the reference's for %lld of %lld (%.1f%%)\n",
 		       (long long)rep.agree, (long long)rep.total, 100.0 * (double)rep.agree / (double)rep.total);
-	for (int64_t b = 0; generate && b < rep.batch; b++) {
+	for (int64_t b = 0; generate && b < rep.nseq; b++) {
 		for (int k = 0; k < 2; k++) {
-			const int64_t *tok = k ? rep.rtok : rep.mtok;
+			const int64_t *tok = k ? rep.rtok[b] : rep.mtok[b];
 			printf("generate: sequence %lld, %s:", (long long)b, k ? "reference" : "machine  ");
-			for (int64_t r = 0; r < rep.runs; r++)
-				printf(" %lld", (long long)tok[r * rep.batch + b]);
+			for (int64_t r = 0; r < rep.len[b]; r++)
+				printf(" %lld", (long long)tok[r]);
 			printf("\n");
 		}
 	}
+	for (int64_t b = 0; b < rep.nseq; b++)
+		free(rep.mtok[b]), free(rep.rtok[b]);
 	free(rep.mtok);
 	free(rep.rtok);
+	free(rep.len);
 	carry_free(&given);
 	if (timing) {
 		RunStats st;
