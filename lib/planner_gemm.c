@@ -278,8 +278,18 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	if (c.cast == CAST_EARLY)
 		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
 	gemm_placements(&gs, &c, gp);
+	/* Weight-stationary: when b's blocks on the GEMM's tiles are its home's
+	 * (the same cut, the same tile strides), the GEMM starts at the home's
+	 * first tile, so that b's first replica is the home itself and its
+	 * bytes never move (a decode step's GEMMs, a few rows against all of
+	 * their weights). */
+	const Placement *h = &pl->p[b->canon[w]], *gb = &gp[GP_B_OP];
+	int stationary = gb->layout == h->layout && gs.fmt == pl->t[w].fmt;
+	for (int k = 0; stationary && k < 2; k++)
+		stationary = gb->split[k] == h->split[k] && gb->block[k] == h->block[k] && gb->off[k] == h->off[k] &&
+			     (gb->split[k] == 1 || gb->stride[k] == h->stride[k]);
 	for (int i = 0; i < GP_COUNT; i++)
-		gp[i].base = op_start(b, op);
+		gp[i].base = stationary ? h->base : op_start(b, op);
 	char where[160];
 #define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
 			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
@@ -343,6 +353,17 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 		idx[GP_OUT] = idx[GP_OUT_ROWS];
 	}
 #undef PLACE
+	/* A model output no later op reads stays where the GEMM wrote it
+	 * (logits over a vocabulary: gathered on the owners of a decode
+	 * step's few rows it would crowd them); the host reads it there. */
+	int read = 0;
+	for (const MOp *o = op + 1; o < b->m->ops + b->m->nops; o++)
+		for (int k = 0; k < o->nin; k++)
+			read |= o->in[k] == op->out;
+	if (b->m->t[op->out].output && !read && pl->t[out].shape[1] == 1 && op->rep < 0) {
+		b->canon[out] = idx[GP_OUT];
+		return;
+	}
 	canonical_of(b, &pl->t[out], &cp2);
 	int oc = add_place(pl, &cp2, out, "canon", &existed);
 	b->canon[out] = oc;
