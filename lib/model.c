@@ -205,8 +205,10 @@ static int append_op(Model *m, const char *f, const Val *v, MOp *o, Err *e)
 	const MTensor *c = &m->t[o->out], *x = &m->t[o->in[0]];
 	if (c->role != T_STATE)
 		return val_err(f, map_get(v, "cache"), e, "append '%s': cache '%s' must be a state", o->name, c->name);
-	if (o->rep >= 0)
-		return val_err(f, v, e, "append '%s': a state is appended outside every repeat", o->name);
+	if (o->rep != c->rep)
+		return val_err(f, v, e, "append '%s': state '%s' is appended %s", o->name, c->name,
+			       c->rep < 0 ? "outside every repeat (a repeat's own states, in its body)" :
+			       "in the body of the repeat that declares it");
 	for (int i = 0; i < m->nops; i++)
 		if (m->ops[i].kind == OP_APPEND && m->ops[i].out == o->out)
 			return val_err(f, map_get(v, "cache"), e, "append '%s': state '%s' is already appended by "
@@ -219,6 +221,10 @@ static int append_op(Model *m, const char *f, const Val *v, MOp *o, Err *e)
 			       (long long)c->shape[1], (long long)c->shape[2], c->name);
 	if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], x, e))
 		return -1;
+	if (o->first >= 0 && o->first + x->shape[1] > c->shape[1])
+		return val_err(f, map_get(v, "first"), e, "append '%s': rows %lld to %lld pass the %lld positions of "
+			       "state '%s'", o->name, (long long)o->first, (long long)(o->first + x->shape[1] - 1),
+			       (long long)c->shape[1], c->name);
 	o->name = xstrdup(o->name);
 	m->ops = xrealloc(m->ops, (size_t)(m->nops + 1) * sizeof *m->ops);
 	m->ops[m->nops++] = *o;
@@ -246,7 +252,7 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
 		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
-		[OP_APPEND] = { "op", "name", "cache", "x", "positions", NULL },
+		[OP_APPEND] = { "op", "name", "cache", "x", "positions", "first", NULL },
 		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
 		[OP_LAST] = { "op", "name", "x", "out", NULL },
 	};
@@ -360,6 +366,9 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 	case OP_APPEND:
 		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
 		    operand(m, f, v, "cache", rep, &o.out, e))
+			return -1;
+		o.first = -1;
+		if (map_get(v, "first") && get_int(f, v, "first", 0, INT64_C(1) << 30, &o.first, e))
 			return -1;
 		o.nin = 2;
 		break;
@@ -675,7 +684,7 @@ static int an_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 /* A repeat: its per-iteration parameters, then its body ops. */
 static int repeat(Model *m, const char *f, const Val *v, Err *e)
 {
-	static const char *keys[] = { "repeat", "count", "in", "carry", "params", "ops", NULL };
+	static const char *keys[] = { "repeat", "count", "in", "carry", "params", "state", "ops", NULL };
 	const Val *x, *ops, *cv;
 	const char *name;
 	MRepeat r;
@@ -719,6 +728,15 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 	if ((x = map_get(v, "params"))) {
 		int from = m->nt;
 		if (declared(m, f, x, T_PARAM, e))
+			return -1;
+		for (int i = from; i < m->nt; i++)
+			m->t[i].count = r.count, m->t[i].rep = ri;
+	}
+	if ((x = map_get(v, "state"))) {        /* a state per iteration (each layer's cache), stacked */
+		int from = m->nt;
+		if (m->version < 5)
+			return val_err(f, x, e, "state needs amp-model: 5 (this file is version %d)", m->version);
+		if (declared(m, f, x, T_STATE, e))
 			return -1;
 		for (int i = from; i < m->nt; i++)
 			m->t[i].count = r.count, m->t[i].rep = ri;

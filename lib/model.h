@@ -63,6 +63,7 @@ typedef struct {
 	int64_t head_dim;   /* rope: width of each rotated head (its first heads x head_dim columns) */
 	double theta;       /* rope: the frequencies' base */
 	int transposed;     /* embed: the table is [C, vocab] (a tied logits matmul's b), not [vocab, C] */
+	int64_t first;      /* append: the rows land at positions first + t (a prefill's), or -1: any */
 	int rep;            /* the repeat whose body holds it, or -1 */
 	/* pins */
 	int pinned;         /* 1: the model pins it; 2: held by the planner */

@@ -177,7 +177,7 @@ int64_t plan_step_count(const Plan *p, int step)
 
 int plan_stacked(const Plan *p, int i)
 {
-	return p->t[p->p[i].tensor].count > 1 && plan_writer(p, i) < 0;
+	return p->t[p->p[i].tensor].count > 1 && (plan_writer(p, i) < 0 || plan_state_home(p, i));
 }
 
 int64_t place_instance(const Placement *p)
@@ -241,6 +241,8 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_str(w, "eps");
 			yw_f64(w, s->eps);
 		}
+		if (s->compute == C_APPEND && s->first >= 0)
+			yw_kint(w, "first", s->first);
 		if (s->compute == C_ROPE) {
 			yw_kint(w, "heads", s->heads);
 			yw_kint(w, "head_dim", s->head_dim);
@@ -502,8 +504,8 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, Err *e)
 	if (map_get(r, "count")) {
 		if (get_int(f, r, "count", 2, 1 << 20, &t.count, e))
 			return -1;
-		if (role != R_PARAM)
-			return val_err(f, map_get(r, "count"), e, "only parameters are stacked");
+		if (role != R_PARAM && role != R_STATE)
+			return val_err(f, map_get(r, "count"), e, "only parameters and states are stacked");
 	}
 	t.name = xstrdup(name);
 	t.role = (PRole)role;
@@ -651,7 +653,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
-					   "causal", "scale", "scratch", "head_dim", "theta", NULL };
+					   "causal", "scale", "scratch", "head_dim", "theta", "first", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -748,6 +750,10 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 			return val_err(f, r, e, "attention that reads positions is causal");
 		if (s.compute == C_APPEND && s.nin != 2)
 			return val_err(f, r, e, "append reads its rows and their positions");
+		s.first = -1;
+		if (map_get(r, "first") && (s.compute != C_APPEND ||
+					    get_int(f, r, "first", 0, INT64_C(1) << 30, &s.first, e)))
+			return s.compute != C_APPEND ? val_err(f, map_get(r, "first"), e, "only append takes first") : -1;
 	} else {
 		return val_err(f, r, e, "a step needs 'copy' or 'compute'");
 	}

@@ -101,6 +101,7 @@ typedef struct {
 	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
 	double theta;               /* rope: the frequencies' base */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
+	int64_t first;              /* append: its rows land at positions first + t (a prefill's), or -1: any */
 } Step;
 
 /* An op that runs on the host before the program: patchify turns image

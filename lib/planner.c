@@ -184,8 +184,10 @@ static void add_home_bytes(Builder *b, const Placement *p)
 
 /* A state's home [B, P, W]: row-major, whole rows, cut by batch entry
  * and then into as many uniform blocks of positions as the tiles allow,
- * placed from the rotating pointer. Resident like a parameter. */
-static int state_home(Builder *b, int tensor)
+ * placed to end at tile top (from the last tile down, away from the
+ * first tiles, where the owners of a decode step's few rows are).
+ * Resident like a parameter. Returns where the next one ends. */
+static int64_t state_home(Builder *b, int tensor, int64_t top)
 {
 	const PTensor *t = &b->pl->t[tensor];
 	int64_t T = b->mc->tiles, bs = largest_uniform(t->shape[0], T), ps = largest_uniform(t->shape[1], T / bs);
@@ -197,12 +199,12 @@ static int state_home(Builder *b, int tensor)
 	p.split[0] = bs, p.block[0] = cdiv(t->shape[0], bs), p.stride[0] = ps;
 	p.split[1] = ps, p.block[1] = cdiv(t->shape[1], ps), p.stride[1] = 1;
 	p.split[2] = 1, p.block[2] = t->shape[2];
-	p.base = b->next_tile;
+	int64_t n = bs * ps;
+	p.base = top - n >= 0 ? top - n : T - n;
 	int i = add_place(b->pl, &p, tensor, "home", &existed);
 	b->canon[tensor] = i;
-	b->next_tile = (b->next_tile + place_shards(&b->pl->p[i])) % T;
 	add_home_bytes(b, &b->pl->p[i]);
-	return i;
+	return p.base;
 }
 
 /* Is parameter t an embed's table that no op on the tiles reads? It
@@ -483,9 +485,10 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_PARAM && !host_only(m, i))
 			home(&b, i, consumed_as_b(m, i));
+	int64_t top = mc->tiles;
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_STATE)
-			state_home(&b, i);
+			top = state_home(&b, i, top);
 	if (check_params(&b, e))
 		goto out;
 	for (int i = 0; i < m->nt; i++)

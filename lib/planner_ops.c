@@ -98,22 +98,32 @@ void plan_append(Builder *b, const MOp *op)
 	const Model *m = b->m;
 	int st = b->canon[plan_find_tensor(pl, m->t[op->out].name)], in[2], existed;
 	const Placement home = pl->p[st], *h = &home;    /* a copy: add_place may move pl->p */
+	int64_t blk = h->block[1];
+	/* rows known to land at first + t, from a block boundary (a prefill's):
+	 * each goes to its block's tile alone */
+	int aligned = op->first >= 0 && op->first % blk == 0;
 	for (int k = 0; k < 2; k++) {
 		int t = plan_find_tensor(pl, m->t[op->in[k]].name);
+		int64_t T = pl->t[t].shape[1];
 		Placement p;
 		memset(&p, 0, sizeof p);
 		p.layout = LAYOUT_ROW_MAJOR;
 		p.split[0] = h->split[0], p.block[0] = h->block[0], p.stride[0] = h->stride[0];
-		p.split[1] = 1, p.block[1] = pl->t[t].shape[1];
+		p.split[1] = 1, p.block[1] = T;
 		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
-		if (h->split[1] > 1)
-			p.nrep = 1, p.rep[0] = h->split[1], p.rstride[0] = h->stride[1];
 		p.base = h->base;
+		if (aligned) {
+			p.split[1] = cdiv(T, blk), p.block[1] = blk, p.stride[1] = h->stride[1];
+			p.base = h->base + op->first / blk * h->stride[1];
+		} else if (h->split[1] > 1) {
+			p.nrep = 1, p.rep[0] = h->split[1], p.rstride[0] = h->stride[1];
+		}
 		in[k] = add_place(pl, &p, t, k ? "append.positions" : "append.rows", &existed);
 		if (!existed)
 			add_copy(pl, op->name, k ? OPD_POS : OPD_X, MOVE_ACTIVATION, canonical(b, t), in[k]);
 	}
-	add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
+	int s = add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
+	pl->s[s].first = op->first;
 }
 
 /* last: each batch entry's last row, on the owner that holds it: the

@@ -204,6 +204,8 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 	Layout l = place_layout(pp, idx);
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int sc = m->pl->t[pp->tensor].scale;
+	if (plan_stacked(m->pl, p))     /* a stacked state's home: this iteration's instance */
+		mem += m->s.iter * place_instance(pp);
 	if (strip_layout(&l)) {                 /* rows laid out as strips (zeros past the columns), encoded in one run */
 		int64_t w = layout_run(&l), R = l.rows, C = l.cols, ns = cdiv(C, w);
 		float *tmp = xmalloc((size_t)(ns * R * w) * sizeof *tmp);
@@ -466,6 +468,10 @@ static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t l
 	place_shard_idx(out, lin, idx);
 	const uint8_t *mem = m->s.mem[place_tile(out, idx, z, T)] + out->addr;  /* allocated: it holds a shard */
 	Layout l = place_layout(out, idx);
+	if (plan_stacked(m->pl, (int)(out - m->pl->p))) {      /* this iteration's instance */
+		mem += m->s.iter * place_instance(out);
+		enc += m->s.iter * tensor_count(&m->pl->t[out->tensor]) * esz;
+	}
 	int64_t w = strip_layout(&l) ? layout_run(&l) : 0;
 	if (l.kind != LAYOUT_ROW_MAJOR && !w) {
 		if (l.cols > *cap)
@@ -536,7 +542,7 @@ static void *compute_tiles(void *arg)
 	double enc_cpu = 0;
 
 	for (int64_t t = w->part; t < T; t += w->parts) {
-		if (os[t] < 0)
+		if (os[t] < 0 || (st->compute == C_APPEND && m->ts[st->in[0]].shard[t] < 0))
 			continue;
 		int64_t idx[MAX_RANK];
 		place_shard_idx(out, os[t], idx);
@@ -724,9 +730,9 @@ int compute_step(Machine_ *m, int i)
 	int64_t T = m->pl->machine.tiles;
 	const int64_t *os = shards_of(m, st->out);
 
-	for (int64_t t = 0; t < T; t++)         /* every input on every tile, before threads */
-		for (int k = 0; os[t] >= 0 && k < st->nin; k++)
-			if (shards_of(m, st->in[k])[t] < 0)
+	for (int64_t t = 0; t < T; t++)         /* every input on every tile, before threads (an append's */
+		for (int k = 0; os[t] >= 0 && k < st->nin; k++)         /* blocks that no row reaches keep theirs) */
+			if (shards_of(m, st->in[k])[t] < 0 && !(st->compute == C_APPEND && st->first >= 0))
 				return errf(m->e, "step %d (%s): tile %lld holds no shard of '%s'", i, st->op,
 					    (long long)t, m->pl->p[st->in[k]].name);
 	for (int64_t t = 0; t < T; t++)
@@ -761,6 +767,8 @@ int compute_step(Machine_ *m, int i)
 		run_totals.gemm_secs += run_now() - t0;
 		run_totals.gemm_cpu += w[0].cpu + w[1].cpu;
 	}
+	if (x->role == R_STATE)         /* every instance */
+		n = tensor_values(x);
 	if (x->role == R_OUTPUT || x->role == R_STATE) {        /* a state's values go on to the next run */
 		if (!m->val[out->tensor])
 			m->val[out->tensor] = xmalloc((size_t)n * sizeof **m->val);

@@ -486,6 +486,11 @@ static int append_rows(const Plan *pl, float *const *val, Err *e)
 		int pt = pl->p[st->in[1]].tensor;
 		const PTensor *x = &pl->t[pt], *c = &pl->t[pl->p[st->out].tensor];
 		int64_t n = tensor_count(x), P = c->shape[1];
+		for (int64_t i = 0; val[pt] && st->first >= 0 && i < n; i++)
+			if (val[pt][i] != (float)(st->first + i % x->shape[1]))
+				return errf(e, "positions '%s' hold %.0f at [%lld, %lld]: append '%s' writes its rows at "
+					    "positions %lld on (first)", x->name, (double)val[pt][i], (long long)(i / x->shape[1]),
+					    (long long)(i % x->shape[1]), st->op, (long long)st->first);
 		for (int64_t i = 0; val[pt] && i < n; i++)
 			if (!(val[pt][i] >= 0 && val[pt][i] < (float)P))
 				return errf(e, "positions '%s' hold %.0f at [%lld, %lld]: state '%s' has positions 0 "
@@ -504,7 +509,7 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		const PTensor *x = &pl->t[t];
 		val[t] = NULL;
 		if (x->role == R_STATE)
-			val[t] = state_values(o, x->name, tensor_count(x), 0);
+			val[t] = state_values(o, x->name, tensor_values(x), 0);
 		if (x->role != R_INPUT && x->role != R_PARAM)
 			continue;
 		int host = 0;

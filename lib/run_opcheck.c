@@ -107,11 +107,15 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 	for (int j = 0; j < op->nin; j++)
 		if (op->in[j] >= 0)
 			r.v[op->in[j]] = in[j];         /* one instance each: the op runs at iteration 0 */
-	if (op->kind == OP_APPEND)              /* its rows written again over the machine's result: they */
-		r.v[op->out] = (float *)out;    /* must be there (the rest is the final comparison's) */
+	if (op->kind == OP_APPEND) {            /* its rows written again over (a copy of) the machine's */
+		int64_t no = model_elements(&m->t[op->out]) / m->t[op->out].count;  /* result: they must be there */
+		r.v[op->out] = xmalloc((size_t)no * sizeof *out);       /* (the rest is the final comparison's) */
+		memcpy(r.v[op->out], out, (size_t)no * sizeof *out);
+		r.own[op->out] = 1;
+	}
 	run_model_op(m, &r, k, 0);
 	const float *y = r.v[op->out];
-	int64_t n = model_elements(&m->t[op->out]);     /* an op's result: one instance */
+	int64_t n = model_elements(&m->t[op->out]) / m->t[op->out].count;     /* an op's result: one instance */
 	double d2 = 0, r2 = 0;
 	int finite = 1;
 	for (int64_t i = 0; i < n; i++) {

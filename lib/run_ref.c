@@ -341,9 +341,12 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		break;
 	case C_APPEND: {
 		const PTensor *S = &pl->t[out], *X = &pl->t[in];
-		ref_append(ref[out], x, inst(c, pl->p[st->in[1]].tensor, iter), y, S->shape[0], X->shape[1],
+		float *at = ref[out] + (S->count > 1 ? iter * n : 0);
+		ref_append(at, x, inst(c, pl->p[st->in[1]].tensor, iter), y, S->shape[0], X->shape[1],
 			   S->shape[1], S->shape[2]);
-		break;
+		memcpy(at, y, (size_t)n * sizeof *y);   /* in place: a stacked state's instance */
+		free(y);
+		return;
 	}
 	default:        /* a cast op or a carry: activations stay fp32 */
 		memcpy(y, x, (size_t)n * sizeof *y);
@@ -361,7 +364,7 @@ int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **r
 	lazy_init(&c.lz, pl->nt);
 	for (int t = 0; t < pl->nt; t++)
 		ref[t] = pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM ? val[t] :
-			 pl->t[t].role == R_STATE ? state_values(o, pl->t[t].name, tensor_count(&pl->t[t]), 1) : NULL;
+			 pl->t[t].role == R_STATE ? state_values(o, pl->t[t].name, tensor_values(&pl->t[t]), 1) : NULL;
 	/* Op-level steps: every compute but those inside a matmul (casts,
 	 * packs, partial products, reductions), which stand for the GEMM
 	 * record at the op's first compute step. */
@@ -434,7 +437,7 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 	RunOpts oi = input_opts(o);
 	for (int i = 0; i < m->nt; i++) {
 		if (m->t[i].role == T_STATE) {
-			r->v[i] = state_values(o, m->t[i].name, mtensor_count(&m->t[i]), 1);
+			r->v[i] = state_values(o, m->t[i].name, mtensor_count(&m->t[i]) * m->t[i].count, 1);
 			r->own[i] = 1;
 		}
 		if (m->t[i].role == T_ACT || m->t[i].role == T_STATE)
@@ -536,8 +539,14 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		ref_last(x, y, in->shape[0], in->shape[1], C);
 		break;
 	case OP_APPEND:
-		ref_append(r->v[op->out], x, minst(m, r, op->in[1], iter), y, out->shape[0], in->shape[1],
+		ref_append(minst(m, r, op->out, iter), x, minst(m, r, op->in[1], iter), y, out->shape[0], in->shape[1],
 			   out->shape[1], out->shape[2]);
+		if (out->count > 1) {   /* a stacked state: this iteration's instance, in place */
+			memcpy(minst(m, r, op->out, iter), y, (size_t)n * sizeof *y);
+			track(r->amax, op->out, y, n);
+			free(y);
+			return;
+		}
 		break;
 	case OP_ATTENTION: {
 		const MTensor *kv = &m->t[op->in[1]];

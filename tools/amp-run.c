@@ -337,7 +337,8 @@ static int64_t same_states(const Prog *a, const Prog *b)
 		if (j < 0)
 			continue;
 		const PTensor *x = &a->pl.t[j];
-		int same = x->role == R_STATE && x->rank == y->rank && x->fmt == y->fmt && y->shape[0] % x->shape[0] == 0 &&
+		int same = x->role == R_STATE && x->rank == y->rank && x->fmt == y->fmt && x->count == y->count &&
+			   y->shape[0] % x->shape[0] == 0 &&
 			   (!parts || parts == y->shape[0] / x->shape[0]);
 		for (int k = 1; same && k < x->rank; k++)
 			same = x->shape[k] == y->shape[k];
@@ -360,20 +361,24 @@ static int64_t same_states(const Prog *a, const Prog *b)
 	return parts;
 }
 
-/* The states one prefill run left (one) after those of the runs before
- * (all): each a further part of the batch, its outermost axis. */
-static void stack_states(Carry *all, const Carry *one)
+/* The states one prefill run (of plan pl) left (one) after those of the
+ * runs before (all): each a further part of the batch, its outermost
+ * axis, in every instance of a stacked state. */
+static void stack_states(Carry *all, const Carry *one, const Plan *pl)
 {
 	for (int i = 0; i < one->n; i++) {
-		int j = 0;
+		int j = 0, t = plan_find_tensor(pl, one->name[i]);
 		while (j < all->n && strcmp(all->name[j], one->name[i]))
 			j++;
-		int64_t had = j < all->n ? all->count[j] : 0, n = had + one->count[i];
+		int64_t inst = pl->t[t].count, had = j < all->n ? all->count[j] : 0, n = had + one->count[i];
+		int64_t a = had / inst, b = one->count[i] / inst;       /* values per instance */
 		for (int k = 0; k < 2; k++) {
 			float *v = xmalloc((size_t)n * sizeof *v);
-			if (had)
-				memcpy(v, k ? all->ref[j] : all->mach[j], (size_t)had * sizeof *v);
-			memcpy(v + had, k ? one->ref[i] : one->mach[i], (size_t)one->count[i] * sizeof *v);
+			for (int64_t q = 0; q < inst; q++) {
+				if (had)
+					memcpy(v + q * (a + b), (k ? all->ref[j] : all->mach[j]) + q * a, (size_t)a * sizeof *v);
+				memcpy(v + q * (a + b) + a, (k ? one->ref[i] : one->mach[i]) + q * b, (size_t)b * sizeof *v);
+			}
 			carry_keep(all, one->name[i], v, n, k);
 			free(v);
 		}
@@ -465,13 +470,14 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
 			if (strcmp(p->md.t[i].name, pl->t[t].name) == 0)
 				r = mr.v[i];
 		if (pl->t[t].role == R_STATE) {         /* each carried on, the machine's and the reference's */
-			carry_keep(carry, pl->t[t].name, val[t], tensor_count(&pl->t[t]), 0);
-			carry_keep(carry, pl->t[t].name, r, tensor_count(&pl->t[t]), 1);
+			carry_keep(carry, pl->t[t].name, val[t], tensor_values(&pl->t[t]), 0);
+			carry_keep(carry, pl->t[t].name, r, tensor_values(&pl->t[t]), 1);
 			if (!rep->last)
 				continue;
 		}
 		double cosv, mabs;
-		run_compare(val[t], r, tensor_count(&pl->t[t]), &cosv, &mabs);
+		run_compare(val[t], r, pl->t[t].role == R_STATE ? tensor_values(&pl->t[t]) : tensor_count(&pl->t[t]), &cosv,
+			    &mabs);
 		fprintf(rep->lines, "%s%s %s: cosine %.6f, max abs error %.6g (against FP32)\n", label,
 		       pl->t[t].role == R_STATE ? "state" : "output", pl->t[t].name, cosv, mabs);
 		if (!(cosv >= rep->min_cos))    /* an output, or a state carried on */
@@ -627,7 +633,7 @@ int main(int argc, char **argv)
 		po.step = q;
 		rep.seq0 = q * (main_p.pl.t[main_p.ids >= 0 ? main_p.ids : 0].shape[0] / parts);
 		low |= run_once(&pre_p, &po, &one, &rep);
-		stack_states(&carry, &one);
+		stack_states(&carry, &one, &pre_p.pl);
 		carry_free(&one);
 		if (position < 0)
 			at = run_tokens(&pre_p.pl);

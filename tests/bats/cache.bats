@@ -103,7 +103,7 @@ cosines_at_least() {
 	program short.yaml short.amp
 	run --separate-stderr amp-run dec.amp --prefill short.amp
 	assert_failure 1
-	assert_equal "$stderr" "amp-run: state 'cache' of 'dec.amp' differs from the prefill's ('short.amp'): a tensor of that name must be a state of the same shape and dtype"
+	assert_equal "$stderr" "amp-run: state 'cache' of 'dec.amp' differs from the prefill's ('short.amp'): a tensor of that name must be a state of the same shape and dtype, but for a batch that divides the program's (the same part of it for every state)"
 }
 
 @test "cache: --steps and --position take whole numbers in range" {
@@ -155,7 +155,7 @@ cosines_at_least() {
 	plan_rejects "$BAD/model-append-twice.yaml" 27:38 \
 		"append 'again': state 'cache' is already appended by 'store' (line 26); a program appends each state once" \
 		"$BAD/model-append-twice.yaml"
-	plan_rejects "$BAD/model-append-repeat.yaml" 15:9 "append 'store': a state is appended outside every repeat" \
+	plan_rejects "$BAD/model-append-repeat.yaml" 15:9 "append 'store': state 'cache' is appended outside every repeat (a repeat's own states, in its body)" \
 		"$BAD/model-append-repeat.yaml"
 	plan_rejects "$BAD/model-append-version.yaml" 24:10 "op 'append' needs amp-model: 5 (this file is version 4)" \
 		"$BAD/model-append-version.yaml"
