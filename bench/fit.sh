@@ -9,8 +9,12 @@
 # its per-phase floors, and whether amp-emit wrote the program
 # (or amp-plan's reason when no plan fits). Prints figures; not a test.
 #
+# The compile column is amp-plan's and the lowering's wall seconds (plan,
+# compose, expand, exchange, group).
+#
 #   bench/fit.sh [MACHINE] [MODEL...]   (default amp1472 and every
-#                                        SigLIP-so400m and PE-Core-L14 file)
+#                                        SigLIP-so400m, PE-Core-L14,
+#                                        Qwen2.5-0.5B and SmolLM2-360M file)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -19,24 +23,30 @@ shift || true
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(share/models/siglip-mlp.yaml share/models/siglip-so400m.yaml
 	share/models/siglip-so400m-b1.yaml share/models/pe-core-l14.yaml share/models/pe-core-l14-b2.yaml
-	share/models/pe-core-l14-b4.yaml share/models/pe-core-l14-b8.yaml)
+	share/models/pe-core-l14-b4.yaml share/models/pe-core-l14-b8.yaml
+	share/models/qwen2.5-0.5b-prefill.yaml share/models/qwen2.5-0.5b-decode.yaml
+	share/models/qwen2.5-0.5b-1layer-prefill.yaml share/models/qwen2.5-0.5b-1layer-decode.yaml
+	share/models/smollm2-360m-prefill.yaml share/models/smollm2-360m-decode.yaml
+	share/models/smollm2-360m-1layer-prefill.yaml share/models/smollm2-360m-1layer-decode.yaml)
 make -s all
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "machine: $machine"
-printf '| model | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | floor | x floor | exchange x phase floors | program |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '| model | compile s | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | floor | x floor | exchange x phase floors | program |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for m in "${models[@]}"; do
 	n=$(basename "$m" .yaml)
+	t0=$(date +%s.%N)
 	if ! bin/amp-plan --machine "$machine" -o "$tmp/plan.yaml" "$m" 2> "$tmp/err"; then
-		printf '| %s | - | - | - | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-120)"
+		printf '| %s | - | - | - | - | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-160)"
 		continue
 	fi
 	bin/amp-compose "$tmp/plan.yaml" | bin/amp-expand | bin/amp-exchange | bin/amp-group > "$tmp/g.yaml"
+	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 	written=written
 	bin/amp-emit --no-model --machine "$machine" --report -o "$tmp/p.amp" "$tmp/g.yaml" 2> "$tmp/emit" || written="not written"
 	sram=$(sed -n 's/^amp-emit: largest SRAM use: tile [0-9]*, \([0-9]*\) bytes.*/\1/p' "$tmp/emit")
 	bin/amp-capture --machine "$machine" -o "$tmp/c.json" "$tmp/g.yaml"
-	jq -r --arg n "$n" --arg s "${sram:--}" --arg w "$written" \
-		'.summary | "| \($n) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \(.floor.total_floor_cycles) | \(.floor.ratio) | \(.exchange_floor_ratio) | \($w) |"' "$tmp/c.json"
+	jq -r --arg n "$n" --arg s "${sram:--}" --arg w "$written" --arg c "$(printf '%.1f' "$secs")" \
+		'.summary | "| \($n) | \($c) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \(.floor.total_floor_cycles) | \(.floor.ratio) | \(.exchange_floor_ratio) | \($w) |"' "$tmp/c.json"
 done

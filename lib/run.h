@@ -64,6 +64,12 @@ void carry_free(Carry *c);
 /* Keeps a copy of values v (n of them) of state name, the machine's
  * (ref 0) or the reference's (ref 1). */
 void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref);
+/* The same, taking v over (the machine's values) instead of copying it. */
+void carry_take(Carry *c, const char *name, float *v, int64_t n);
+/* A parameter's key in RunOpts.params: its name, format and scale. */
+void param_key(const PTensor *x, char *key, size_t n);
+/* Values of name (n of them) in c, the machine's, or NULL. */
+float *carry_find(const Carry *c, const char *name, int64_t n);
 
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
@@ -77,6 +83,8 @@ typedef struct {
 	const Carry *carry;     /* states' values at the start (NULL: zero) */
 	const Carry *given;     /* inputs' values by name (its machine's), for both the machine and the
 				 * reference (amp-run --generate's token ids), or NULL */
+	const Carry *params;    /* parameters' values made by an earlier run (its machine's), shared, not
+				 * copied: the caller keeps them (NULL: none) */
 } RunOpts;
 
 /* val[t] for every input, parameter and state of pl (others NULL). The

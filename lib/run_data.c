@@ -468,6 +468,29 @@ void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref)
 	c->count[i] = n;
 }
 
+void carry_take(Carry *c, const char *name, float *v, int64_t n)
+{
+	carry_keep(c, name, v, 0, 0);           /* the entry, then its values */
+	for (int i = 0; i < c->n; i++)
+		if (!strcmp(c->name[i], name)) {
+			free(c->mach[i]);
+			c->mach[i] = v, c->count[i] = n;
+		}
+}
+
+void param_key(const PTensor *x, char *key, size_t n)
+{
+	snprintf(key, n, "%s %s %d", x->name, fmt_name(x->fmt), x->scale);
+}
+
+float *carry_find(const Carry *c, const char *name, int64_t n)
+{
+	for (int i = 0; c && i < c->n; i++)
+		if (!strcmp(c->name[i], name) && c->count[i] == n)
+			return c->mach[i];
+	return NULL;
+}
+
 void carry_free(Carry *c)
 {
 	for (int i = 0; i < c->n; i++)
@@ -520,6 +543,10 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		DataSpec d = plan_spec(pl, t);
 		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time by its users */
+		char key[300];
+		param_key(x, key, sizeof key);
+		if (x->role == R_PARAM && (val[t] = carry_find(o->params, key, tensor_values(x))))
+			continue;               /* an earlier run's: parameters do not change */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
 		if (x->role == R_INPUT && given_values(o, x->name, tensor_values(x), val[t]))
 			continue;

@@ -419,7 +419,7 @@ static void keep_token(Report *rep, int64_t q, int64_t m, int64_t r)
 /* One run of program p (RunOpts ro: its step, position and carried
  * states); keeps its states' values in carry. Returns 1 when an output's
  * cosine is below the minimum. */
-static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
+static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *rep)
 {
 	const Plan *pl = &p->pl;
 	Err e;
@@ -432,6 +432,7 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
 	ro->cache = run_cache_new();
 	ro->opcheck = p->opcheck;
 	ro->carry = carry;
+	ro->params = params;
 	double t0 = run_now(), t_data;
 	if (run_data(pl, ro, val, &e))
 		fail(&e);
@@ -500,6 +501,14 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Report *rep)
 			keep_token(rep, rep->seq0 + b, m[b], r[b]);
 		free(m);
 	}
+	for (int t = 0; t < pl->nt; t++)        /* parameters go on to the next run, made once */
+		if (pl->t[t].role == R_PARAM && val[t]) {
+			char key[300];
+			param_key(&pl->t[t], key, sizeof key);
+			if (!carry_find(params, key, tensor_values(&pl->t[t])))
+				carry_take(params, key, val[t], tensor_values(&pl->t[t]));
+			val[t] = NULL;
+		}
 	free_vals(val, pl->nt);
 	free_vals(ref, pl->nt);
 	run_cache_free(ro->cache);
@@ -610,9 +619,10 @@ int main(int argc, char **argv)
 		     "logits over their vocabulary ('%s' does not)", in_path ? in_path : "<stdin>");
 		fail(&e);
 	}
-	Carry carry, given;
+	Carry carry, given, params;
 	memset(&carry, 0, sizeof carry);
 	memset(&given, 0, sizeof given);
+	memset(&params, 0, sizeof params);
 	char *lines = NULL;
 	size_t nlines = 0;
 	Report rep = { .min_cos = min_cos, .save_dir = save_dir, .timing = timing, .many = prefill || steps > 1,
@@ -632,7 +642,7 @@ int main(int argc, char **argv)
 		po.position = 0;
 		po.step = q;
 		rep.seq0 = q * (main_p.pl.t[main_p.ids >= 0 ? main_p.ids : 0].shape[0] / parts);
-		low |= run_once(&pre_p, &po, &one, &rep);
+		low |= run_once(&pre_p, &po, &one, &params, &rep);
 		stack_states(&carry, &one, &pre_p.pl);
 		carry_free(&one);
 		if (position < 0)
@@ -653,7 +663,7 @@ int main(int argc, char **argv)
 			free(ids);
 			so.given = &given;
 		}
-		low |= run_once(&main_p, &so, &carry, &rep);
+		low |= run_once(&main_p, &so, &carry, &params, &rep);
 		at += run_tokens(&main_p.pl);
 		k++;
 	}
@@ -687,6 +697,7 @@ int main(int argc, char **argv)
 	free(rep.rtok);
 	free(rep.len);
 	carry_free(&given);
+	carry_free(&params);
 	if (timing) {
 		RunStats st;
 		run_stats(&st);
