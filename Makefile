@@ -142,7 +142,7 @@ help:
 	@echo 'make [all]        build bin/amp-* (SAN=1: AddressSanitizer+UBSan in build/san/bin)'
 	@echo 'make deps         install the missing Debian packages (as root; else print the command)'
 	@echo 'make check        every test: unit, command line, golden files, flows, fuzz corpora'
-	@echo 'make demo         compile and capture the 27-layer SigLIP, validate the 1-layer one'
+	@echo 'make demo         compile and capture the 27-layer SigLIP, validate the 1-layer one, run a decoder layer'
 	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'
 	@echo '                  the flows, into artifacts/NAME/ (ART=DIR, ARTIFACTS=DIR to move it)'
 	@echo 'make report MODEL=FILE  capture, then artifacts/NAME/report.html: heatmaps, flow graph, tables'

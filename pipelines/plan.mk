@@ -6,8 +6,10 @@
 #       composed.yaml; each file is remade only when its inputs or its tool
 #       changed. ART=DIR writes to DIR instead (ARTIFACTS=DIR: DIR/X).
 #   make demo      compiles and captures the 27-layer SigLIP-so400m (a line
-#                  per stage, then summary.txt) and validates the 1-layer
-#                  model with amp-run (byte-exact movement and the cosine)
+#                  per stage, then summary.txt), validates the 1-layer
+#                  model with amp-run (byte-exact movement and the cosine),
+#                  and runs a 1-layer decoder: a prefill of 512 tokens for
+#                  each of 8 sequences, then 4 decode steps that generate
 #   make regen     rewrites the golden files in tests/golden/
 
 PLAN_FLAGS ?=
@@ -64,6 +66,8 @@ plan: all $(ART)/composed.yaml
 
 WHOLE := share/models/siglip-so400m.yaml
 ONE   := share/models/siglip-so400m-1layer.yaml
+DEC_PREFILL := share/models/smollm2-360m-1layer-prefill.yaml
+DEC_DECODE  := share/models/smollm2-360m-1layer-decode.yaml
 
 demo: deps
 	@$(MAKE) --no-print-directory -s all
@@ -77,6 +81,15 @@ demo: deps
 	@echo "== $(ONE): validation on the machine model =="
 	@echo "(calibrated fp8 scales; planned, emitted and run at the machine's own limits)"
 	@set -o pipefail; $(MAKE) --no-print-directory validate MODEL=$(ONE) | tail -2
+	@echo
+	@echo "== $(DEC_DECODE): a decoder layer with its KV cache =="
+	@echo "(a prefill of 512 tokens for each of 8 sequences writes the cache; 4 decode steps append to it"
+	@echo " and generate, each sequence's next token fed back; every run byte-exact and against FP32)"
+	@set -o pipefail; $(MAKE) --no-print-directory validate MODEL=$(DEC_DECODE) PREFILL=$(DEC_PREFILL) \
+		RUN_FLAGS='--generate 4' | grep -E '^(movement|run (0|11) |next token|generate: sequence 0)'
+	@printf 'modelled cycles: prefill %s, decode step %s\n' \
+		"$$(bin/amp-capture --machine $(MACHINE) $(ARTIFACTS)/$(notdir $(basename $(DEC_PREFILL)))/run/grouped.yaml.zst | jq .summary.total_cycles)" \
+		"$$(bin/amp-capture --machine $(MACHINE) $(ARTIFACTS)/$(notdir $(basename $(DEC_DECODE)))/run/grouped.yaml.zst | jq .summary.total_cycles)"
 
 # Golden stage files for the small models: `make regen` rewrites them, so a
 # change in the planner shows up as a diff under tests/golden/.

@@ -157,6 +157,8 @@ cosines_at_least() {
 		"$BAD/model-append-twice.yaml"
 	plan_rejects "$BAD/model-append-repeat.yaml" 15:9 "append 'store': state 'cache' is appended outside every repeat (a repeat's own states, in its body)" \
 		"$BAD/model-append-repeat.yaml"
+	plan_rejects "$BAD/model-append-first.yaml" 26:75 "append 'store': rows 30 to 37 pass the 32 positions of state 'cache'" \
+		"$BAD/model-append-first.yaml"
 	plan_rejects "$BAD/model-append-version.yaml" 24:10 "op 'append' needs amp-model: 5 (this file is version 4)" \
 		"$BAD/model-append-version.yaml"
 	plan_rejects "$BAD/model-apos-causal.yaml" 27:81 \
@@ -175,5 +177,18 @@ cosines_at_least() {
 		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
 		n=$((n + 1))
 	done
-	assert [ "$n" -eq 13 ]
+	assert [ "$n" -eq 14 ]
+}
+
+@test "cache: a prefill's append from first: 0 sends each row to its block's tile alone" {
+	amp-plan "$PRE" -o p.yaml
+	# rows 0 to 7 of each batch entry to the tiles of positions 0 to 7: no replica
+	run grep -c '^- {name: kv@append.rows, tensor: kv, layout: row-major, split: \[2, 8, 1\], block: \[1, 1, 64\], .*rep: \[\], ' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: append, op: store, in: \[kv@append.rows, pos@append.positions\], out: cache@home, first: 0}$' p.yaml
+	assert_output 1
+	program "$PRE" pre.amp
+	run --separate-stderr amp-run pre.amp --position 3
+	assert_failure 1
+	assert_equal "$stderr" "amp-run: positions 'pos' hold 3 at [0, 0]: append 'store' writes its rows at positions 0 on (first)"
 }

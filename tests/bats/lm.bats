@@ -12,6 +12,8 @@ load common
 
 PRE=$ROOT/tests/models/tiny-lm-prefill.yaml
 DEC=$ROOT/tests/models/tiny-lm-decode.yaml
+PRE2=$ROOT/tests/models/tiny-lm2-prefill.yaml
+DEC2=$ROOT/tests/models/tiny-lm2-decode.yaml
 
 program() {
 	amp-plan "$1" | amp-compose | amp-expand | amp-exchange | amp-group > "$2.g"
@@ -127,4 +129,31 @@ ids_npy() {
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
+}
+
+@test "lm: the prefill's logits are its last position's, computed where that row lives" {
+	amp-plan "$PRE" -o p.yaml
+	run grep -c '^- {name: logits, role: output, shape: \[2, 1, 512\], dtype: fp16}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: last, op: next, in: \[z@canon\], out: zl@last}$' p.yaml
+	assert_output 1
+}
+
+@test "lm: two layers in a repeat, each with its own cache, after a prefill per sequence, run byte-exact" {
+	program "$PRE2" pre2.amp
+	program "$DEC2" dec2.amp
+	# one state, stacked over the repeat's 2 layers
+	run grep -c '^- {name: cache, role: state, shape: \[2, 32, 64\], dtype: fp16, count: 2}$' dec2.amp.g
+	assert_output 1
+	run --separate-stderr amp-run dec2.amp --prefill pre2.amp --generate 2
+	assert_success
+	# the prefill (batch 1) once per sequence, its states stacked, then the decode steps
+	assert_line --index 3 --regexp '^run 0 \(tiny-lm2-prefill, position 0\): output logits: '
+	assert_line --index 4 --regexp '^run 1 \(tiny-lm2-prefill, position 0\): output logits: '
+	assert_line --index 5 --regexp '^run 2 \(tiny-lm2-decode, position 8\): output logits: '
+	assert_line --index 6 --regexp '^run 3 \(tiny-lm2-decode, position 9\): state cache: cosine 0\.99'
+	local c
+	for c in $(printf '%s\n' "$output" | sed -n 's/.*: cosine \([0-9.]*\),.*/\1/p'); do
+		awk -v c="$c" 'BEGIN { exit !(c >= 0.99) }' || fail "cosine $c in: $output"
+	done
 }
