@@ -104,8 +104,8 @@ static int declared(Model *m, const char *f, const Val *sec, TensorRole role, Er
 		    map_need(f, v, "dtype", &x, e) || dtype(f, x, &t->dtype, e))
 			return -1;
 		t->role = role;
-		if (role == T_STATE && (t->rank != 3 || t->dtype != FMT_FP16))
-			return val_err(f, t->rank != 3 ? map_get(v, "shape") : x, e, "state '%s' must be an fp16 "
+		if (role == T_STATE && (t->rank != 3 || (t->dtype != FMT_FP16 && t->dtype != FMT_FP8)))
+			return val_err(f, t->rank != 3 ? map_get(v, "shape") : x, e, "state '%s' must be an fp16 or fp8 "
 				       "[batch, positions, features] tensor (a KV cache)", t->name);
 		if (t->dtype == FMT_I32 && (role != T_INPUT || m->version < 4 || t->rank != 3 || t->shape[2] != 1))
 			return val_err(f, x, e, "int32 '%s' must be an input [batch, tokens, 1] (positions) of "
@@ -567,8 +567,9 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			return val_err(f, map_get(v, "causal"), e, "attention '%s': causal with %lld queries over "
 				       "%lld keys (the queries are the last of the keys' positions)", o.name,
 				       (long long)a->shape[1], (long long)kvt->shape[1]);
-		if (a->dtype != FMT_FP16 || kvt->dtype != FMT_FP16)
-			return val_err(f, at, e, "attention '%s': q, k and v must be fp16", o.name);
+		if (a->dtype != FMT_FP16 || (kvt->dtype != FMT_FP16 && !(kvt->dtype == FMT_FP8 && kvt->role == T_STATE)))
+			return val_err(f, at, e, "attention '%s': q, k and v must be fp16 (k and v fp8 only in a "
+				       "state)", o.name);
 		if (o.in[2] >= 0 && positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[2]], a, e))
 			return -1;
 		out.shape[2] = c;

@@ -772,7 +772,7 @@ int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
 	/* fp8 parameters and inputs: from their own values, then quantized */
 	for (int t = 0; t < m->nt; t++) {
 		const MTensor *x = &m->t[t];
-		if (x->role == T_ACT)
+		if (x->role == T_ACT || x->role == T_STATE)     /* (a state: from what its appends write, below) */
 			continue;
 		int scale = x->scale;
 		int64_t n = mtensor_count(x) * x->count;
@@ -787,7 +787,7 @@ int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
 	/* activations cast to fp8: a matmul's a when its b is fp8 (amp-plan's
 	 * <a>.fp8), and a cast op's fp8 result */
 	for (int t = 0; t < m->nt; t++) {
-		int cast = m->t[t].role == T_ACT && m->t[t].dtype == FMT_FP8;
+		int cast = (m->t[t].role == T_ACT || m->t[t].role == T_STATE) && m->t[t].dtype == FMT_FP8;
 		for (int k = 0; !cast && k < m->nops; k++)
 			cast = m->ops[k].kind == OP_MATMUL && m->ops[k].in[0] == t &&
 			       m->t[m->ops[k].in[1]].dtype == FMT_FP8 && m->t[t].dtype != FMT_FP8;

@@ -137,9 +137,9 @@ cosines_at_least() {
 
 @test "cache: malformed states, appends and attention positions are refused at the key" {
 	plan_rejects "$BAD/model-state-dtype.yaml" 8:38 \
-		"state 'cache' must be an fp16 [batch, positions, features] tensor (a KV cache)" "$BAD/model-state-dtype.yaml"
+		"state 'cache' must be an fp16 or fp8 [batch, positions, features] tensor (a KV cache)" "$BAD/model-state-dtype.yaml"
 	plan_rejects "$BAD/model-state-rank.yaml" 8:18 \
-		"state 'cache' must be an fp16 [batch, positions, features] tensor (a KV cache)" "$BAD/model-state-rank.yaml"
+		"state 'cache' must be an fp16 or fp8 [batch, positions, features] tensor (a KV cache)" "$BAD/model-state-rank.yaml"
 	plan_rejects "$BAD/model-state-version.yaml" 8:3 "state needs amp-model: 5 (this file is version 4)" \
 		"$BAD/model-state-version.yaml"
 	plan_rejects "$BAD/model-state-operand.yaml" 28:5 \
