@@ -556,10 +556,14 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 			   1.0 / sqrt((double)(C / op->heads)));
 		break;
 	}
-	case OP_EMBED: {
+	case OP_EMBED: {                /* the reference's own lookup (the machine's host op is embed_rows) */
 		const MTensor *tb = &m->t[op->in[1]];
-		int64_t V = tb->shape[op->transposed ? 1 : 0];
-		embed_rows(x, minst(m, r, op->in[1], iter), V, C, op->transposed, n / C, y);
+		const float *tab = minst(m, r, op->in[1], iter);
+		int64_t cols = tb->shape[1];    /* [V, C] rows, or [C, V]: column id */
+		for (int64_t q = 0; q < n; q++) {
+			int64_t row = q / C, c = q % C, id = (int64_t)x[row];
+			y[q] = op->transposed ? tab[c * cols + id] : tab[id * cols + c];
+		}
 		break;
 	}
 	case OP_PATCHIFY:

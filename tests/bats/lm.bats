@@ -84,11 +84,11 @@ ids_npy() {
 @test "lm: token ids outside the table are refused by amp-run" {
 	program "$DEC" dec.amp
 	mkdir -p d
-	ids_npy d/tok.npy 3 600
+	ids_npy d/tok.npy 3 512
 	run --separate-stderr amp-run dec.amp --data d
 	assert_failure 1
 	assert_equal "$output" ""
-	assert_equal "$stderr" "amp-run: ids 'tok' hold 600 at [1, 0]: table 'emb' has rows 0 to 511 (embed 'emb_in')"
+	assert_equal "$stderr" "amp-run: ids 'tok' hold 512 at [1, 0]: table 'emb' has rows 0 to 511 (embed 'emb_in')"
 }
 
 @test "lm: --generate needs a program that embeds token ids and outputs logits" {
