@@ -639,10 +639,13 @@ static void *compute_tiles(void *arg)
 		case C_ROPE: {                  /* each row's heads rotated by its position */
 			float *pos = read_shard(m, st->in[1], t, &lb);
 			int64_t D = st->head_dim, h2 = D / 2;
+			double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once per shard */
+			for (int64_t i = 0; i < h2; i++)
+				fr[i] = pow(st->theta, -2.0 * (double)i / (double)D);
 			memcpy(res, a, (size_t)(R * C) * sizeof *res);
 			for (int64_t r = 0; r < R; r++)
 				for (int64_t i = 0; i < h2; i++) {
-					double ang = (double)pos[r] * pow(st->theta, -2.0 * (double)i / (double)D);
+					double ang = (double)pos[r] * fr[i];
 					float c = (float)cos(ang), s = (float)sin(ang);
 					for (int64_t h = 0; h < st->heads; h++) {
 						const float *x = a + r * C + h * D;
@@ -652,6 +655,7 @@ static void *compute_tiles(void *arg)
 					}
 				}
 			free(pos);
+			free(fr);
 			break;
 		}
 		case C_MUL: {

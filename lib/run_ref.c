@@ -222,10 +222,13 @@ static void ref_rope(const float *x, const float *pos, float *y, int64_t rows, i
 		     double theta)
 {
 	int64_t h2 = D / 2;
+	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once */
+	for (int64_t i = 0; i < h2; i++)
+		fr[i] = pow(theta, -2.0 * (double)i / (double)D);
 	memcpy(y, x, (size_t)(rows * C) * sizeof *y);
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t i = 0; i < h2; i++) {
-			double ang = (double)pos[r] * pow(theta, -2.0 * (double)i / (double)D), c = cos(ang), s = sin(ang);
+			double ang = (double)pos[r] * fr[i], c = cos(ang), s = sin(ang);
 			for (int64_t h = 0; h < heads; h++) {
 				const float *xr = x + r * C + h * D;
 				float *yr = y + r * C + h * D;
@@ -233,6 +236,7 @@ static void ref_rope(const float *x, const float *pos, float *y, int64_t rows, i
 				yr[i + h2] = (float)(xr[i + h2] * c + xr[i] * s);
 			}
 		}
+	free(fr);
 }
 
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions

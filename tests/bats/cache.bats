@@ -172,12 +172,7 @@ cosines_at_least() {
 }
 
 @test "cache: every malformed cache model in tests/bad is checked by this suite" {
-	local f n=0
-	for f in "$BAD"/model-{state,append,apos}-*.yaml; do
-		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
-		n=$((n + 1))
-	done
-	assert [ "$n" -eq 14 ]
+	every_bad_checked 14 '$BAD/%s' "$BAD"/model-{state,append,apos}-*.yaml
 }
 
 @test "cache: a prefill's append from first: 0 sends each row to its block's tile alone" {

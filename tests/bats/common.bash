@@ -75,3 +75,17 @@ no_prov() {
 same_but_provenance() {
 	diff <(no_prov "$1") <(no_prov "$2") >/dev/null || { echo "$1 and $2 differ beyond their provenance"; return 1; }
 }
+
+# every_bad_checked COUNT PATTERN FILE...: each FILE (a malformed model in
+# tests/bad) is named in the running suite as PATTERN with %s its base
+# name, and there are COUNT of them.
+every_bad_checked() {
+	local count=$1 pattern=$2 f n=0
+	shift 2
+	for f in "$@"; do
+		# shellcheck disable=SC2059
+		grep -qF "$(printf "$pattern" "$(basename "$f")")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
+		n=$((n + 1))
+	done
+	assert [ "$n" -eq "$count" ]
+}

@@ -164,12 +164,7 @@ EOF
 }
 
 @test "decoder: every malformed decoder model in tests/bad is checked by this suite" {
-	local f n=0
-	for f in "$BAD"/model-{rmsnorm,mul,gqa,causal,rope,int32}-*.yaml; do
-		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
-		n=$((n + 1))
-	done
-	assert [ "$n" -eq 20 ]
+	every_bad_checked 20 '$BAD/%s' "$BAD"/model-{rmsnorm,mul,gqa,causal,rope,int32}-*.yaml
 }
 
 @test "decoder: a Llama-3.2-1B-shaped model at fp8 is refused at params with the bytes no plan avoids" {

@@ -114,12 +114,7 @@ ids_npy() {
 }
 
 @test "lm: every malformed embed model in tests/bad is checked by this suite" {
-	local f n=0
-	for f in "$BAD"/model-embed-*.yaml; do
-		grep -q "\$BAD/$(basename "$f")" "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
-		n=$((n + 1))
-	done
-	assert [ "$n" -eq 4 ]
+	every_bad_checked 4 '$BAD/%s' "$BAD"/model-embed-*.yaml
 }
 
 @test "lm: a version 7 stage with an embed is refused at the host record" {

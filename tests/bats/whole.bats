@@ -243,12 +243,7 @@ restride() {
 }
 
 @test "every new model error has a file in tests/bad that this suite checks" {
-	local f n=0
-	for f in "$BAD"/model-{repeat,patchify,broadcast,add,attention,map}-*.yaml; do
-		grep -q "rejects $(basename "$f") " "$BATS_TEST_FILENAME" || fail "$(basename "$f") is not checked"
-		n=$((n + 1))
-	done
-	assert [ "$n" -eq 21 ]
+	every_bad_checked 21 'rejects %s ' "$BAD"/model-{repeat,patchify,broadcast,add,attention,map}-*.yaml
 }
 
 @test "a MAP head (op: map) stands for its ten ops, named <name>.<part>, the last defining out" {

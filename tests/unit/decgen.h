@@ -19,15 +19,7 @@
 
 #include "place.h"
 #include "t.h"
-
-static int64_t dec_parts(int64_t n, int64_t want)
-{
-	if (want > n)
-		want = n;
-	while (want > 1 && !uniform_ok(n, want))
-		want--;
-	return want < 1 ? 1 : want;
-}
+#include "testlib.h"
 
 static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, int64_t *room)
 {
@@ -39,11 +31,11 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, in
 	int fused = t_rnd() % 3 == 0;    /* one projection: q, k and v in its columns */
 	int cache = !fused && t_rnd() % 3 != 0;
 	int64_t P = cache ? T + t_pick(0, 24) : T;       /* the keys: the cache's positions, or the tokens */
-	int64_t C = H * D, KC = 2 * G * D, QB = dec_parts(T, t_pick(1, 4)), KB = dec_parts(P, t_rnd() % 2 ? t_pick(2, 4) : 1);
+	int64_t C = H * D, KC = 2 * G * D, QB = t_parts(T, t_pick(1, 4)), KB = t_parts(P, t_rnd() % 2 ? t_pick(2, 4) : 1);
 	int causal = cache || t_rnd() % 4 != 0;
 	const char *f = t_rnd() % 3 ? "fp8" : "fp16", *st = t_rnd() % 2 ? "relay" : "direct";
 	while (B * H * QB * KB > tiles)
-		KB > 1 ? (KB = dec_parts(P, KB - 1)) : (QB = dec_parts(T, QB - 1));
+		KB > 1 ? (KB = t_parts(P, KB - 1)) : (QB = t_parts(T, QB - 1));
 	*room = cache ? P - T : -1;
 	int rope = D % 2 == 0 && t_rnd() % 4 != 0;       /* rotary positions on q and k */
 	const char *theta = t_rnd() % 2 ? "10000" : "1000000";

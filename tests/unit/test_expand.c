@@ -21,15 +21,6 @@
 #include "vitgen.h"
 #include "decgen.h"
 
-static int64_t valid_parts(int64_t n, int64_t want)
-{
-	if (want > n)
-		want = n;
-	while (want > 1 && !uniform_ok(n, want))
-		want--;
-	return want < 1 ? 1 : want;
-}
-
 /* A random MLP-shaped model; returns the path of its file. */
 static void random_model(const char *path, int64_t tiles, char *desc, size_t dn)
 {
@@ -61,12 +52,12 @@ static void random_model(const char *path, int64_t tiles, char *desc, size_t dn)
 	for (int i = 0; i < 2; i++) {
 		int64_t mu = strcmp(fm[i], "fp8") ? 16 : 32;
 		int64_t ks = (K[i] + mu - 1) / mu, cg = (N[i] + 15) / 16;
-		int64_t r = valid_parts(T, t_pick(1, 5)), k = valid_parts(ks, t_pick(1, 4)),
-			c = valid_parts(cg, t_pick(1, 6));
+		int64_t r = t_parts(T, t_pick(1, 5)), k = t_parts(ks, t_pick(1, 4)),
+			c = t_parts(cg, t_pick(1, 6));
 		while (r * k * c > tiles) {
-			if (c > 1) c = valid_parts(cg, c - 1);
-			else if (r > 1) r = valid_parts(T, r - 1);
-			else k = valid_parts(ks, k - 1);
+			if (c > 1) c = t_parts(cg, c - 1);
+			else if (r > 1) r = t_parts(T, r - 1);
+			else k = t_parts(ks, k - 1);
 		}
 		const char *cast = t_rnd() % 2 ? "early" : "late";
 		const char *st = t_rnd() % 2 ? "pack-once" : "direct";

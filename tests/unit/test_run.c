@@ -31,15 +31,6 @@ static uint64_t rng = 0xD1B54A32D192ED03u;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
 
-static int64_t parts(int64_t n, int64_t want)
-{
-	if (want > n)
-		want = n;
-	while (want > 1 && !uniform_ok(n, want))
-		want--;
-	return want < 1 ? 1 : want;
-}
-
 static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 {
 	int64_t B = pick(1, 2), T = pick(2, 24), D = pick(8, 72), H = pick(8, 96);
@@ -72,10 +63,10 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 				    (long long)D, (long long)H, f1, f2, gated ? " gated" : "");
 	for (int i = 0; i < 2; i++) {
 		int64_t mu = strcmp(fm[i], "fp8") ? 16 : 32;
-		int64_t r = parts(T, pick(1, 4)), k = parts((K[i] + mu - 1) / mu, pick(1, 3)),
-			c = parts((N[i] + 15) / 16, pick(1, 4));
+		int64_t r = t_parts(T, pick(1, 4)), k = t_parts((K[i] + mu - 1) / mu, pick(1, 3)),
+			c = t_parts((N[i] + 15) / 16, pick(1, 4));
 		while (r * k * c > tiles)
-			c > 1 ? (c = parts((N[i] + 15) / 16, c - 1)) : (r = parts(T, r - 1));
+			c > 1 ? (c = t_parts((N[i] + 15) / 16, c - 1)) : (r = t_parts(T, r - 1));
 		static const char *sts[3] = { "pack-once", "direct", "spread" };
 		const char *cast = next() % 2 ? "early" : "late", *st = sts[next() % 3];
 		int64_t sk = ((K[i] + mu - 1) / mu + k - 1) / k;        /* strips per K block */

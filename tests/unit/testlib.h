@@ -1,10 +1,21 @@
-/* testlib.h: what the lowering tests share: a small test machine. */
+/* testlib.h: what the lowering tests share: a small test machine, and
+ * the largest uniform cut of n units into at most want parts. */
 #ifndef AMP_TESTLIB_H
 #define AMP_TESTLIB_H
 
 #include <string.h>
 
 #include "machine.h"
+#include "place.h"
+
+static inline int64_t t_parts(int64_t n, int64_t want)
+{
+	if (want > n)
+		want = n;
+	while (want > 1 && !uniform_ok(n, want))
+		want--;
+	return want < 1 ? 1 : want;
+}
 
 /* amp1472's parameters on `tiles` tiles of 256 KiB, nothing reserved. */
 static inline Machine test_machine(int64_t tiles)
