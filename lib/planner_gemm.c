@@ -278,13 +278,13 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 	if (c.cast == CAST_EARLY)
 		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
 	gemm_placements(&gs, &c, gp);
-	/* Weight-stationary: when b's blocks on the GEMM's tiles are its home's
-	 * (the same cut, the same tile strides), the GEMM starts at the home's
-	 * first tile, so that b's first replica is the home itself and its
-	 * bytes never move (a decode step's GEMMs, a few rows against all of
-	 * their weights). */
+	/* Weight-stationary: a GEMM of one row block (a decode step's: a few
+	 * rows against all of its weights) whose b blocks on its tiles are b's
+	 * home's (the same cut, the same tile strides) starts at the home's
+	 * first tile, so that b on the GEMM's tiles is the home itself and its
+	 * bytes never move. */
 	const Placement *h = &pl->p[b->canon[w]], *gb = &gp[GP_B_OP];
-	int stationary = gb->layout == h->layout && gs.fmt == pl->t[w].fmt;
+	int stationary = c.grid[0] == 1 && gb->layout == h->layout && gs.fmt == pl->t[w].fmt;
 	for (int k = 0; stationary && k < 2; k++)
 		stationary = gb->split[k] == h->split[k] && gb->block[k] == h->block[k] && gb->off[k] == h->off[k] &&
 			     (gb->split[k] == 1 || gb->stride[k] == h->stride[k]);
