@@ -390,16 +390,21 @@ static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
 	char why[sizeof e->msg];
+	int state = 0;
 
 	if (!fit_why(f, mc, why, sizeof why))
 		return 0;
-	for (int i = 0; i < pl->np; i++)
-		if (pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0)
+	for (int i = 0; i < pl->np; i++) {
+		int home = plan_state_home(pl, i);      /* resident too: a state's home */
+		if ((pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0) || home)
 			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+		state |= home;
+	}
 	return err_at(e, m->file, m->params_line, m->params_col,
-		      "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters: "
+		      "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters%s: "
 		      "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
 		      "activations, working buffers and exchange tables", m->name, mc->name, why,
+		      state ? " and states" : "",
 		      (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
 		      (long long)avail);
 }

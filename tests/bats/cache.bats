@@ -187,3 +187,9 @@ cosines_at_least() {
 	assert_failure 1
 	assert_equal "$stderr" "amp-run: positions 'pos' hold 3 at [0, 0]: append 'store' writes its rows at positions 0 on (first)"
 }
+
+@test "cache: a decoder whose weights and caches leave too little room is refused with the bytes no plan avoids" {
+	# SmolLM2-360M-shaped, 32 layers, batch 8 at 2,048 positions: 362 MB of fp8 weights and 335 MB of fp8 caches
+	local m=$ROOT/share/models/smollm2-360m-decode.yaml
+	plan_rejects "$m" 16:3 "No plan avoids the parameters and states: 697427840 bytes, at least 473797 per tile" "$m"
+}
