@@ -68,8 +68,9 @@ void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref);
 void carry_take(Carry *c, const char *name, float *v, int64_t n);
 /* A parameter's key in RunOpts.params: its name, format and scale. */
 void param_key(const PTensor *x, char *key, size_t n);
-/* Values of name (n of them) in c, the machine's, or NULL. */
-float *carry_find(const Carry *c, const char *name, int64_t n);
+/* Values of name (n of them) in c (NULL: none), the machine's (ref 0) or
+ * the reference's (ref 1), or NULL. */
+float *carry_find(const Carry *c, const char *name, int64_t n, int ref);
 
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */

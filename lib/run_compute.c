@@ -136,7 +136,7 @@ static const uint8_t *shard_mem(Machine_ *m, int p, int64_t t, Layout *l)
 	place_shard_idx(pp, shards_of(m, p)[t], idx);
 	*l = place_layout(pp, idx);
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
-	if (plan_stacked(m->pl, p))     /* a stacked home read in place: this iteration's instance */
+	if (m->stacked[p])     /* a stacked home read in place: this iteration's instance */
 		mem += m->s.iter * place_instance(pp);
 	return mem;
 }
@@ -204,7 +204,7 @@ static void write_shard(Machine_ *m, int p, int64_t t, const float *v)
 	Layout l = place_layout(pp, idx);
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int sc = m->pl->t[pp->tensor].scale;
-	if (plan_stacked(m->pl, p))     /* a stacked state's home: this iteration's instance */
+	if (m->stacked[p])     /* a stacked state's home: this iteration's instance */
 		mem += m->s.iter * place_instance(pp);
 	if (strip_layout(&l)) {                 /* rows laid out as strips (zeros past the columns), encoded in one run */
 		int64_t w = layout_run(&l), R = l.rows, C = l.cols, ns = cdiv(C, w);
@@ -468,7 +468,7 @@ static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t l
 	place_shard_idx(out, lin, idx);
 	const uint8_t *mem = m->s.mem[place_tile(out, idx, z, T)] + out->addr;  /* allocated: it holds a shard */
 	Layout l = place_layout(out, idx);
-	if (plan_stacked(m->pl, (int)(out - m->pl->p))) {      /* this iteration's instance */
+	if (m->stacked[out - m->pl->p]) {      /* this iteration's instance */
 		mem += m->s.iter * place_instance(out);
 		enc += m->s.iter * tensor_count(&m->pl->t[out->tensor]) * esz;
 	}

@@ -420,28 +420,9 @@ RunOpts input_opts(const RunOpts *o)
 	return c;
 }
 
-/* The carried values of state name (n of them), or NULL. */
-static const float *carried(const RunOpts *o, const char *name, int64_t n, int ref)
-{
-	for (int i = 0; o->carry && i < o->carry->n; i++)
-		if (!strcmp(o->carry->name[i], name) && o->carry->count[i] == n)
-			return ref ? o->carry->ref[i] : o->carry->mach[i];
-	return NULL;
-}
-
-int given_values(const RunOpts *o, const char *name, int64_t n, float *v)
-{
-	for (int i = 0; o->given && i < o->given->n; i++)
-		if (!strcmp(o->given->name[i], name) && o->given->count[i] == n) {
-			memcpy(v, o->given->mach[i], (size_t)n * sizeof *v);
-			return 1;
-		}
-	return 0;
-}
-
 float *state_values(const RunOpts *o, const char *name, int64_t n, int ref)
 {
-	const float *c = carried(o, name, n, ref);
+	const float *c = carry_find(o->carry, name, n, ref);
 	float *v = xcalloc((size_t)n, sizeof *v);
 	if (c)
 		memcpy(v, c, (size_t)n * sizeof *v);
@@ -483,11 +464,11 @@ void param_key(const PTensor *x, char *key, size_t n)
 	snprintf(key, n, "%s %s %d", x->name, fmt_name(x->fmt), x->scale);
 }
 
-float *carry_find(const Carry *c, const char *name, int64_t n)
+float *carry_find(const Carry *c, const char *name, int64_t n, int ref)
 {
 	for (int i = 0; c && i < c->n; i++)
 		if (!strcmp(c->name[i], name) && c->count[i] == n)
-			return c->mach[i];
+			return ref ? c->ref[i] : c->mach[i];
 	return NULL;
 }
 
@@ -545,11 +526,14 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			continue;               /* made an instance at a time by its users */
 		char key[300];
 		param_key(x, key, sizeof key);
-		if (x->role == R_PARAM && (val[t] = carry_find(o->params, key, tensor_values(x))))
+		if (x->role == R_PARAM && (val[t] = carry_find(o->params, key, tensor_values(x), 0)))
 			continue;               /* an earlier run's: parameters do not change */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
-		if (x->role == R_INPUT && given_values(o, x->name, tensor_values(x), val[t]))
+		const float *g = x->role == R_INPUT ? carry_find(o->given, x->name, tensor_values(x), 0) : NULL;
+		if (g) {                        /* given by name (--generate's token ids) */
+			memcpy(val[t], g, (size_t)tensor_values(x) * sizeof **val);
 			continue;
+		}
 		if (tensor_data(&d, x->role == R_INPUT ? &oi : o, val[t], e))
 			return -1;
 	}

@@ -431,7 +431,7 @@ static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int la
 			} else {
 				Xfer lx = *xf;          /* a local copy from a stacked home: this iteration's instance */
 				int src = pl->s[s].src;
-				if (lx.kind == X_LOCAL && plan_stacked(pl, src))
+				if (lx.kind == X_LOCAL && m->stacked[src])
 					lx.src_addr += m->s.iter * place_instance(&pl->p[src]);
 				rc = xfer_each(&lx, T, local_move, &x) ? -1 : 0;
 			}
@@ -516,6 +516,9 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	run_totals.encode_secs += run_now() - setup;
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
+	m.stacked = xmalloc((size_t)pl->np + 1);
+	for (int p = 0; p < pl->np; p++)
+		m.stacked[p] = (uint8_t)plan_stacked(pl, p);
 	for (int i = 0; i < 2; i++)
 		m.kv[i][0].from.exec = m.kv[i][1].from.exec = -1;
 	sim_init(&m.s, &pl->machine, 0);
@@ -580,6 +583,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 			free(vs.enc[t]);
 	free(vs.enc);
 	free(m.ts);
+	free(m.stacked);
 	sim_free(&m.s);
 	return rc;
 }

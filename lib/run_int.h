@@ -108,8 +108,6 @@ void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *na
 /* An embed's rows: ids [rows] into table [V, C] (or [C, V], transposed)
  * as y [rows, C]. */
 void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows, float *y);
-/* Input name's n values from o->given into v: 1 when it holds them. */
-int given_values(const RunOpts *o, const char *name, int64_t n, float *v);
 /* The options inputs are made with in run o->step (run_data). */
 RunOpts input_opts(const RunOpts *o);
 /* A state's n values at the start of the run: carried (the machine's,
@@ -166,6 +164,7 @@ typedef struct {
 	const Plan *pl;
 	float **val;
 	TileShards *ts;         /* per placement, built on first use */
+	uint8_t *stacked;       /* per placement: plan_stacked, found once */
 	Values *vs;
 	Err *e;
 	float *scr[2][4];       /* per compute thread: buffers kept from step to step */

@@ -447,13 +447,12 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 		if (m->t[i].role == T_ACT || m->t[i].role == T_STATE)
 			continue;
 		DataSpec d = model_spec(m, sc, i);
-		if (m->t[i].role == T_INPUT && o->given) {
-			float *g = xmalloc((size_t)spec_values(&d) * sizeof *g);
-			if (given_values(o, d.name, spec_values(&d), g)) {
-				r->v[i] = g, r->own[i] = 1;
-				continue;
-			}
-			free(g);
+		const float *g = m->t[i].role == T_INPUT ? carry_find(o->given, d.name, spec_values(&d), 0) : NULL;
+		if (g) {
+			r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
+			memcpy(r->v[i], g, (size_t)spec_values(&d) * sizeof *r->v[i]);
+			r->own[i] = 1;
+			continue;
 		}
 		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time (minst) */

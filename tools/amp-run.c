@@ -326,8 +326,9 @@ static int64_t run_tokens(const Plan *pl)
 /* The states the two programs share (by name) have one shape, but for
  * the batch, which the prefill's may divide: the prefill then runs once
  * per part of the decode's batch, and the parts' states, stacked, carry
- * on into the decode runs. Returns the parts. */
-static int64_t same_states(const Prog *a, const Prog *b)
+ * on into the decode runs. Returns the parts; *batch: the prefill's batch,
+ * the sequences each part covers. */
+static int64_t same_states(const Prog *a, const Prog *b, int64_t *batch)
 {
 	int shared = 0;
 	int64_t parts = 0;
@@ -343,6 +344,7 @@ static int64_t same_states(const Prog *a, const Prog *b)
 		for (int k = 1; same && k < x->rank; k++)
 			same = x->shape[k] == y->shape[k];
 		parts = y->shape[0] / x->shape[0];
+		*batch = x->shape[0];
 		if (!same) {
 			Err e;
 			errf(&e, "state '%s' of '%s' differs from the prefill's ('%s'): a tensor of that name must be "
@@ -416,6 +418,16 @@ static void keep_token(Report *rep, int64_t q, int64_t m, int64_t r)
 	rep->agree += m == r, rep->total++;
 }
 
+/* The reference's values of plan tensor t: the model's, interpreted from
+ * its ops, when the program carries it, else the plan's. */
+static const float *ref_values(const Prog *p, const ModelRef *mr, float *const *ref, int t)
+{
+	for (int i = 0; p->has_model && i < p->md.nt; i++)
+		if (strcmp(p->md.t[i].name, p->pl.t[t].name) == 0)
+			return mr->v[i];
+	return ref[t];
+}
+
 /* One run of program p (RunOpts ro: its step, position and carried
  * states); keeps its states' values in carry. Returns 1 when an output's
  * cosine is below the minimum. */
@@ -466,10 +478,7 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	for (int t = 0; t < pl->nt; t++) {
 		if (pl->t[t].role != R_OUTPUT && pl->t[t].role != R_STATE)
 			continue;
-		const float *r = ref[t];
-		for (int i = 0; p->has_model && i < p->md.nt; i++)
-			if (strcmp(p->md.t[i].name, pl->t[t].name) == 0)
-				r = mr.v[i];
+		const float *r = ref_values(p, &mr, ref, t);
 		if (pl->t[t].role == R_STATE) {         /* each carried on, the machine's and the reference's */
 			carry_keep(carry, pl->t[t].name, val[t], tensor_values(&pl->t[t]), 0);
 			carry_keep(carry, pl->t[t].name, r, tensor_values(&pl->t[t]), 1);
@@ -491,12 +500,8 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	if (p->logits >= 0) {           /* the greedy next token of every sequence, from both */
 		const PTensor *lt = &pl->t[p->logits];
 		int64_t B = lt->shape[0], *m = xmalloc((size_t)B * 2 * sizeof *m), *r = m + B;
-		const float *rv = ref[p->logits];
-		for (int i = 0; p->has_model && i < p->md.nt; i++)
-			if (strcmp(p->md.t[i].name, lt->name) == 0)
-				rv = mr.v[i];
 		next_tokens(val[p->logits], lt, m);
-		next_tokens(rv, lt, r);
+		next_tokens(ref_values(p, &mr, ref, p->logits), lt, r);
 		for (int64_t b = 0; b < B; b++)
 			keep_token(rep, rep->seq0 + b, m[b], r[b]);
 		free(m);
@@ -505,7 +510,7 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 		if (pl->t[t].role == R_PARAM && val[t]) {
 			char key[300];
 			param_key(&pl->t[t], key, sizeof key);
-			if (!carry_find(params, key, tensor_values(&pl->t[t])))
+			if (!carry_find(params, key, tensor_values(&pl->t[t]), 0))
 				carry_take(params, key, val[t], tensor_values(&pl->t[t]));
 			val[t] = NULL;
 		}
@@ -634,14 +639,14 @@ int main(int argc, char **argv)
 	}
 	int low = 0;
 	int64_t at = position >= 0 ? position : 0, k = 0;
-	int64_t parts = prefill ? same_states(&pre_p, &main_p) : 0;
+	int64_t pre_batch = 0, parts = prefill ? same_states(&pre_p, &main_p, &pre_batch) : 0;
 	for (int64_t q = 0; q < parts; q++) {  /* a prefill per part of the decode's batch, its states stacked */
 		RunOpts po = ro;
 		Carry one;
 		memset(&one, 0, sizeof one);
 		po.position = 0;
 		po.step = q;
-		rep.seq0 = q * (main_p.pl.t[main_p.ids >= 0 ? main_p.ids : 0].shape[0] / parts);
+		rep.seq0 = q * pre_batch;
 		low |= run_once(&pre_p, &po, &one, &params, &rep);
 		stack_states(&carry, &one, &pre_p.pl);
 		carry_free(&one);

@@ -14,22 +14,6 @@ load common
 PRE=$ROOT/tests/models/tiny-prefill.yaml
 DEC=$ROOT/tests/models/tiny-decode.yaml
 
-# program MODEL OUT: planned, lowered and emitted with its model
-program() {
-	amp-plan "$1" | amp-compose | amp-expand | amp-exchange | amp-group > "$2.g"
-	amp-emit --model "$1" "$2.g" -o "$2"
-}
-
-# cosines: every cosine in $output at least $1
-cosines_at_least() {
-	local c n=0
-	while read -r c; do
-		awk -v c="$c" -v m="$1" 'BEGIN { exit !(c >= m) }' || fail "cosine $c below $1 in: $output"
-		n=$((n + 1))
-	done < <(printf '%s\n' "$output" | sed -n 's/.*: cosine \([0-9.]*\),.*/\1/p')
-	[ "$n" -gt 0 ] || fail "no cosine in: $output"
-}
-
 @test "cache: the plan holds the state in a resident home that its append writes in place" {
 	amp-plan "$DEC" -o p.yaml
 	run grep -c '^- {name: cache, role: state, shape: \[2, 32, 64\], dtype: fp16}$' p.yaml

@@ -89,3 +89,21 @@ every_bad_checked() {
 	done
 	assert [ "$n" -eq "$count" ]
 }
+
+# program MODEL OUT: MODEL lowered by the stage tools (OUT.g: the grouped
+# stage) and emitted, carrying the model, as the program OUT.
+program() {
+	amp-plan "$1" | amp-compose | amp-expand | amp-exchange | amp-group > "$2.g"
+	amp-emit --model "$1" "$2.g" -o "$2"
+}
+
+# cosines_at_least MIN: every "cosine X," in $output is at least MIN, and
+# there is one.
+cosines_at_least() {
+	local c n=0
+	while read -r c; do
+		awk -v c="$c" -v m="$1" 'BEGIN { exit !(c >= m) }' || fail "cosine $c below $1 in: $output"
+		n=$((n + 1))
+	done < <(printf '%s\n' "$output" | sed -n 's/.*: cosine \([0-9.]*\),.*/\1/p')
+	[ "$n" -gt 0 ] || fail "no cosine in: $output"
+}

@@ -15,11 +15,6 @@ DEC=$ROOT/tests/models/tiny-lm-decode.yaml
 PRE2=$ROOT/tests/models/tiny-lm2-prefill.yaml
 DEC2=$ROOT/tests/models/tiny-lm2-decode.yaml
 
-program() {
-	amp-plan "$1" | amp-compose | amp-expand | amp-exchange | amp-group > "$2.g"
-	amp-emit --model "$1" "$2.g" -o "$2"
-}
-
 # ids_npy FILE A B: a [2, 1, 1] '<i4' .npy holding A and B (below 65536)
 ids_npy() {
 	local v
@@ -147,8 +142,5 @@ ids_npy() {
 	assert_line --index 4 --regexp '^run 1 \(tiny-lm2-prefill, position 0\): output logits: '
 	assert_line --index 5 --regexp '^run 2 \(tiny-lm2-decode, position 8\): output logits: '
 	assert_line --index 6 --regexp '^run 3 \(tiny-lm2-decode, position 9\): state cache: cosine 0\.99'
-	local c
-	for c in $(printf '%s\n' "$output" | sed -n 's/.*: cosine \([0-9.]*\),.*/\1/p'); do
-		awk -v c="$c" 'BEGIN { exit !(c >= 0.99) }' || fail "cosine $c in: $output"
-	done
+	cosines_at_least 0.99
 }
