@@ -7,6 +7,8 @@
 typedef struct {
 	Layout out, in;
 	int64_t keys;           /* attention: the keys each query row attends over */
+	int64_t head_dim;       /* attention: D (the tile's heads: its q shard's columns over D) */
+	int64_t group;          /* attention: q heads per kv head */
 } TileWork;
 
 /* Does the kind's cost read the input shard, or the output shard alone? */
@@ -32,9 +34,12 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 	case C_MERGE:
 		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;
 	case C_ATTENTION: {     /* q·kᵀ and p·v on the matrix unit (fp16), softmax per score */
-		int64_t R = w->in.rows, D = w->in.cols, N = w->keys;
-		return 2 * (cdiv(R * N * D, m->macs_fp16) + m->matmul_call_cycles) +
-		       R * N * m->reduction_cycles_per_element;
+		/* the tile's heads that share a kv head (at most group of them)
+		 * stack their rows into one call of each product */
+		int64_t R = w->in.rows, D = w->head_dim, N = w->keys, nh = w->in.cols / D;
+		int64_t r = nh < w->group ? nh : w->group, calls = cdiv(nh, r);
+		return calls * (2 * (cdiv(r * R * N * D, m->macs_fp16) + m->matmul_call_cycles)) +
+		       nh * R * N * m->reduction_cycles_per_element;
 	}
 	case C_APPEND: {        /* at worst every row it received lands in its block: copied on the tile */
 		int64_t in = layout_bytes(&w->in), out = layout_bytes(&w->out);
@@ -76,9 +81,10 @@ static int cost_output(void *ctx, const Placement *p, const int64_t *idx, const 
 		       int64_t tile)
 {
 	Visit *v = ctx;
-	TileWork w = { place_layout(p, idx), v->in[tile], 0 };
-	if (v->s->compute == C_ATTENTION)
-		w.keys = v->pl->p[v->s->in[1]].block[1];        /* the tile's key block */
+	TileWork w = { place_layout(p, idx), v->in[tile], 0, 0, 0 };
+	if (v->s->compute == C_ATTENTION)       /* the tile's key block, and its heads' width */
+		w.keys = v->pl->p[v->s->in[1]].block[1], w.head_dim = plan_head_dim(v->pl, v->s),
+		w.group = v->s->heads / v->s->kv_heads;
 	int64_t c = tile_cycles(&v->pl->machine, v->s->compute, &w);
 	(void)rep;
 	if (v->tile < 0 || c > v->best)
@@ -97,7 +103,7 @@ int64_t step_cycles(const Plan *pl, int step, int64_t *worst_tile)
 	if (s->kind != STEP_COMPUTE)
 		return 0;
 	if (!reads_input(s->compute)) {
-		TileWork w = { place_layout(out, zero), { 0 }, 0 };
+		TileWork w = { place_layout(out, zero), { 0 }, 0, 0, 0 };
 		if (worst_tile)
 			*worst_tile = place_tile(out, zero, zero, T);
 		return tile_cycles(&pl->machine, s->compute, &w);

@@ -765,12 +765,14 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 /* A two-way pin: *out = 1 for `one`, 2 for `two`; anything else is an
  * error at the value. */
 static int pin_choice(const char *f, const Val *x, const char *key, const char *one,
-		      const char *two, int *out, Err *e)
+		      const char *two, const char *three, int *out, Err *e)
 {
 	const char *s;
 	if (val_str(f, x, &s, e))
 		return -1;
-	*out = strcmp(s, one) == 0 ? 1 : strcmp(s, two) == 0 ? 2 : 0;
+	*out = strcmp(s, one) == 0 ? 1 : strcmp(s, two) == 0 ? 2 : three && strcmp(s, three) == 0 ? 3 : 0;
+	if (!*out && three)
+		return val_err(f, x, e, "unknown %s '%s' (expected %s, %s or %s)", key, s, one, two, three);
 	if (!*out)
 		return val_err(f, x, e, "unknown %s '%s' (expected %s or %s)", key, s, one, two);
 	return 0;
@@ -799,7 +801,7 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 		o->pin_col = v->col;
 		if (o->kind == OP_ATTENTION) {  /* blocks: [query blocks, key blocks]; kv_staging */
 			if ((x = map_get(v, "kv_staging")) &&
-			    pin_choice(f, x, "kv_staging", "direct", "relay", &o->kv_staging, e))
+			    pin_choice(f, x, "kv_staging", "direct", "relay", "home", &o->kv_staging, e))
 				return -1;
 			if ((x = map_get(v, "blocks"))) {
 				if (val_ints(f, x, 2, 1, INT64_C(1) << 30, o->grid, &n, e))
@@ -835,10 +837,10 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 					       m->version);
 		}
 		if ((x = map_get(v, "out_staging")) &&
-		    pin_choice(f, x, "out_staging", "direct", "unpack", &o->out_staging, e))
+		    pin_choice(f, x, "out_staging", "direct", "unpack", NULL, &o->out_staging, e))
 			return -1;
 		if ((x = map_get(v, "reduce")) &&
-		    pin_choice(f, x, "reduce", "gather", "scatter", &o->reduce, e))
+		    pin_choice(f, x, "reduce", "gather", "scatter", NULL, &o->reduce, e))
 			return -1;
 	}
 	return 0;

@@ -72,7 +72,7 @@ typedef struct {
 	Staging staging;
 	int out_staging;    /* 0 not pinned, 1 direct, 2 unpack */
 	int reduce;         /* 0 not pinned, 1 gather, 2 scatter */
-	int kv_staging;     /* attention: 0 not pinned, 1 direct, 2 relay */
+	int kv_staging;     /* attention: 0 not pinned, 1 direct, 2 relay, 3 home */
 	long line, col, pin_line, pin_col;
 } MOp;
 

@@ -180,6 +180,18 @@ int plan_stacked(const Plan *p, int i)
 	return p->t[p->p[i].tensor].count > 1 && (plan_writer(p, i) < 0 || plan_state_home(p, i));
 }
 
+int64_t plan_chunks(const Step *s)
+{
+	return s->chunks > 1 ? s->chunks : 1;
+}
+
+int64_t plan_head_dim(const Plan *p, const Step *s)
+{
+	const PTensor *o = &p->t[p->p[s->out].tensor];
+	int64_t w = o->shape[o->rank - 1] / s->heads;
+	return o->role == R_PARTIAL ? w - 2 * plan_chunks(s) : w;
+}
+
 int64_t place_instance(const Placement *p)
 {
 	return cdiv(place_max_bytes(p), ALLOC_ALIGN) * ALLOC_ALIGN;  /* as alloc sizes a placement */
@@ -258,6 +270,8 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_str(w, "scale");
 			yw_f64(w, s->scale);
 			yw_kint(w, "scratch", s->scratch);
+			if (s->chunks > 1)
+				yw_kint(w, "chunks", s->chunks);
 		}
 	}
 	yw_end_map(w);
@@ -653,7 +667,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
-					   "causal", "scale", "scratch", "head_dim", "theta", "first", NULL };
+					   "causal", "scale", "scratch", "head_dim", "theta", "first", "chunks", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -750,6 +764,14 @@ static int read_step(Plan *pl, const char *f, const Val *r, Err *e)
 			return val_err(f, r, e, "attention that reads positions is causal");
 		if (s.compute == C_APPEND && s.nin != 2)
 			return val_err(f, r, e, "append reads its rows and their positions");
+		s.chunks = 1;
+		if (map_get(r, "chunks") && s.compute != C_ATTENTION)
+			return val_err(f, map_get(r, "chunks"), e, "only attention takes chunks");
+		if (map_get(r, "chunks") && reading_version < 9)
+			return val_err(f, map_get(r, "chunks"), e, "chunks needs version 9 (this file is version %d)",
+				       reading_version);
+		if (map_get(r, "chunks") && get_int(f, r, "chunks", 1, 1 << 20, &s.chunks, e))
+			return -1;
 		s.first = -1;
 		if (map_get(r, "first") && (s.compute != C_APPEND ||
 					    get_int(f, r, "first", 0, INT64_C(1) << 30, &s.first, e)))

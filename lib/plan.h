@@ -22,8 +22,9 @@
 #include "place.h"
 #include "xfer.h"
 
-#define PLAN_VERSION 8           /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
-				 * silu or mul) and 7 (no state, append, embed or attention positions) are still read */
+#define PLAN_VERSION 9           /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+				 * silu or mul), 7 (no state, append, embed or attention positions) and 8 (attention
+				 * tiles of one head, partials unchunked) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -94,13 +95,15 @@ typedef struct {
 	int out;
 	double eps;                 /* layernorm */
 	double scale;               /* attention: the score scale, 1/sqrt(head_dim) */
-	int64_t heads;              /* attention: heads of the op (a tile computes one) */
+	int64_t heads;              /* attention: heads of the op (a tile computes those of its q shard) */
 	int64_t kv_heads;           /* attention: heads of k and v (grouped-query when fewer) */
 	int causal;                 /* attention: query i sees keys up to i + keys - queries, or with
 				     * positions (in[3]) keys up to its position */
 	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
 	double theta;               /* rope: the frequencies' base */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
+	int64_t chunks;             /* attention writing a partial: each head's D columns cut into this many, each
+				     * with its own m and l (1: [m, l, o]) */
 	int64_t first;              /* append: its rows land at positions first + t (a prefill's), or -1: any */
 } Step;
 
@@ -207,6 +210,11 @@ int plan_writer(const Plan *p, int placement);
  * it starts with, updated in place by the state's append step (if any),
  * live for the whole program? */
 int plan_state_home(const Plan *p, int placement);
+/* An attention step's head width D: its output's last dimension over its
+ * heads (a partial's: H*(D+2*chunks)). */
+int64_t plan_head_dim(const Plan *p, const Step *s);
+/* An attention step's chunks (1 when not set). */
+int64_t plan_chunks(const Step *s);
 
 /* Per-tile memory: live placement bytes at each step, aliases counted once.
  * Placements of inputs and parameters that no step writes are live for the

@@ -73,10 +73,17 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		if (s->nin < 2)
 			return errf(e, "matmul needs a and b");
 		break;
-	case C_ATTENTION:
+	case C_ATTENTION: {
 		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL))
 			return errf(e, "attention writes fp16 output or an fp32 partial, not '%s'", out->name);
+		const PTensor *o = &pl->t[out->tensor];
+		int64_t w = o->shape[o->rank - 1], n = plan_chunks(s), D = w / s->heads - (o->role == R_PARTIAL ? 2 * n : 0);
+		if (w % s->heads || D < 1 || D % n || (n > 1 && o->role != R_PARTIAL))
+			return errf(e, "attention '%s' with %lld heads and %lld chunks: its output '%s' is %lld wide, "
+				    "not heads x D (a partial: heads x (D + 2 x chunks), D a multiple of chunks)", s->op,
+				    (long long)s->heads, (long long)n, out->name, (long long)w);
 		break;
+	}
 	case C_APPEND:
 		if (s->nin != 2 || pl->t[out->tensor].role != R_STATE || P[s->in[0]].tensor == out->tensor ||
 		    P[s->in[1]].fmt != FMT_I32)

@@ -223,9 +223,33 @@ static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t
 typedef struct {
 	AttnGrid ag;
 	int relay;
+	int home;               /* on the tiles of the state's home (kv_staging home) */
 } AttnTry;
 
 static void build_attention(Builder *b, const MOp *op, const void *arg);
+
+/* Attention on the tiles of its keys' and values' home: when kv is a
+ * state whose home holds one batch entry's block of positions, whole
+ * rows, per tile, each such tile attends over its block for every head
+ * in place (nothing moves but q, the positions and the partials), its
+ * KB = the home's position blocks; the partials of head h merge on the
+ * tile of block h of its batch entry. Returns KB, or 0 when the home
+ * does not allow it: not a state's home, a tile holding several batch
+ * entries, or fewer blocks than heads (but one). Whether its tiles fit
+ * is the trial's to judge, as for every candidate. */
+static int64_t home_blocks(Builder *b, const MOp *op)
+{
+	const Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	if (q == kv || pl->t[kv].role != R_STATE || b->canon[kv] < 0)
+		return 0;
+	const Placement *h = &pl->p[b->canon[kv]];
+	int64_t B = pl->t[q].shape[0], H = op->heads, KB = h->split[1];
+	if (h->split[0] != B || h->split[2] != 1 || (KB > 1 && KB < H))
+		return 0;
+	return KB;
+}
 
 int plan_attention(Builder *b, const MOp *op, Err *e)
 {
@@ -261,30 +285,141 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 	/* Keys and values: direct multicast from the owners, or relay (each
 	 * block gathered once on its first query block's tile, then sent on
 	 * whole). With exact costing both are lowered and the better kept. */
-	AttnTry at = { ag, op->kv_staging == 2 };
+	/* Or on the tiles of a state's home, reading it in place. */
+	int64_t HB = op->grid[0] && op->kv_staging != 3 ? 0 : home_blocks(b, op);
+	if (op->kv_staging == 3 && !HB)
+		return err_at(e, m->file, op->pin_line, op->pin_col,
+			      "pin for '%s': kv_staging home needs kv to be a state whose home holds one batch "
+			      "entry's block of positions per tile, and at least as many blocks as heads (or one)",
+			      op->name);
+	if (op->kv_staging == 3 && op->grid[0])
+		return err_at(e, m->file, op->pin_line, op->pin_col,
+			      "pin for '%s': kv_staging home takes its blocks from the state's home; pin no blocks",
+			      op->name);
+	AttnTry at = { ag, op->kv_staging == 2, op->kv_staging == 3 };
+	if (HB)
+		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
-		Candidate c[2];
+		Candidate c[3];
 		memset(c, 0, sizeof c);
 		tile_load(b, (int)(op - m->ops), load);
-		for (int r = 0; r < 2; r++) {
-			AttnTry t = { ag, r };
-			OpChoice k = { { ag.QB, ag.KB, r, -1, -1, -1, -1 } };
+		int n = HB ? 3 : 2, best = 0;
+		for (int r = 0; r < n; r++) {
+			AttnTry t = { ag, r == 1, r == 2 };
+			if (r == 2)
+				t.ag.QB = 1, t.ag.KB = HB;
+			OpChoice k = { { t.ag.QB, t.ag.KB, r, -1, -1, -1, -1 } };
 			trial_build(b, op, build_attention, &t, &k, load, NULL, NULL, &c[r]);
+			if (r && candidate_cmp(&c[r], &c[best], b->o->objective) < 0)
+				best = r;       /* ties: the earlier */
 		}
-		at.relay = candidate_cmp(&c[1], &c[0], b->o->objective) < 0;  /* ties: direct */
+		at = (AttnTry){ ag, best == 1, best == 2 };
+		if (best == 2)
+			at.ag.QB = 1, at.ag.KB = HB;
 		free(load);
 	}
 	build_attention(b, op, &at);
-	OpChoice k = { { at.ag.QB, at.ag.KB, at.relay, -1, -1, -1, -1 } };
+	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, -1, -1, -1, -1 } };
 	trial_decide(b, op, &k);
 	return 0;
+}
+
+/* Builds attention op on the tiles of its state's home (home_blocks): q
+ * and the positions multicast to every block of their batch entry, the
+ * keys and values read in place, each tile's partial for all heads, its
+ * heads' columns cut into n chunks (each with its own m and l: the most,
+ * at least 8 columns wide, whose heads x n merges the blocks hold), chunk
+ * c of head h merged on block h*n + c's tile (or, with one block, the
+ * output written there). */
+static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), existed, home = b->canon[kv], idx[4];
+	const Placement h = pl->p[home];        /* a copy: add_place may move pl->p */
+	int64_t B = pl->t[q].shape[0], Tq = pl->t[q].shape[1], C = pl->t[out].shape[2], H = op->heads, D = C / H;
+	int64_t s0 = h.stride[0], s1 = h.stride[1], n = 1;
+	for (int64_t c = 2; KB > 1 && c * 8 <= D; c++)
+		if (D % c == 0 && H * c <= KB)
+			n = c;
+	int64_t dc = D / n;
+	char where[160];
+	int nin = op->in[2] >= 0 ? 4 : 3;
+
+	for (int k = 0; k < nin; k += 3) {      /* q, then the positions */
+		int t = k ? plan_find_tensor(pl, m->t[op->in[2]].name) : q;
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = s0;
+		p.split[1] = 1, p.block[1] = Tq;
+		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
+		if (KB > 1)
+			p.nrep = 1, p.rep[0] = KB, p.rstride[0] = s1;
+		p.base = h.base;
+		snprintf(where, sizeof where, "%s.%s", op->name, k ? "positions" : "q");
+		idx[k] = add_place(pl, &p, t, where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, k ? OPD_POS : OPD_Q, MOVE_ACTIVATION, canonical(b, t), idx[k]);
+	}
+	idx[1] = idx[2] = home;
+	Placement o;
+	memset(&o, 0, sizeof o);
+	o.layout = LAYOUT_ROW_MAJOR;
+	o.split[0] = B, o.block[0] = 1, o.stride[0] = s0;
+	o.split[1] = 1, o.block[1] = Tq;
+	o.split[2] = KB > 1 ? H * n : 1, o.block[2] = KB > 1 ? dc : C, o.stride[2] = KB > 1 ? s1 : 0;
+	o.base = h.base;
+	snprintf(where, sizeof where, "%s.out", op->name);
+	int op_out = add_place(pl, &o, out, where, &existed), st;
+	if (KB == 1) {
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
+	} else {
+		char name[200];
+		int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
+		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, shape, FMT_FP32, 0);
+		Placement pp, rp;
+		memset(&pp, 0, sizeof pp);
+		pp.layout = LAYOUT_ROW_MAJOR;
+		pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = s1;
+		pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = s0;
+		pp.split[2] = 1, pp.block[2] = Tq;
+		pp.split[3] = 1, pp.block[3] = H * (D + 2 * n);
+		pp.base = h.base;
+		rp = pp;
+		rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+		rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = s1;
+		snprintf(where, sizeof where, "%s.partial", op->name);
+		int pi = add_place(pl, &pp, pt, where, &existed);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
+		snprintf(where, sizeof where, "%s.merge", op->name);
+		int ri = add_place(pl, &rp, pt, where, &existed);
+		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
+		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+	}
+	pl->s[st].scale = 1.0 / sqrt((double)D);
+	pl->s[st].heads = H;
+	pl->s[st].kv_heads = op->kv_heads;
+	pl->s[st].causal = op->causal;
+	pl->s[st].scratch = 4 * h.block[1];
+	pl->s[st].chunks = KB > 1 ? n : 1;
+	Placement cp;
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
 }
 
 /* Builds attention op with the grid and staging of arg (an AttnTry). */
 static void build_attention(Builder *b, const MOp *op, const void *arg)
 {
 	const AttnTry *at = arg;
+	if (at->home) {
+		build_home_attention(b, op, at->ag.KB);
+		return;
+	}
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);

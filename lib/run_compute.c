@@ -305,21 +305,22 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
 	gelu_n(x, n, fmt, scale, y);
 }
 
-/* One head's attention for R query rows over N keys (D wide), the keys
- * transposed in kp and the values in vp as run_gemm_strips's panels
- * (kv_panels): scores
+/* One head's attention for R query rows (q: row stride ldq) over N keys
+ * (D wide), the keys transposed in kp and the values in vp as
+ * run_gemm_strips's panels (kv_panels): scores
  * summed in fp32 in D order and scaled; softmax with fp32 statistics (row
  * maximum m, exponentials, their sum l in key order); the output summed
  * in fp32 in key order. Whole (partial 0): o (R x D) is that sum divided
- * by l. Partial: o (R x (D+2)) holds m, l and the undivided sum, for
- * merge(). The caller rounds o once into its format. */
-static void attend(const float *q, const float *kp, const float *vp, float *o, int64_t R, int64_t N,
-		   int64_t D, float scale, int partial, const int64_t *see)
+ * by l. Partial: o (R x (D+2*n)) holds, for each of n chunks of the
+ * head's columns, m, l and the chunk's undivided sums, for merge(). o's
+ * rows are ldo apart. The caller rounds o once into its format. */
+static void attend(const float *q, int64_t ldq, const float *kp, const float *vp, float *o, int64_t ldo, int64_t R,
+		   int64_t N, int64_t D, float scale, int64_t partial, const int64_t *see)
 {
 	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
 	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, wide = (N > D ? N : D) + GEMM_S;
 	float *ap = xmalloc((size_t)(cdiv(wide, GEMM_S) * mp * GEMM_S) * sizeof *ap);
-	pack_strips(q, D, R, D, mp, ap);
+	pack_strips(q, ldq, R, D, mp, ap);
 	run_gemm_strips(ap, mp * GEMM_S, kp, s, R, D, N);      /* every score summed in D order */
 	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
@@ -340,11 +341,13 @@ static void attend(const float *q, const float *kp, const float *vp, float *o, i
 	pack_strips(s, N, R, N, mp, ap);
 	run_gemm_strips(ap, mp * GEMM_S, vp, acc, R, N, D);    /* every output summed in key order */
 	for (int64_t i = 0; i < R; i++) {
-		float *out = partial ? o + i * (D + 2) + 2 : o + i * D;
+		float *out = o + i * ldo;
 		if (partial) {
-			memcpy(out, acc + i * D, (size_t)D * sizeof *out);
-			out[-2] = mx[i];
-			out[-1] = sum[i];
+			for (int64_t c = 0, dc = D / partial; c < partial; c++, out += dc + 2) {
+				out[0] = mx[i];
+				out[1] = sum[i];
+				memcpy(out + 2, acc + i * D + c * dc, (size_t)dc * sizeof *out);
+			}
 		} else {
 			for (int64_t d = 0; d < D; d++)
 				out[d] = acc[i * D + d] / sum[i];
@@ -374,13 +377,14 @@ static int64_t *causal_see(const Plan *pl, const Step *st, int64_t q0, int64_t k
 	return see;
 }
 
-/* The first row of dimension 1 (tokens) of placement p's shard on tile t. */
-static int64_t shard_row0(Machine_ *m, int p, int64_t t)
+/* The first index along dimension dim of placement p's shard on tile t
+ * (dim 1: its first token row). */
+static int64_t shard_first(Machine_ *m, int p, int64_t t, int dim)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
 	place_shard_idx(pp, shards_of(m, p)[t], idx);
-	return pp->off[1] + idx[1] * pp->block[1];
+	return pp->off[dim] + idx[dim] * pp->block[dim];
 }
 
 /* Online-softmax merge of KB key blocks' partials (rows kb*R + r, each m,
@@ -501,31 +505,69 @@ static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t l
  * transposed into D x N panels, values (N x D) as they are. Made again
  * only when the tile's bytes differ from those the cache c was made from
  * in this step (the same bytes decode to the same panels). */
-static const float *kv_panels(Machine_ *m, const Work *w, KvPanels *c, int p, int64_t t, int trans, Layout *l)
+static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int trans, int64_t c0, int64_t D,
+			      Layout *l)
 {
 	const uint8_t *mem = shard_mem(m, p, t, l);
-	int64_t N = l->rows, D = l->cols;
-	if (made_same(&c->from, m->exec, mem, l, trans))
+	int64_t N = l->rows, W = l->cols, key = trans + 2 * c0;
+	if (made_same(&c->from, m->exec, mem, l, key))
 		return c->p;
+	if (!made_same(&c->dfrom, m->exec, mem, l, 0)) {        /* the shard, decoded once for all its heads */
+		if (N * W > c->dcap) {
+			free(c->dec);
+			c->dec = xmalloc((size_t)(N * W) * sizeof *c->dec);
+			c->dcap = N * W;
+		}
+		decode_shard(mem, l, m->pl->p[p].fmt, m->pl->t[m->pl->p[p].tensor].scale, c->dec);
+		made_set(&c->dfrom, m->exec, mem, l, 0);
+	}
 	int64_t n = trans ? cdiv(N, 16) * 16 * D : cdiv(D, 16) * 16 * N;
 	if (n > c->cap) {
 		free(c->p);
 		c->p = xmalloc((size_t)n * sizeof *c->p);
 		c->cap = n;
 	}
-	float *v = scratch(m, w->part, 3, N * D);
-	decode_shard(mem, l, m->pl->p[p].fmt, m->pl->t[m->pl->p[p].tensor].scale, v);
+	const float *v = c->dec + c0;
 	if (trans) {                    /* element (d, j) of the keys' transpose */
 		memset(c->p, 0, (size_t)n * sizeof *c->p);
 		for (int64_t j = 0; j < N; j++)
 			for (int64_t d = 0; d < D; d++)
-				c->p[j / 16 * D * 16 + d * 16 + j % 16] = v[j * D + d];
+				c->p[j / 16 * D * 16 + d * 16 + j % 16] = v[j * W + d];
 	} else {
 		for (int64_t q0 = 0; q0 < D; q0 += 16)
-			pack_panel_8(v, D, 0, N, q0, D - q0 < 16 ? D - q0 : 16, c->p + q0 * N);
+			pack_panel_8(v, W, 0, N, q0, D - q0 < 16 ? D - q0 : 16, c->p + q0 * N);
 	}
-	made_set(&c->from, m->exec, mem, l, trans);
+	made_set(&c->from, m->exec, mem, l, key);
 	return c->p;
+}
+
+/* Attention step st on tile t: q (R rows of the tile's heads, C wide)
+ * into res (R rows of its heads' outputs, or of their partials). The
+ * tile's heads are those of its q shard's columns; q head h reads kv head
+ * h / (heads / kv_heads), at the kv tensor's columns kbase + j*D for keys
+ * and kbase + KC + j*D for values (kbase: q's C when q and kv are one
+ * fused tensor), wherever the k and v shards hold them: a shard of that
+ * head alone, or a state's home holding every head's keys and values. */
+static void attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t R,
+			   int64_t C, float *res)
+{
+	const Plan *pl = m->pl;
+	int64_t partial = pl->p[st->out].fmt == FMT_FP32 ? plan_chunks(st) : 0;       /* its chunks */
+	int64_t H = st->heads, D = plan_head_dim(pl, st), g = H / st->kv_heads, KC = st->kv_heads * D;
+	int64_t kbase = st->in[0] == st->in[1] || pl->p[st->in[0]].tensor == pl->p[st->in[1]].tensor ? H * D : 0;
+	int64_t h0 = shard_first(m, st->in[0], t, 2) / D, hw = D + 2 * partial, nh = C / hw;
+	int64_t k0 = shard_first(m, st->in[1], t, 2), v0 = shard_first(m, st->in[2], t, 2);
+	Layout lc, lk, lv;
+	float *pos = st->nin > 3 ? read_shard(m, st->in[3], t, &lc) : NULL;
+	int64_t *see = causal_see(pl, st, shard_first(m, st->in[0], t, 1), shard_first(m, st->in[1], t, 1), R, pos);
+	for (int64_t i = 0; i < nh; i++) {
+		int64_t j = (h0 + i) / g;
+		const float *kp = kv_panels(m, &m->kv[w->part][0], st->in[1], t, 1, kbase + j * D - k0, D, &lk);
+		const float *vp = kv_panels(m, &m->kv[w->part][1], st->in[2], t, 0, kbase + KC + j * D - v0, D, &lv);
+		attend(q + i * D, nh * D, kp, vp, res + i * hw, C, R, lk.rows, D, (float)st->scale, partial, see);
+	}
+	free(see);
+	free(pos);
 }
 
 /* Compute step w->step on the tiles t of its output with t % parts == part. */
@@ -584,23 +626,13 @@ static void *compute_tiles(void *arg)
 			for (int64_t r = 0; r < R; r++)
 				memcpy(res + r * C, a + (r % la.rows) * C, (size_t)C * sizeof *res);
 			break;
-		case C_ATTENTION: {
-			Layout lk, lv;
-			const float *kp = kv_panels(m, w, &m->kv[w->part][0], st->in[1], t, 1, &lk);
-			const float *vp = kv_panels(m, w, &m->kv[w->part][1], st->in[2], t, 0, &lv);
-			int partial = out->fmt == FMT_FP32;
-			float *pos = st->nin > 3 ? read_shard(m, st->in[3], t, &lc) : NULL;
-			int64_t *see = causal_see(m->pl, st, shard_row0(m, st->in[0], t), shard_row0(m, st->in[1], t), R,
-						  pos);
-			attend(a, kp, vp, res, R, lk.rows, partial ? C - 2 : C, (float)st->scale, partial, see);
-			free(see);
-			free(pos);
+		case C_ATTENTION:
+			attention_tile(m, w, st, t, a, R, C, res);
 			break;
-		}
 		case C_APPEND: {                /* the rows whose position falls in this tile's block */
 			float *pos = read_shard(m, st->in[1], t, &lb);
 			float *old = read_shard(m, st->out, t, &lc);
-			int64_t p0 = shard_row0(m, st->out, t), P = m->pl->t[out->tensor].shape[1];
+			int64_t p0 = shard_first(m, st->out, t, 1), P = m->pl->t[out->tensor].shape[1];
 			int64_t pb = out->block[1] < P - p0 ? out->block[1] : P - p0, bb = R / pb, n = la.rows / bb;
 			memcpy(res, old, (size_t)(R * C) * sizeof *res);
 			for (int64_t b = 0; b < bb; b++)

@@ -520,7 +520,8 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	for (int p = 0; p < pl->np; p++)
 		m.stacked[p] = (uint8_t)plan_stacked(pl, p);
 	for (int i = 0; i < 2; i++)
-		m.kv[i][0].from.exec = m.kv[i][1].from.exec = -1;
+		for (int k = 0; k < 2; k++)
+			m.kv[i][k].from.exec = m.kv[i][k].dfrom.exec = -1;
 	sim_init(&m.s, &pl->machine, 0);
 	m.s.elem = elem_bytes;
 	m.s.elem_ctx = &vs;
@@ -574,8 +575,8 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	for (int i = 0; i < 2; i++) {
 		for (int j = 0; j < 4; j++)
 			free(m.scr[i][j]);
-		free(m.kv[i][0].p);
-		free(m.kv[i][1].p);
+		for (int k = 0; k < 2; k++)
+			free(m.kv[i][k].p), free(m.kv[i][k].dec);
 	}
 	cache_filled(o->cache);
 	for (int t = 0; t < pl->nt; t++)

@@ -152,11 +152,12 @@ typedef struct {
 	Layout l;
 } Made;
 
-/* An attention operand's panels, and what they were made from. */
+/* An attention operand's panels (one head's columns), and what they were
+ * made from; and its whole shard decoded, and what that was made from. */
 typedef struct {
-	Made from;
-	float *p;
-	int64_t cap;
+	Made from, dfrom;
+	float *p, *dec;
+	int64_t cap, dcap;
 } KvPanels;
 
 typedef struct {

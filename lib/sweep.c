@@ -202,7 +202,7 @@ static int check_pins(const char *f, const Val *set, Err *e)
 				return -1;
 			else if (!strcmp(key, "reduce") && check_choice(f, v, key, "gather", "scatter", NULL, e))
 				return -1;
-			else if (!strcmp(key, "kv_staging") && check_choice(f, v, key, "direct", "relay", NULL, e))
+			else if (!strcmp(key, "kv_staging") && check_choice(f, v, key, "direct", "relay", "home", e))
 				return -1;
 		}
 	}

@@ -112,7 +112,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 
 @test "cache: a version 7 stage with a state is refused at its role" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 8$/version: 7/' p.yaml > p7.yaml
+	sed 's/^version: 9$/version: 7/' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p7.yaml:[0-9]+:[0-9]+:\ role\ state\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\)$ ]] ||
@@ -173,7 +173,10 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 }
 
 @test "cache: a decoder whose weights and caches leave too little room is refused with the bytes no plan avoids" {
-	# SmolLM2-360M-shaped, 32 layers, batch 8 at 2,048 positions: 362 MB of fp8 weights and 335 MB of fp8 caches
-	local m=$ROOT/share/models/smollm2-360m-decode.yaml
-	plan_rejects "$m" 16:3 "No plan avoids the parameters and states: 697427840 bytes, at least 473797 per tile" "$m"
+	# SmolLM2-360M-shaped, 32 layers, batch 8, its caches at 2,304 positions instead of the shipped
+	# 2,048: 362 MB of fp8 weights and 377 MB of fp8 caches
+	sed 's/shape: \[8, 2048, 640\]/shape: [8, 2304, 640]/' "$ROOT/share/models/smollm2-360m-decode.yaml" > long.yaml
+	run grep -c '2304, 640' long.yaml
+	assert_output 1
+	plan_rejects long.yaml 16:3 "No plan avoids the parameters and states: 739370880 bytes, at least 502290 per tile" long.yaml
 }

@@ -115,7 +115,7 @@ ids_npy() {
 @test "lm: a version 7 stage with an embed is refused at the host record" {
 	amp-plan "$DEC" -o p.yaml
 	# keep the state out of it: the host record is read first
-	sed 's/^version: 8$/version: 7/; /role: state/d' p.yaml > p7.yaml
+	sed 's/^version: 9$/version: 7/; /role: state/d' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
