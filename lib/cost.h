@@ -9,6 +9,12 @@
  *                      + matmul_call_cycles; rows and cols of the tile's
  *                      output shard (its partial when K is cut), K the
  *                      columns of its a shard
+ *   attention          per group of the tile's heads that share a kv head
+ *                      (r of them, stacked as r x rows query rows): two
+ *                      products of ceil(r x rows x keys x D / fp16 rate)
+ *                      + matmul_call_cycles each; and per head, rows x keys
+ *                      scores x reduction_cycles_per_element; keys the
+ *                      tile's key block, D the heads' width
  *   gelu, add, cast    output elements x elementwise_cycles_per_element
  *   layernorm, reduce  elements of its in[0] shard x reduction_cycles_per_element
  *   pack               ceil(output shard bytes, padding included

@@ -297,7 +297,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 			      "pin for '%s': kv_staging home takes its blocks from the state's home; pin no blocks",
 			      op->name);
 	AttnTry at = { ag, op->kv_staging == 2, op->kv_staging == 3 };
-	if (HB)
+	if (at.home)
 		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
 		int64_t *load = xcalloc((size_t)T, sizeof *load);

@@ -180,3 +180,71 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	assert_output 1
 	plan_rejects long.yaml 16:3 "No plan avoids the parameters and states: 739370880 bytes, at least 502290 per tile" long.yaml
 }
+
+# home MODEL OUT: MODEL with its attention pinned to run on the cache's home
+home() {
+	{ cat "$1"; printf 'pins:\n  attn: {kv_staging: home}\n'; } > "$2"
+}
+
+@test "cache: attention on the cache's home reads keys and values in place, every head on a tile, partials merged by head and chunk" {
+	home "$DEC" dh.yaml
+	amp-plan dh.yaml -o p.yaml
+	# no copy of the cache: k and v are its home
+	run grep -c '^- {step: [0-9]*, copy: .*, operand: [kv], ' p.yaml
+	assert_output 0
+	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@home, cache@home, pos@append.positions\], out: a.partial@attn.partial, heads: 4, kv_heads: 2, causal: true, scale: 0.25, scratch: 4, chunks: 2}$' p.yaml
+	assert_output 1
+	# q's whole row on each of its batch entry's 32 blocks; every head's partial (4 x (16 + 2 x 2)) per tile
+	run grep -c '^- {name: q@attn.q, tensor: q, layout: row-major, split: \[2, 1, 1\], block: \[1, 1, 64\], base: 1408, stride: \[32, 0, 0\], rep: \[32\], rstride: \[1\]}$' p.yaml
+	assert_output 1
+	run grep -c '^- {name: a.partial, role: partial, shape: \[32, 2, 1, 80\], dtype: fp32}$' p.yaml
+	assert_output 1
+	# chunk c of head h merged on block 2h + c's tile: 8 merges of 32 blocks' 2 + 8 values
+	run grep -c '^- {name: a.partial@attn.merge, tensor: a.partial, layout: row-major, split: \[1, 2, 1, 8\], block: \[32, 1, 1, 10\], base: 1408, stride: \[0, 32, 0, 1\], ' p.yaml
+	assert_output 1
+	run grep -c '^- {name: a@attn.out, tensor: a, layout: row-major, split: \[2, 1, 8\], block: \[1, 1, 8\], base: 1408, stride: \[32, 0, 1\], ' p.yaml
+	assert_output 1
+	# after a prefill, 3 decode steps byte-exact and within cosine 0.999, the state carried on
+	program "$PRE" pre.amp
+	program dh.yaml dh.amp
+	run --separate-stderr amp-run dh.amp --prefill pre.amp --steps 3
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
+	assert_line --index 6 --regexp '^run 3 \(tiny-decode, position 10\): state cache: cosine '
+	cosines_at_least 0.999
+}
+
+@test "cache: the cycles objective attends on the home of Qwen2.5-0.5B's decode cache, and it costs fewer cycles than relaying keys and values" {
+	local m=$ROOT/share/models/qwen2.5-0.5b-1layer-decode.yaml
+	amp-plan "$m" -o p.yaml
+	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@home, cache@home, pos@append.positions\], .*heads: 14, kv_heads: 2, .*chunks: 8}$' p.yaml
+	assert_output 1
+	{ cat "$m"; printf 'pins:\n  attn: {kv_staging: relay}\n'; } > relay.yaml
+	amp-plan relay.yaml -o r.yaml
+	run grep -c 'copy: relay, op: attn, operand: k, ' r.yaml
+	assert_output 1
+	local h r
+	h=$(amp-compose p.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	r=$(amp-compose r.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	[ "$h" -lt "$r" ] || fail "home $h cycles, relay $r"
+}
+
+@test "cache: kv_staging home is refused where the home does not allow it, and beside blocks" {
+	# vit-tiny's MAP head's attention reads activations, not a state
+	{ cat "$ROOT/tests/models/vit-tiny.yaml"; printf 'pins:\n  map_attn: {kv_staging: home}\n'; } > v.yaml
+	run grep -c '^  - {op: attention, name: map_attn, q: mq, kv: mkv,' v.yaml
+	assert_output 1
+	plan_rejects v.yaml '[0-9]+:[0-9]+' "pin for 'map_attn': kv_staging home needs kv to be a state whose home holds one batch entry's block of positions per tile, and at least as many blocks as heads (or one)" v.yaml
+	{ cat "$DEC"; printf 'pins:\n  attn: {blocks: [1, 2], kv_staging: home}\n'; } > b.yaml
+	plan_rejects b.yaml '[0-9]+:[0-9]+' "pin for 'attn': kv_staging home takes its blocks from the state's home; pin no blocks" b.yaml
+}
+
+@test "cache: a version 8 stage with chunks is refused at the key" {
+	home "$DEC" dh.yaml
+	amp-plan dh.yaml -o p.yaml
+	sed 's/^version: 9$/version: 8/' p.yaml > p8.yaml
+	run --separate-stderr amp-compose p8.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p8.yaml:[0-9]+:[0-9]+:\ chunks\ needs\ version\ 9\ \(this\ file\ is\ version\ 8\)$ ]] ||
+		fail "unexpected: $stderr"
+}

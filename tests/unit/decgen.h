@@ -10,7 +10,11 @@
  * unfused layers are decode or prefill steps over a cache (format 5): k
  * and v appended to a state of P >= T positions at the rows' positions,
  * the queries attending over the whole cache up to their own position;
- * *room is then P - T, the largest first position (else -1). */
+ * *room is then P - T, the largest first position (else -1). Half of
+ * those whose cache's home has a block per position for every head
+ * (P >= H, B x P tiles) attend on that home instead (kv_staging: home,
+ * no blocks): every head on each tile, partials chunked when D >= 16;
+ * home asks for such a layer (one batch entry, D from 4 to 34). */
 #ifndef AMP_DECGEN_H
 #define AMP_DECGEN_H
 
@@ -21,7 +25,7 @@
 #include "t.h"
 #include "testlib.h"
 
-static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, int64_t *room)
+static void dec_model(const char *path, int64_t tiles, int home, char *desc, size_t dn, int64_t *room)
 {
 	int64_t B = t_pick(1, 2), T = t_pick(1, 24), H = t_pick(1, 4), G = H, D = t_pick(2, 20), M = t_pick(8, 80);
 	while (G > 1 && (t_rnd() % 2 || H % G))
@@ -31,9 +35,18 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, in
 	int fused = t_rnd() % 3 == 0;    /* one projection: q, k and v in its columns */
 	int cache = !fused && t_rnd() % 3 != 0;
 	int64_t P = cache ? T + t_pick(0, 24) : T;       /* the keys: the cache's positions, or the tokens */
+	if (home) {                     /* a cache on B x P tiles, P >= H, D wide enough to chunk at times */
+		fused = 0, cache = 1, B = 1, T = T < 4 ? T : 1;
+		D = D % 2 ? D + 15 : D + 2;
+		P = T + t_pick(H, 24);
+		while (P > tiles)
+			P--, T = 1;
+	}
 	int64_t C = H * D, KC = 2 * G * D, QB = t_parts(T, t_pick(1, 4)), KB = t_parts(P, t_rnd() % 2 ? t_pick(2, 4) : 1);
 	int causal = cache || t_rnd() % 4 != 0;
 	const char *f = t_rnd() % 3 ? "fp8" : "fp16", *st = t_rnd() % 2 ? "relay" : "direct";
+	if (cache && P >= H && B * P <= tiles && (T + P + D) % 3)        /* (drawing nothing more) */
+		st = "home";            /* the home's blocks: one position each */
 	while (B * H * QB * KB > tiles)
 		KB > 1 ? (KB = t_parts(P, KB - 1)) : (QB = t_parts(T, QB - 1));
 	*room = cache ? P - T : -1;
@@ -55,7 +68,9 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, in
 	else
 		snprintf(proj, sizeof proj, "  - {op: matmul, name: q, a: xn, b: wq, bias: bq, out: qq}\n"
 			 "  - {op: matmul, name: kv, a: xn, b: wkv, out: kk}\n");
-	char attn[300];
+	char attn[300], blocks[64] = "";
+	if (strcmp(st, "home"))         /* home takes its blocks from the cache's home */
+		snprintf(blocks, sizeof blocks, "blocks: [%lld, %lld], ", (long long)QB, (long long)KB);
 	if (cache)
 		snprintf(attn, sizeof attn, "  - {op: append, name: store, cache: kvc, x: kk, positions: pos}\n"
 			 "  - {op: attention, name: attn, q: qq, kv: kvc, heads: %lld, kv_heads: %lld, positions: pos, "
@@ -88,12 +103,12 @@ static void dec_model(const char *path, int64_t tiles, char *desc, size_t dn, in
 		"  - {op: mul, name: gated, a: ss, b: uu, out: mm}\n"
 		"  - {op: matmul, name: down, a: mm, b: wd, out: dd}\n"
 		"  - {op: add, name: r2, a: h1, b: dd, out: z}\noutputs: [z]\n"
-		"pins:\n  attn: {blocks: [%lld, %lld], kv_staging: %s}\n",
+		"pins:\n  attn: {%skv_staging: %s}\n",
 		(long long)C, (long long)C,
 		(long long)C, (long long)C, f,
 		(long long)C, (long long)C, (long long)KC, f, (long long)C, (long long)C, f, (long long)C, (long long)M, f,
 		(long long)C, (long long)M, f, (long long)M, (long long)C, f, (long long)C, (long long)(C + KC), f, proj, attn,
-		(long long)QB, (long long)KB, st);
+		blocks, st);
 	fclose(o);
 	snprintf(desc, dn, "decoder B%lld T%lld H%lld G%lld D%lld M%lld %s%s%s%s blocks [%lld, %lld] %s", (long long)B,
 		 (long long)T, (long long)H, (long long)G, (long long)D, (long long)M, f, causal ? " causal" : "",

@@ -143,7 +143,7 @@ static void random_cases(int n)
 		if (kind == 0)
 			vit_model(path, desc, sizeof desc);
 		else if (kind == 1)
-			dec_model(path, tiles, desc, sizeof desc, &room);
+			dec_model(path, tiles, 0, desc, sizeof desc, &room);
 		else
 			random_model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {

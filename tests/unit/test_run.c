@@ -591,12 +591,14 @@ int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
+	int homes = 0, chunked = 0;
 	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
 	close(fd);
 
-	for (int i = 0; i < n; i++) {
+	/* after the n, 12 more: decode layers attending on their cache's home */
+	for (int i = 0; i < n + 12; i++) {
 		int64_t tiles = pick(8, 96);
 		Machine mc = test_machine(tiles);
 		Model md;
@@ -610,14 +612,14 @@ int main(void)
 		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL };
 		Err e;
 
-		int kind = (int)(next() % 4);
+		int kind = i < n ? (int)(next() % 4) : 1;
 		int64_t room = -1;
 		Carry carry;
 		memset(&carry, 0, sizeof carry);
 		if (kind == 0)
 			vit_model(path, desc, sizeof desc);
 		else if (kind == 1)
-			dec_model(path, tiles, desc, sizeof desc, &room);
+			dec_model(path, tiles, i >= n, desc, sizeof desc, &room);
 		else
 			model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
@@ -733,6 +735,8 @@ int main(void)
 					causal_blocks += pl.s[s].causal && blocks;
 					causal_one += pl.s[s].causal && !blocks;
 					grouped += pl.s[s].kv_heads < pl.s[s].heads;
+					homes += pl.s[s].in[1] == pl.s[s].in[2];  /* on a cache's home, every head */
+					chunked += plan_chunks(&pl.s[s]) > 1;
 				}
 		}
 		if (ok || pl.nt)
@@ -749,6 +753,8 @@ int main(void)
 	t_case("random models: causal attention with key blocks and without, and grouped-query attention, ran byte-exact");
 	CHECK(causal_blocks >= 2 && causal_one >= 2 && grouped >= 2, "%d causal with key blocks, %d without, %d grouped, "
 	      "of %d random models", causal_blocks, causal_one, grouped, n);
+	t_case("random models: attention on a cache's home (every head on a tile, partials chunked) ran byte-exact");
+	CHECK(homes >= 2 && chunked >= 1, "%d on a home, %d chunked, of %d random models", homes, chunked, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");
 	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
