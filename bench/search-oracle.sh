@@ -122,7 +122,8 @@ can_spread() {
 
 # attention_pins PLAN: a pin line per attention op, "op: {blocks: [Q, K],
 # kv_staging: S}": Q and K from the split of its q and k placements
-# (formats/plan.md), relay when the keys have a stage.
+# (formats/plan.md), relay when the keys have a stage; "op: {kv_staging:
+# home}" when the keys are a state's home.
 attention_pins() {
 	awk '/^placements:/ { s = 1 } /^steps:/ { s = 0 }
 	s && /^- \{name: / {
@@ -138,8 +139,11 @@ attention_pins() {
 	END {
 		for (i = 1; i <= no; i++) {
 			op = ops[i]
-			printf "  %s: {blocks: [%s, %s], kv_staging: %s}\n", op, part[q[op]], part[k[op]],
-				have[k[op] ".stage"] ? "relay" : "direct"
+			if (k[op] ~ /@home$/)   # on the home of a state: its blocks are the home ones
+				printf "  %s: {kv_staging: home}\n", op
+			else
+				printf "  %s: {blocks: [%s, %s], kv_staging: %s}\n", op, part[q[op]], part[k[op]],
+					have[k[op] ".stage"] ? "relay" : "direct"
 		}
 	}' "$1"
 }
