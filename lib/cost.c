@@ -37,6 +37,7 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 		/* the tile's heads that share a kv head (at most group of them)
 		 * stack their rows into one call of each product */
 		int64_t R = w->in.rows, D = w->head_dim, N = w->keys, nh = w->in.cols / D;
+		nh = nh > 0 ? nh : 1;   /* a stage whose heads disagree with its shards: amp-run names it */
 		int64_t r = nh < w->group ? nh : w->group, calls = cdiv(nh, r);
 		return calls * (2 * (cdiv(r * R * N * D, m->macs_fp16) + m->matmul_call_cycles)) +
 		       nh * R * N * m->reduction_cycles_per_element;

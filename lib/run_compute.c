@@ -501,8 +501,9 @@ static void enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t l
 	}
 }
 
-/* Placement p's shard on tile t as attend's panels: keys (trans 1, N x D)
- * transposed into D x N panels, values (N x D) as they are. Made again
+/* Columns c0 .. c0 + D - 1 of placement p's shard on tile t as attend's
+ * panels: keys (trans 1, N x D) transposed into D x N panels, values
+ * (N x D) as they are; NULL when the shard does not hold them. Made again
  * only when the tile's bytes differ from those the cache c was made from
  * in this step (the same bytes decode to the same panels). */
 static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int trans, int64_t c0, int64_t D,
@@ -510,6 +511,8 @@ static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int tr
 {
 	const uint8_t *mem = shard_mem(m, p, t, l);
 	int64_t N = l->rows, W = l->cols, key = trans + 2 * c0;
+	if (c0 < 0 || c0 + D > W)
+		return NULL;            /* the shard does not hold those columns */
 	if (made_same(&c->from, m->exec, mem, l, key))
 		return c->p;
 	if (!made_same(&c->dfrom, m->exec, mem, l, 0)) {        /* the shard, decoded once for all its heads */
@@ -548,14 +551,15 @@ static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int tr
  * and kbase + KC + j*D for values (kbase: q's C when q and kv are one
  * fused tensor), wherever the k and v shards hold them: a shard of that
  * head alone, or a state's home holding every head's keys and values. */
-static void attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t R,
-			   int64_t C, float *res)
+static void attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
+			   int64_t R, int64_t C, float *res)
 {
 	const Plan *pl = m->pl;
 	int64_t partial = pl->p[st->out].fmt == FMT_FP32 ? plan_chunks(st) : 0;       /* its chunks */
 	int64_t H = st->heads, D = plan_head_dim(pl, st), g = H / st->kv_heads, KC = st->kv_heads * D;
 	int64_t kbase = st->in[0] == st->in[1] || pl->p[st->in[0]].tensor == pl->p[st->in[1]].tensor ? H * D : 0;
 	int64_t h0 = shard_first(m, st->in[0], t, 2) / D, hw = D + 2 * partial, nh = C / hw;
+	nh = nh < qcols / D ? nh : qcols / D;
 	int64_t k0 = shard_first(m, st->in[1], t, 2), v0 = shard_first(m, st->in[2], t, 2);
 	Layout lc, lk, lv;
 	float *pos = st->nin > 3 ? read_shard(m, st->in[3], t, &lc) : NULL;
@@ -564,7 +568,8 @@ static void attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t
 		int64_t j = (h0 + i) / g;
 		const float *kp = kv_panels(m, &m->kv[w->part][0], st->in[1], t, 1, kbase + j * D - k0, D, &lk);
 		const float *vp = kv_panels(m, &m->kv[w->part][1], st->in[2], t, 0, kbase + KC + j * D - v0, D, &lv);
-		attend(q + i * D, nh * D, kp, vp, res + i * hw, C, R, lk.rows, D, (float)st->scale, partial, see);
+		if (kp && vp)           /* (a stage whose shards hold not the head's columns: zeros, which the checks name) */
+			attend(q + i * D, qcols, kp, vp, res + i * hw, C, R, lk.rows, D, (float)st->scale, partial, see);
 	}
 	free(see);
 	free(pos);
@@ -627,7 +632,7 @@ static void *compute_tiles(void *arg)
 				memcpy(res + r * C, a + (r % la.rows) * C, (size_t)C * sizeof *res);
 			break;
 		case C_ATTENTION:
-			attention_tile(m, w, st, t, a, R, C, res);
+			attention_tile(m, w, st, t, a, la.cols, R, C, res);
 			break;
 		case C_APPEND: {                /* the rows whose position falls in this tile's block */
 			float *pos = read_shard(m, st->in[1], t, &lb);

@@ -499,7 +499,7 @@ sorted_members() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 9"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 10"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {
