@@ -332,6 +332,46 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
  * at least 8 columns wide, whose heads x n merges the blocks hold), chunk
  * c of head h merged on block h*n + c's tile (or, with one block, the
  * output written there). */
+/* The common tail of both attention forms: the attention step into o, or
+ * (pp given) into a [KB, B, Tq, width] fp32 partial placed by pp, reduced
+ * to rp and merged into o; then the step's fields and the output's copy
+ * back to its canonical owners. */
+static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
+			   Placement *o, Placement *pp, Placement *rp,
+			   const int64_t pshape[4], int64_t scratch, int64_t chunks)
+{
+	Plan *pl = b->pl;
+	int out = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
+	int64_t D = pl->t[out].shape[2] / op->heads;
+	char where[160];
+	snprintf(where, sizeof where, "%s.out", op->name);
+	int op_out = add_place(pl, o, out, where, &existed);
+	if (!pp) {
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
+	} else {
+		char name[200];
+		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP32, 0);
+		snprintf(where, sizeof where, "%s.partial", op->name);
+		int pi = add_place(pl, pp, pt, where, &existed);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
+		snprintf(where, sizeof where, "%s.merge", op->name);
+		int ri = add_place(pl, rp, pt, where, &existed);
+		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
+		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+	}
+	pl->s[st].scale = 1.0 / sqrt((double)D);
+	pl->s[st].heads = op->heads;
+	pl->s[st].kv_heads = op->kv_heads;
+	pl->s[st].causal = op->causal;
+	pl->s[st].scratch = scratch;
+	pl->s[st].chunks = chunks;
+	Placement cp;
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+}
+
 static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 {
 	Plan *pl = b->pl;
@@ -372,44 +412,23 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	o.split[1] = 1, o.block[1] = Tq;
 	o.split[2] = KB > 1 ? H * n : 1, o.block[2] = KB > 1 ? dc : C, o.stride[2] = KB > 1 ? s1 : 0;
 	o.base = h.base;
-	snprintf(where, sizeof where, "%s.out", op->name);
-	int op_out = add_place(pl, &o, out, where, &existed), st;
 	if (KB == 1) {
-		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
-	} else {
-		char name[200];
-		int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
-		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
-		int pt = add_tensor(pl, name, R_PARTIAL, 4, shape, FMT_FP32, 0);
-		Placement pp, rp;
-		memset(&pp, 0, sizeof pp);
-		pp.layout = LAYOUT_ROW_MAJOR;
-		pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = s1;
-		pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = s0;
-		pp.split[2] = 1, pp.block[2] = Tq;
-		pp.split[3] = 1, pp.block[3] = H * (D + 2 * n);
-		pp.base = h.base;
-		rp = pp;
-		rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
-		rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = s1;
-		snprintf(where, sizeof where, "%s.partial", op->name);
-		int pi = add_place(pl, &pp, pt, where, &existed);
-		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
-		snprintf(where, sizeof where, "%s.merge", op->name);
-		int ri = add_place(pl, &rp, pt, where, &existed);
-		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
-		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * h.block[1], 1);
+		return;
 	}
-	pl->s[st].scale = 1.0 / sqrt((double)D);
-	pl->s[st].heads = H;
-	pl->s[st].kv_heads = op->kv_heads;
-	pl->s[st].causal = op->causal;
-	pl->s[st].scratch = 4 * h.block[1];
-	pl->s[st].chunks = KB > 1 ? n : 1;
-	Placement cp;
-	canonical_of(b, &pl->t[out], &cp);
-	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
-	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+	int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
+	Placement pp, rp;
+	memset(&pp, 0, sizeof pp);
+	pp.layout = LAYOUT_ROW_MAJOR;
+	pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = s1;
+	pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = s0;
+	pp.split[2] = 1, pp.block[2] = Tq;
+	pp.split[3] = 1, pp.block[3] = H * (D + 2 * n);
+	pp.base = h.base;
+	rp = pp;
+	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+	rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = s1;
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * h.block[1], n);
 }
 
 /* Builds attention op with the grid and staging of arg (an AttnTry). */
@@ -510,43 +529,23 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	o.split[1] = QB, o.block[1] = tq, o.stride[1] = sq;
 	o.split[2] = H, o.block[2] = D, o.stride[2] = sh;
 	o.base = base;
-	snprintf(where, sizeof where, "%s.out", op->name);
-	int op_out = add_place(pl, &o, out, where, &existed), st;
 	if (KB == 1) {
-		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
-	} else {
-		/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
-		char name[200];
-		int64_t shape[4] = { KB, B, Tq, H * (D + 2) };
-		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
-		int pt = add_tensor(pl, name, R_PARTIAL, 4, shape, FMT_FP32, 0);
-		Placement pp, rp;
-		memset(&pp, 0, sizeof pp);
-		pp.layout = LAYOUT_ROW_MAJOR;
-		pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = 1;
-		pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = sb;
-		pp.split[2] = QB, pp.block[2] = tq, pp.stride[2] = sq;
-		pp.split[3] = H, pp.block[3] = D + 2, pp.stride[3] = sh;
-		pp.base = base;
-		rp = pp;
-		rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
-		snprintf(where, sizeof where, "%s.partial", op->name);
-		int pi = add_place(pl, &pp, pt, where, &existed);
-		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
-		snprintf(where, sizeof where, "%s.merge", op->name);
-		int ri = add_place(pl, &rp, pt, where, &existed);
-		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
-		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * tk, 1);
+		return;
 	}
-	pl->s[st].scale = 1.0 / sqrt((double)D);
-	pl->s[st].heads = H;
-	pl->s[st].kv_heads = G;
-	pl->s[st].causal = op->causal;
-	pl->s[st].scratch = 4 * tk;
-	Placement cp;
-	canonical_of(b, &pl->t[out], &cp);
-	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
-	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+	/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
+	int64_t shape[4] = { KB, B, Tq, H * (D + 2) };
+	Placement pp, rp;
+	memset(&pp, 0, sizeof pp);
+	pp.layout = LAYOUT_ROW_MAJOR;
+	pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = 1;
+	pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = sb;
+	pp.split[2] = QB, pp.block[2] = tq, pp.stride[2] = sq;
+	pp.split[3] = H, pp.block[3] = D + 2, pp.stride[3] = sh;
+	pp.base = base;
+	rp = pp;
+	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * tk, 1);
 }
 
 /* The carried activation of a repeat: a local copy on its owners. */
