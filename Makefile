@@ -146,6 +146,7 @@ help:
 	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'
 	@echo '                  the flows, into artifacts/NAME/ (ART=DIR, ARTIFACTS=DIR to move it)'
 	@echo 'make report MODEL=FILE  capture, then artifacts/NAME/report.html: heatmaps, flow graph, tables'
+	@echo 'make trace MODEL=FILE [TRACE_TILES=0-45,775]  artifacts/NAME/trace.json.gz: the timeline for Perfetto'
 	@echo 'make experiment-weights|experiment-compose|experiment-staging [EXP_MODEL=FILE]'
 	@echo 'make experiment-search [SEARCH_CASES=mlp|so400m]  the search oracle: best pinned GEMMs beside amp-plan (docs/search.md)'
 	@echo 'make fuzz|fuzz-record|fuzz-status [FUZZ_SECONDS=60] [FUZZ_READERS=...]'

@@ -461,6 +461,53 @@ static void write_compute(Json *j, const Plan *pl, const Metrics *st)
 	json_close(j, ']');
 }
 
+/* What one run of the program serves: tokens (the elements of its first
+ * int32 input: token ids or positions, one per token) or else images (its
+ * first input's leading dimension). 0 when it has no input. */
+static int64_t run_items(const Plan *pl, const char **unit)
+{
+	int first = -1;
+	for (int t = 0; t < pl->nt; t++) {
+		if (pl->t[t].role != R_INPUT)
+			continue;
+		if (pl->t[t].fmt == FMT_I32) {
+			int64_t n = 1;
+			*unit = "tokens/s";
+			for (int d = 0; d < pl->t[t].rank; d++)
+				n *= pl->t[t].shape[d];
+			return n;
+		}
+		if (first < 0)
+			first = t;
+	}
+	*unit = "images/s";
+	return first < 0 ? 0 : pl->t[first].shape[0];
+}
+
+/* The summary's time at the machine's clock: microseconds per run and
+ * the throughput; null when the machine file has no clock. */
+static void write_time(Json *j, const Plan *pl, const Metrics *sum)
+{
+	int64_t hz = pl->machine.clock_hz, cyc = sum->total_cycles;
+	const char *unit;
+	int64_t items = run_items(pl, &unit);
+	json_key(j, "microseconds");
+	if (hz && cyc <= INT64_MAX / 1000000)
+		json_ratio(j, cyc * 1000000, hz);
+	else
+		json_null(j);
+	json_key(j, "throughput");
+	if (!hz || !items || !cyc || items > INT64_MAX / hz) {
+		json_null(j);
+		return;
+	}
+	json_open(j, '{', 1);
+	json_kstr(j, "unit", unit);
+	json_kint(j, "items", items);
+	json_kratio(j, "per_second", items * hz, cyc);
+	json_close(j, '}');
+}
+
 int capture_write(const Plan *pl, Output *out, Err *e)
 {
 	const Machine *mc = &pl->machine;
@@ -497,6 +544,16 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_kint(&j, "fp16", mc->macs_fp16);
 	json_kint(&j, "fp8", mc->macs_fp8);
 	json_close(&j, '}');
+	json_key(&j, "clock_hz");
+	if (mc->clock_hz)
+		json_int(&j, mc->clock_hz);
+	else
+		json_null(&j);
+	json_key(&j, "clock_source");
+	if (mc->clock_hz)
+		json_str(&j, mc->clock_source);
+	else
+		json_null(&j);
 	json_close(&j, '}');
 	json_key(&j, "provenance");
 	json_open(&j, '[', 0);
@@ -532,6 +589,7 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_kint(&j, "total_floor_cycles", mf.total);
 	json_kratio(&j, "ratio", sum.total_cycles, mf.total);
 	json_close(&j, '}');
+	write_time(&j, pl, &sum);
 	json_close(&j, '}');
 	write_ops(&j, pl, ph, st);
 	write_compute(&j, pl, st);

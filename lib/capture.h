@@ -19,7 +19,7 @@
 
 #include "plan.h"
 
-#define CAPTURE_VERSION 5        /* written; 4 (no floors) and 3 (no provenance) are still read */
+#define CAPTURE_VERSION 6        /* written; 5 (no clock), 4 (no floors) and 3 (no provenance) are still read */
 #define CAPTURE_VERSION_OLDEST 3
 
 /* The one metrics type: a phase's, a step's, an op's or the whole

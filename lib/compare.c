@@ -47,7 +47,8 @@ static int ratio_ok(const char *f, const Val *v, Err *e)
 }
 
 /* The figures of map m (the summary, or its floor object in version 5):
- * integers kept, ratios checked and left out. */
+ * integers kept; ratios, and version 6's microseconds and throughput,
+ * checked and left out. */
 static int read_figs(Cap *c, const char *f, const Val *m, int64_t version, int nested, Err *e)
 {
 	for (int i = 0; i < m->n; i++) {
@@ -57,6 +58,19 @@ static int read_figs(Cap *c, const char *f, const Val *m, int64_t version, int n
 		if (version >= 5 && (ends_with(k, "_ratio") || (nested && !strcmp(k, "ratio")))) {
 			if (ratio_ok(f, v, e))
 				return -1;
+			continue;
+		}
+		/* version 6's time at the clock: a number or null, and the
+		 * throughput object or null; checked and left out (cycles are
+		 * compared; time follows from them) */
+		if (version >= 6 && !nested && !strcmp(k, "microseconds")) {
+			if (ratio_ok(f, v, e))
+				return -1;
+			continue;
+		}
+		if (version >= 6 && !nested && !strcmp(k, "throughput")) {
+			if (v->kind != VAL_MAP && !(v->kind == VAL_SCALAR && v->s && !strcmp(v->s, "null")))
+				return val_err(f, v, e, "expected 'throughput' to be an object or null");
 			continue;
 		}
 		if (version >= 5 && !nested && !strcmp(k, "floor")) {

@@ -1,6 +1,7 @@
 #include "cost.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* What one tile's cost reads: its output shard, and the shard of the
  * step's first input on the same tile (rows 0 when it holds none). */
@@ -65,8 +66,9 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 typedef struct {
 	const Plan *pl;
 	const Step *s;
-	Layout *in;             /* [tiles]: the input shard on each tile */
+	Layout *in;             /* [tiles]: the input shard on each tile, or NULL (the kind reads none) */
 	int64_t best, tile;
+	int64_t *per;           /* [tiles] or NULL: each tile's cycles */
 } Visit;
 
 static int note_input(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
@@ -82,7 +84,9 @@ static int cost_output(void *ctx, const Placement *p, const int64_t *idx, const 
 		       int64_t tile)
 {
 	Visit *v = ctx;
-	TileWork w = { place_layout(p, idx), v->in[tile], 0, 0, 0 };
+	TileWork w = { place_layout(p, idx), { 0 }, 0, 0, 0 };
+	if (v->in)
+		w.in = v->in[tile];
 	if (v->s->compute == C_ATTENTION)       /* the tile's key block, and its heads' width */
 		w.keys = v->pl->p[v->s->in[1]].block[1], w.head_dim = plan_head_dim(v->pl, v->s),
 		w.group = v->s->heads / v->s->kv_heads;
@@ -90,6 +94,8 @@ static int cost_output(void *ctx, const Placement *p, const int64_t *idx, const 
 	(void)rep;
 	if (v->tile < 0 || c > v->best)
 		v->best = c, v->tile = tile;
+	if (v->per && c > v->per[tile])
+		v->per[tile] = c;
 	return 0;
 }
 
@@ -109,12 +115,29 @@ int64_t step_cycles(const Plan *pl, int step, int64_t *worst_tile)
 			*worst_tile = place_tile(out, zero, zero, T);
 		return tile_cycles(&pl->machine, s->compute, &w);
 	}
-	Visit v = { pl, s, xcalloc((size_t)T, sizeof *v.in), 0, -1 };
+	Visit v = { pl, s, xcalloc((size_t)T, sizeof *v.in), 0, -1, NULL };
 	place_each(&pl->p[s->in[0]], T, note_input, &v);
 	place_each(out, T, cost_output, &v);
 	free(v.in);
 	if (worst_tile)
 		*worst_tile = v.tile;
+	return v.best;
+}
+
+int64_t step_cycles_tiles(const Plan *pl, int step, int64_t *per)
+{
+	const Step *s = &pl->s[step];
+	int64_t T = pl->machine.tiles;
+	memset(per, 0, (size_t)T * sizeof *per);
+	if (s->kind != STEP_COMPUTE)
+		return 0;
+	Visit v = { pl, s, NULL, 0, -1, per };
+	if (reads_input(s->compute)) {
+		v.in = xcalloc((size_t)T, sizeof *v.in);
+		place_each(&pl->p[s->in[0]], T, note_input, &v);
+	}
+	place_each(&pl->p[s->out], T, cost_output, &v);
+	free(v.in);
 	return v.best;
 }
 

@@ -40,6 +40,9 @@
  * NULL) receives that tile, the first in place_each order among the
  * slowest. A copy step costs 0 here, with worst tile -1. */
 int64_t step_cycles(const Plan *pl, int step, int64_t *worst_tile);
+/* The same per tile: per[tiles] receives each tile's cycles (0 where the
+ * step does not run); returns the slowest's. The trace's compute slices. */
+int64_t step_cycles_tiles(const Plan *pl, int step, int64_t *per);
 /* Tiles that run compute step `step`: its output's shards x replicas
  * (0 for a copy step). */
 int64_t step_tiles(const Plan *pl, int step);

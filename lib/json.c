@@ -117,9 +117,30 @@ void json_ratio(Json *j, int64_t num, int64_t den)
 		puts_(j, "null");
 		return;
 	}
-	int64_t q = (2 * 1000 * num + den) / (2 * den);     /* thousandths, halves up */
-	snprintf(b, sizeof b, "%" PRId64 ".%03" PRId64, q / 1000, q % 1000);
+	/* thousandths, halves up; the whole part apart, so that only the
+	 * remainder (below den) is scaled */
+	int64_t whole = num / den, r = num % den, t;
+	if (den <= INT64_MAX / 2000)
+		t = (2 * 1000 * r + den) / (2 * den);
+	else
+		t = (int64_t)(((long double)r * 1000 + (long double)den / 2) / den);
+	whole += t / 1000, t %= 1000;
+	snprintf(b, sizeof b, "%" PRId64 ".%03" PRId64, whole, t);
 	puts_(j, b);
+}
+
+void json_fixed(Json *j, double v)
+{
+	char b[64];
+	member(j);
+	snprintf(b, sizeof b, "%.3f", v);
+	puts_(j, b);
+}
+
+void json_null(Json *j)
+{
+	member(j);
+	puts_(j, "null");
 }
 
 void json_kratio(Json *j, const char *k, int64_t num, int64_t den)

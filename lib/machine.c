@@ -36,10 +36,13 @@ static int64_t *field(Machine *m, size_t i)
 	return (int64_t *)((char *)m + params[i].off);
 }
 
-/* The machine mapping without the version key (shared by both readers). */
-static int from_map(Machine *m, const char *file, const Val *v, int file_form, Err *e)
+/* The machine mapping of a file of this version (2 or 3), or of a stage
+ * header (version 0: no version key and no clock). */
+static int from_map(Machine *m, const char *file, const Val *v, int version, Err *e)
 {
-	static const char *keys[NPARAMS + 4];
+	/* the file's keys; a version 2 file stops before the clock, and a
+	 * stage header (version 0) also lacks the version key */
+	static const char *keys[NPARAMS + 6], *noclock[NPARAMS + 4];
 	const char *name;
 	const Val *macs;
 	size_t k = 0;
@@ -50,12 +53,15 @@ static int from_map(Machine *m, const char *file, const Val *v, int file_form, E
 		for (size_t i = 0; i < NPARAMS; i++)
 			keys[k++] = params[i].key;
 		keys[k++] = "amp_macs_per_cycle";
+		memcpy(noclock, keys, k * sizeof *keys);
+		keys[k++] = "clock_hz";
+		keys[k++] = "clock_source";
 		keys[k] = NULL;
 	}
 	memset(m, 0, sizeof *m);
 	if (v->kind != VAL_MAP)
 		return val_err(file, v, e, "expected a machine mapping");
-	if (map_keys(file, v, file_form ? keys : keys + 1, e))
+	if (map_keys(file, v, version >= 3 ? keys : version ? noclock : noclock + 1, e))
 		return -1;
 	if (get_str(file, v, "name", &name, e))
 		return -1;
@@ -72,6 +78,17 @@ static int from_map(Machine *m, const char *file, const Val *v, int file_form, E
 	    get_int(file, macs, "fp16", 1, INT64_C(1) << 30, &m->macs_fp16, e) ||
 	    get_int(file, macs, "fp8", 1, INT64_C(1) << 30, &m->macs_fp8, e))
 		return -1;
+	if (version >= 3) {
+		const char *src;
+		if (get_int(file, v, "clock_hz", 1, INT64_C(1) << 40, &m->clock_hz, e) ||
+		    get_str(file, v, "clock_source", &src, e))
+			return -1;
+		if (strlen(src) >= sizeof m->clock_source || !*src)
+			return val_err(file, map_get(v, "clock_source"), e,
+				       "clock_source must be 1 to %zu characters (where the clock figure comes from)",
+				       sizeof m->clock_source - 1);
+		strcpy(m->clock_source, src);
+	}
 	if (m->reserved_bytes >= m->sram_bytes)
 		return val_err(file, map_get(v, "reserved_bytes"), e,
 			       "reserved_bytes (%lld) leaves no SRAM for planned data (sram_bytes %lld)",
@@ -83,7 +100,7 @@ static int from_map(Machine *m, const char *file, const Val *v, int file_form, E
 
 int machine_from_val(Machine *m, const char *file, const Val *v, Err *e)
 {
-	return from_map(m, file, v, 0, e);
+	return from_map(m, file, v, 0, e);     /* a stage header: no clock */
 }
 
 int machine_load(Machine *m, const char *path, Err *e)
@@ -108,14 +125,14 @@ int machine_load_input(Machine *m, Input *in, Err *e)
 	}
 	if (get_int(r.name, root, "amp-machine", 0, INT64_MAX, &version, e))
 		goto out;
-	if (version != MACHINE_VERSION) {
+	if (version != 2 && version != MACHINE_VERSION) {
 		val_err(r.name, map_get(root, "amp-machine"), e,
-			"unsupported machine file version %lld (this amp reads %d%s)",
+			"unsupported machine file version %lld (this amp reads 2 and %d%s)",
 			(long long)version, MACHINE_VERSION,
-			version == 1 ? ", which adds the compute cost keys of formats/machine.md" : "");
+			version == 1 ? "; version 2 adds the compute cost keys of formats/machine.md" : "");
 		goto out;
 	}
-	if (from_map(m, r.name, root, 1, e))
+	if (from_map(m, r.name, root, (int)version, e))
 		goto out;
 	if (yr_expect(&r, YAML_DOCUMENT_END_EVENT, "end of document", e) ||
 	    yr_expect(&r, YAML_STREAM_END_EVENT, "end of input (one document only)", e))

@@ -1,6 +1,7 @@
 /* machine: the machine description (docs/machine.md §2).
  *
- * Read from a machine file (formats/machine.md, `amp-machine: 2`) or from
+ * Read from a machine file (formats/machine.md, `amp-machine: 3`, or 2
+ * without the clock) or from
  * a stage file's header. Every parameter is required, is a non-negative
  * integer, and unknown keys are rejected, each error naming file:line:col.
  */
@@ -31,9 +32,14 @@ typedef struct {
 	int64_t reduction_cycles_per_element;   /* layernorm, reduction of partials */
 	int64_t macs_fp16;      /* amp_macs_per_cycle.fp16 */
 	int64_t macs_fp8;       /* amp_macs_per_cycle.fp8 */
+	/* the clock (version 3 files): it turns modelled cycles into time and
+	 * nothing else, so stage headers do not carry it; 0 and "" when the
+	 * file is version 2 (clock unknown) */
+	int64_t clock_hz;
+	char clock_source[256];
 } Machine;
 
-#define MACHINE_VERSION 2
+#define MACHINE_VERSION 3       /* the version written; 2 is still read */
 #define DEFAULT_MACHINE "share/machines/amp1472.yaml"
 
 int machine_load(Machine *m, const char *path, Err *e);

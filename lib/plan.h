@@ -225,6 +225,11 @@ int64_t plan_chunks(const Step *s);
 int64_t plan_memory(const Plan *p, int64_t *tile_peak, int *tile_step, int64_t *step_peak,
 		    int64_t *worst, int *at);
 
+/* The same walk, calling fn(ctx, step, cur) at every step with cur[tiles],
+ * each tile's live bytes then (the trace's memory counters). */
+typedef void (*MemoryFn)(void *ctx, int step, const int64_t *cur);
+void plan_memory_each(const Plan *p, MemoryFn fn, void *ctx);
+
 /* Live range of every placement, in steps (first written .. last read; the
  * whole program for initial placements, to the end for outputs), and for
  * each copy destination the source it may alias (-1 otherwise). */

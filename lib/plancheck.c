@@ -268,8 +268,8 @@ static int mark_same(void *ctx, const Placement *p, const int64_t *idx, const in
 	return 0;
 }
 
-int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step_peak,
-		    int64_t *worst, int *at)
+static int64_t memory_walk(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step_peak,
+			   int64_t *worst, int *at, MemoryFn fn, void *ctx)
 {
 	int64_t T = pl->machine.tiles, best = 0;
 	int np = pl->np, ns = pl->ns;
@@ -322,6 +322,8 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 			for (int64_t t = 0; t < T; t++)
 				if (m[pl->s[s].out].bytes[t])
 					cur[t] += pl->s[s].scratch;
+		if (fn && s < ns)
+			fn(ctx, s, cur);
 		if (step_peak && s < ns)
 			step_peak[s] = 0;
 		for (int64_t t = 0; t < T; t++) {
@@ -353,4 +355,15 @@ int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step
 	free(alias);
 	free(cur);
 	return best;
+}
+
+int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step_peak,
+		    int64_t *worst, int *at)
+{
+	return memory_walk(pl, peak, peak_step, step_peak, worst, at, NULL, NULL);
+}
+
+void plan_memory_each(const Plan *pl, MemoryFn fn, void *ctx)
+{
+	memory_walk(pl, NULL, NULL, NULL, NULL, NULL, fn, ctx);
 }

@@ -31,6 +31,7 @@ struct Replay {
 	TileWrites *tw;
 	int64_t nb;
 	int64_t last;
+	int64_t *busy;          /* NULL, or per tile: end, send and receive cycles (3 x tiles) */
 };
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -99,7 +100,7 @@ static void add_write(Replay *r, int64_t t, Write w)
 Replay *replay_new(const Machine *m)
 {
 	int64_t T = m->tiles, sram = m->sram_bytes;
-	Replay *r = xmalloc(sizeof *r);
+	Replay *r = xcalloc(1, sizeof *r);
 	r->m = m;
 	r->issue = xcalloc((size_t)T, sizeof *r->issue);
 	r->sfree = xcalloc((size_t)T, sizeof *r->sfree);
@@ -189,6 +190,11 @@ int64_t replay_issue(Replay *r, const Frag *f)
 	for (int64_t j = 0; j < f->nrecv; j++)
 		r->issue[tile_mod(f->dst_tile + j * f->recv_step, T)] += m->receive_control_cycles;
 	end = start + cdiv(f->len, m->exchange_bytes_per_cycle);
+	if (r->busy) {          /* the ports' moving cycles, per tile */
+		r->busy[T + s] += end - start;
+		for (int64_t j = 0; j < f->nrecv; j++)
+			r->busy[2 * T + tile_mod(f->dst_tile + j * f->recv_step, T)] += end - start;
+	}
 	r->sfree[s] = end;
 	r->last = max64(r->last, max64(end, r->issue[s]));
 	for (int64_t j = 0; j < f->nrecv; j++) {
@@ -209,8 +215,10 @@ static int frag(void *ctx, const Xfer *x, int64_t m, int64_t s, int64_t sa, int6
 	return 0;
 }
 
-/* The replay of records x[0..n) whose step lies in first..last, in order. */
-static int64_t replay_range(const Plan *pl, const Xfer *x, int n, int first, int last)
+/* The replay of records x[0..n) whose step lies in first..last, in order;
+ * with busy (NULL or 3 x tiles), each tile's end, send-port and
+ * receive-port cycles. */
+static int64_t replay_range(const Plan *pl, const Xfer *x, int n, int first, int last, int64_t *busy)
 {
 	Replay *r = replay_new(&pl->machine);
 	int lo = 0, hi = n;             /* the sends that may read what the phase writes */
@@ -219,9 +227,15 @@ static int64_t replay_range(const Plan *pl, const Xfer *x, int n, int first, int
 	while (hi > lo && (x[hi - 1].step < first || x[hi - 1].step > last))
 		hi--;
 	replay_reads(r, x + lo, hi - lo);
+	r->busy = busy;
+	if (busy)
+		memset(busy, 0, 3 * (size_t)pl->machine.tiles * sizeof *busy);
 	for (int i = 0; i < n; i++)
 		if (x[i].kind == X_SEND && x[i].step >= first && x[i].step <= last)
 			xfer_each(&x[i], pl->machine.tiles, frag, r);
+	if (busy)
+		for (int64_t t = 0, T = pl->machine.tiles; t < T; t++)
+			busy[t] = max64(r->issue[t], max64(r->sfree[t], r->rfree[t]));
 	int64_t end = r->last;
 	replay_free(r);
 	return end;
@@ -229,10 +243,15 @@ static int64_t replay_range(const Plan *pl, const Xfer *x, int n, int first, int
 
 int64_t replay_records(const Plan *pl, const Xfer *x, int n)
 {
-	return replay_range(pl, x, n, INT32_MIN, INT32_MAX);
+	return replay_range(pl, x, n, INT32_MIN, INT32_MAX, NULL);
 }
 
 int64_t phase_cycles(const Plan *pl, int p)
 {
-	return replay_range(pl, pl->x, pl->nx, pl->ph[p].first, pl->ph[p].last);
+	return replay_range(pl, pl->x, pl->nx, pl->ph[p].first, pl->ph[p].last, NULL);
+}
+
+int64_t phase_cycles_tiles(const Plan *pl, int p, int64_t *busy)
+{
+	return replay_range(pl, pl->x, pl->nx, pl->ph[p].first, pl->ph[p].last, busy);
 }

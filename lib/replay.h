@@ -24,6 +24,11 @@
 #include "plan.h"
 
 int64_t phase_cycles(const Plan *pl, int phase);
+/* The same, and per tile (busy[3 x tiles]): busy[t] its end (its last
+ * issue or port time; 0 when idle), busy[tiles + t] the cycles its send
+ * port moves bytes, busy[2 x tiles + t] its receive port's. The trace's
+ * exchange slices. */
+int64_t phase_cycles_tiles(const Plan *pl, int phase, int64_t *busy);
 /* The replay of the send records x[0..n) alone, in order (one phase's). */
 int64_t replay_records(const Plan *pl, const Xfer *x, int n);
 

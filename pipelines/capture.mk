@@ -64,3 +64,24 @@ $(ART)/summary.txt: $(ART)/capture.json $(ART)/emit.txt $(wildcard $(JQ)/*.jq)
 
 capture: all $(ART)/summary.txt
 	@cat $(ART)/summary.txt
+
+# make trace MODEL=... [TRACE_TILES=0-45,775]: artifacts/X/trace.json.gz,
+# the modelled timeline (amp-capture --trace, formats/capture.md "Trace")
+# for Perfetto or chrome://tracing, gzip-compressed without a name or time
+# (gzip -n), so the same inputs give the same bytes. TRACE_TILES chooses
+# the tiles (default: tile 0 and every step's and phase's busiest).
+TRACE_TILES ?=
+
+.PHONY: trace
+
+$(ART)/trace.flags: FORCE | $(ART)
+	@echo '$(TRACE_TILES)' | cmp -s - $@ || echo '$(TRACE_TILES)' > $@
+
+$(ART)/trace.json.gz: $(ART)/grouped.yaml.zst $(BIN)/amp-capture $(ART)/limits.flags $(ART)/trace.flags
+	@set -e; trap 'rm -f $@.tmp $(ART)/trace.json.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
+	$(BIN)/amp-capture --machine $(MACHINE) $(capture_limits) $(if $(TRACE_TILES),--trace-tiles $(TRACE_TILES)) \
+		--trace $(ART)/trace.json.tmp -o /dev/null $<; \
+	gzip -n -9 -c $(ART)/trace.json.tmp > $@.tmp; mv $@.tmp $@
+
+trace: all $(ART)/trace.json.gz
+	@echo "trace: $(ART)/trace.json.gz ($$(wc -c < $(ART)/trace.json.gz) bytes): open it at https://ui.perfetto.dev or in chrome://tracing"

@@ -87,9 +87,10 @@ demo: deps
 	@echo " and generate, each sequence's next token fed back; every run byte-exact and against FP32)"
 	@set -o pipefail; $(MAKE) --no-print-directory validate MODEL=$(DEC_DECODE) PREFILL=$(DEC_PREFILL) \
 		RUN_FLAGS='--generate 4' | grep -E '^(movement|run (0|11) |next token|generate: sequence 0)'
-	@printf 'modelled cycles: prefill %s, decode step %s\n' \
-		"$$(bin/amp-capture --machine $(MACHINE) $(ARTIFACTS)/$(notdir $(basename $(DEC_PREFILL)))/run/grouped.yaml.zst | jq .summary.total_cycles)" \
-		"$$(bin/amp-capture --machine $(MACHINE) $(ARTIFACTS)/$(notdir $(basename $(DEC_DECODE)))/run/grouped.yaml.zst | jq .summary.total_cycles)"
+	@set -o pipefail; for d in $(DEC_PREFILL) $(DEC_DECODE); do \
+		bin/amp-capture --machine $(MACHINE) $(ARTIFACTS)/$$(basename $$d .yaml)/run/grouped.yaml.zst; done | \
+		jq -rs '"modelled cycles: prefill \(.[0].summary.total_cycles), decode step \(.[1].summary.total_cycles)" + \
+		(if .[1].summary.throughput then " (at \(.[1].machine.clock_hz / 1e9) GHz: \(.[0].summary.throughput.per_second | round) tokens/s prefill, \(.[1].summary.throughput.per_second | round) tokens/s decode)" else "" end)'
 
 # Golden stage files for the small models: `make regen` rewrites them, so a
 # change in the planner shows up as a diff under tests/golden/.

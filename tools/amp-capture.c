@@ -2,6 +2,7 @@
 #include <getopt.h>
 
 #include "capture.h"
+#include "trace.h"
 #include "num.h"
 #include "plan.h"
 #include "program.h"
@@ -19,7 +20,8 @@ static void help(void)
 	       "and in total compute, exchange, sync and local-copy cycles; the\n"
 	       "model's floor (essential compute, movement and syncs spread over\n"
 	       "every tile) beside the total; and phase_traffic, one record per\n"
-	       "movement class. Query it with jq (share/jq/).\n"
+	       "movement class. Query it with jq (share/jq/). With the machine's clock\n"
+	       "(machine file version 3), microseconds per run and images/s or tokens/s.\n"
 	       "\n"
 	       "  -m, --machine FILE         the machine file the stage was planned for, as\n"
 	       "                             amp-emit --machine (default: the file its\n"
@@ -32,6 +34,13 @@ static void help(void)
 	       "                        tile, bytes sent and received, fragments, table\n"
 	       "                        bytes and SRAM peak; per tile and phase, bytes sent\n"
 	       "                        and received, fragments and row bytes\n"
+	       "      --trace FILE      also write the modelled timeline to FILE as Chrome\n"
+	       "                        trace-event JSON (Perfetto, chrome://tracing): the\n"
+	       "                        critical path, and per sampled tile its compute,\n"
+	       "                        sync and exchange slices and its SRAM in use\n"
+	       "      --trace-tiles LIST  the tiles the trace shows, such as 0-45,775\n"
+	       "                        (default: tile 0 and each step's and phase's\n"
+	       "                        busiest tile)\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "  -z, --compress        compress the output with zstd\n"
 	       "      --help            print this help and exit\n"
@@ -48,6 +57,8 @@ int main(int argc, char **argv)
 		{ "table-budget", required_argument, NULL, 'B' },
 		{ "fragment-limit", required_argument, NULL, 'F' },
 		{ "tiles", required_argument, NULL, 'T' },
+		{ "trace", required_argument, NULL, 'R' },
+		{ "trace-tiles", required_argument, NULL, 'S' },
 		{ "machine", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", no_argument, NULL, 'z' },
@@ -56,6 +67,8 @@ int main(int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	const char *out_path = NULL, *in_path, *tiles_path = NULL, *machine_path = NULL;
+	const char *trace_path = NULL, *trace_tiles = NULL;
+	char *sel = NULL;
 	int compress = 0, c;
 	int64_t budget = -1, limit = -1;
 	Plan pl;
@@ -68,6 +81,8 @@ int main(int argc, char **argv)
 		case 'B': budget = count_arg("--table-budget", optarg); break;
 		case 'F': limit = count_arg("--fragment-limit", optarg); break;
 		case 'T': tiles_path = optarg; break;
+		case 'R': trace_path = optarg; break;
+		case 'S': trace_tiles = optarg; break;
 		case 'm': machine_path = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
@@ -77,6 +92,8 @@ int main(int argc, char **argv)
 		}
 	}
 	in_path = one_input(argc, argv, optind, "grouped stage or program");
+	if (trace_tiles && !trace_path)
+		usage_error("--trace-tiles needs --trace FILE");
 	if (program_or_stage(&pl, NULL, NULL, in_path, &e))
 		fail(&e);
 	check_machine(&pl, machine_path, in_path);
@@ -84,22 +101,34 @@ int main(int argc, char **argv)
 		pl.machine.table_budget_bytes = budget;
 	if (limit >= 0)
 		pl.machine.fragment_limit = limit;
+	if (trace_tiles) {
+		sel = xmalloc((size_t)pl.machine.tiles);
+		if (trace_tiles_parse(trace_tiles, pl.machine.tiles, sel, &e))
+			fail(&e);
+	}
 	add_prov(&pl, argc, argv, optind);
-	Output *o = output_open(out_path, compress, &e), *to = NULL;
+	Output *o = output_open(out_path, compress, &e), *to = NULL, *tr = NULL;
 	if (!o)
 		fail(&e);
-	if (tiles_path && !(to = output_open(tiles_path, 0, &e))) {
-		output_abort(o);
-		fail(&e);
-	}
-	if (capture_write(&pl, o, &e) || (to && capture_tiles_write(&pl, to, &e))) {
+	if ((tiles_path && !(to = output_open(tiles_path, 0, &e))) ||
+	    (trace_path && !(tr = output_open(trace_path, 0, &e)))) {
 		output_abort(o);
 		if (to)
 			output_abort(to);
 		fail(&e);
 	}
-	if ((to && output_commit(to, &e)) || output_commit(o, &e))
+	if (capture_write(&pl, o, &e) || (to && capture_tiles_write(&pl, to, &e)) ||
+	    (tr && trace_write(&pl, sel, tr, &e))) {
+		output_abort(o);
+		if (to)
+			output_abort(to);
+		if (tr)
+			output_abort(tr);
 		fail(&e);
+	}
+	if ((tr && output_commit(tr, &e)) || (to && output_commit(to, &e)) || output_commit(o, &e))
+		fail(&e);
+	free(sel);
 	plan_free(&pl);
 	return EXIT_OK;
 }

@@ -348,9 +348,10 @@ static inline void check_planned_file(const Plan *pl, const char *role, const vo
  * recorded in the provenance, by its base name in share_dir()/machines;
  * else the default machine. When the provenance records a machine file,
  * the file's FNV-1a must be the one recorded; and the header must be the
- * file's machine, parameter by parameter. Fails on error, naming the
+ * file's machine, parameter by parameter. The file's clock, which headers
+ * do not carry, is copied into pl->machine. Fails on error, naming the
  * input (in_path, NULL for stdin). */
-static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
+static inline int machine_mismatch(Plan *pl, const char *path, Err *e)
 {
 	const ProvFile *rec = planned_file(pl, "machine", NULL);
 	char buf[4096 + 256], hex[2][17];
@@ -391,10 +392,15 @@ static inline int machine_mismatch(const Plan *pl, const char *path, Err *e)
 			prov_option(pl->prov[i].options, "--table-budget", &m.table_budget_bytes);
 			prov_option(pl->prov[i].options, "--fragment-limit", &m.fragment_limit);
 		}
-	return machine_check_header(&pl->machine, &m, shown, e);
+	if (machine_check_header(&pl->machine, &m, shown, e))
+		return -1;
+	/* the clock is the file's alone (a stage header does not carry it) */
+	pl->machine.clock_hz = m.clock_hz;
+	memcpy(pl->machine.clock_source, m.clock_source, sizeof m.clock_source);
+	return 0;
 }
 
-static inline void check_machine(const Plan *pl, const char *path, const char *in_path)
+static inline void check_machine(Plan *pl, const char *path, const char *in_path)
 {
 	Err e;
 	if (machine_mismatch(pl, path, &e))

@@ -11,12 +11,15 @@ def short(u): if u == "" then tostring
 	else (. / (if u == "M" then 100000 else 100 end) | round) as $t | "\($t / 10 | floor).\($t % 10)\(u)" end;
 .summary as $s | .machine as $m |
 "model \(.model) on \($m.name) (\($m.tiles) tiles)",
-"phases run \($s.phases), transfers \($s.transfers), bytes \($s.bytes)",
+"phases run \($s.phases), transfers \($s.transfers | commas), bytes sent \($s.bytes | commas) (each send once, however many tiles receive it)",
 "max row bytes \($s.max_row_bytes)",
 "tables per tile: max \($s.max_table_bytes) (tile \($s.max_table_tile), largest row in phase \($s.max_table_phase)), median \($s.median_table_bytes), against the budget \($m.table_budget_bytes): \(over($s.max_table_bytes; $m.table_budget_bytes))",
 "fragments per tile: max \($s.max_fragments) (tile \($s.max_fragments_tile), most in phase \($s.max_fragments_phase)) against the limit \($m.fragment_limit): \(over($s.max_fragments; $m.fragment_limit))",
 "SRAM per tile: tensors at their peak max \($s.max_tensor_bytes) (tile \($s.max_tensor_tile), step \($s.max_tensor_step)); with tables max \($s.max_sram_bytes) (tile \($s.max_sram_tile)) against \($m.available_bytes) available: \(over($s.max_sram_bytes; $m.available_bytes))",
 "modelled cycles: compute \($s.compute_cycles), exchange \($s.exchange_cycles), sync \($s.sync_cycles), local copies \($s.local_copy_cycles), total \($s.total_cycles)",
+# (a machine without a clock, or a capture before version 6: no time line)
+($s.microseconds // empty | . as $us |
+"time at \($m.clock_hz / 1e9 | tostring) GHz: \($us | dec3) us per run\($s.throughput // empty | ", \(.per_second | round | commas) \(.unit)")"),
 # (a capture before version 5 has no floors: no floor lines)
 ($s.floor // empty | . as $f | ($f.total_floor_cycles | if . >= 1000000 then "M" elif . >= 1000 then "K" else "" end) as $u |
 "floor: \($f.total_floor_cycles | commas) cycles (compute \($f.compute_floor_cycles | short($u)), movement \($f.movement_floor_cycles | short($u)), sync \($f.sync_floor_cycles | short($u))); \(if $f.ratio == null then "no ratio (the floor is 0)" else "total is \($f.ratio | dec3)x the floor" end)"),

@@ -234,7 +234,7 @@ jq_empty() {
 		run jq -c 'keys_unsorted' "$f"
 		assert_output '["format","version","model","machine","provenance","summary","ops","compute","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
-		assert_output '["amp-capture",5]'
+		assert_output '["amp-capture",6]'
 	done
 	run jq -r .model "$TINY_CAPTURE"
 	assert_output tiny-mlp
@@ -666,14 +666,14 @@ commas() {
 	echo "$n$out"
 }
 
-@test "summary-head.jq prints the model, machine, totals, each limit with its worst tile and the floors in nine lines" {
+@test "summary-head.jq prints the model, machine, totals, each limit with its worst tile, the time and the floors in ten lines" {
 	siglip_ok
 	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$SIGLIP_CAPTURE"
 	assert_success
-	assert_equal "${#lines[@]}" 9
+	assert_equal "${#lines[@]}" 10
 	assert_line --index 0 'model siglip-mlp on amp1472 (1472 tiles)'
-	s=$(jq -r '.summary | "phases run \(.phases), transfers \(.transfers), bytes \(.bytes)"' "$SIGLIP_CAPTURE")
-	assert_line --index 1 "$s"
+	read -r ph tr by <<< "$(jq -r '.summary | "\(.phases) \(.transfers) \(.bytes)"' "$SIGLIP_CAPTURE")"
+	assert_line --index 1 "phases run $ph, transfers $(commas "$tr"), bytes sent $(commas "$by") (each send once, however many tiles receive it)"
 	assert_line --index 2 --regexp '^max row bytes [0-9]+$'
 	s=$(jq -r '.summary | "tables per tile: max \(.max_table_bytes) (tile \(.max_table_tile), largest row in phase \(.max_table_phase)), median \(.median_table_bytes), against the budget 81920: OVER"' "$SIGLIP_CAPTURE")
 	assert_line --index 3 "$s"
@@ -692,8 +692,11 @@ commas() {
 		want+="${want:+:}$part"
 	done
 	IFS=: read -r c m s <<< "$want"
-	assert_line --index 7 "floor: $(commas "$t") cycles (compute $c, movement $m, sync $s); total is $(thousandths "$tot" "$t")x the floor"
-	assert_line --index 8 "exchange: $(commas "$ex") cycles, $(thousandths "$ex" "$exf")x the per-phase floors ($(commas "$exf") cycles)"
+	# 1.5 GHz: microseconds = cycles / 1500; siglip-mlp serves its batch of 2 images
+	local us=$(thousandths "$tot" 1500) ips=$(((2 * 2 * 1500000000 + tot) / (2 * tot)))
+	assert_line --index 7 "time at 1.5 GHz: $us us per run, $(commas "$ips") images/s"
+	assert_line --index 8 "floor: $(commas "$t") cycles (compute $c, movement $m, sync $s); total is $(thousandths "$tot" "$t")x the floor"
+	assert_line --index 9 "exchange: $(commas "$ex") cycles, $(thousandths "$ex" "$exf")x the per-phase floors ($(commas "$exf") cycles)"
 	# a capture of version 4 (no floors) gives the first seven lines alone
 	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$ROOT/tests/fuzz/capture/tiny-mlp.json"
 	assert_success

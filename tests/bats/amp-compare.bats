@@ -45,6 +45,7 @@ setup() {
 
 @test "compare reads a version 4 capture (no floors) beside a version 5 one, and checks a ratio's form" {
 	jq 'del(.summary.exchange_floor_cycles, .summary.exchange_floor_ratio, .summary.floor,
+		.summary.microseconds, .summary.throughput, .machine.clock_hz, .machine.clock_source,
 		.phases[].floor_cycles, .phases[].floor_tile, .phases[].floor_ratio) | .version = 4' a.json > v4.json
 	run --separate-stderr amp-compare v4.json b.json
 	assert_success
@@ -61,7 +62,8 @@ setup() {
 	assert_success
 	local bad
 	for bad in '.summary.exchange_floor_ratio = "x"' '.summary.floor.ratio = -1' '.summary.floor = 3' \
-		'.summary.floor.total_floor_cycles = 1.5' '.version = 4'; do
+		'.summary.floor.total_floor_cycles = 1.5' '.version = 4' '.summary.microseconds = -1' \
+		'.summary.throughput = 3'; do
 		jq "$bad" a.json > bad.json
 		run --separate-stderr amp-compare bad.json b.json
 		assert_failure 1

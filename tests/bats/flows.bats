@@ -171,7 +171,7 @@ check_table() {
 	phases=$(jq '.phases | length' "$a/capture.json")
 	run cat "$a/summary.txt"
 	assert_line --index 0 --regexp '^model tiny-mlp on amp1472 \([0-9]+ tiles\)$'
-	assert_line --regexp "^phases run $phases, transfers [0-9]+, bytes [0-9]+$"
+	assert_line --regexp "^phases run $phases, transfers [0-9,]+, bytes sent [0-9,]+ \(each send once, however many tiles receive it\)$"
 	assert_line "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$a/capture.json")"
 	assert_line --regexp '^op +compute +exchange +sync +local_copy +total$'
 	for op in ln mlp_up act mlp_down residual; do

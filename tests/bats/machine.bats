@@ -106,11 +106,47 @@ rejects() {
 }
 
 @test "machine rejects a file of another amp-machine version" {
-	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 3 (this amp reads 2)"
+	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 4 (this amp reads 2 and 3)"
 }
 
 @test "machine rejects a version 1 file, which has no compute cost keys, as unsupported" {
-	rejects "$BAD/machine-version-1.yaml" 3:14 "unsupported machine file version 1 (this amp reads 2, which adds the compute cost keys"
+	rejects "$BAD/machine-version-1.yaml" 3:14 "unsupported machine file version 1 (this amp reads 2 and 3; version 2 adds the compute cost keys"
+}
+
+@test "machine version 3 requires a clock of at least 1 Hz and its source" {
+	rejects "$BAD/machine-missing-clock.yaml" 2:1 "missing key 'clock_hz'"
+	rejects "$BAD/machine-zero-clock.yaml" 18:11 "expected an integer of at least 1, found 0"
+	rejects "$BAD/machine-empty-clock-source.yaml" 19:15 "clock_source must be 1 to 255 characters"
+}
+
+@test "machine version 2 has no clock key" {
+	rejects "$BAD/machine-v2-clock.yaml" 18:1 "unknown key 'clock_hz'"
+}
+
+@test "machine version 2 file (no clock) is still read: same plan, and the capture has no time" {
+	grep -v '^clock_' "$MACHINES/amp1472.yaml" | sed 's/^amp-machine: 3/amp-machine: 2/' >v2.yaml
+	amp-plan "$TINY" >v3.plan
+	run --separate-stderr amp-plan --machine v2.yaml -o v2.plan "$TINY"
+	assert_success
+	# the clock is not part of the stage header: only provenance differs
+	run same_but_provenance v3.plan v2.plan
+	assert_success
+	amp-compose v2.plan | amp-expand | amp-exchange | amp-group >grouped.yaml
+	amp-capture --machine v2.yaml grouped.yaml >v2.json
+	run jq -c '[.machine.clock_hz, .machine.clock_source, .summary.microseconds, .summary.throughput]' v2.json
+	assert_output '[null,null,null,null]'
+}
+
+@test "machine clock turns the capture's cycles into microseconds and throughput" {
+	sed -e 's/^clock_hz: .*/clock_hz: 1000000/' "$MACHINES/amp1472.yaml" >slow.yaml
+	amp-plan --machine slow.yaml "$TINY" | amp-compose | amp-expand | amp-exchange | amp-group >grouped.yaml
+	amp-capture --machine slow.yaml grouped.yaml >slow.json
+	# 1 MHz: one cycle is one microsecond; tiny-mlp serves its batch of images
+	run jq -r '[.machine.clock_hz, (.summary.total_cycles == .summary.microseconds),
+		.summary.throughput.unit, .summary.throughput.items,
+		(.summary.throughput.per_second - .summary.throughput.items * 1000000 / .summary.total_cycles
+		 | fabs < 0.0006)] | @tsv' slow.json
+	assert_output "$(printf '1000000\ttrue\timages/s\t%s\ttrue' "$(amp-plan "$TINY" | grep -m1 'role: input' | sed 's/.*shape: \[\([0-9]*\),.*/\1/')")"
 }
 
 @test "machine rejects a file missing a compute cost key" {
