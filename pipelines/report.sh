@@ -44,12 +44,14 @@ err=$(jq -e '.format == "amp-capture" and (.machine.tiles | type) == "number" an
 
 # tiles.tsv: its first line gives the tile count, which must be the capture's.
 head1=$(head -n 1 "$tiles")
-[[ $head1 =~ ^#\ amp-tiles\ 1:\ .*\(([0-9]+)\ tiles\)$ ]] ||
-	die "cannot read '$tiles': line 1 is not '# amp-tiles 1: ... (N tiles)'"
+[[ $head1 =~ ^#\ amp-tiles\ [12]:\ .*\(([0-9]+)\ tiles\)$ ]] ||
+	die "cannot read '$tiles': line 1 is not '# amp-tiles 2: ... (N tiles)'"
 [ "${BASH_REMATCH[1]}" = "$ntiles" ] ||
 	die "'$tiles' has ${BASH_REMATCH[1]} tiles, '$capture' $ntiles: not the same capture"
-[ "$(sed -n 2p "$tiles")" = $'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes' ] ||
-	die "cannot read '$tiles': line 2 is not the amp-tiles 1 header"
+case $(sed -n 2p "$tiles") in
+$'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes'|$'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes\tbusy_cycles') ;;
+*) die "cannot read '$tiles': line 2 is not the amp-tiles header" ;;
+esac
 
 # The grid: as many columns as the divisor of the tile count nearest
 # sqrt(1.5 N) (46 x 32 for 1,472), else ceil(sqrt(1.5 N)) with a short
