@@ -567,6 +567,11 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			errf(e, "attempt %d abandoned: an earlier attempt fits", attempt);
 			goto out;
 		}
+		if (o->progress) {
+			char what[96];
+			snprintf(what, sizeof what, "attempt %d: %s", attempt + 1, op->name);
+			plan_progress(o, what, i + 1, m->nops);
+		}
 		trial_reset(&b);
 		switch (op->kind) {
 		case OP_MATMUL:
@@ -701,6 +706,16 @@ typedef struct {
 } Own;
 
 int fit_ok(const Fit *f) { return f->lowered && f->excess <= 1.0; }
+
+void plan_progress(const PlanOpts *o, const char *what, int done, int total)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	if (!o->progress)
+		return;
+	pthread_mutex_lock(&mu);
+	o->progress(o->progress_ctx, what, done, total);
+	pthread_mutex_unlock(&mu);
+}
 
 static void *own_run(void *arg)
 {
