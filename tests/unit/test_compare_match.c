@@ -240,6 +240,8 @@ int main(void)
 	      "0:0s 1:-1r 2:1s -1:2a");
 	fixed("two phases merged into one: the larger overlap pairs", 2, "ab|cde", 1, "abcde", "0:-1r 1:0c");
 	fixed("an exact label set wins over an equal overlap met first", 1, "abc", 2, "abcd|abc", "-1:0r 0:1s");
+	fixed("a label moved to the neighbouring phase: one group, two changed pairs", 2, "a|bc", 2, "ab|c",
+	      "0:0c 1:1c");
 	fixed("crossing partners share one group and keep order", 2, "a|b", 2, "b|a", "0:-1r 1:0s -1:1r");
 	fixed("an empty side: every phase added", 0, "", 2, "a|b", "-1:0a -1:1a");
 	for (int c = 0; c < 4000; c++) {
