@@ -366,3 +366,82 @@ setup() {
 		assert_equal "$output" ""
 	done
 }
+
+# report_compare [VAR=VALUE...]: make report-compare with the private BIN.
+report_compare() {
+	command -v gnuplot >/dev/null || skip "gnuplot is not installed (make report-deps installs gnuplot-nox)"
+	private_bin
+	run make -C "$ROOT" --no-print-directory report-compare "${SAN_ARG[@]}" BIN="$BIN" \
+		ARTIFACTS="$BATS_TEST_TMPDIR/art" "$@"
+}
+
+@test "make report-compare draws the per-tile difference of bytes received, B - A, from two artifacts directories" {
+	mkdir -p "$BATS_TEST_TMPDIR/da" "$BATS_TEST_TMPDIR/db"
+	cp a.json "$BATS_TEST_TMPDIR/da/capture.json"; cp a.tsv "$BATS_TEST_TMPDIR/da/tiles.tsv"
+	cp mem.json "$BATS_TEST_TMPDIR/db/capture.json"; cp mem.tsv "$BATS_TEST_TMPDIR/db/tiles.tsv"
+	report_compare A="$BATS_TEST_TMPDIR/da" B="$BATS_TEST_TMPDIR/db"
+	assert_success
+	local out=$BATS_TEST_TMPDIR/art/compare/da-vs-db
+	assert_line --partial "report-compare: $out/received_diff.png"
+	run od -An -tx1 -N8 "$out/received_diff.png"
+	assert_output " 89 50 4e 47 0d 0a 1a 0a"
+	# the plotted data: every tile, its place in the grid, B - A of the tiles files
+	run awk -F'\t' '!/^#/ && ($6 != $5 - $4 || $2 != $1 % 46 || $3 != int($1 / 46)) { bad++ } !/^#/ { n++ }
+		END { print n, bad + 0 }' "$out/received_diff.dat"
+	assert_output "1472 0"
+	amp-compare --json --tiles a.tsv,mem.tsv a.json mem.json > cmp.json
+	run awk -F'\t' '!/^#/ && $6 != 0 { print $1, $6 }' "$out/received_diff.dat"
+	assert_output "$(jq -r '.tiles.deltas[] | select(.received_bytes != 0) | "\(.tile) \(.received_bytes)"' cmp.json)"
+	# the title names the largest increase; compare.txt and .tsv are amp-compare's
+	local up tile
+	read -r up tile < <(jq -r '.tiles.figures[] | select(.figure == "received_bytes") | .largest_increase |
+		"\(.delta) \(.tile)"' cmp.json)
+	up=$(sed -E ':a; s/([0-9])([0-9]{3})($|[^0-9])/\1,\2\3/; ta' <<<"$up")
+	run grep -c "largest increase +$up on tile $tile," "$out/received_diff.gp"
+	assert_output 1
+	(cd "$BATS_TEST_TMPDIR" && amp-compare --tiles da/tiles.tsv,db/tiles.tsv da/capture.json db/capture.json) > want.txt
+	diff <(sed 's|^A: .*/da/|A: da/|; s|^B: .*/db/|B: db/|; s|^tiles: .*|tiles|' "$out/compare.txt") \
+		<(sed 's|^tiles: .*|tiles|' want.txt)
+	run awk -F'\t' '$1 == "tile" && $4 == "received_bytes" { n++ } END { print n + 0 }' "$out/compare.tsv"
+	assert_output "$(jq '[.tiles.deltas[] | select(to_entries | map(select(.key != "tile" and .value != 0)) | length > 0)] | length' cmp.json)"
+	# the same inputs, the same bytes; up to date, nothing is remade
+	cp "$out/received_diff.png" first.png
+	rm -rf "$out"
+	report_compare A="$BATS_TEST_TMPDIR/da" B="$BATS_TEST_TMPDIR/db"
+	assert_success
+	cmp first.png "$out/received_diff.png"
+	local before
+	before=$(stat -c %.9Y "$out/received_diff.png")
+	report_compare A="$BATS_TEST_TMPDIR/da" B="$BATS_TEST_TMPDIR/db"
+	assert_success
+	assert_equal "$(stat -c %.9Y "$out/received_diff.png")" "$before"
+}
+
+@test "make report-compare takes capture files with their tiles files, and refuses missing or bad input, keeping what it wrote" {
+	cp a.json a.tsv mem.json mem.tsv "$BATS_TEST_TMPDIR/"
+	report_compare A="$BATS_TEST_TMPDIR/a.json" B="$BATS_TEST_TMPDIR/mem.json"
+	assert_success
+	local out=$BATS_TEST_TMPDIR/art/compare/a-vs-mem
+	[ -s "$out/received_diff.png" ] || fail "no heatmap in $out"
+	cp "$out/received_diff.png" first.png
+	# no B, a missing capture: make says so before anything runs
+	report_compare A="$BATS_TEST_TMPDIR/a.json"
+	assert_failure
+	assert_output --partial "give A= and B="
+	report_compare A="$BATS_TEST_TMPDIR/a.json" B="$BATS_TEST_TMPDIR/nothere.json"
+	assert_failure
+	assert_output --partial "nothere.json: no such file"
+	# a malformed tiles file: amp-compare's message names it; the earlier
+	# files, which compared other inputs, are removed, and no temporary stays
+	sed '3s/\t[0-9]*$/\tx/' mem.tsv > "$BATS_TEST_TMPDIR/bad.tsv"
+	touch "$BATS_TEST_TMPDIR/bad.tsv"
+	report_compare A="$BATS_TEST_TMPDIR/a.json" B="$BATS_TEST_TMPDIR/mem.json" BTILES="$BATS_TEST_TMPDIR/bad.tsv"
+	assert_failure
+	assert_output --regexp "amp-compare: $BATS_TEST_TMPDIR/bad\.tsv:3:[0-9]+: expected a count"
+	run ls -A "$out"
+	assert_output ""
+	# fixed, it is drawn again, the same bytes
+	report_compare A="$BATS_TEST_TMPDIR/a.json" B="$BATS_TEST_TMPDIR/mem.json"
+	assert_success
+	cmp first.png "$out/received_diff.png"
+}
