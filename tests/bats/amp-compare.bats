@@ -330,24 +330,26 @@ setup() {
 	[[ $stderr == *"cannot open 'missing.tsv'"* ]] || fail "$stderr"
 	[ ! -e out.txt ] || fail "out.txt written on failure"
 	local bad want
-	# each malformed file and where its message points
+	# each malformed tiles file of tests/bad and where its message points
 	while IFS='|' read -r bad want; do
-		eval "$bad" > bad.tsv
-		run --separate-stderr amp-compare --tiles a.tsv,bad.tsv -o out.txt a.json b.json
+		run --separate-stderr amp-compare --tiles a.tsv,"$BAD/$bad" -o out.txt a.json b.json
 		assert_failure 1
 		assert_equal "$output" ""
-		[[ $stderr =~ ^amp-compare:\ bad\.tsv:$want ]] || fail "$bad: $stderr"
+		[[ $stderr == "amp-compare: $BAD/$bad:$want"* ]] || fail "$bad: $stderr"
+		[[ $stderr != *$'\n'* ]] || fail "$bad: more than one line: $stderr"
 		[ ! -e out.txt ] || fail "out.txt written on failure"
 	done <<-'EOF'
-	sed '3s/\t[0-9]*$/\t12x/' b.tsv|3:[0-9]+: expected a count for sram_peak_bytes, found '12x'
-	sed '3s/\t[0-9]*$//' b.tsv|3:[0-9]+: expected 7 tab-separated fields, found 6
-	sed '3s/^[0-9]*/1472/' b.tsv|3:1: expected a tile below 1472
-	sed '1s/amp-tiles 1/amp-tiles 2/' b.tsv|1:[0-9]+: unsupported tiles version
-	sed '2s/tile/tiles/' b.tsv|2:1: expected the header
-	sed '4s/^[0-9]*/0/' b.tsv|4:1: tile 0 has a second 'all' line
-	tail -n +2 b.tsv|1:1: expected '# amp-tiles 1
-	sed '1s/(1472 tiles)/(1473 tiles)/' b.tsv|1:1: 1473 tiles, but capture 'b.json' has 1472: not its tiles file
+	tiles-empty.tsv|1:1: expected '# amp-tiles 1: ...' (the file is empty)
+	tiles-version.tsv|1:13: unsupported tiles version (this amp reads 1)
+	tiles-header.tsv|2:1: expected the header
+	tiles-fields.tsv|3:30: expected 7 tab-separated fields, found 6
+	tiles-not-a-count.tsv|3:31: expected a count for sram_peak_bytes, found '12x'
+	tiles-phase-sram.tsv|3:13: expected a count for sram_peak_bytes, found '5x'
+	tiles-tile.tsv|3:1: expected a tile below 1472, found '1472'
+	tiles-twice.tsv|5:1: tile 0 has a second 'all' line
+	tiles-machine.tsv|1:1: 1473 tiles, but capture 'b.json' has 1472: not its tiles file
 	EOF
+	every_bad_checked 9 '%s|' "$BAD"/tiles-*.tsv
 	# --tiles takes two files; --json and --tsv exclude each other
 	run --separate-stderr amp-compare --tiles a.tsv a.json b.json
 	assert_failure 2
