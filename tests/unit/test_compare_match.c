@@ -11,7 +11,7 @@
 #include "t.h"
 
 #define MAXP 6
-#define MAXL 4
+#define MAXL 6        /* labels a phase holds at most (random ones: 4) */
 
 typedef struct {
 	int lab[MAXP][MAXL];
@@ -19,14 +19,14 @@ typedef struct {
 	int n;
 } Side;
 
-/* A side of n phases, each a sorted set of up to MAXL labels in [0, nl). */
+/* A side of n phases, each a sorted set of up to 4 labels in [0, nl). */
 static void random_side(Side *d, int n, int nl)
 {
 	d->n = n;
 	for (int i = 0; i < n; i++) {
 		int k = 0;
 		unsigned used = 0;
-		int want = (int)t_pick(0, MAXL);
+		int want = (int)t_pick(0, 4);
 		for (int t = 0; t < want; t++)
 			used |= 1u << t_upto(nl);
 		for (int l = 0; l < nl; l++)
