@@ -118,10 +118,10 @@ man_name_amp-compare  := compare two captures side by side, with deltas
 man_name_amp-sweep    := turn one compile into a study: sweep jobs, runs and a ranked merge
 .PHONY: install uninstall man help
 # The pages' date: the last commit's, so the same tree gives the same pages.
-$(MAN_DIR)/%.1: $(BIN)/%
+$(MAN_DIR)/%.1: $(BIN)/% man/%.h2m
 	@mkdir -p $(@D)
 	@SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
-		help2man --no-info --no-discard-stderr --name='$(man_name_$*)' --output=$@ $(BIN)/$*
+		help2man --no-info --no-discard-stderr --name='$(man_name_$*)' --include=man/$*.h2m --output=$@ $(BIN)/$*
 
 man: $(MANS)
 
