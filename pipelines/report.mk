@@ -14,7 +14,7 @@
 # needs too (tests/bats/report.bats opens the page in headless chromium);
 # make check installs the latter (report-test-deps).
 
-REPORT_PKGS      := gnuplot-nox graphviz
+REPORT_PKGS      := graphviz
 REPORT_TEST_PKGS := $(REPORT_PKGS) chromium
 
 .PHONY: report report-deps report-test-deps
@@ -26,18 +26,17 @@ report-deps:
 report-test-deps: | deps
 	@$(call install_missing,$(REPORT_TEST_PKGS))
 
-REPORT_FILES := report.html $(addprefix report/,tiles.dat heatmaps.gp table_bytes.png sram_peak.png \
-	received.png flow.dot flow.svg)
+REPORT_FILES := report.html report/data.json report/flow.dot report/flow.svg
 
 # pipelines/report.sh writes the page and its images into report.tmp/,
 # which replaces them only when it succeeds, and is removed however the
 # recipe ends (an interrupt too).
 $(addprefix $(ART)/,$(REPORT_FILES)) &: $(ART)/capture.json $(ART)/emit.txt pipelines/report.sh \
-		$(wildcard share/report/*.jq) $(wildcard $(JQ)/*.jq) | report-deps
+		$(wildcard share/report/*) $(wildcard $(JQ)/*.jq) | report-deps
 	@trap 'rm -rf $(ART)/report.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
 	rm -rf $(ART)/report.tmp && bash pipelines/report.sh $(ART) $(ART)/report.tmp && \
 	rm -rf $(ART)/report && mv $(ART)/report.tmp/report $(ART)/report && \
 	mv $(ART)/report.tmp/report.html $(ART)/report.html
 
 report: all $(ART)/summary.txt $(ART)/report.html
-	@echo "report: $(ART)/report.html ($$(cat $(addprefix $(ART)/,$(REPORT_FILES)) | wc -c) bytes with its images in $(ART)/report/)"
+	@echo "report: $(ART)/report.html ($$(cat $(addprefix $(ART)/,$(REPORT_FILES)) | wc -c) bytes with its data and flow graph in $(ART)/report/)"
