@@ -17,10 +17,12 @@
 #ifndef AMP_CAPTURE_H
 #define AMP_CAPTURE_H
 
+#include "json.h"
 #include "plan.h"
 
 #define CAPTURE_VERSION 6        /* written; 5 (no clock), 4 (no floors) and 3 (no provenance) are still read */
 #define CAPTURE_VERSION_OLDEST 3
+#define TILES_VERSION 2          /* amp-capture --tiles; 2 adds busy_cycles */
 
 /* The one metrics type: a phase's, a step's, an op's or the whole
  * program's figures. */
@@ -60,11 +62,15 @@ void capture_metrics(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum);
 void capture_metrics_tiles(const Plan *pl, Metrics *ph, Metrics *st, Metrics *sum, int64_t *table,
 			   int64_t *peak, int *peak_step);
 int capture_write(const Plan *pl, Output *out, Err *e);
+/* capture_write's `memory` object (capture_memory.c); sum is the summary
+ * capture_metrics made. */
+void capture_memory_write(Json *j, const Plan *pl, const Metrics *sum);
 /* The per-tile figures as TSV (formats/capture.md, "Per tile"): a line
  * per tile that holds anything (phase 'all': bytes sent and received over
  * every run, fragments, table bytes, SRAM peak), then a line per tile and
  * phase with a row (bytes sent and received per run, fragments, row
- * bytes). */
+ * bytes, and its busy cycles: its last issue or port time in the phase's
+ * replay). Defined in capture_tiles.c. */
 int capture_tiles_write(const Plan *pl, Output *out, Err *e);
 
 #endif

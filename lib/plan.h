@@ -229,6 +229,11 @@ int64_t plan_memory(const Plan *p, int64_t *tile_peak, int *tile_step, int64_t *
  * each tile's live bytes then (the trace's memory counters). */
 typedef void (*MemoryFn)(void *ctx, int step, const int64_t *cur);
 void plan_memory_each(const Plan *p, MemoryFn fn, void *ctx);
+/* What tile's live bytes at step are made of: part[np + 1] receives each
+ * placement's bytes on the tile as counted (0 where not live, or where it
+ * shares its source's buffer), and part[np] the step's scratch; they add
+ * up to that tile's figure in the walk. */
+void plan_memory_parts(const Plan *p, int64_t tile, int step, int64_t *part);
 
 /* Live range of every placement, in steps (first written .. last read; the
  * whole program for initial placements, to the end for outputs), and for

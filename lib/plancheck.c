@@ -268,8 +268,12 @@ static int mark_same(void *ctx, const Placement *p, const int64_t *idx, const in
 	return 0;
 }
 
+/* The walk behind plan_memory and its variants; with part (np + 1
+ * entries), at step pstep each placement's bytes on tile ptile as counted
+ * (an alias's shared buffer 0), and in part[np] the step's scratch. */
 static int64_t memory_walk(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step_peak,
-			   int64_t *worst, int *at, MemoryFn fn, void *ctx)
+			   int64_t *worst, int *at, MemoryFn fn, void *ctx, int64_t ptile, int pstep,
+			   int64_t *part)
 {
 	int64_t T = pl->machine.tiles, best = 0;
 	int np = pl->np, ns = pl->ns;
@@ -317,11 +321,16 @@ static int64_t memory_walk(const Plan *pl, int64_t *peak, int *peak_step, int64_
 				for (int64_t t = 0; t < T; t++)
 					cur[t] += bi[t];
 			}
+			if (part && s == pstep)
+				part[i] = one && one[ptile] ? 0 : bi[ptile];
 		}
 		if (s < ns && pl->s[s].kind == STEP_COMPUTE && pl->s[s].scratch)
 			for (int64_t t = 0; t < T; t++)
-				if (m[pl->s[s].out].bytes[t])
+				if (m[pl->s[s].out].bytes[t]) {
 					cur[t] += pl->s[s].scratch;
+					if (part && s == pstep && t == ptile)
+						part[np] = pl->s[s].scratch;
+				}
 		if (fn && s < ns)
 			fn(ctx, s, cur);
 		if (step_peak && s < ns)
@@ -360,10 +369,16 @@ static int64_t memory_walk(const Plan *pl, int64_t *peak, int *peak_step, int64_
 int64_t plan_memory(const Plan *pl, int64_t *peak, int *peak_step, int64_t *step_peak,
 		    int64_t *worst, int *at)
 {
-	return memory_walk(pl, peak, peak_step, step_peak, worst, at, NULL, NULL);
+	return memory_walk(pl, peak, peak_step, step_peak, worst, at, NULL, NULL, 0, -1, NULL);
 }
 
 void plan_memory_each(const Plan *pl, MemoryFn fn, void *ctx)
 {
-	memory_walk(pl, NULL, NULL, NULL, NULL, NULL, fn, ctx);
+	memory_walk(pl, NULL, NULL, NULL, NULL, NULL, fn, ctx, 0, -1, NULL);
+}
+
+void plan_memory_parts(const Plan *pl, int64_t tile, int step, int64_t *part)
+{
+	memset(part, 0, ((size_t)pl->np + 1) * sizeof *part);
+	memory_walk(pl, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tile, step, part);
 }

@@ -46,7 +46,7 @@ err=$(jq -e '.format == "amp-capture" and (.machine.tiles | type) == "number" an
 # and the tile count, which must be the capture's.
 head1=$(head -n 1 "$tiles")
 [[ $head1 =~ ^#\ amp-tiles\ ([12]):\ .*\(([0-9]+)\ tiles\)$ ]] ||
-	die "cannot read '$tiles': line 1 is not '# amp-tiles 1: ... (N tiles)' or version 2"
+	die "cannot read '$tiles': line 1 is not '# amp-tiles 1: ... (N tiles)' nor version 2"
 tver=${BASH_REMATCH[1]}
 [ "${BASH_REMATCH[2]}" = "$ntiles" ] ||
 	die "'$tiles' has ${BASH_REMATCH[2]} tiles, '$capture' $ntiles: not the same capture"

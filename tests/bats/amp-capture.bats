@@ -232,7 +232,7 @@ jq_empty() {
 		run jq -e . "$f"
 		assert_success
 		run jq -c 'keys_unsorted' "$f"
-		assert_output '["format","version","model","machine","provenance","summary","ops","compute","phases","phase_traffic"]'
+		assert_output '["format","version","model","machine","provenance","summary","ops","compute","memory","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
 		assert_output '["amp-capture",6]'
 	done
@@ -1130,8 +1130,14 @@ rejects() {
 		run amp-capture g.yaml
 		assert_equal "$output" "$(cat c.json)"      # the capture itself is unchanged
 		run head -n 2 tiles.tsv
-		assert_line --index 0 "# amp-tiles 1: model $m on amp1472 (1472 tiles)"
-		assert_line --index 1 $'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes'
+		assert_line --index 0 "# amp-tiles 2: model $m on amp1472 (1472 tiles)"
+		assert_line --index 1 $'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes\tbusy_cycles'
+		# busy cycles: '-' on every all line; per phase, the latest tile is the phase's cycles
+		run awk -F '\t' 'NR > 2 && $2 == "all" && $8 != "-" { bad++ } END { print bad + 0 }' tiles.tsv
+		assert_output 0
+		run awk -F '\t' 'NR > 2 && $2 != "all" { if ($8 > b[$2]) b[$2] = $8 } END { for (p in b) print p, b[p] }' tiles.tsv
+		assert_equal "$(printf '%s\n' "$output" | sort -n)" \
+			"$(jq -r '.phases[] | select(.transfers > 0) | "\(.id) \(.cycles)"' c.json)"
 		run awk -F '\t' 'NR > 2 && $2 == "all" { s += $3; if ($6 > t) t = $6; if ($5 > f) f = $5; if ($7 > p) p = $7 }
 			END { print s, t, f, p }' tiles.tsv
 		assert_output "$(jq -r '.summary | "\(.bytes) \(.max_table_bytes) \(.max_fragments) \(.max_sram_bytes)"' c.json)"
@@ -1144,6 +1150,32 @@ rejects() {
 		# every phase with traffic has lines
 		run awk -F '\t' 'NR > 2 && $2 != "all" { print $2 }' tiles.tsv
 		assert_equal "$(printf '%s\n' "$output" | sort -nu | wc -l)" "$(jq '[.phases[] | select(.transfers > 0)] | length' c.json)"
+	done
+}
+
+@test "capture's memory: a record per step whose largest is the summary's, and the worst tile's tensors add up to its peak" {
+	local m
+	for m in tiny-mlp siglip-mlp; do
+		amp-plan "$MODELS/$m.yaml" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+		amp-capture -o c.json g.yaml
+		# one record per step, in order; every max at least its median
+		run jq -r '[.memory.steps[].step] == [range(0; .memory.steps | length)] and
+			all(.memory.steps[]; .max_bytes >= .median_bytes) and
+			(.memory.steps | length) == ([.compute[].step, .phases[].steps[]] | max + 1)' c.json
+		assert_output true
+		run jq -r '[([.memory.steps[].max_bytes] | max), .summary.max_tensor_bytes,
+			([.memory.worst.tensors[].bytes] | add), .memory.worst.tensor_bytes,
+			(.memory.steps[.memory.worst.step].max_bytes), .memory.worst.tile, .summary.max_tensor_tile] | @tsv' c.json
+		local a b c d e t u
+		read -r a b c d e t u <<<"$output"
+		assert_equal "$a $c $d $e $t" "$b $b $b $b $u"
+		# its table bytes are its all line's in tiles.tsv, and its placements are the stage's
+		amp-capture --tiles t.tsv -o /dev/null g.yaml
+		assert_equal "$(jq .memory.worst.table_bytes c.json)" \
+			"$(awk -F'\t' -v t="$t" '$1 == t && $2 == "all" { print $6 }' t.tsv)"
+		while read -r p; do
+			[ "$p" = null ] || grep -q "^- {name: $p, " g.yaml || grep -qF "{name: $p," g.yaml || fail "no placement $p in the stage"
+		done < <(jq -r '.memory.worst.tensors[] | select(.tensor != "(scratch)") | .placement' c.json)
 	done
 }
 

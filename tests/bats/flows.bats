@@ -161,7 +161,7 @@ check_table() {
 	run jq -e '.phases | length > 0' "$a/capture.json"
 	assert_success
 	run head -n 1 "$a/tiles.tsv"
-	assert_output '# amp-tiles 1: model tiny-mlp on amp1472 (1472 tiles)'
+	assert_output '# amp-tiles 2: model tiny-mlp on amp1472 (1472 tiles)'
 	run cat "$a/emit.txt"
 	assert_line "program: $ARTS/flow-tiny/program.amp ($(wc -c <"$a/program.amp") bytes)"
 

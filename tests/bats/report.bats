@@ -159,7 +159,7 @@ checked_copy() {
 @test "each heatmap plots one line per tile of the machine with tiles.tsv's figures, 0 where a tile has none" {
 	shared_report
 	local n cols rows
-	n=$(sed -nE '1s/^# amp-tiles 1: .*\(([0-9]+) tiles\)$/\1/p' "$A/tiles.tsv")
+	n=$(sed -nE '1s/^# amp-tiles [12]: .*\(([0-9]+) tiles\)$/\1/p' "$A/tiles.tsv")
 	assert_equal "$n" "$(jq .machine.tiles "$A/capture.json")"
 	run grep -vc '^#' "$A/report/tiles.dat"
 	assert_output "$n"
