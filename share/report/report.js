@@ -331,6 +331,7 @@
 		box.appendChild(key);
 		var w = m.worst, tens = 0;
 		w.tensors.forEach(function (t) { tens += t.bytes; });
+		if (typeof w.tensor_bytes === 'number') tens = w.tensor_bytes;
 		box.appendChild(el('h3', {}, 'The worst tile: tile ' + w.tile + ' at step ' + w.step));
 		box.appendChild(el('p', {id: 'worst-stack-text'}, 'tensors ' + bytesExact(tens) + ' + tables ' + bytesExact(w.table_bytes) +
 			' = ' + bytesExact(tens + w.table_bytes) + ' of ' + bytesExact(M.available_bytes) + ' available' +
