@@ -191,7 +191,7 @@
 				[String(i), name, e.steps[0] + '–' + e.steps[1], String(e.count), cycles(e.cycles),
 					e.floor_cycles === null ? '-' : commas(e.floor_cycles),
 					e.floor_ratio === null ? '-' : String(e.floor_ratio),
-					busiest ? busiest + ' (busiest)' : (e.floor_tile === null ? '-' : e.floor_tile + ' (floor)'),
+					busiest !== null ? busiest + ' (busiest)' : (e.floor_tile === null ? '-' : e.floor_tile + ' (floor)'),
 					cycles(path)].forEach(function (c) { tr.appendChild(el('td', {}, c)); });
 				var bars = el('td');
 				bars.appendChild(el('span', {'class': 'bar', style: 'width:' + (8 * e.cycles / top).toFixed(3) + 'em'}));
@@ -216,7 +216,9 @@
 				key.appendChild(document.createTextNode(k[1]));
 			});
 		box.appendChild(key);
-		box.appendChild(tab);
+		var scroll = el('div', {'class': 'steps-box'});
+		scroll.appendChild(tab);
+		box.appendChild(scroll);
 	}
 
 	// busiestTile(id): the tile with the most busy cycles in the phase
@@ -340,6 +342,12 @@
 		st.appendChild(el('div', {style: 'background:#3d7fc1;width:' + (100 * tens / scale).toFixed(2) + '%', title: 'tensors ' + bytesExact(tens)}));
 		st.appendChild(el('div', {style: 'background:#f0a030;width:' + (100 * w.table_bytes / scale).toFixed(2) + '%', title: 'tables ' + bytesExact(w.table_bytes)}));
 		box.appendChild(st);
+		var sk = el('p', {'class': 'key note'});
+		[['#3d7fc1', 'tensors'], ['#f0a030', 'tables'], ['#fff', 'free, to the SRAM available']].forEach(function (k) {
+			sk.appendChild(el('span', {style: 'background:' + k[0] + ';border:1px solid #999'}));
+			sk.appendChild(document.createTextNode(k[1]));
+		});
+		box.appendChild(sk);
 		var tab = el('table', {id: 'worst-tensors'});
 		tab.appendChild(el('caption', {}, 'Its live tensors, largest first'));
 		var hr = el('tr');

@@ -466,7 +466,10 @@ page_data() {
 		read -r _ t v map display text <<<"$hover"
 		assert_equal "expected $t $v" "$want"
 		assert_equal "$map $display" "phase-received block"
-		[ "$i" = 1 ] || assert_equal "$text" "tile $t: received $v B"
+		# the figure with its unit: "160 B", or "2.3 KiB (2,304 B)"
+		if [ "$i" = 1 ]; then assert_equal "$text" "tile $t: received nothing"
+		elif [ "$v" -lt 1024 ]; then assert_equal "$text" "tile $t: received $v B"
+		else assert_regex "$text" "^tile $t: received [0-9.,]+ [KMG]iB \\($(commas "$v") B\\)\$"; fi
 	done
 	# the received value is tiles.tsv's for that tile and phase
 	read -r _ t v _ <<<"$(grep '^hover ' <<<"$output" | head -n 1)"
