@@ -451,11 +451,18 @@ page_data() {
 	shared_report
 	local last shot=${AMP_SCREENSHOT_DIR:-$ROOT/artifacts/tests}
 	last=$(jq '.phases[-1].id' "$A/capture.json")
-	run timeout 120 node "$ROOT/tests/browser/report.mjs" "$A/report.html" "$A/tiles.tsv" "$BATS_TEST_TMPDIR/report-screenshot.png"
+	run timeout 120 node "$ROOT/tests/browser/report.mjs" "$A/report.html" "$A/tiles.tsv" "$BATS_TEST_TMPDIR/report-screenshot.png" \
+		w_up no-such-tensor
 	assert_success
 	assert_line "phase $last of $(jq '.phases | length' "$A/capture.json") (clicked $last)"
 	assert_line 'requests 0'
 	assert_line 'errors 0'
+	# the graph's search finds every node and edge that names the tensor
+	local n
+	n=$(grep -c '<title>[^<]*w_up' "$A/report/flow.svg")
+	assert [ "$n" -gt 0 ]
+	assert_line "search w_up $n $n matches"
+	assert_line "search no-such-tensor 0 0 matches"
 	# two hovers: the tile that received the most, and one that received
 	# nothing; each shows what tiles.tsv says
 	assert_equal "$(grep -c '^hover ' <<<"$output")" 2

@@ -1,4 +1,4 @@
-// node tests/browser/report.mjs PAGE TILES SCREENSHOT: drives Debian's
+// node tests/browser/report.mjs PAGE TILES SCREENSHOT [QUERY...]: drives Debian's
 // chromium (playwright-core, no browser download) over a report.html:
 // waits for report.js to draw, clicks the last phase of the timeline,
 // hovers a tile of its received heatmap that received the most and one
@@ -6,6 +6,7 @@
 //   phase ID (the phase-view's title)
 //   hover TILE VALUE TEXT (the tooltip's tile, raw value and text)
 //   expected TILE VALUE (tiles.tsv's received_bytes of that tile in that phase)
+//   search QUERY N (the movement graph's search: nodes and edges matched)
 // then writes a screenshot of the page to SCREENSHOT. tests/bats/report.bats
 // compares the lines. Exit 1 on any failure, with the reason on stderr.
 import { chromium } from 'playwright-core';
@@ -14,9 +15,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [page_, tiles, shot] = process.argv.slice(2);
+const [page_, tiles, shot, ...queries] = process.argv.slice(2);
 if (!shot) {
-	console.error('usage: node report.mjs PAGE TILES SCREENSHOT');
+	console.error('usage: node report.mjs PAGE TILES SCREENSHOT [QUERY...]');
 	process.exit(2);
 }
 
@@ -76,6 +77,13 @@ try {
 		console.log(`hover ${got[0]} ${got[1]} ${got[2]} ${got[4]} ${got[3]}`);
 		console.log(`expected ${t} ${want.has(t) ? want.get(t) : 0}`);
 	}
+	for (const q of queries) {
+		await page.locator('#flow-search').fill(q);
+		const hits = await page.locator('#flow g.hit').count();
+		console.log(`search ${q} ${hits} ${await page.locator('#flow-hits').textContent()}`);
+	}
+	await page.locator('#flow-search').fill('');
+	await canvas.scrollIntoViewIfNeeded();
 	await page.screenshot({ path: shot, fullPage: false });
 	console.log(`requests ${requests.length}${requests.length ? ': ' + requests.join(' ') : ''}`);
 	console.log(`errors ${errors.length}${errors.length ? ': ' + errors.join(' | ') : ''}`);
