@@ -463,8 +463,8 @@ page_data() {
 	assert [ "$n" -gt 0 ]
 	assert_line "search w_up $n $n matches"
 	assert_line "search no-such-tensor 0 0 matches"
-	# two hovers: the tile that received the most, and one that received
-	# nothing; each shows what tiles.tsv says
+	# two hovers: a tile that received nothing, then the tile that received
+	# the most; each shows what tiles.tsv says
 	assert_equal "$(grep -c '^hover ' <<<"$output")" 2
 	local i hover want
 	for i in 0 1; do
@@ -474,12 +474,12 @@ page_data() {
 		assert_equal "expected $t $v" "$want"
 		assert_equal "$map $display" "phase-received block"
 		# the figure with its unit: "160 B", or "2.3 KiB (2,304 B)"
-		if [ "$i" = 1 ]; then assert_equal "$text" "tile $t: received nothing"
+		if [ "$i" = 0 ]; then assert_equal "$text" "tile $t: received nothing"
 		elif [ "$v" -lt 1024 ]; then assert_equal "$text" "tile $t: received $v B"
 		else assert_regex "$text" "^tile $t: received [0-9.,]+ [KMG]iB \\($(commas "$v") B\\)\$"; fi
 	done
 	# the received value is tiles.tsv's for that tile and phase
-	read -r _ t v _ <<<"$(grep '^hover ' <<<"$output" | head -n 1)"
+	read -r _ t v _ <<<"$(grep '^hover ' <<<"$output" | tail -n 1)"
 	run awk -F'\t' -v t="$t" -v p="$last" 'NR > 2 && $1 == t && $2 == p { print $4 }' "$A/tiles.tsv"
 	assert_output "$v"
 	assert [ "$v" -gt 0 ]

@@ -1,14 +1,15 @@
 // node tests/browser/report.mjs PAGE TILES SCREENSHOT [QUERY...]: drives Debian's
 // chromium (playwright-core, no browser download) over a report.html:
-// waits for report.js to draw, clicks the last phase of the timeline,
-// hovers a tile of its received heatmap that received the most and one
-// that received nothing, and prints what the page showed, one fact a line:
-//   phase ID (the phase-view's title)
+// waits for report.js to draw, searches the movement graph for each
+// QUERY, clicks the last phase of the timeline, hovers a tile of its
+// received heatmap that received nothing, then one that received the
+// most, and prints what the page showed, one fact a line:
+//   phase ID of N (clicked ID): the phase view's phase
 //   hover TILE VALUE TEXT (the tooltip's tile, raw value and text)
 //   expected TILE VALUE (tiles.tsv's received_bytes of that tile in that phase)
 //   search QUERY N (the movement graph's search: nodes and edges matched)
-// then writes a screenshot of the page to SCREENSHOT. tests/bats/report.bats
-// compares the lines. Exit 1 on any failure, with the reason on stderr.
+// then writes a screenshot of the page, the tooltip on the last tile
+// hovered, to SCREENSHOT. tests/bats/report.bats compares the lines. Exit 1 on any failure, with the reason on stderr.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,6 +49,12 @@ try {
 	page.on('pageerror', e => errors.push(String(e)));
 	await page.goto(pathToFileURL(resolve(page_)).href);
 	await page.waitForSelector('body[data-ready="yes"]', { timeout: 20000 });
+	for (const q of queries) {
+		await page.locator('#flow-search').fill(q);
+		const hits = await page.locator('#flow g.hit').count();
+		console.log(`search ${q} ${hits} ${await page.locator('#flow-hits').textContent()}`);
+	}
+	await page.locator('#flow-search').fill('');
 
 	const phases = page.locator('#steps tr.phase');
 	const n = await phases.count();
@@ -68,7 +75,7 @@ try {
 	await canvas.scrollIntoViewIfNeeded();
 	const cols = Number(await canvas.getAttribute('data-cols'));
 	const cell = Number(await canvas.getAttribute('data-cell'));
-	for (const t of [bestTile, none]) {
+	for (const t of [none, bestTile]) {
 		if (t < 0) continue;
 		await canvas.hover({ position: { x: (t % cols) * cell + cell / 2, y: Math.floor(t / cols) * cell + cell / 2 } });
 		const tip = page.locator('#tip');
@@ -77,13 +84,6 @@ try {
 		console.log(`hover ${got[0]} ${got[1]} ${got[2]} ${got[4]} ${got[3]}`);
 		console.log(`expected ${t} ${want.has(t) ? want.get(t) : 0}`);
 	}
-	for (const q of queries) {
-		await page.locator('#flow-search').fill(q);
-		const hits = await page.locator('#flow g.hit').count();
-		console.log(`search ${q} ${hits} ${await page.locator('#flow-hits').textContent()}`);
-	}
-	await page.locator('#flow-search').fill('');
-	await canvas.scrollIntoViewIfNeeded();
 	await page.screenshot({ path: shot, fullPage: false });
 	console.log(`requests ${requests.length}${requests.length ? ': ' + requests.join(' ') : ''}`);
 	console.log(`errors ${errors.length}${errors.length ? ': ' + errors.join(' | ') : ''}`);
