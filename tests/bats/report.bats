@@ -381,15 +381,19 @@ page_data() {
 	refute_output --partial '<tr class="phase'
 }
 
-@test "every heatmap is scaled to its limit and counts the tiles over it: a table budget below the largest tables" {
+@test "every heatmap is scaled to its limit and counts the tiles over it: make report LIMITS='--table-budget 2000'" {
 	needs chromium
 	shared_report
 	local over
 	# 2,000 B: some tiles' tables are over it
 	over=$(awk -F'\t' 'NR > 2 && $2 == "all" && $6 > 2000' "$A/tiles.tsv" | wc -l)
 	assert [ "$over" -gt 0 ]
-	variant budget '.machine.table_budget_bytes = 2000'
-	run browse "$BATS_TEST_TMPDIR/budget/out/report.html"
+	report LIMITS='--table-budget 2000' ARTIFACTS="$BATS_TEST_TMPDIR/lim"
+	assert_success
+	run grep -c '<th>tables per tile</th><td>.*budget 2.0 KiB (2,000 B): <strong class="over">OVER</strong>' \
+		"$BATS_TEST_TMPDIR/lim/flow-tiny/report.html"
+	assert_output 1
+	run browse "$BATS_TEST_TMPDIR/lim/flow-tiny/report.html"
 	assert_success
 	run grep -o '<figure class="heatmap" id="map-table">.*' <<<"$output"
 	assert_output --partial "2.0 KiB (2,000 B) (the table budget)"
