@@ -108,10 +108,17 @@
 			tip.style.left = (ev.clientX + 12) + 'px';
 			tip.style.top = (ev.clientY + 12) + 'px';
 			readout.textContent = text;
+			mark.style.left = (c * cell) + 'px';
+			mark.style.top = (w * cell) + 'px';
+			mark.style.display = 'block';
 		});
-		cv.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
+		cv.addEventListener('mouseleave', function () { tip.style.display = 'none'; mark.style.display = 'none'; });
 		fig.appendChild(el('figcaption', {}, spec.title));
-		fig.appendChild(cv);
+		var wrap = el('div', {'class': 'grid'}), mark = el('div', {'class': 'mark'});
+		mark.style.width = mark.style.height = (cell - 1) + 'px';
+		wrap.appendChild(cv);
+		wrap.appendChild(mark);
+		fig.appendChild(wrap);
 		var sc = el('div', {'class': 'scale'});
 		sc.appendChild(el('span', {}, '0'));
 		sc.appendChild(el('span', {'class': 'ramp'}));
@@ -187,7 +194,11 @@
 				seg('exchange', e.cycles * e.count, name + (e.count > 1 ? ' (' + e.count + ' runs)' : ''), e.id);
 				if (e.local_copy_cycles) seg('copy', e.local_copy_cycles * e.count, 'local copies of phase ' + e.id);
 				tr.dataset.phase = e.id;
+				tr.tabIndex = 0;
 				tr.addEventListener('click', function () { select(e.id); });
+				tr.addEventListener('keydown', function (ev) {
+					if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); select(e.id); }
+				});
 				[String(i), name, e.steps[0] + '–' + e.steps[1], String(e.count), cycles(e.cycles),
 					e.floor_cycles === null ? '-' : commas(e.floor_cycles),
 					e.floor_ratio === null ? '-' : String(e.floor_ratio),
