@@ -96,6 +96,7 @@ unit: $(UNIT_BINS)
 
 include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk \
 	pipelines/fuzz.mk pipelines/report.mk
+include pipelines/compare.mk
 
 # ---- installation: make install [PREFIX=/usr/local] [DESTDIR=] ----
 # PREFIX/bin/amp-*, PREFIX/share/amp/{machines,models,jq} (the tools find

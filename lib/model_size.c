@@ -50,14 +50,21 @@ int model_check_size(const Model *m, const Machine *mc, Err *e)
 {
 	int64_t cap = sat_mul(mc->tiles, machine_avail(mc)), worst = -1, params = 0;
 	int wop = -1;
+	int64_t wide = 0;       /* bytes of parameters wider than fp8 */
 	/* parameters are resident for the whole program */
 	for (int i = 0; i < m->nt; i++)
-		if (m->t[i].role == T_PARAM)
+		if (m->t[i].role == T_PARAM) {
 			params = sat_add(params, model_tensor_bytes(&m->t[i]));
+			if (m->t[i].dtype != FMT_FP8)
+				wide = sat_add(wide, model_tensor_bytes(&m->t[i]));
+		}
 	if (params > cap)
 		return errf(e, "%s:%ld:%ld: model '%s': parameters need %" PRId64 " bytes; %" PRId64 " tiles hold at "
-			    "most %" PRId64 " (%" PRId64 " bytes each after reserved_bytes)", m->file, m->params_line,
-			    m->params_col, m->name, params, mc->tiles, cap, machine_avail(mc));
+			    "most %" PRId64 " (%" PRId64 " bytes each after reserved_bytes). Next: no plan of this model "
+			    "fits this machine; use a machine file with more tiles (share/machines/amp5888.yaml has 4x "
+			    "amp1472's)%s", m->file, m->params_line,
+			    m->params_col, m->name, params, mc->tiles, cap, machine_avail(mc),
+			    wide > params / 10 ? ", or fp8 parameters" : "");
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *o = &m->ops[i];
 		int seen[4], ns = 0;
@@ -84,6 +91,7 @@ int model_check_size(const Model *m, const Machine *mc, Err *e)
 	human(cap, have, sizeof have);
 	return errf(e, "%s:%ld:%ld: op '%s' cannot be held by machine '%s': its operands and result, live at once, "
 		    "are at least %" PRId64 " bytes (%s), and the machine holds %" PRId64 " (%s: %" PRId64
-		    " tiles x %" PRId64 " bytes available)", m->file, o->line, o->col, o->name, mc->name, worst,
+		    " tiles x %" PRId64 " bytes available). Next: plan a smaller batch, or use a machine file with "
+		    "more tiles (share/machines/amp5888.yaml has 4x amp1472's)", m->file, o->line, o->col, o->name, mc->name, worst,
 		    need, cap, have, mc->tiles, machine_avail(mc));
 }

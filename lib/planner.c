@@ -259,6 +259,10 @@ int64_t base_load(Builder *b, int op)
 	return best;
 }
 
+/* The parameters alone exceed the machine: no pin or batch helps. */
+static const char NO_PLAN_NEXT[] = " Next: no plan of this model fits this machine; use a machine file with "
+				   "more tiles (share/machines/amp5888.yaml has 4x amp1472's)";
+
 /* ---- the whole model ---- */
 
 static int check_params(Builder *b, Err *e)
@@ -273,8 +277,8 @@ static int check_params(Builder *b, Err *e)
 	if (total > T * avail)
 		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
 			      "model '%s': %s need %lld bytes; %lld tiles hold at most %lld "
-			      "(%lld bytes each after reserved_bytes)", b->m->name, what, (long long)total,
-			      (long long)T, (long long)(T * avail), (long long)avail);
+			      "(%lld bytes each after reserved_bytes).%s", b->m->name, what, (long long)total,
+			      (long long)T, (long long)(T * avail), (long long)avail, NO_PLAN_NEXT);
 	for (int64_t t = 1; t < T; t++)
 		if (b->base[t] > b->base[worst])
 			worst = t;
@@ -309,9 +313,11 @@ static int check_memory(Builder *b, Err *e)
 				col = m->ops[i].pinned ? m->ops[i].pin_col : m->ops[i].col;
 				break;
 			}
+		char next[400];
+		plan_next_steps(pl, pl->s[at].op, next, sizeof next);
 		return err_at(e, m->file, line, col, "tile %lld needs %lld bytes at step %d (op '%s'); "
-			      "%lld are available (sram_bytes - reserved_bytes)", (long long)worst,
-			      (long long)peak, at, pl->s[at].op, (long long)avail);
+			      "%lld are available (sram_bytes - reserved_bytes).%s", (long long)worst,
+			      (long long)peak, at, pl->s[at].op, (long long)avail, next);
 	}
 	return 0;
 }
@@ -329,6 +335,7 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	int64_t T = mc->tiles;
 	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
 	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
+	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Plan q;
 	Err le;
 
@@ -342,7 +349,7 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	}
 	f->lowered = 1;
 	table_totals(&q, table, frags, NULL);
-	plan_memory(&q, peak, NULL, NULL, NULL, NULL);
+	plan_memory(&q, peak, peak_step, NULL, NULL, NULL);
 	for (int64_t t = 1; t < T; t++) {
 		f->wt = table[t] > table[f->wt] ? t : f->wt;
 		f->wf = frags[t] > frags[f->wf] ? t : f->wf;
@@ -351,6 +358,15 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	f->table = table[f->wt], f->frags = frags[f->wf];
 	f->peak = peak[f->ws], f->sram_table = table[f->ws];
 	f->excess = limit_excess(mc, f->table, f->frags, f->peak + f->sram_table);
+	if (f->peak + f->sram_table > machine_avail(mc)) {   /* what the worst tile holds most of */
+		int64_t *part = xmalloc(((size_t)q.np + 1) * sizeof *part);
+		plan_memory_parts(&q, f->ws, peak_step[f->ws], part);
+		f->big_step = peak_step[f->ws];
+		for (int i = 0; i < q.np; i++)
+			if (part[i] > f->big_bytes)
+				f->big_bytes = part[i], snprintf(f->big, sizeof f->big, "%s", q.p[i].name);
+		free(part);
+	}
 	if (want_cycles == FIT_CYCLES || (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
 		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
 		capture_metrics(&q, ph, NULL, &sum);
@@ -362,6 +378,7 @@ out:
 	free(table);
 	free(frags);
 	free(peak);
+	free(peak_step);
 }
 
 int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
@@ -384,12 +401,51 @@ int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
 	return 1;
 }
 
+/* The next steps after "does not fit", most direct first (op: the GEMM to
+ * pin, or NULL). */
+void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size)
+{
+	int64_t batch = 0;
+	size_t n = (size_t)snprintf(out, size, " Next:");
+	for (int t = 0; t < pl->nt && !batch; t++)
+		if (pl->t[t].role == R_INPUT && pl->t[t].rank > 1)
+			batch = pl->t[t].shape[0];
+	if (op && n < size)
+		n += (size_t)snprintf(out + n, size - n, " pin '%s' to a grid over more tiles in the model's plan: "
+				      "(amp-plan --explain lists its grids);", op);
+	if (batch > 1 && n < size)
+		n += (size_t)snprintf(out + n, size - n, " plan a smaller batch (this one is %lld);", (long long)batch);
+	if (n < size)
+		snprintf(out + n, size - n, " or use a machine file with more tiles (share/machines/amp5888.yaml has "
+			 "4x amp1472's)");
+}
+
+/* fit_error's next steps: the GEMM whose operand holds most of the worst
+ * tile (placement names are tensor@op.operand). */
+static void next_steps(const Plan *pl, const Fit *f, int64_t per_tile, char *out, size_t size)
+{
+	char op[64] = "";
+	if (per_tile > machine_avail(&pl->machine)) {
+		snprintf(out, size, "%s", NO_PLAN_NEXT);
+		return;
+	}
+	const char *at = strchr(f->big, '@'), *dot = at ? strchr(at, '.') : NULL;
+	if (f->big_bytes && dot)
+		snprintf(op, sizeof op, "%.*s", (int)(dot - at - 1), at + 1);
+	int n = snprintf(out, size, "%s", "");
+	if (f->big_bytes)
+		n = snprintf(out, size, " Tile %lld holds most for '%s' (%lld bytes at step %lld).", (long long)f->ws,
+			     f->big, (long long)f->big_bytes, (long long)f->big_step);
+	if (n >= 0 && (size_t)n < size)
+		plan_next_steps(pl, *op ? op : NULL, out + n, size - (size_t)n);
+}
+
 /* 0 when f fits; else -1 with the error at the model's params mark. */
 static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 {
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
-	char why[sizeof e->msg];
+	char why[sizeof e->msg], next[600];
 	int state = 0;
 
 	if (!fit_why(f, mc, why, sizeof why))
@@ -400,13 +456,14 @@ static int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
 		state |= home;
 	}
+	next_steps(pl, f, cdiv(params, T), next, sizeof next);
 	return err_at(e, m->file, m->params_line, m->params_col,
 		      "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters%s: "
 		      "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
-		      "activations, working buffers and exchange tables", m->name, mc->name, why,
+		      "activations, working buffers and exchange tables.%s", m->name, mc->name, why,
 		      state ? " and states" : "",
 		      (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
-		      (long long)avail);
+		      (long long)avail, next);
 }
 
 int plan_check_fit(const Plan *pl, const Model *m, Err *e)
@@ -509,6 +566,11 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		if (past_stop(stop, attempt)) {
 			errf(e, "attempt %d abandoned: an earlier attempt fits", attempt);
 			goto out;
+		}
+		if (o->progress) {
+			char what[96];
+			snprintf(what, sizeof what, "attempt %d: %s", attempt + 1, op->name);
+			plan_progress(o, what, i + 1, m->nops);
 		}
 		trial_reset(&b);
 		switch (op->kind) {
@@ -644,6 +706,16 @@ typedef struct {
 } Own;
 
 int fit_ok(const Fit *f) { return f->lowered && f->excess <= 1.0; }
+
+void plan_progress(const PlanOpts *o, const char *what, int done, int total)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	if (!o->progress)
+		return;
+	pthread_mutex_lock(&mu);
+	o->progress(o->progress_ctx, what, done, total);
+	pthread_mutex_unlock(&mu);
+}
 
 static void *own_run(void *arg)
 {

@@ -49,6 +49,11 @@ typedef struct {
 
 void descent_free(Descent *d);
 
+/* Progress, for a tool to show on a terminal: what the planner is at
+ * (e.g. "attempt 1: mlp_up"), done of total. Called from the planner's
+ * threads, at most one call at a time. */
+typedef void (*PlanProgress)(void *ctx, const char *what, int done, int total);
+
 typedef struct {
 	Objective objective;
 	int explain;            /* candidates to keep per GEMM for explain */
@@ -59,7 +64,12 @@ typedef struct {
 	int *fell_back;         /* cycles, when set: 1 when the plan is the memory objective's
 				 * (the cycles search found none that fits, and it fits), else 0 */
 	Descent *descent;       /* cycles, when set: the descent's tries (descent_free) */
+	PlanProgress progress;  /* or NULL */
+	void *progress_ctx;
 } PlanOpts;
+
+/* Calls o->progress (when set) under a lock: the planner's threads share it. */
+void plan_progress(const PlanOpts *o, const char *what, int done, int total);
 
 typedef struct {
 	char *op;

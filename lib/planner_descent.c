@@ -81,6 +81,7 @@ static void try_build(const Work *w, Try *t)
 	PlanOpts o = *w->o;
 	o.objective = OBJ_CYCLES, o.ownership = w->h->own, o.explain = 0;
 	o.no_fit_check = 1, o.fit = NULL, o.fell_back = NULL, o.descent = NULL;
+	o.progress = NULL;      /* the tries report themselves (try_run) */
 	if (build_one(&t->q, &held, w->mc, &o, NULL, w->h->margin, w->h->price, NULL, NULL, 0, &t->e) == 0) {
 		t->built = 1;
 		plan_fit(&t->q, FIT_CYCLES, &t->f);
@@ -97,6 +98,11 @@ static void *try_run(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		if (i < 0)
 			break;
+		if (w->o->progress) {
+			char what[96];
+			snprintf(what, sizeof what, "descent: %s", w->m->ops[w->t[i].op[0]].name);
+			plan_progress(w->o, what, i + 1, w->n);
+		}
 		try_build(w, &w->t[i]);
 	}
 	table_release();

@@ -90,6 +90,9 @@ typedef struct {
 	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
 	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
 	int64_t cycles;                 /* total modelled cycles (when asked for) */
+	/* over the SRAM: the largest placement on tile ws at its peak step */
+	int64_t big_bytes, big_step;
+	char big[128];
 	char why[sizeof ((Err *)0)->msg];
 } Fit;
 
@@ -124,6 +127,9 @@ int64_t base_load(Builder *b, int op);
  * plan's total cycles (f->cycles, amp-capture's); FIT_CYCLES_IF_FITS
  * those only when it fits (one lowering for both). */
 enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS };
+/* " Next: ..." for a "does not fit" message: pin op (or NULL), a smaller
+ * batch, a machine file with more tiles. */
+void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size);
 void plan_fit(const Plan *pl, int want_cycles, Fit *f);
 int fit_ok(const Fit *f);
 /* 1 and why (size bytes) when f does not fit: the tile and the figure;

@@ -86,6 +86,10 @@ typedef struct {
 				 * reference (amp-run --generate's token ids), or NULL */
 	const Carry *params;    /* parameters' values made by an earlier run (its machine's), shared, not
 				 * copied: the caller keeps them (NULL: none) */
+	/* progress, for a tool to show on a terminal: before each phase run,
+	 * "phase P", done of the run's total phase runs (NULL: none) */
+	void (*progress)(void *ctx, const char *what, int done, int total);
+	void *progress_ctx;
 } RunOpts;
 
 /* val[t] for every input, parameter and state of pl (others NULL). The

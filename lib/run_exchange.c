@@ -530,7 +530,9 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 		if (plan_writer(pl, p) < 0 || plan_state_home(pl, p))  /* a state's home starts with its values */
 			sim_fill(&m.s, pl, p);
 	run_totals.fill_secs += run_now() - setup;
-	int rep = -1;
+	int rep = -1, runs = 0, done = 0;
+	for (int p = 0; o->progress && p < pl->nph; p++)
+		runs += (int)plan_step_count(pl, pl->ph[p].first);
 	for (int i = 0; !rc;) {
 		if (rep >= 0 && i > pl->r[rep].last) {
 			if (++m.s.iter < pl->r[rep].count) {
@@ -557,6 +559,11 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 			continue;
 		}
 		if (ph < pl->nph && pl->ph[ph].first <= i) {
+			if (o->progress) {
+				char what[48];
+				snprintf(what, sizeof what, "phase %d", ph);
+				o->progress(o->progress_ctx, what, ++done, runs);
+			}
 			rc = run_phase(&m, prog, ph, pl->ph[ph].first, pl->ph[ph].last);
 			i = pl->ph[ph].last + 1;
 		} else {

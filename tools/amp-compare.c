@@ -1,5 +1,6 @@
-/* amp-compare: two captures -> their summaries, ops and phases side by
- * side, with deltas (formats/compare.md). */
+/* amp-compare: two captures -> their summaries, ops, phases (lined up by
+ * label), movement classes and per-tile figures side by side, with deltas
+ * (formats/compare.md). */
 #include <getopt.h>
 
 #include "compare.h"
@@ -13,16 +14,32 @@ static void help(void)
 	       "Compare two captures written by amp-capture (formats/capture.md), A the\n"
 	       "baseline and B the variant: every summary figure with B - A and the\n"
 	       "change in percent (the floor's figures among them; ratios are left out);\n"
-	       "each op's compute, exchange and total cycles; and the phases side by\n"
-	       "side, matched by index (labels, transfers, largest row and cycles over\n"
-	       "every run), with a total row equal to each summary's.\n"
-	       "Ops are matched by name, A's order first; an op on one side only shows\n"
-	       "'-' on the other; a figure that names a tile, phase or step has no\n"
-	       "delta. The output is text, or with --json one JSON document\n"
-	       "(formats/compare.md).\n"
+	       "each op's compute, exchange and total cycles; the phases lined up by\n"
+	       "their labels (op.operand of each copy), not by position; the movement\n"
+	       "classes; and with --tiles the per-tile figures.\n"
+	       "\n"
+	       "Phases: partners (phases sharing a label) always sit in one group, so\n"
+	       "every label both captures have pairs its phases; groups keep each\n"
+	       "capture's order, and inside a group phases pair one to one, equal label\n"
+	       "sets first, then the most shared labels. A line is 'same', 'changed'\n"
+	       "(paired, labels differ), 'regrouped' (unpaired, sharing a label with\n"
+	       "the other side's phases of its group), 'removed' (A only: B has none\n"
+	       "of its labels) or 'added' (B only); transfers and cycles count every\n"
+	       "run, and a total row equals each summary's.\n"
+	       "Movement classes (phase_traffic) are summed over every run by op,\n"
+	       "operand and movement: sends, bytes sent and bytes received.\n"
+	       "Ops are matched by name, A's order first; an op or class on one side\n"
+	       "only shows '-' on the other; a figure that names a tile, phase or step\n"
+	       "has no delta. The output is text, or one JSON document (--json), or TSV\n"
+	       "(--tsv), formats/compare.md.\n"
 	       "\n"
 	       "      --names A,B       names for the two columns (default: A,B)\n"
+	       "      --tiles FA,FB     the two captures' tiles files (amp-capture --tiles):\n"
+	       "                        each per-tile figure's max, median and the tile\n"
+	       "                        that grows the most; --json adds every tile's\n"
+	       "                        deltas, --tsv the tiles that differ\n"
 	       "      --json            write JSON instead of text\n"
+	       "      --tsv             write TSV for scripts: a line per compared figure\n"
 	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
 	       "      --help            print this help and exit\n"
 	       "      --version         print the version and exit\n"
@@ -37,14 +54,6 @@ static int64_t fig(const Val *m, const char *key)
 {
 	const Val *v = map_get(m, key);
 	return v ? strtoll(v->s, NULL, 10) : 0;
-}
-
-static const Val *op_named(const Cap *c, const char *name)
-{
-	for (int i = 0; i < c->ops->n; i++)
-		if (!strcmp(map_get(&c->ops->items[i], "op")->s, name))
-			return &c->ops->items[i];
-	return NULL;
 }
 
 static char *labels(const Val *ph)
@@ -72,7 +81,7 @@ static int write_failed;
 /* Text into o; the first failure is kept in write_err. */
 #define put(o, ...) (void)(write_failed || (write_failed = output_printf((o), &write_err, __VA_ARGS__) != 0))
 
-#define COLS 10
+#define COLS 12
 typedef struct {
 	char *(*cell)[COLS];
 	int n;
@@ -81,10 +90,13 @@ typedef struct {
 static void row(Table *t, const char *fmt, ...)
 {
 	/* fmt: the cells joined by '\t' */
-	char line[4096];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
+	int len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *line = xmalloc((size_t)len + 1);
+	va_start(ap, fmt);
+	vsnprintf(line, (size_t)len + 1, fmt, ap);
 	va_end(ap);
 	t->cell = xrealloc(t->cell, (size_t)(t->n + 1) * sizeof *t->cell);
 	char *p = line;
@@ -95,6 +107,7 @@ static void row(Table *t, const char *fmt, ...)
 		t->cell[t->n][k] = p ? xstrdup(p) : NULL;
 		p = tab ? tab + 1 : NULL;
 	}
+	free(line);
 	t->n++;
 }
 
@@ -135,8 +148,10 @@ static void change(int64_t a, int64_t b, char *d, size_t nd, char *pc, size_t np
 		snprintf(pc, np, "-");
 }
 
-static void write_text(Output *o, const Cap *a, const Cap *b, const char *na, const char *nb)
+static void write_text(Output *o, const Compare *m)
 {
+	const Cap *a = m->side[0], *b = m->side[1];
+	const char *na = m->name[0], *nb = m->name[1];
 	Table t = { NULL, 0 };
 	char d[32], pc[32];
 
@@ -158,57 +173,95 @@ static void write_text(Output *o, const Cap *a, const Cap *b, const char *na, co
 	put(o, "\n");
 	row(&t, "op\t%s compute\t%s compute\t%s exchange\t%s exchange\t%s total\t%s total\tdelta\tchange", na, nb, na, nb,
 	    na, nb);
-	for (int side = 0; side < 2; side++) {
-		const Cap *c = side ? b : a, *other = side ? a : b;
-		for (int i = 0; i < c->ops->n; i++) {
-			const Val *x = &c->ops->items[i];
-			const char *name = map_get(x, "op")->s;
-			const Val *y = op_named(other, name);
-			if (side && y)
-				continue;       /* printed with A's */
-			const Val *va = side ? NULL : x, *vb = side ? x : y;
-			char f[6][32];
-			const char *keys[3] = { "compute_cycles", "exchange_cycles", "total_cycles" };
-			for (int k = 0; k < 3; k++) {
-				snprintf(f[2 * k], 32, va ? "%lld" : "-", va ? (long long)fig(va, keys[k]) : 0LL);
-				snprintf(f[2 * k + 1], 32, vb ? "%lld" : "-", vb ? (long long)fig(vb, keys[k]) : 0LL);
-			}
-			if (va && vb)
-				change(fig(va, "total_cycles"), fig(vb, "total_cycles"), d, sizeof d, pc, sizeof pc);
-			else
-				snprintf(d, sizeof d, "-"), snprintf(pc, sizeof pc, "-");
-			row(&t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", name, f[0], f[1], f[2], f[3], f[4], f[5], d, pc);
+	for (int i = 0; i < m->nops; i++) {
+		const Val *va = m->ops[i].v[0], *vb = m->ops[i].v[1];
+		char f[6][32];
+		const char *keys[3] = { "compute_cycles", "exchange_cycles", "total_cycles" };
+		for (int k = 0; k < 3; k++) {
+			snprintf(f[2 * k], 32, va ? "%lld" : "-", va ? (long long)fig(va, keys[k]) : 0LL);
+			snprintf(f[2 * k + 1], 32, vb ? "%lld" : "-", vb ? (long long)fig(vb, keys[k]) : 0LL);
 		}
+		if (va && vb)
+			change(fig(va, "total_cycles"), fig(vb, "total_cycles"), d, sizeof d, pc, sizeof pc);
+		else
+			snprintf(d, sizeof d, "-"), snprintf(pc, sizeof pc, "-");
+		row(&t, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", m->ops[i].op, f[0], f[1], f[2], f[3], f[4], f[5], d, pc);
 	}
 	table_print(o, &t);
 	put(o, "\n");
-	/* phases by index; transfers and cycles over every run, so each
-	 * column adds up to its summary's figure */
-	row(&t, "phase\t%s labels\ttransfers\tmax_row\tcycles\t%s labels\ttransfers\tmax_row\tcycles", na, nb);
-	int n = a->phases->n > b->phases->n ? a->phases->n : b->phases->n;
-	for (int i = 0; i < n; i++) {
-		char side[2][160];
+	/* phases lined up by label; transfers and cycles over every run, so
+	 * each column adds up to its summary's figure */
+	row(&t, "group\tstatus\t%s\t%s labels\ttransfers\tmax_row\tcycles\t%s\t%s labels\ttransfers\tmax_row\tcycles", na,
+	    na, nb, nb);
+	for (int i = 0; i < m->nph; i++) {
+		const PhaseLine *l = &m->ph[i];
+		char *cell[2];
 		for (int s = 0; s < 2; s++) {
-			const Cap *c = s ? b : a;
-			if (i >= c->phases->n) {
-				snprintf(side[s], sizeof side[s], "-\t-\t-\t-");
+			int p = (s ? l->b : l->a);
+			if (p < 0) {
+				cell[s] = xstrdup("-\t-\t-\t-\t-");
 				continue;
 			}
-			const Val *p = &c->phases->items[i];
-			char *l = labels(p);
-			int64_t cnt = fig(p, "count");
-			snprintf(side[s], sizeof side[s], "%.100s\t%lld\t%lld\t%lld", l, (long long)(fig(p, "transfers") * cnt),
-				 (long long)fig(p, "max_row_bytes"), (long long)(fig(p, "cycles") * cnt));
-			free(l);
+			int64_t f[PF_N];
+			char *lab = labels(&m->side[s]->phases->items[p]);
+			cmp_phase_figs(m->side[s], p, f);
+			size_t n = strlen(lab) + 100;
+			cell[s] = xmalloc(n);
+			snprintf(cell[s], n, "%d\t%s\t%lld\t%lld\t%lld", p, lab, (long long)f[PF_TRANSFERS],
+				 (long long)f[PF_MAX_ROW], (long long)f[PF_CYCLES]);
+			free(lab);
 		}
-		row(&t, "%d\t%s\t%s", i, side[0], side[1]);
+		row(&t, "%d\t%s\t%s\t%s", l->group, line_kind_name(l->kind), cell[0], cell[1]);
+		free(cell[0]), free(cell[1]);
 	}
-	row(&t, "total\t\t%lld\t%lld\t%lld\t\t%lld\t%lld\t%lld", (long long)fig(a->summary, "transfers"),
+	row(&t, "total\t\t\t\t%lld\t%lld\t%lld\t\t\t%lld\t%lld\t%lld", (long long)fig(a->summary, "transfers"),
 	    (long long)fig(a->summary, "max_row_bytes"), (long long)fig(a->summary, "exchange_cycles"),
 	    (long long)fig(b->summary, "transfers"), (long long)fig(b->summary, "max_row_bytes"),
 	    (long long)fig(b->summary, "exchange_cycles"));
 	table_print(o, &t);
+	put(o, "\n");
+	if (!m->classes) {
+		put(o, "classes: not compared (%s has no phase_traffic)\n", a->traffic ? b->r.name : a->r.name);
+	} else {
+		int64_t tot[2][CLS_FIGS] = { { 0 } };
+		row(&t, "class\tmovement\t%s sends\t%s sends\t%s bytes\t%s bytes\t%s received\t%s received\tdelta\tchange",
+		    na, nb, na, nb, na, nb);
+		for (int i = 0; i < m->ncl; i++) {
+			const ClassRow *r = &m->cl[i];
+			char f[2][CLS_FIGS][32];
+			for (int s = 0; s < 2; s++)
+				for (int k = 0; k < CLS_FIGS; k++) {
+					snprintf(f[s][k], 32, r->in[s] ? "%lld" : "-", (long long)r->v[s][k]);
+					tot[s][k] += r->v[s][k];
+				}
+			if (r->in[0] && r->in[1])
+				change(r->v[0][CLS_RECEIVED], r->v[1][CLS_RECEIVED], d, sizeof d, pc, sizeof pc);
+			else
+				snprintf(d, sizeof d, "-"), snprintf(pc, sizeof pc, "-");
+			row(&t, "%s.%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r->op, r->operand, r->movement, f[0][0], f[1][0],
+			    f[0][1], f[1][1], f[0][2], f[1][2], d, pc);
+		}
+		change(tot[0][CLS_RECEIVED], tot[1][CLS_RECEIVED], d, sizeof d, pc, sizeof pc);
+		row(&t, "total\t\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%s\t%s", (long long)tot[0][0], (long long)tot[1][0],
+		    (long long)tot[0][1], (long long)tot[1][1], (long long)tot[0][2], (long long)tot[1][2], d, pc);
+		table_print(o, &t);
+	}
+	if (!m->tiles[0])
+		return;
+	put(o, "\ntiles: %s %s, %s %s\n", na, m->tiles[0]->file, nb, m->tiles[1]->file);
+	row(&t, "tile figure\t%s max\ton tile\t%s max\ton tile\t%s median\t%s median\tlargest increase\ton tile", na, nb,
+	    na, nb);
+	for (int k = 0; k < TF_FIGS; k++) {
+		TileStat st;
+		tiles_stat(m->tiles[0], m->tiles[1], k, &st);
+		row(&t, "%s\t%lld\t%d\t%lld\t%d\t%lld\t%lld\t%+lld\t%d", tile_fig_name[k], (long long)st.max[0],
+		    st.max_tile[0], (long long)st.max[1], st.max_tile[1], (long long)st.median[0],
+		    (long long)st.median[1], (long long)st.inc, st.inc_tile);
+	}
+	table_print(o, &t);
 }
+
+/* ---- JSON ---- */
 
 static void json_side(Json *j, const char *key, const Cap *c, const char *name)
 {
@@ -234,14 +287,16 @@ static void json_op(Json *j, const char *key, const Val *v)
 	json_close(j, '}');
 }
 
+/* A phase as the capture has it (figures per run, with its count). */
 static void json_phase(Json *j, const char *key, const Cap *c, int i)
 {
-	if (i >= c->phases->n)
+	if (i < 0)
 		return;
 	const Val *p = &c->phases->items[i];
 	char *l = labels(p);
 	json_key(j, key);
 	json_open(j, '{', 1);
+	json_kint(j, "id", i);
 	json_kstr(j, "labels", l);
 	static const char *keys[] = { "count", "transfers", "bytes", "max_row_bytes", "max_fragments", "cycles" };
 	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
@@ -250,15 +305,104 @@ static void json_phase(Json *j, const char *key, const Cap *c, int i)
 	free(l);
 }
 
-static int write_json(Output *o, const Cap *a, const Cap *b, const char *na, const char *nb, Err *e)
+static void json_classes(Json *j, const Compare *m)
 {
+	if (!m->classes)
+		return;
+	json_key(j, "classes");
+	json_open(j, '[', 0);
+	for (int i = 0; i < m->ncl; i++) {
+		const ClassRow *r = &m->cl[i];
+		json_open(j, '{', 1);
+		json_kstr(j, "op", r->op);
+		json_kstr(j, "operand", r->operand);
+		json_kstr(j, "movement", r->movement);
+		json_kstr(j, "status", cmp_status(r->in));
+		for (int s = 0; s < 2; s++) {
+			if (!r->in[s])
+				continue;
+			json_key(j, s ? "b" : "a");
+			json_open(j, '{', 1);
+			for (int k = 0; k < CLS_FIGS; k++)
+				json_kint(j, cls_fig_name[k], r->v[s][k]);
+			json_close(j, '}');
+		}
+		if (r->in[0] && r->in[1]) {
+			json_key(j, "delta");
+			json_open(j, '{', 1);
+			for (int k = 0; k < CLS_FIGS; k++)
+				json_kint(j, cls_fig_name[k], r->v[1][k] - r->v[0][k]);
+			json_close(j, '}');
+		}
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+}
+
+static void json_tiles(Json *j, const Compare *m)
+{
+	const TileFigs *ta = m->tiles[0], *tb = m->tiles[1];
+	if (!ta)
+		return;
+	json_key(j, "tiles");
+	json_open(j, '{', 0);
+	for (int s = 0; s < 2; s++) {
+		json_key(j, s ? "b" : "a");
+		json_open(j, '{', 1);
+		json_kstr(j, "file", m->tiles[s]->file);
+		json_kint(j, "tiles", m->tiles[s]->ntiles);
+		json_close(j, '}');
+	}
+	json_key(j, "figures");
+	json_open(j, '[', 0);
+	for (int k = 0; k < TF_FIGS; k++) {
+		TileStat st;
+		tiles_stat(ta, tb, k, &st);
+		json_open(j, '{', 1);
+		json_kstr(j, "figure", tile_fig_name[k]);
+		for (int s = 0; s < 2; s++) {
+			json_key(j, s ? "b" : "a");
+			json_open(j, '{', 1);
+			json_kint(j, "max", st.max[s]);
+			json_kint(j, "max_tile", st.max_tile[s]);
+			json_kint(j, "median", st.median[s]);
+			json_close(j, '}');
+		}
+		json_key(j, "largest_increase");
+		json_open(j, '{', 1);
+		json_kint(j, "tile", st.inc_tile);
+		json_kint(j, "a", tile_fig(ta, st.inc_tile, k));
+		json_kint(j, "b", tile_fig(tb, st.inc_tile, k));
+		json_kint(j, "delta", st.inc);
+		json_close(j, '}');
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+	/* every tile of the larger machine, B - A */
+	json_key(j, "deltas");
+	json_open(j, '[', 0);
+	int n = ta->ntiles > tb->ntiles ? ta->ntiles : tb->ntiles;
+	for (int t = 0; t < n; t++) {
+		json_open(j, '{', 1);
+		json_kint(j, "tile", t);
+		for (int k = 0; k < TF_FIGS; k++)
+			json_kint(j, tile_fig_name[k], tile_fig(tb, t, k) - tile_fig(ta, t, k));
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+	json_close(j, '}');
+}
+
+static int write_json(Output *o, const Compare *m, Err *e)
+{
+	const Cap *a = m->side[0], *b = m->side[1];
 	Json j;
 	json_init(&j, o);
 	json_open(&j, '{', 0);
 	json_kstr(&j, "format", "amp-compare");
 	json_kint(&j, "version", COMPARE_VERSION);
-	json_side(&j, "a", a, na);
-	json_side(&j, "b", b, nb);
+	json_side(&j, "a", a, m->name[0]);
+	json_side(&j, "b", b, m->name[1]);
 	json_key(&j, "summary");
 	json_open(&j, '[', 0);
 	for (int i = 0; i < a->nfigs; i++) {
@@ -278,52 +422,165 @@ static int write_json(Output *o, const Cap *a, const Cap *b, const char *na, con
 	json_close(&j, ']');
 	json_key(&j, "ops");
 	json_open(&j, '[', 0);
-	for (int side = 0; side < 2; side++) {
-		const Cap *c = side ? b : a, *other = side ? a : b;
-		for (int i = 0; i < c->ops->n; i++) {
-			const Val *x = &c->ops->items[i], *y = op_named(other, map_get(x, "op")->s);
-			if (side && y)
-				continue;
-			const Val *va = side ? NULL : x, *vb = side ? x : y;
-			json_open(&j, '{', 1);
-			json_kstr(&j, "op", map_get(x, "op")->s);
-			json_op(&j, "a", va);
-			json_op(&j, "b", vb);
-			if (va && vb)
-				json_kint(&j, "delta_total_cycles", fig(vb, "total_cycles") - fig(va, "total_cycles"));
-			json_close(&j, '}');
-		}
+	for (int i = 0; i < m->nops; i++) {
+		const Val *va = m->ops[i].v[0], *vb = m->ops[i].v[1];
+		json_open(&j, '{', 1);
+		json_kstr(&j, "op", m->ops[i].op);
+		json_op(&j, "a", va);
+		json_op(&j, "b", vb);
+		if (va && vb)
+			json_kint(&j, "delta_total_cycles", fig(vb, "total_cycles") - fig(va, "total_cycles"));
+		json_close(&j, '}');
 	}
 	json_close(&j, ']');
 	json_key(&j, "phases");
 	json_open(&j, '[', 0);
-	int n = a->phases->n > b->phases->n ? a->phases->n : b->phases->n;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < m->nph; i++) {
+		const PhaseLine *l = &m->ph[i];
 		json_open(&j, '{', 1);
-		json_kint(&j, "id", i);
-		json_phase(&j, "a", a, i);
-		json_phase(&j, "b", b, i);
+		json_kint(&j, "group", l->group);
+		json_kstr(&j, "status", line_kind_name(l->kind));
+		json_phase(&j, "a", a, l->a);
+		json_phase(&j, "b", b, l->b);
 		json_close(&j, '}');
 	}
 	json_close(&j, ']');
+	json_classes(&j, m);
+	json_tiles(&j, m);
 	json_close(&j, '}');
 	return json_end(&j, e);
+}
+
+/* ---- TSV: a line per compared figure ---- */
+
+/* One line; a or b NULL is '-', and so is the delta unless both are
+ * numbers and delta is set. */
+static void tsv(Output *o, const char *section, const char *key, const char *status, const char *figure,
+		const int64_t *a, const int64_t *b, int delta)
+{
+	char x[32] = "-", y[32] = "-", d[32] = "-";
+	if (a)
+		snprintf(x, sizeof x, "%lld", (long long)*a);
+	if (b)
+		snprintf(y, sizeof y, "%lld", (long long)*b);
+	if (a && b && delta)
+		snprintf(d, sizeof d, "%lld", (long long)(*b - *a));
+	put(o, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", section, key, status, figure, x, y, d);
+}
+
+static void write_tsv(Output *o, const Compare *m)
+{
+	const Cap *a = m->side[0], *b = m->side[1];
+	char key[64];
+	put(o, "# amp-compare %d\nsection\tkey\tstatus\tfigure\ta\tb\tdelta\n", COMPARE_VERSION);
+	for (int i = 0; i < a->nfigs; i++) {
+		const CapFig *fb = cap_fig(b, a->figs[i].key);
+		if (fb)
+			tsv(o, "summary", "-", "both", a->figs[i].key, &a->figs[i].v, &fb->v, !is_id(a->figs[i].key));
+	}
+	static const char *opk[] = { "compute_cycles", "exchange_cycles", "sync_cycles", "local_copy_cycles",
+				     "total_cycles" };
+	for (int i = 0; i < m->nops; i++) {
+		const Val *va = m->ops[i].v[0], *vb = m->ops[i].v[1];
+		for (size_t k = 0; k < sizeof opk / sizeof *opk; k++) {
+			int64_t u = va ? fig(va, opk[k]) : 0, v = vb ? fig(vb, opk[k]) : 0;
+			tsv(o, "op", m->ops[i].op, cmp_status((int[2]){ m->ops[i].v[0] != NULL, m->ops[i].v[1] != NULL }), opk[k], va ? &u : NULL, vb ? &v : NULL, 1);
+		}
+	}
+	for (int i = 0; i < m->nph; i++) {
+		const PhaseLine *l = &m->ph[i];
+		int64_t f[2][PF_N], g = l->group;
+		char *lab[2];
+		const char *st = line_kind_name(l->kind);
+		snprintf(key, sizeof key, l->a < 0 ? "-:" : "%d:", l->a);
+		snprintf(key + strlen(key), sizeof key - strlen(key), l->b < 0 ? "-" : "%d", l->b);
+		for (int s = 0; s < 2; s++) {
+			int p = (s ? l->b : l->a);
+			lab[s] = p < 0 ? xstrdup("-") : labels(&m->side[s]->phases->items[p]);
+			if (p >= 0)
+				cmp_phase_figs(m->side[s], p, f[s]);
+		}
+		tsv(o, "phase", key, st, "group", &g, &g, 0);
+		put(o, "phase\t%s\t%s\tlabels\t%s\t%s\t-\n", key, st, lab[0], lab[1]);
+		for (int k = 0; k < PF_N; k++)
+			tsv(o, "phase", key, st, cmp_phase_fig_name[k], l->a >= 0 ? &f[0][k] : NULL, l->b >= 0 ? &f[1][k] : NULL, 1);
+		free(lab[0]), free(lab[1]);
+	}
+	static const char *tot[][2] = { { "transfers", "transfers" }, { "bytes", "bytes" },
+					{ "max_row_bytes", "max_row_bytes" }, { "exchange_cycles", "cycles" } };
+	for (size_t k = 0; k < sizeof tot / sizeof *tot; k++) {
+		int64_t u = fig(a->summary, tot[k][0]), v = fig(b->summary, tot[k][0]);
+		tsv(o, "phase", "total", "both", tot[k][1], &u, &v, 1);
+	}
+	for (int i = 0; m->classes && i < m->ncl; i++) {
+		const ClassRow *r = &m->cl[i];
+		char *ck = xmalloc(strlen(r->op) + strlen(r->operand) + strlen(r->movement) + 3);
+		sprintf(ck, "%s.%s:%s", r->op, r->operand, r->movement);
+		for (int k = 0; k < CLS_FIGS; k++)
+			tsv(o, "class", ck, cmp_status(r->in), cls_fig_name[k], r->in[0] ? &r->v[0][k] : NULL,
+			    r->in[1] ? &r->v[1][k] : NULL, 1);
+		free(ck);
+	}
+	const TileFigs *ta = m->tiles[0], *tb = m->tiles[1];
+	if (!ta)
+		return;
+	for (int k = 0; k < TF_FIGS; k++) {
+		TileStat st;
+		tiles_stat(ta, tb, k, &st);
+		const char *n = tile_fig_name[k];
+		int64_t mt[2] = { st.max_tile[0], st.max_tile[1] }, it = st.inc_tile;
+		int64_t ia = tile_fig(ta, st.inc_tile, k), ib = tile_fig(tb, st.inc_tile, k);
+		tsv(o, "tiles", n, "both", "max", &st.max[0], &st.max[1], 1);
+		tsv(o, "tiles", n, "both", "max_tile", &mt[0], &mt[1], 0);
+		tsv(o, "tiles", n, "both", "median", &st.median[0], &st.median[1], 1);
+		tsv(o, "tiles", n, "both", "largest_increase", &ia, &ib, 1);
+		tsv(o, "tiles", n, "both", "largest_increase_tile", &it, &it, 0);
+	}
+	int n = ta->ntiles > tb->ntiles ? ta->ntiles : tb->ntiles;
+	for (int t = 0; t < n; t++) {
+		int differs = 0;
+		for (int k = 0; k < TF_FIGS; k++)
+			differs |= tile_fig(ta, t, k) != tile_fig(tb, t, k);
+		if (!differs)
+			continue;
+		snprintf(key, sizeof key, "%d", t);
+		for (int k = 0; k < TF_FIGS; k++) {
+			int64_t u = tile_fig(ta, t, k), v = tile_fig(tb, t, k);
+			tsv(o, "tile", key, "both", tile_fig_name[k], &u, &v, 1);
+		}
+	}
+}
+
+/* A tiles file for capture c: read, and its tile count the capture's. */
+static void load_tiles(TileFigs *t, const char *path, const Cap *c)
+{
+	Err e;
+	if (tiles_load(t, path, &e))
+		fail(&e);
+	if (c->tiles && t->ntiles != c->tiles) {
+		err_at(&e, path, 1, 1, "%d tiles, but capture '%s' has %lld: not its tiles file", t->ntiles, c->r.name,
+		       (long long)c->tiles);
+		fail(&e);
+	}
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "names", required_argument, NULL, 'N' },
+		{ "tiles", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "tsv", no_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *out_path = NULL;
-	char na[64] = "A", nb[64] = "B";
-	int json = 0, c;
+	char na[64] = "A", nb[64] = "B", *tiles_arg = NULL;
+	int json = 0, tsv_out = 0, c;
 	Cap a, b;
+	TileFigs ta, tb;
 	Err e;
 
 	opterr = 0;
@@ -340,7 +597,16 @@ int main(int argc, char **argv)
 			snprintf(nb, sizeof nb, "%s", comma + 1);
 			break;
 		}
+		case 'T': {
+			const char *comma = strchr(optarg, ',');
+			if (!comma || comma == optarg || !comma[1] || strchr(comma + 1, ','))
+				usage_error("--tiles takes two tiles files, one for A and one for B, 'FA,FB', not '%s'",
+					    optarg);
+			tiles_arg = optarg;
+			break;
+		}
 		case 'J': json = 1; break;
+		case 'S': tsv_out = 1; break;
 		case 'o': out_path = optarg; break;
 		case 'h': help(); break;
 		case 'V': version(); break;
@@ -351,18 +617,33 @@ int main(int argc, char **argv)
 		usage_error("two captures to compare, A and B; found %d", argc - optind);
 	if (!strcmp(argv[optind], "-") && !strcmp(argv[optind + 1], "-"))
 		usage_error("only one of A and B can be standard input");
+	if (json && tsv_out)
+		usage_error("--json and --tsv are two outputs: choose one");
 	if (cap_load(&a, argv[optind], &e) || cap_load(&b, argv[optind + 1], &e))
 		fail(&e);
+	Compare m;
+	cmp_build(&m, &a, &b, na, nb);
+	if (tiles_arg) {
+		char *fa = xstrdup(tiles_arg), *fb = strchr(fa, ',');
+		*fb++ = 0;
+		load_tiles(&ta, fa, &a);
+		load_tiles(&tb, fb, &b);
+		m.tiles[0] = &ta, m.tiles[1] = &tb;
+		free(fa);
+	}
 	Output *o = output_open(out_path, 0, &e);
 	if (!o)
 		fail(&e);
 	if (json) {
-		if (write_json(o, &a, &b, na, nb, &e)) {
+		if (write_json(o, &m, &e)) {
 			output_abort(o);
 			fail(&e);
 		}
 	} else {
-		write_text(o, &a, &b, na, nb);
+		if (tsv_out)
+			write_tsv(o, &m);
+		else
+			write_text(o, &m);
 		if (write_failed) {
 			output_abort(o);
 			fail(&write_err);
@@ -370,6 +651,9 @@ int main(int argc, char **argv)
 	}
 	if (output_commit(o, &e))
 		fail(&e);
+	cmp_free(&m);
+	if (tiles_arg)
+		tiles_free(&ta), tiles_free(&tb);
 	cap_free(&a);
 	cap_free(&b);
 	return EXIT_OK;

@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
-	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL };
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -284,7 +284,11 @@ int main(int argc, char **argv)
 	po.fit = &fit;
 	Descent descent = { 0 };
 	po.descent = po.explain ? &descent : NULL;
-	if (plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e))
+	if (tool_progress_on())
+		po.progress = tool_progress;
+	int built = plan_build(&pl, &m, &mc, &po, po.explain ? ex : NULL, &e);
+	tool_progress_clear();
+	if (built)
 		fail(&e);
 	if (po.explain)
 		explain(&pl, &m, ex, po.objective, fell_back, &descent);

@@ -463,6 +463,7 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	double t_prog = run_now();
 	if (along)
 		pthread_join(th, NULL);
+	tool_progress_clear();
 	if (prc)
 		fail(&e);
 	if (!along)
@@ -562,6 +563,8 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	tool_init("amp-run");
+	if (tool_progress_on())
+		ro.progress = tool_progress;
 	const char *gw = getenv("AMP_GEMM_WIDTH");
 	int width = run_gemm_width(gw && strcmp(gw, "8") == 0 ? 8 : 0);
 	while ((c = tool_getopt(argc, argv, ":m:o:", opts)) != -1) {

@@ -23,6 +23,29 @@ enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
 
 static const char *tool_name = "amp";
 static int tool_failing;        /* fail or usage_error is exiting: its status and message stand */
+static int tool_progress_shown; /* a progress line is on the terminal: cleared before a message */
+
+/* Progress on a terminal: one line on standard error, rewritten in place
+ * ("amp-plan: attempt 1: mlp_up (12/45)"). Nothing when standard error is
+ * not a terminal (a pipe, a file, CI). */
+static inline int tool_progress_on(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
+static inline void tool_progress_clear(void)
+{
+	if (tool_progress_shown)
+		fputs("\r\033[K", stderr), tool_progress_shown = 0;
+}
+
+static inline void tool_progress(void *ctx, const char *what, int done, int total)
+{
+	(void)ctx;
+	fprintf(stderr, "\r%s: %s (%d/%d)\033[K", tool_name, what, done, total);
+	fflush(stderr);
+	tool_progress_shown = 1;
+}
 
 /* At exit, whatever the tool wrote to standard output and standard error
  * must have reached them: a write error (a full disk, /dev/full) that
@@ -63,6 +86,7 @@ static inline void tool_init(const char *name)
 
 static inline void fail(const Err *e)
 {
+	tool_progress_clear();
 	tool_failing = 1;
 	fprintf(stderr, "%s: %s\n", tool_name, e->msg);
 	exit(EXIT_BAD);
@@ -71,6 +95,7 @@ static inline void fail(const Err *e)
 /* fail, the message after the input's name (in_path, NULL for stdin). */
 static inline void fail_in(const char *in_path, const Err *e)
 {
+	tool_progress_clear();
 	tool_failing = 1;
 	fprintf(stderr, "%s: '%s': %s\n", tool_name, in_path ? in_path : "<stdin>", e->msg);
 	exit(EXIT_BAD);

@@ -105,7 +105,7 @@ touch_and_capture() {
 	assert_success
 }
 
-# table TITLE: the phase table (amp-compare's last) printed after the
+# table TITLE: the phase table (amp-compare's third) printed after the
 # line TITLE in $output, one row per element of ROWS (header first, total
 # last).
 table() {
@@ -117,7 +117,7 @@ table() {
 			continue
 		fi
 		if [ "$in" = 1 ]; then
-			[[ $line == phase\ * ]] || continue
+			[[ $line == group\ * ]] || continue
 			in=2
 		fi
 		ROWS+=("$line")
@@ -127,19 +127,21 @@ table() {
 }
 
 # check_table A B: ROWS is a side-by-side table of variants A and B: the
-# header names both variants' columns, every phase row has both variants'
-# four values, and the total row sums the transfers and cycles of the phase
-# rows and takes the largest max_row, for each variant.
+# header names both variants' columns, every phase row has its group, its
+# status and both variants' five cells (phase, labels and three figures,
+# '-' on a side without the phase), and the total row sums the transfers
+# and cycles of the phase rows and takes the largest max_row, for each
+# variant.
 check_table() {
-	local a=$1 b=$2 row i n=${#ROWS[@]}
-	assert_regex "${ROWS[0]}" "^phase +$a labels +transfers +max_row +cycles +$b labels +transfers +max_row +cycles$"
+	local a=$1 b=$2 row i n=${#ROWS[@]} num='([0-9]+|-)'
+	assert_regex "${ROWS[0]}" "^group +status +$a +$a labels +transfers +max_row +cycles +$b +$b labels +transfers +max_row +cycles$"
 	local -a f sum=(0 0 0 0 0 0)
 	for ((i = 1; i < n - 1; i++)); do
-		read -ra f <<<"${ROWS[i]}"
-		assert_equal "${#f[@]} fields in: ${ROWS[i]}" "9 fields in: ${ROWS[i]}"
-		assert_regex "${ROWS[i]}" "^$((i - 1)) +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+ +[^ ]+ +[0-9]+ +[0-9]+ +[0-9]+$"
-		sum[0]=$((sum[0] + f[2])); [ "${f[3]}" -gt "${sum[1]}" ] && sum[1]=${f[3]}; sum[2]=$((sum[2] + f[4]))
-		sum[3]=$((sum[3] + f[6])); [ "${f[7]}" -gt "${sum[4]}" ] && sum[4]=${f[7]}; sum[5]=$((sum[5] + f[8]))
+		read -ra f <<<"${ROWS[i]//-/0}"
+		assert_equal "${#f[@]} fields in: ${ROWS[i]}" "12 fields in: ${ROWS[i]}"
+		assert_regex "${ROWS[i]}" "^[0-9]+ +(same|changed|regrouped|removed|added) +$num +[^ ]+ +$num +$num +$num +$num +[^ ]+ +$num +$num +$num$"
+		sum[0]=$((sum[0] + f[4])); [ "${f[5]}" -gt "${sum[1]}" ] && sum[1]=${f[5]}; sum[2]=$((sum[2] + f[6]))
+		sum[3]=$((sum[3] + f[9])); [ "${f[10]}" -gt "${sum[4]}" ] && sum[4]=${f[10]}; sum[5]=$((sum[5] + f[11]))
 	done
 	assert [ "$n" -ge 3 ]
 	assert_regex "${ROWS[n - 1]}" '^total +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$'

@@ -139,7 +139,7 @@ static void independence(const char *path)
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
 		RunOpts ro = { .seed = 7, .quantized = 1 };
-		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL, NULL, NULL };
+		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL };
 		Err e;
 		double sgood, mgood, sbad, mbad, sa, ma, sab, mab;
 		t_case("a stage corruption that runs byte-exact fools the stage's reference, not the model's");
@@ -609,7 +609,7 @@ int main(void)
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
-		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL };
+		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL };
 		Err e;
 
 		int kind = i < n ? (int)(next() % 4) : 1;
