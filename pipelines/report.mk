@@ -11,9 +11,10 @@
 #       tensors; the summary with time and throughput; the movement classes
 #       (Graphviz, inlined, searchable, with a legend) and the summary's
 #       tables. pipelines/report.sh says what each file is; its data and
-#       flow graph are also in artifacts/X/report/. Installs graphviz first
-#       (report-deps). The same inputs give the same bytes; the page is
-#       remade only when the capture, its queries or the scripts changed.
+#       flow graph are also in artifacts/X/report/. Installs graphviz
+#       (and gnuplot-nox, for make report-compare) first (report-deps).
+#       The same inputs give the same bytes; the page is remade only when
+#       the capture, its queries or the scripts changed.
 #
 # REPORT_PKGS is what make report needs, REPORT_TEST_PKGS what its tests
 # need too: tests/bats/report.bats opens the page in headless chromium and
@@ -24,7 +25,8 @@
 # no network then); a failed npm ci only warns, and the browser test skips
 # saying why.
 
-REPORT_PKGS      := graphviz
+# (gnuplot-nox draws make report-compare's heatmap, pipelines/compare.mk)
+REPORT_PKGS      := graphviz gnuplot-nox
 REPORT_TEST_PKGS := $(REPORT_PKGS) chromium nodejs
 BROWSER_TEST     := tests/browser
 
