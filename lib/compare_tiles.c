@@ -11,6 +11,7 @@ const char *const tile_fig_name[TF_FIGS] = { "sent_bytes", "received_bytes", "fr
 					     "sram_peak_bytes" };
 
 #define HEADER "tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_peak_bytes"
+#define HEADER2 HEADER "\tbusy_cycles"     /* version 2 */
 
 void tiles_free(TileFigs *t)
 {
@@ -33,15 +34,16 @@ static int count_of(const char *s, size_t n, int64_t *out)
 	return 0;
 }
 
-/* Line 1: "# amp-tiles 1: model M on MACHINE (N tiles)". */
-static int format_line(TileFigs *t, const char *f, const char *s, Err *e)
+/* Line 1: "# amp-tiles V: model M on MACHINE (N tiles)", V 1 or 2 (*version). */
+static int format_line(TileFigs *t, const char *f, const char *s, int *version, Err *e)
 {
 	static const char pre[] = "# amp-tiles ";
 	if (strncmp(s, pre, sizeof pre - 1))
 		return err_at(e, f, 1, 1, "expected '# amp-tiles 1: model M on MACHINE (N tiles)' (a tiles file of amp-capture --tiles)");
 	const char *p = s + sizeof pre - 1;
-	if (strncmp(p, "1: model ", 9))
-		return err_at(e, f, 1, (long)(p - s) + 1, "unsupported tiles version (this amp reads 1)");
+	if (strncmp(p, "1: model ", 9) && strncmp(p, "2: model ", 9))
+		return err_at(e, f, 1, (long)(p - s) + 1, "unsupported tiles version (this amp reads 1 and 2)");
+	*version = *p - '0';
 	p += 9;
 	const char *on = strstr(p, " on "), *open = strrchr(p, '(');
 	size_t n = strlen(s);
@@ -55,24 +57,25 @@ static int format_line(TileFigs *t, const char *f, const char *s, Err *e)
 	return 0;
 }
 
-/* A data line: seven fields; an `all` line's figures kept. */
-static int data_line(TileFigs *t, const char *f, long ln, char *s, char *seen, Err *e)
+/* A data line: seven fields (version 2: eight, busy_cycles last, '-' on
+ * an `all` line); an `all` line's figures kept. */
+static int data_line(TileFigs *t, const char *f, long ln, char *s, char *seen, int version, Err *e)
 {
-	const char *fld[7];
-	size_t len[7];
-	int nf = 0;
+	const char *fld[8];
+	size_t len[8];
+	int nf = 0, want = version == 2 ? 8 : 7;
 	char *p = s;
 	for (;;) {
 		char *tab = strchr(p, '\t');
-		if (nf == 7)
-			return err_at(e, f, ln, (long)(p - s), "expected 7 tab-separated fields, found more");
+		if (nf == want)
+			return err_at(e, f, ln, (long)(p - s), "expected %d tab-separated fields, found more", want);
 		fld[nf] = p, len[nf] = tab ? (size_t)(tab - p) : strlen(p), nf++;
 		if (!tab)
 			break;
 		p = tab + 1;
 	}
-	if (nf != 7)
-		return err_at(e, f, ln, (long)strlen(s) + 1, "expected 7 tab-separated fields, found %d", nf);
+	if (nf != want)
+		return err_at(e, f, ln, (long)strlen(s) + 1, "expected %d tab-separated fields, found %d", want, nf);
 	int64_t tile, x[TF_FIGS];
 	if (count_of(fld[0], len[0], &tile) || tile >= t->ntiles)
 		return err_at(e, f, ln, 1, "expected a tile below %d, found '%.*s'", t->ntiles, (int)len[0], fld[0]);
@@ -90,6 +93,12 @@ static int data_line(TileFigs *t, const char *f, long ln, char *s, char *seen, E
 		if (count_of(v, len[2 + k], &x[k]))
 			return err_at(e, f, ln, (long)(v - s) + 1, "expected a count for %s, found '%.*s'", tile_fig_name[k],
 				      (int)len[2 + k], v);
+	}
+	if (want == 8) {
+		int64_t busy;
+		if (all ? len[7] != 1 || *fld[7] != '-' : count_of(fld[7], len[7], &busy))
+			return err_at(e, f, ln, (long)(fld[7] - s) + 1, "expected %s for busy_cycles, found '%.*s'",
+				      all ? "'-' (an all line)" : "a count", (int)len[7], fld[7]);
 	}
 	if (!all)
 		return 0;
@@ -115,7 +124,7 @@ int tiles_load(TileFigs *t, const char *path, Err *e)
 	}
 	char *s = data, *seen = NULL;
 	long ln = 0;
-	int rc = 0;
+	int rc = 0, version = 1;
 	while (*s && !rc) {
 		char *nl = strchr(s, '\n');
 		if (!nl) {
@@ -124,19 +133,19 @@ int tiles_load(TileFigs *t, const char *path, Err *e)
 		}
 		*nl = 0, ln++;
 		if (ln == 1) {
-			if (!(rc = format_line(t, path, s, e))) {
+			if (!(rc = format_line(t, path, s, &version, e))) {
 				t->v = xcalloc((size_t)t->ntiles, sizeof *t->v);
 				seen = xcalloc((size_t)t->ntiles, 1);
 			}
 		} else if (ln == 2) {
-			if (strcmp(s, HEADER))
+			if (strcmp(s, version == 2 ? HEADER2 : HEADER))
 				rc = err_at(e, path, 2, 1, "expected the header '%s'", "tile<TAB>phase<TAB>sent_bytes<TAB>...");
 		} else
-			rc = data_line(t, path, ln, s, seen, e);
+			rc = data_line(t, path, ln, s, seen, version, e);
 		s = nl + 1;
 	}
 	if (!rc && ln < 2)
-		rc = err_at(e, path, ln + 1, 1, "expected %s", ln ? "the header line" : "'# amp-tiles 1: ...' (the file is empty)");
+		rc = err_at(e, path, ln + 1, 1, "expected %s", ln ? "the header line" : "'# amp-tiles 2: ...' (the file is empty)");
 	free(seen);
 	free(data);
 	if (!rc)
