@@ -108,8 +108,9 @@ jq -r -f "$repdir/flow.jq" "$capture" > "$out/report/flow.dot"
 	die "dot failed on '$out/report/flow.dot'"
 
 # The page: share/report/report.css and report.js inlined, data.json
-# inlined as JSON ("</" written "<\/", so no string in it ends the
-# script), the flow graph inlined without its XML prologue.
+# inlined as JSON (every "<", which JSON has only in strings, written
+# \u003c, so that nothing in it can end the script or open a comment),
+# the flow graph inlined without its XML prologue.
 h() { jq -Rr @html; }
 table() { # table CAPTION HEADER (tab-separated) < TSV rows
 	{ printf '%s\n' "$2"; cat; } | jq -rRn --arg caption "$1" -f "$repdir/table.jq"
@@ -194,7 +195,7 @@ table() { # table CAPTION HEADER (tab-separated) < TSV rows
 		sed -E 's/^amp-emit: //; s|^(program: )(.*/)?([^/ ]+) \(|\1\3 (|' | h
 	echo "</pre>"
 	echo '<script type="application/json" id="amp-data">'
-	sed 's|</|<\\/|g' "$out/report/data.json"
+	sed 's/</\\u003c/g' "$out/report/data.json"
 	echo "</script>"
 	echo "<script>"
 	cat "$repdir/report.js"
