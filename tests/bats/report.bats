@@ -460,6 +460,7 @@ page_data() {
 	run timeout 120 node "$ROOT/tests/browser/report.mjs" "$A/report.html" "$A/tiles.tsv" "$BATS_TEST_TMPDIR/report-screenshot.png" \
 		w_up no-such-tensor
 	assert_success
+	assert_line "lane $(jq '.phases[1].id' "$A/capture.json") $(jq '.phases[1].id' "$A/capture.json")"
 	assert_line "phase $last of $(jq '.phases | length' "$A/capture.json") (clicked $last)"
 	assert_line 'requests 0'
 	assert_line 'errors 0'

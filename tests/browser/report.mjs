@@ -1,15 +1,20 @@
-// node tests/browser/report.mjs PAGE TILES SCREENSHOT [QUERY...]: drives Debian's
-// chromium (playwright-core, no browser download) over a report.html:
-// waits for report.js to draw, searches the movement graph for each
-// QUERY, clicks the last phase of the timeline, hovers a tile of its
+// node tests/browser/report.mjs PAGE TILES SCREENSHOT [QUERY...]: drives
+// Debian's chromium (playwright-core, no browser download) over a
+// report.html. It waits for report.js to draw, searches the movement
+// graph for each QUERY, clicks the second phase in the timeline's lane,
+// then the last phase in its table, hovers a tile of that phase's
 // received heatmap that received nothing, then one that received the
 // most, and prints what the page showed, one fact a line:
+//   search QUERY N TEXT: the nodes and edges matched, and what it says
+//   lane ID SHOWN: the phase clicked in the lane, and the phase shown
 //   phase ID of N (clicked ID): the phase view's phase
-//   hover TILE VALUE TEXT (the tooltip's tile, raw value and text)
-//   expected TILE VALUE (tiles.tsv's received_bytes of that tile in that phase)
-//   search QUERY N (the movement graph's search: nodes and edges matched)
+//   hover TILE VALUE MAP DISPLAY TEXT: the tooltip's tile, raw value,
+//     heatmap, CSS display and text
+//   expected TILE VALUE: tiles.tsv's received_bytes of that tile there
+//   requests N, errors N: requests beyond the file, and script errors
 // then writes a screenshot of the page, the tooltip on the last tile
-// hovered, to SCREENSHOT. tests/bats/report.bats compares the lines. Exit 1 on any failure, with the reason on stderr.
+// hovered, to SCREENSHOT. tests/bats/report.bats checks the lines.
+// Exit 1 on any failure, with the reason on stderr.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,6 +61,13 @@ try {
 	}
 	await page.locator('#flow-search').fill('');
 
+	// the lane: a click on the second phase's exchange segment selects it
+	const segs = page.locator('#lane .seg.exchange');
+	if (await segs.count() > 1) {
+		const seg = segs.nth(1);
+		await seg.click({ force: true });
+		console.log(`lane ${await seg.getAttribute('data-phase')} ${await page.locator('#phase-view').getAttribute('data-phase')}`);
+	}
 	const phases = page.locator('#steps tr.phase');
 	const n = await phases.count();
 	if (n < 1) throw new Error('the timeline has no phase');
