@@ -299,7 +299,7 @@
 				', median ' + bytesExact(s.median_bytes);
 			d.appendChild(ti);
 			c.appendChild(d);
-			if (i === 0 || i === n - 1 || n <= 24) {
+			if (i === n - 1 || i % Math.ceil(n / 16) === 0) {
 				var t = svg('text', {x: X(i), y: H - B + 14, 'text-anchor': 'middle'});
 				t.textContent = s.step;
 				c.appendChild(t);
