@@ -1,24 +1,26 @@
 #!/usr/bin/env bats
-# make report (pipelines/report.mk, pipelines/report.sh): the page, its
-# heatmaps' data against tiles.tsv, the flow graph's bytes against the
-# bytes every tile receives, determinism, remaking, failures, and the page
-# opened in a real headless browser.
+# make report (pipelines/report.mk, pipelines/report.sh): the page and its
+# inlined data against capture.json and tiles.tsv, the summary, the
+# timeline, the heatmaps' scales and over-limit marks, memory over steps,
+# the flow graph's bytes against the bytes every tile receives,
+# determinism, remaking, failures, the page opened in headless chromium
+# (--dump-dom), and driven in it by playwright-core (tests/browser/).
 #
 # As in flows.bats: tests/models/flow-tiny.yaml, ARTIFACTS in the test's
 # own directory, a private copy of the binaries as BIN. Skipped, saying
-# why, when gnuplot, dot or (for the browser) chromium is missing; make
-# check installs them (report-test-deps).
+# why, when dot, chromium, node or tests/browser's playwright-core is
+# missing; make check installs them (report-test-deps).
 
 load common
 bats_require_minimum_version 1.5.0
 
 TINY=tests/models/flow-tiny.yaml
-IMAGES=(table_bytes.png sram_peak.png received.png flow.svg)
+FILES=(report.html report/data.json report/flow.dot report/flow.svg)
 
 # One report of flow-tiny for the tests that only read it (shared_report),
 # made once with its own copy of the binaries.
 setup_file() {
-	command -v gnuplot >/dev/null && command -v dot >/dev/null || return 0
+	command -v dot >/dev/null || return 0
 	BATS_TEST_TMPDIR=$BATS_FILE_TMPDIR private_bin
 	make -C "$ROOT" --no-print-directory report MODEL=$TINY "${SAN_ARG[@]}" BIN="$BIN" \
 		ARTIFACTS="$BATS_FILE_TMPDIR/art" > "$BATS_FILE_TMPDIR/make.out" 2>&1 ||
@@ -30,7 +32,7 @@ setup() {
 	ARTS=$BATS_TEST_TMPDIR/art
 	A=$ARTS/flow-tiny
 	private_bin
-	needs gnuplot dot
+	needs dot
 }
 
 # shared_report: A is setup_file's report of flow-tiny.
@@ -44,7 +46,7 @@ needs() {
 	local c
 	for c in "$@"; do
 		command -v "$c" >/dev/null ||
-			skip "$c is not installed (make report-test-deps installs gnuplot-nox, graphviz and chromium)"
+			skip "$c is not installed (make report-test-deps installs graphviz, chromium, nodejs and npm)"
 	done
 }
 
@@ -80,129 +82,127 @@ browse() {
 		--user-data-dir="$profile" --dump-dom "file://$1" 2>/dev/null
 }
 
-# checked_copy DIR: a copy of the report in DIR whose page, once loaded,
-# says in <p id="check"> how many of its images decoded and which did not,
-# and how many tables it has.
-checked_copy() {
+# variant DIR [JQ-FILTER]: the shared report's capture (through
+# JQ-FILTER), tiles.tsv and emit.txt in DIR, and its page made by
+# report.sh in DIR/out.
+variant() {
 	mkdir -p "$1"
-	cp -R "$A/report" "$1/"
-	local script
-	script=$(cat <<-'EOF'
-	<script>
-	window.addEventListener('load', function () {
-		var imgs = document.images, ok = 0, bad = [];
-		for (var i = 0; i < imgs.length; i++) {
-			if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;
-			else bad.push(imgs[i].getAttribute('src'));
-		}
-		var p = document.createElement('p');
-		p.id = 'check';
-		p.textContent = 'decoded ' + ok + ' of ' + imgs.length + ' images, broken: [' + bad.join(' ') +
-			'], tables ' + document.querySelectorAll('table').length;
-		document.body.appendChild(p);
-	});
-	</script>
-	EOF
-	)
-	awk -v s="$script" '/^<\/body>/ { print s } { print }' "$A/report.html" > "$1/report.html"
-	grep -q "p.id = 'check'" "$1/report.html" || fail "the check script is not in the copy"
+	jq "${2:-.}" "$A/capture.json" > "$1/capture.json"
+	cp "$A/tiles.tsv" "$A/emit.txt" "$1/"
+	bash "$ROOT/pipelines/report.sh" "$1" "$1/out" || fail "report.sh failed on $1"
 }
 
-@test "make report writes report.html, its images and their data under ARTIFACTS/flow-tiny" {
+# page_data PAGE: the JSON inlined in PAGE (<script id="amp-data">), as jq -c writes it
+page_data() {
+	sed -n '/^<script type="application\/json" id="amp-data">$/,/^<\/script>$/p' "$1" | sed '1d;$d' | jq -c .
+}
+
+@test "make report writes report.html, its data and the flow graph under ARTIFACTS/flow-tiny" {
 	report
 	assert_success
-	assert_line "report: $A/report.html ($(cat "$A/report.html" "$A"/report/* | wc -c) bytes with its images in $A/report/)"
+	assert_line "report: $A/report.html ($(cat "${FILES[@]/#/$A/}" | wc -c) bytes with its data and flow graph in $A/report/)"
 	assert [ -s "$A/summary.txt" ]
 	local f
-	for f in report.html report/tiles.dat report/heatmaps.gp report/flow.dot "${IMAGES[@]/#/report/}"; do
+	for f in "${FILES[@]}"; do
 		assert [ -s "$A/$f" ]
 	done
-	for f in table_bytes sram_peak received; do
-		assert_equal "$f $(head -c 8 "$A/report/$f.png" | od -An -tx1 | tr -d ' \n')" "$f 89504e470d0a1a0a"
-	done
+	run ls "$A/report"
+	assert_output $'data.json\nflow.dot\nflow.svg'
 	run grep -c '^<svg ' "$A/report/flow.svg"
 	assert_output 1
 	run find "$ARTS" -name '*.tmp'
 	assert_output ""
 }
 
-@test "the page shows every image of report/ and the summary's tables, with a row per op and per phase" {
+@test "the page needs nothing beside it: style, script, data and flow graph inline, nothing fetched" {
 	shared_report
-	local srcs f
-	srcs=$(grep -o '<img src="[^"]*"' "$A/report.html" | sed 's/<img src="//; s/"$//' | sort)
-	assert_equal "$srcs" "$(printf 'report/%s\n' "${IMAGES[@]}" | sort)"
-	for f in $srcs; do
-		assert [ -s "$A/$f" ]
-	done
-	# every image file of report/ is on the page
-	for f in "$A"/report/*.png "$A"/report/*.svg; do
-		grep -q "<img src=\"report/${f##*/}\"" "$A/report.html" || fail "${f##*/} is not on the page"
-	done
-	assert_equal "$(grep -c '<table>' "$A/report.html")" 3
-	local ops phases
-	ops=$(jq '.ops | length' "$A/capture.json")
-	phases=$(jq '.phases | length' "$A/capture.json")
-	# op table: a row per op; phase table: a row per phase and the total
-	run awk '/<h2>Cycles by op/ { t = 1 } /<h2>Phases/ { t = 2 } /<h2>Top/ { t = 3 }
-		/^<tr/ && t { n[t]++ } END { print n[1] + 0, n[2] + 0 }' "$A/report.html"
-	assert_output "$ops $((phases + 1))"
-	grep -q '^<tr class="total"><td>total</td>' "$A/report.html" || fail "the phase table has no total row"
-	# the summary's head, line for line
-	run diff <(jq -r -f "$ROOT/share/jq/summary-head.jq" "$A/capture.json") \
-		<(sed -n 's|^<li>\(.*\)</li>$|\1|p' "$A/report.html")
-	assert_success
+	# no element loads anything: no src, no href, no url(), no @import
+	run grep -Eic '<(img|link|iframe|object|embed)[ >]| src=| href=|url\(|@import' "$A/report.html"
+	assert_output 0
+	run grep -c '^<script>$' "$A/report.html"
+	assert_output 1
+	cmp <(page_data "$A/report.html") <(jq -c . "$A/report/data.json")
+	# no "<" in it, so nothing in the data can end the script
+	run sed -n '/id="amp-data">$/,/^<\/script>$/p' "$A/report.html"
+	assert_equal "$(sed '1d;$d' <<<"$output" | grep -c '<')" 0
+	# report.js and report.css are inlined as they are
+	grep -qF "$(sed -n 2p "$ROOT/share/report/report.js")" "$A/report.html" || fail "report.js is not inlined"
+	grep -qF "$(sed -n 2p "$ROOT/share/report/report.css")" "$A/report.html" || fail "report.css is not inlined"
+	# the flow graph inline, as text
+	run awk '/^<svg /{ s = 1 } s && /<\/svg>/ { print "svg"; exit }' "$A/report.html"
+	assert_output svg
+	run grep -c '<text[^>]*>mlp_down.a</text>' "$A/report.html"
+	assert_output 1
 	# nothing of where it was made
 	run grep -c -F "${A%/art/*}" "$A/report.html"
 	assert_output 0
 }
 
-@test "each heatmap plots one line per tile of the machine with tiles.tsv's figures, 0 where a tile has none" {
+@test "the page's tables: the movement overview by kind, a row per op and per phase" {
 	shared_report
-	local n cols rows
-	n=$(sed -nE '1s/^# amp-tiles [12]: .*\(([0-9]+) tiles\)$/\1/p' "$A/tiles.tsv")
-	assert_equal "$n" "$(jq .machine.tiles "$A/capture.json")"
-	run grep -vc '^#' "$A/report/tiles.dat"
-	assert_output "$n"
-	# tile, column, row, table_bytes, sram_peak_bytes, received_bytes: the
-	# all lines of tiles.tsv (tile, -, sent, received, fragments, tables, sram)
-	run awk -F'\t' -v n="$n" '
-		FNR == NR { if (FNR > 2 && $2 == "all") { held[$1] = 1; want[$1] = $6 " " $7 " " $4 } next }
-		/^#/ { next }
-		{ if ($1 != seen) { print "tile " $1 " out of order, expected " seen; bad = 1 }
-		  got = $4 " " $5 " " $6; w = ($1 in want) ? want[$1] : "0 0 0"
-		  if (got != w) { print "tile " $1 ": " got ", tiles.tsv " w; bad = 1 }
-		  if ($4 + $5 + $6 > 0) nonzero++; seen++ }
-		END { if (seen != n) print "lines " seen " of " n
-		      print "held " length(held) ", nonzero " nonzero + 0; exit bad }' \
-		"$A/tiles.tsv" "$A/report/tiles.dat"
-	assert_success
-	assert_output --regexp '^held [1-9][0-9]*, nonzero [1-9][0-9]*$'
-	# the grid: columns x rows hold every tile, with no empty row, and each
-	# tile sits at column t mod cols, row t div cols
-	cols=$(awk -F'\t' '!/^#/ && $2 + 1 > c { c = $2 + 1 } END { print c }' "$A/report/tiles.dat")
-	rows=$(awk -F'\t' '!/^#/ && $3 + 1 > r { r = $3 + 1 } END { print r }' "$A/report/tiles.dat")
-	assert [ $((cols * rows)) -ge "$n" ]
-	assert [ $((cols * (rows - 1))) -lt "$n" ]
-	run awk -F'\t' -v c="$cols" '!/^#/ && ($2 != $1 % c || $3 != int($1 / c))' "$A/report/tiles.dat"
+	assert_equal "$(grep -c '^<table>' "$A/report.html")" 4
+	local ops phases
+	ops=$(jq '.ops | length' "$A/capture.json")
+	phases=$(jq '.phases | length' "$A/capture.json")
+	run awk '/<h2>Cycles by op/ { t = 1 } /<h2>Phases/ { t = 2 } /<h2>Top/ { t = 3 }
+		/^<tr/ && t { n[t]++ } END { print n[1] + 0, n[2] + 0 }' "$A/report.html"
+	assert_output "$ops $((phases + 1))"
+	grep -q '^<tr class="total"><td>total</td>' "$A/report.html" || fail "the phase table has no total row"
+	# the overview's total is the receiver payload over every run, the
+	# bytes every tile receives
+	local received
+	received=$(awk -F'\t' 'NR > 2 && $2 == "all" { s += $4 } END { printf "%.0f\n", s }' "$A/tiles.tsv")
+	run grep -o '<tr class="total"><td>total</td><td></td>.*</tr>' "$A/report.html"
+	assert_output --partial "<td class=\"n\">$(commas "$received")</td><td class=\"n\">100.0%</td>"
+}
+
+@test "the summary gives bytes with units, says how sent and received differ, and shows time and throughput beside cycles" {
+	shared_report
+	local s received us tp
+	s=$(sed -n '/^<table class="summary">/,/^<\/table>/p' "$A/report.html")
+	received=$(awk -F'\t' 'NR > 2 && $2 == "all" { s += $4 } END { printf "%.0f\n", s }' "$A/tiles.tsv")
+	[[ $s == *"<th>bytes sent</th><td>"*"($(commas "$(jq .summary.bytes "$A/capture.json")") B)"*"each send counted once"* ]] ||
+		fail "no bytes sent, each send once: $s"
+	[[ $s == *"<th>bytes received</th><td>"*"($(commas "$received") B)"*"every receiver counted"* ]] ||
+		fail "no bytes received, every receiver: $s"
+	us=$(jq -r '.summary.microseconds | tostring' "$A/capture.json")
+	tp=$(jq -r '.summary.throughput | "\(.per_second | round | tostring | sub("(?<a>[0-9])(?<b>[0-9]{3})$"; "\(.a),\(.b)")) \(.unit)"' "$A/capture.json")
+	[[ $s == *"<th>time per run</th><td>$us µs at 1.5 GHz"* ]] || fail "no time: $s"
+	[[ $s == *"<th>throughput</th><td>$tp"* ]] || fail "no throughput $tp: $s"
+	[[ $s == *"<th>total</th><td>$(commas "$(jq .summary.total_cycles "$A/capture.json")") cycles ($us µs)"* ]] ||
+		fail "no total cycles with time: $s"
+	# no raw number of 5 digits or more anywhere in it
+	run grep -Eo '[^0-9,.][0-9]{5,}[^0-9,.]' <<<"$s"
 	assert_output ""
-	if [ "$n" = 1472 ]; then assert_equal "${cols}x$rows" 46x32; fi
-	# the three plots, each from its column, titled with the limit it has
-	run grep -E "^(set output|plot) " "$A/report/heatmaps.gp"
-	assert_output - <<-'EOF'
-	set output 'table_bytes.png'
-	plot 'tiles.dat' using 2:3:(0.5):(0.5):4 with boxxyerror fillcolor palette
-	set output 'sram_peak.png'
-	plot 'tiles.dat' using 2:3:(0.5):(0.5):5 with boxxyerror fillcolor palette
-	set output 'received.png'
-	plot 'tiles.dat' using 2:3:(0.5):(0.5):6 with boxxyerror fillcolor palette
-	EOF
-	run grep -c "budget $(commas "$(jq .machine.table_budget_bytes "$A/capture.json")") bytes" "$A/report/heatmaps.gp"
-	assert_output 1
-	run grep -c "$(commas "$(jq .machine.available_bytes "$A/capture.json")") bytes available" "$A/report/heatmaps.gp"
-	assert_output 1
-	run grep -c "max $(commas "$(jq .summary.max_table_bytes "$A/capture.json")") on tile $(jq .summary.max_table_tile "$A/capture.json");" \
-		"$A/report/heatmaps.gp"
-	assert_output 1
+	# a capture without a clock says so
+	variant noclock '.machine.clock_hz = null | .summary.microseconds = null | .summary.throughput = null'
+	run grep -o '<th>throughput</th><td>[^<]*' noclock/out/report.html
+	assert_output '<th>throughput</th><td>none without a clock'
+}
+
+@test "the page's data: tiles.tsv's all and phase lines, busy cycles from version 2, one timeline entry per phase and compute step" {
+	shared_report
+	local d=$A/report/data.json
+	assert_equal "$(head -n 1 "$A/tiles.tsv" | cut -c1-15)" "# amp-tiles 2: "
+	run jq -c '[.tiles.version, .tiles.busy, .grid.cols, .grid.rows]' "$d"
+	assert_output '[2,true,46,32]'
+	# every line of tiles.tsv, as the page has it (sram on all lines, busy on phase lines)
+	cmp <(awk -F'\t' 'NR > 2 { print $1, $2, $3, $4, $5, $6, ($2 == "all" ? $7 : $8) }' "$A/tiles.tsv") \
+		<(jq -r '(.tiles.all[] | "\(.[0]) all \(.[1:] | join(" "))"),
+			(.tiles.phases | to_entries[] | .key as $p | .value[] | "\(.[0]) \($p) \(.[1:] | join(" "))")' "$d")
+	# the timeline: every phase and compute step once, in step order, and
+	# the critical path adds up to the total
+	run jq -r '[.timeline[] | if .kind == "phase" then "p\(.id)" else "c\(.step)" end] | join(" ")' "$d"
+	assert_output "$(jq -r '[(.phases[] | [.steps[0], "p\(.id)"]), (.compute[] | [.step, "c\(.step)"])] | sort | map(.[1]) | join(" ")' "$A/capture.json")"
+	run jq '. as $d | [.timeline[] | if .kind == "phase" then (.sync_cycles + .cycles + .local_copy_cycles) * .count
+		else .cycles * .count end] | add + $d.other_local_copy_cycles == $d.summary.total_cycles' "$d"
+	assert_output true
+	# on vit-tiny's repeat too
+	report_of tests/models/vit-tiny.yaml
+	assert_success
+	run jq '. as $d | ([.timeline[].count] | max) as $r | [.timeline[] | if .kind == "phase" then (.sync_cycles + .cycles + .local_copy_cycles) * .count
+		else .cycles * .count end] | add + $d.other_local_copy_cycles == $d.summary.total_cycles and $r == 2' "$ARTS/vit-tiny/report/data.json"
+	assert_output true
 }
 
 # On vit-tiny, whose two layers are a repeat: its body's phases run twice,
@@ -278,7 +278,7 @@ checked_copy() {
 	assert_success
 	refute_output --regexp 'bin/amp-(plan|capture|emit) '
 	local now f
-	for f in report.html report/tiles.dat report/flow.svg report/table_bytes.png; do
+	for f in report.html report/data.json report/flow.svg; do
 		now=$(stat -c %.9Y "$A/$f")
 		[[ "$now" > "$(sed -n "s|^$f ||p" <<<"$before")" ]] || fail "$f was not remade"
 	done
@@ -301,21 +301,21 @@ checked_copy() {
 @test "a make report killed half way leaves no report.tmp behind" {
 	report
 	assert_success
-	# a gnuplot that hangs: the report is half written when make is interrupted
+	# a dot that hangs: the report is half written when make is interrupted
 	mkdir fake
-	printf '#!/bin/sh\nexec sleep 30\n' > fake/gnuplot
-	chmod +x fake/gnuplot
+	printf '#!/bin/sh\nexec sleep 30\n' > fake/dot
+	chmod +x fake/dot
 	touch "$A/capture.json"
 	PATH=$BATS_TEST_TMPDIR/fake:$PATH setsid make -C "$ROOT" --no-print-directory report MODEL=$TINY \
 		"${SAN_ARG[@]}" BIN="$BIN" ARTIFACTS="$ARTS" > make.out 2>&1 &
 	local pid=$! i
 	for i in $(seq 100); do
-		[ -e "$A/report.tmp/report/heatmaps.gp" ] && break
+		[ -e "$A/report.tmp/report/data.json" ] && break
 		sleep 0.1
 	done
-	assert [ -e "$A/report.tmp/report/heatmaps.gp" ]
+	assert [ -e "$A/report.tmp/report/data.json" ]
 	# TERM, not INT: a job started with & ignores INT, and so would make
-	# and the recipe, which would wait for the fake gnuplot to end.
+	# and the recipe, which would wait for the fake dot to end.
 	kill -TERM -- "-$pid"
 	wait "$pid" || true
 	assert [ ! -e "$A/report.tmp" ]
@@ -330,9 +330,9 @@ checked_copy() {
 	assert [ ! -e "$ARTS" ]
 }
 
-@test "table cells are escaped: markup in a name is text, numbers are right-aligned" {
+@test "table cells are escaped: markup in a name is text, numbers are right-aligned with thousands separators" {
 	run jq -rRn --arg caption 'a<b' -f "$ROOT/share/report/table.jq" \
-		< <(printf 'op\tcycles\n<i>x</i> & "y"\t12\nback\\\\slash\\ttab\t-3\nratio\t1.498\nversion\t1.2.3\n')
+		< <(printf 'op\tcycles\n<i>x</i> & "y"\t12\nback\\\\slash\\ttab\t-3\nratio\t1.498\nversion\t1.2.3\nbig\t800000\nneg\t-12345\nshare\t74.9%%\nsep\t1,234\n')
 	assert_success
 	assert_line '<caption>a&lt;b</caption>'
 	assert_line '<thead><tr><th>op</th><th>cycles</th></tr></thead>'
@@ -340,19 +340,157 @@ checked_copy() {
 	assert_line $'<tr><td>back\\slash\ttab</td><td class="n">-3</td></tr>'
 	assert_line '<tr><td>ratio</td><td class="n">1.498</td></tr>'
 	assert_line '<tr><td>version</td><td>1.2.3</td></tr>'
+	assert_line '<tr><td>big</td><td class="n">800,000</td></tr>'
+	assert_line '<tr><td>neg</td><td class="n">-12,345</td></tr>'
+	assert_line '<tr><td>share</td><td class="n">74.9%</td></tr>'
+	assert_line '<tr><td>sep</td><td class="n">1,234</td></tr>'
 }
 
-@test "headless chromium loads the page and decodes every image; a missing one is reported" {
+@test "headless chromium draws the page: the timeline, a phase's heatmaps with busy cycles, the program's, memory; a broken script draws nothing" {
 	needs chromium
 	shared_report
-	checked_copy page
-	run browse "$BATS_TEST_TMPDIR/page/report.html"
+	local phases steps
+	phases=$(jq '.phases | length' "$A/capture.json")
+	steps=$(jq '.compute | length' "$A/capture.json")
+	run browse "$A/report.html"
 	assert_success
-	assert_output --partial '<p id="check">decoded 4 of 4 images, broken: [], tables 3</p>'
-	# the check can fail: the same page with one image gone
-	checked_copy broken
-	rm broken/report/sram_peak.png
-	run browse "$BATS_TEST_TMPDIR/broken/report.html"
+	assert_output --partial '<body data-ready="yes">'
+	assert_equal "$(grep -o '<tr class="phase[ "]' <<<"$output" | wc -l)" "$phases"
+	assert_equal "$(grep -o '<tr class="compute"' <<<"$output" | wc -l)" "$steps"
+	assert_equal "$(grep -o '<div class="seg exchange[ "]' <<<"$output" | wc -l)" "$phases"
+	# the first phase is selected, with its four maps, then the program's four
+	assert_output --partial '<div id="phase-view" data-phase="0">'
+	run grep -o '<figure class="heatmap" id="[a-z-]*">' <<<"$output"
+	assert_output - <<-'EOF2'
+	<figure class="heatmap" id="phase-received">
+	<figure class="heatmap" id="phase-sent">
+	<figure class="heatmap" id="phase-fragments">
+	<figure class="heatmap" id="phase-busy">
+	<figure class="heatmap" id="map-table">
+	<figure class="heatmap" id="map-sram">
+	<figure class="heatmap" id="map-fragments">
+	<figure class="heatmap" id="map-received">
+	EOF2
+	run browse "$A/report.html"
+	assert_output --partial '<svg class="chart" id="memory-chart"'
+	# the worst tile's tensors, one row each
+	assert_equal "$(grep -o '<table id="worst-tensors">.*</table>' <<<"$output" | grep -o '<tr><td>' | wc -l)" \
+		"$(jq '.memory.worst.tensors | length' "$A/capture.json")"
+	# the check can fail: the same page with its script cut short
+	sed 's/^\ttimeline();$/\ttimeline(/' "$A/report.html" > broken.html
+	run browse "$BATS_TEST_TMPDIR/broken.html"
+	refute_output --partial 'data-ready="yes"'
+	refute_output --partial '<tr class="phase'
+}
+
+@test "every heatmap is scaled to its limit and counts the tiles over it: make report LIMITS='--table-budget 2000'" {
+	needs chromium
+	shared_report
+	local over
+	# 2,000 B: some tiles' tables are over it
+	over=$(awk -F'\t' 'NR > 2 && $2 == "all" && $6 > 2000' "$A/tiles.tsv" | wc -l)
+	assert [ "$over" -gt 0 ]
+	report LIMITS='--table-budget 2000' ARTIFACTS="$BATS_TEST_TMPDIR/lim"
 	assert_success
-	assert_output --partial '<p id="check">decoded 3 of 4 images, broken: [report/sram_peak.png], tables 3</p>'
+	run grep -c '<th>tables per tile</th><td>.*budget 2.0 KiB (2,000 B): <strong class="over">OVER</strong>' \
+		"$BATS_TEST_TMPDIR/lim/flow-tiny/report.html"
+	assert_output 1
+	run browse "$BATS_TEST_TMPDIR/lim/flow-tiny/report.html"
+	assert_success
+	run grep -o '<figure class="heatmap" id="map-table">.*' <<<"$output"
+	assert_output --partial "2.0 KiB (2,000 B) (the table budget)"
+	assert_output --regexp "<span class=\"over\" data-over=\"$over\">$over tiles over the limit</span>"
+	# at the machine's budget none is
+	run browse "$A/report.html"
+	run grep -o '<figure class="heatmap" id="map-table">.*' <<<"$output"
+	assert_output --partial '80.0 KiB (81,920 B) (the table budget)'
+	assert_output --regexp '<span class="" data-over="0">0 tiles over the limit</span>'
+	# the SRAM map scales to the SRAM available
+	run grep -o '<figure class="heatmap" id="map-sram">.*' <<<"$output"
+	assert_output --partial '573.2 KiB (586,960 B) (SRAM available)'
+}
+
+@test "memory over steps draws the capture's memory object, tensor names as text; without one the page says so; tiles version 1 has no busy map" {
+	needs chromium
+	shared_report
+	variant fixture "$(printf '. + %s' "$(cat "$ROOT/tests/report/memory.json")")"
+	run browse "$BATS_TEST_TMPDIR/fixture/out/report.html"
+	assert_success
+	assert_output --partial '<h3>The worst tile: tile 1257 at step 11</h3>'
+	assert_output --partial 'tensors 9.8 KiB (9,984 B) + tables 2.8 KiB (2,848 B) = 12.5 KiB (12,832 B) of 573.2 KiB (586,960 B) available'
+	# a point per step of the fixture
+	assert_equal "$(grep -o '<circle' <<<"$output" | wc -l)" 19
+	run grep -o '<table id="worst-tensors">.*</table>' <<<"$output"
+	assert_output --partial '<tr><td>g</td><td>g@mlp_down.a</td><td class="n">5.1 KiB (5,200 B)</td><td class="n">52.1%</td></tr><tr><td>w_down</td>'
+	assert_output --partial '<tr><td>&lt;/script&gt;&lt;b&gt;y&lt;/b&gt;</td><td>y@canon</td><td class="n">624 B</td>'
+	variant none 'del(.memory)'
+	run browse "$BATS_TEST_TMPDIR/none/out/report.html"
+	assert_output --partial 'This capture has no memory object: no memory over steps.'
+	refute_output --partial 'id="memory-chart"'
+	# tiles.tsv version 1: no busy column, no busy map, a note why
+	mkdir v1
+	variant v1
+	{ echo '# amp-tiles 1: model tiny-mlp on amp1472 (1472 tiles)'; sed 1d "$A/tiles.tsv" | cut -f1-7; } > v1/tiles.tsv
+	bash "$ROOT/pipelines/report.sh" v1 v1/out
+	run jq -c '[.tiles.version, .tiles.busy, (.tiles.phases["0"][0] | length)]' v1/out/report/data.json
+	assert_output '[1,false,6]'
+	run browse "$BATS_TEST_TMPDIR/v1/out/report.html"
+	refute_output --partial 'id="phase-busy"'
+	assert_output --partial 'No busy heatmap: tiles.tsv is version 1, before busy_cycles (version 2).'
+}
+
+@test "report.sh rejects a tiles.tsv line whose busy cycles are not a count, naming the file and line" {
+	shared_report
+	variant bad
+	sed -i '0,/^\([0-9]*\)\t0\t\(.*\)\t[0-9]*$/s//\1\t0\t\2\tx/' bad/tiles.tsv
+	run bash "$ROOT/pipelines/report.sh" bad bad/out2
+	assert_failure 1
+	assert_output --regexp "^report: bad/tiles.tsv:[0-9]+: field 8 \"x\" is not a count$"
+}
+
+# tests/browser/report.mjs drives chromium through playwright-core, which
+# make report-test-deps installs into tests/browser/node_modules (npm ci).
+@test "in chromium driven by playwright-core, clicking a phase shows its heatmaps and hovering a tile shows tiles.tsv's figure; a screenshot is kept" {
+	needs chromium node
+	[ -f "$ROOT/tests/browser/node_modules/playwright-core/package.json" ] ||
+		skip "playwright-core is not installed in tests/browser (make report-test-deps runs npm ci there)"
+	shared_report
+	local last shot=${AMP_SCREENSHOT_DIR:-$ROOT/artifacts/tests}
+	last=$(jq '.phases[-1].id' "$A/capture.json")
+	run timeout 120 node "$ROOT/tests/browser/report.mjs" "$A/report.html" "$A/tiles.tsv" "$BATS_TEST_TMPDIR/report-screenshot.png" \
+		w_up no-such-tensor
+	assert_success
+	assert_line "lane $(jq '.phases[1].id' "$A/capture.json") $(jq '.phases[1].id' "$A/capture.json")"
+	assert_line "phase $last of $(jq '.phases | length' "$A/capture.json") (clicked $last)"
+	assert_line 'requests 0'
+	assert_line 'errors 0'
+	# the graph's search finds every node and edge that names the tensor
+	local n
+	n=$(grep -c '<title>[^<]*w_up' "$A/report/flow.svg")
+	assert [ "$n" -gt 0 ]
+	assert_line "search w_up $n $n matches"
+	assert_line "search no-such-tensor 0 0 matches"
+	# two hovers: a tile that received nothing, then the tile that received
+	# the most; each shows what tiles.tsv says
+	assert_equal "$(grep -c '^hover ' <<<"$output")" 2
+	local i hover want
+	for i in 0 1; do
+		hover=$(grep '^hover ' <<<"$output" | sed -n "$((i + 1))p")
+		want=$(grep '^expected ' <<<"$output" | sed -n "$((i + 1))p")
+		read -r _ t v map display text <<<"$hover"
+		assert_equal "expected $t $v" "$want"
+		assert_equal "$map $display" "phase-received block"
+		# the figure with its unit: "160 B", or "2.3 KiB (2,304 B)"
+		if [ "$i" = 0 ]; then assert_equal "$text" "tile $t: received nothing"
+		elif [ "$v" -lt 1024 ]; then assert_equal "$text" "tile $t: received $v B"
+		else assert_regex "$text" "^tile $t: received [0-9.,]+ [KMG]iB \\($(commas "$v") B\\)\$"; fi
+	done
+	# the received value is tiles.tsv's for that tile and phase
+	read -r _ t v _ <<<"$(grep '^hover ' <<<"$output" | tail -n 1)"
+	run awk -F'\t' -v t="$t" -v p="$last" 'NR > 2 && $1 == t && $2 == p { print $4 }' "$A/tiles.tsv"
+	assert_output "$v"
+	assert [ "$v" -gt 0 ]
+	assert_equal "$(head -c 8 "$BATS_TEST_TMPDIR/report-screenshot.png" | od -An -tx1 | tr -d ' \n')" 89504e470d0a1a0a
+	mkdir -p "$shot" && cp "$BATS_TEST_TMPDIR/report-screenshot.png" "$shot/report-screenshot.png"
+	echo "# screenshot: $shot/report-screenshot.png" >&3
 }
