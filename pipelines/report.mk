@@ -45,12 +45,12 @@ report-test-deps: | deps
 		cp $(BROWSER_TEST)/package-lock.json $(BROWSER_TEST)/node_modules/.amp-lock; \
 	else echo "deps: npm ci failed in $(BROWSER_TEST): the browser test will skip"; fi
 
-REPORT_FILES := report.html report/data.json report/flow.dot report/flow.svg
+REPORT_FILES := report.html report/data.json report/trace.json report/flow.dot report/flow.svg
 
 # pipelines/report.sh writes the page and its data into report.tmp/,
 # which replaces them only when it succeeds, and is removed however the
 # recipe ends (an interrupt too).
-$(addprefix $(ART)/,$(REPORT_FILES)) &: $(ART)/capture.json $(ART)/emit.txt pipelines/report.sh \
+$(addprefix $(ART)/,$(REPORT_FILES)) &: $(ART)/capture.json $(ART)/emit.txt $(ART)/trace.json.gz pipelines/report.sh \
 		$(wildcard share/report/*) $(wildcard $(JQ)/*.jq) | report-deps
 	@trap 'rm -rf $(ART)/report.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
 	rm -rf $(ART)/report.tmp && bash pipelines/report.sh $(ART) $(ART)/report.tmp && \

@@ -101,6 +101,14 @@ jq -c -L "$repdir" --slurpfile tiles "$out/report/tiles.json" --argjson cols "$c
 	-f "$repdir/data.jq" "$capture" > "$out/report/data.json"
 rm "$out/report/tiles.json"
 
+# The trace's tile lanes (make trace: ART/trace.json.gz), when there is one.
+if [ -r "$art/trace.json.gz" ]; then
+	gzip -dc "$art/trace.json.gz" | jq -c --argjson max 100000 -f "$repdir/trace.jq" > "$out/report/trace.json" ||
+		die "cannot read '$art/trace.json.gz': not a trace of amp-capture --trace"
+else
+	echo null > "$out/report/trace.json"
+fi
+
 # The flow graph. SOURCE_DATE_EPOCH and a relative file: nothing of the
 # run's date or place gets into the SVG.
 jq -r -f "$repdir/flow.jq" "$capture" > "$out/report/flow.dot"
@@ -143,6 +151,11 @@ table() { # table CAPTION HEADER (tab-separated) < TSV rows
 	slowest tile. Widths are cycles over every run. Click a phase (in the
 	lane or the table) for its tiles.</p>
 	<div id="timeline"></div>
+	<h3 id="lanes-h">Tiles on the timeline</h3>
+	<p>The trace (<code>make trace</code>, amp-capture --trace): each sampled
+	tile's own compute, sync and exchange slices over the same time, the
+	critical path on top. Hover a slice for its name and length.</p>
+	<div id="lanes"></div>
 	<h2 id="phase-h">The selected phase, per tile</h2>
 	<p>Each cell is a tile: tile <var>t</var> at column <var>t</var> mod $cols,
 	row <var>t</var> div $cols ($cols columns, $rows rows). Each map is scaled
@@ -196,6 +209,9 @@ table() { # table CAPTION HEADER (tab-separated) < TSV rows
 	echo "</pre>"
 	echo '<script type="application/json" id="amp-data">'
 	sed 's/</\\u003c/g' "$out/report/data.json"
+	echo "</script>"
+	echo '<script type="application/json" id="amp-trace">'
+	sed 's/</\\u003c/g' "$out/report/trace.json"
 	echo "</script>"
 	echo "<script>"
 	cat "$repdir/report.js"

@@ -6,6 +6,7 @@
 //   - the selected phase's per-tile heatmaps (received, sent, fragments,
 //     and busy cycles when tiles.tsv is version 2), and the program's
 //     (table bytes, SRAM peak, fragments, received);
+//   - the trace's tile lanes (<script id="amp-trace">), when make trace wrote one;
 //   - memory over program steps, and the worst tile's tensors;
 //   - a search over the movement graph.
 // Every heatmap is scaled to its limit; tiles over it are red with a black
@@ -394,7 +395,71 @@
 		});
 	}
 
+	// ---- the trace's tile lanes (<script id="amp-trace">, share/report/trace.jq) ----
+	function lanes() {
+		var T = JSON.parse(document.getElementById('amp-trace').textContent), box = document.getElementById('lanes');
+		if (!T || !T.tiles.length) {
+			box.appendChild(el('p', {'class': 'note'}, 'No trace: make trace MODEL=... writes one, and make report reads it.'));
+			return;
+		}
+		var colour = {compute: '#6aa84f', sync: '#999999', exchange: '#3d7fc1', local: '#e69138'};
+		var W = 960, H = 14, gap = 3, left = 70, n = T.tiles.length;
+		var cv = el('canvas', {id: 'lanes-canvas', width: left + W, height: (n + 1) * (H + gap)});
+		var g = cv.getContext('2d'), scale = T.total > 0 ? W / T.total : 0;
+		g.font = '11px sans-serif';
+		g.fillStyle = '#000';
+		g.fillText('critical path', 2, H - 3);
+		var x0 = left;      // the critical path: D.timeline's spans, every run in order
+		D.timeline.forEach(function (e) {
+			var span = e.kind === 'phase' ? [['sync', e.sync_cycles], ['exchange', e.cycles], ['local', e.local_copy_cycles]]
+				: [['compute', e.cycles]];
+			for (var r = 0; r < e.count; r++)
+				span.forEach(function (s) {
+					var w = M.clock_hz ? s[1] * 1e6 / M.clock_hz * scale : s[1] * scale;
+					g.fillStyle = colour[s[0]];
+					g.fillRect(x0, 0, Math.max(w, 0.5), H);
+					x0 += w;
+				});
+		});
+		T.lanes.forEach(function (lane, i) {
+			var y = (i + 1) * (H + gap);
+			g.fillStyle = '#000';
+			g.fillText('tile ' + T.tiles[i], 2, y + H - 3);
+			lane.forEach(function (s) {
+				g.fillStyle = colour[T.cats[s[2]]];
+				g.fillRect(left + s[0] * scale, y, Math.max(s[1] * scale, 0.5), H);
+			});
+		});
+		cv.addEventListener('mousemove', function (ev) {
+			var r = cv.getBoundingClientRect(), x = ev.clientX - r.left - left, i = Math.floor((ev.clientY - r.top) / (H + gap)) - 1;
+			var lane = T.lanes[i], t = x / scale, hit = null;
+			for (var k = 0; lane && k < lane.length && !hit; k++)
+				if (lane[k][0] <= t && t <= lane[k][0] + lane[k][1] + 0.5 / scale) hit = lane[k];
+			if (!hit) { tip.style.display = 'none'; return; }
+			tip.textContent = 'tile ' + T.tiles[i] + ': ' + T.names[hit[3]] + ', ' + dec(hit[1], 3) + ' at ' + dec(hit[0], 3) +
+				(M.clock_hz ? ' µs' : ' cycles');
+			tip.dataset.tile = T.tiles[i];
+			tip.dataset.map = 'lanes';
+			tip.style.display = 'block';
+			tip.style.left = (ev.clientX + 12) + 'px';
+			tip.style.top = (ev.clientY + 12) + 'px';
+		});
+		cv.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
+		box.appendChild(cv);
+		var key = el('p', {'class': 'key note'});
+		['compute', 'sync', 'exchange', 'local'].forEach(function (c) {
+			var sw = el('span');
+			sw.style.background = colour[c];
+			key.appendChild(sw);
+			key.appendChild(document.createTextNode(c === 'local' ? 'local copies ' : c + ' '));
+		});
+		key.appendChild(document.createTextNode('· ' + n + ' tiles, ' + T.time +
+			(T.dropped ? '; ' + T.dropped + ' more tiles in the trace left out (too many slices)' : '')));
+		box.appendChild(key);
+	}
+
 	timeline();
+	lanes();
 	programMaps();
 	memory();
 	flow();
