@@ -66,10 +66,13 @@ extern const char *const sweep_axis_names[AX_COUNT];
 int sweep_load(Sweep *s, const char *path, Err *e);
 void sweep_free(Sweep *s);
 
-/* Writes the job directory dir (created when missing). A directory that
- * already holds files this spec would write differently is refused
- * (another sweep, or changed inputs), before anything is written. */
-int sweep_write(const Sweep *s, const char *dir, Err *e);
+/* Writes the job directory dir (created when missing). runner is the
+ * amp-sweep that jobs.txt, the Makefile and slurm.sbatch call (the tools
+ * pass their own absolute path, so a job runs without amp-sweep on PATH);
+ * it is written as one shell word. A directory that already holds files
+ * this spec would write differently is refused (another sweep, changed
+ * inputs, or another runner), before anything is written. */
+int sweep_write(const Sweep *s, const char *dir, const char *runner, Err *e);
 /* 1 when path is letters, digits, . _ + - and / only, not starting with
  * '-' (a job directory's name goes into shell commands and make targets
  * unquoted). */

@@ -19,8 +19,10 @@ static void help(void)
 	       "candidates, and write DIR: the derived model files (models/), the machine\n"
 	       "files (machines/), one job directory per candidate (jobs/NNNNNN/job.yaml),\n"
 	       "index.tsv (each job's axis values), jobs.txt (one command per job, for GNU\n"
-	       "parallel), a Makefile (make -C DIR -j2) and slurm.sbatch (a job array).\n"
-	       "The same spec writes the same bytes; a DIR holding another sweep is refused.\n"
+	       "parallel), a Makefile (make -C DIR -j2; make -C DIR merge writes\n"
+	       "DIR/merge.tsv) and slurm.sbatch (a job array); these call this amp-sweep\n"
+	       "by its absolute path. The same spec and the same amp-sweep write the same\n"
+	       "bytes; a DIR holding another sweep is refused.\n"
 	       "\n"
 	       "run: run each job (amp-plan | amp-compose | amp-expand | amp-exchange |\n"
 	       "amp-group, then amp-emit and amp-capture, the tools beside amp-sweep) and\n"
@@ -44,6 +46,19 @@ static void help(void)
 	       "a job that could not run or a write error, 2 usage error.\n"
 	       "Long options are whole words: an abbreviation is a usage error.\n");
 	exit(EXIT_OK);
+}
+
+/* This binary's absolute path, which jobs.txt, the Makefile and
+ * slurm.sbatch call (no amp-sweep on PATH needed); "amp-sweep" when the
+ * system does not say. */
+static const char *self_path(void)
+{
+	static char exe[PATH_MAX + 1];
+	ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX);
+	if (n <= 0)
+		return "amp-sweep";
+	exe[n] = 0;
+	return exe;
 }
 
 /* The directory of this binary, where its sibling amp-* tools are; NULL
@@ -110,7 +125,7 @@ int main(int argc, char **argv)
 		if (!sweep_safe_path(dir))
 			usage_error("-o '%s': a job directory's path is letters, digits and . _ + - / only, "
 				    "not starting with '-' (it goes into shell commands and make targets)", out);
-		if (sweep_load(&s, argv[optind], &e) || sweep_write(&s, dir, &e))
+		if (sweep_load(&s, argv[optind], &e) || sweep_write(&s, dir, self_path(), &e))
 			fail(&e);
 		fprintf(stderr, "amp-sweep: %lld jobs in %s/jobs.txt\n", (long long)s.njobs, dir);
 		sweep_free(&s);

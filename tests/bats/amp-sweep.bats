@@ -38,8 +38,12 @@ mtimes() {
 	assert_success
 	assert_equal "$stderr" "amp-sweep: 6 jobs in sw/jobs.txt"
 	assert_equal "$(wc -l < sw/jobs.txt)" 6
-	assert_equal "$(sed -n 1p sw/jobs.txt)" "amp-sweep run sw/jobs/000001"
-	assert_equal "$(sed -n 6p sw/jobs.txt)" "amp-sweep run sw/jobs/000006"
+	# amp-sweep by its absolute path: no amp-sweep on PATH needed to run a job
+	local self
+	self=$(readlink -f "$(command -v amp-sweep)")
+	assert_equal "$(sed -n 1p sw/jobs.txt)" "$self run sw/jobs/000001"
+	assert_equal "$(sed -n 6p sw/jobs.txt)" "$self run sw/jobs/000006"
+	grep -qxF "AMP_SWEEP ?= $self" sw/Makefile || fail "the Makefile does not call $self"
 	assert_equal "$(sed -n 1p sw/index.tsv)" $'job\tmodel\tbatch\tlimits'
 	assert_equal "$(sed -n 4p sw/index.tsv)" $'000003\ttiny-mlp\t2\tmachine'
 	[ -f sw/Makefile ] && [ -f sw/slurm.sbatch ] && [ -d sw/slurm ] || fail "a file is missing"
@@ -51,8 +55,9 @@ mtimes() {
 	run amp-plan -o /dev/null sw/models/tiny-mlp-b4.yaml
 	assert_success
 	grep -q 'limits: {table_budget: 100}' sw/jobs/000002/job.yaml || fail "job 2's limits"
-	# no absolute path but the spec's own
+	# no absolute path but the spec's own and amp-sweep's
 	! grep -rq "$BATS_TEST_TMPDIR" sw || fail "an absolute path in the directory"
+	[ "$(grep -rl "^/" sw | sort | tr '\n' ' ')" = "sw/jobs.txt " ] || fail "an absolute path outside jobs.txt"
 	# the same spec again, here and in another directory: the same bytes, nothing rewritten
 	local before
 	before=$(find sw -type f -printf '%p %T@\n' | sort)
@@ -84,10 +89,13 @@ mtimes() {
 	amp-plan mk/models/tiny-mlp-b2.yaml | amp-compose | amp-expand |
 		amp-exchange | amp-group | amp-capture --table-budget 100 -o direct.json
 	cmp direct.json mk/jobs/000004/capture.json || fail "job 4's capture is not the pipeline's"
-	# make merge prints the same table
-	run make -s -C mk merge
+	# make merge writes the same table to merge.tsv, and nothing of it on
+	# standard output, where make -C writes "Entering directory"
+	run --separate-stderr make -C mk merge
 	assert_success
-	assert_equal "$output" "$(cat mk.tsv)"
+	[[ $output != *$'\t'* ]] || fail "make merge printed table rows: $output"
+	assert_equal "$stderr" "amp-sweep: the merged table is in $BATS_TEST_TMPDIR/mk/merge.tsv"
+	cmp mk.tsv mk/merge.tsv || fail "make merge wrote another table"
 }
 
 @test "sweep: jobs.txt runs unchanged through GNU parallel's --sshlogin on two hosts (ssh stood in for by a local command)" {
@@ -334,6 +342,31 @@ EOF
 	run --separate-stderr amp-sweep run no/such/job
 	assert_failure 1
 	[[ $stderr == "amp-sweep: no/such/job: cannot open 'no/such/job/job.yaml'"* ]] || fail "$stderr"
+}
+
+@test "sweep: sweeps/tiny.yaml runs as docs/sweeps.md says, from a PATH without amp-sweep" {
+	cp -r "$ROOT/sweeps" "$ROOT/share" .
+	run --separate-stderr env PATH=/usr/bin:/bin "$ROOT/bin/amp-sweep" jobs -o study sweeps/tiny.yaml
+	assert_success
+	assert_equal "$stderr" "amp-sweep: 6 jobs in study/jobs.txt"
+	# make and jobs.txt call amp-sweep by its path, not through PATH
+	run env PATH=/usr/bin:/bin make -s -C study -j2
+	assert_success
+	[ "$(ls study/jobs/*/result.json | wc -l)" = 6 ] || fail "make left jobs undone"
+	rm study/jobs/000003/result.json
+	run env PATH=/usr/bin:/bin bash study/jobs.txt
+	assert_success
+	[ -s study/jobs/000003/result.json ] || fail "jobs.txt did not run job 3"
+	run env PATH=/usr/bin:/bin make -C study merge
+	assert_success
+	run column -t -s $'\t' study/merge.tsv
+	assert_success
+	assert_equal "${#lines[@]}" 7
+	assert_line --index 0 --regexp '^job +model +batch +limits +status +fit '
+	assert_line --index 1 --regexp '^000001 +tiny-mlp +1 +machine +ok +fit '
+	run "$ROOT/bin/amp-sweep" merge study
+	assert_success
+	assert_equal "$output" "$(cat study/merge.tsv)"
 }
 
 # ---- a one-node Slurm cluster (root, slurm-wlm and munge installed) ----
