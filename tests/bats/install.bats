@@ -57,6 +57,39 @@ setup() {
 	done
 }
 
+@test "bash completion offers amp-plan only its own options, amp-sweep its commands, --machine the machine names" {
+	mkdir -p work && : > work/amp9.yaml && mkdir jobdir
+	# the binaries in the tree (private_bin's copies have no share/ beside
+	# them, nor has build/san/bin: then AMP_SHARE names it)
+	[ -d "$AMP_BIN/../share/machines" ] || export AMP_SHARE=$ROOT/share
+	run bash -c "cd work; PATH='$AMP_BIN':\$PATH; source '$ROOT/share/bash-completion/amp'
+		c() { COMP_WORDS=(\"\$@\"); COMP_CWORD=\$((\$# - 1)); _amp_tool; echo \"\${COMPREPLY[*]}\"; }
+		c amp-plan --c
+		c amp-plan --
+		c amp-run --c
+		c amp-sweep ''
+		c amp-sweep m
+		c amp-sweep merge --
+		c amp-sweep -o x p
+		c amp-plan --machine ''
+		c amp-emit -m amp7
+		AMP_SHARE='$ROOT/share' c amp-capture --machine amp1
+		c amp-sweep jobs -o study ''"
+	assert_success
+	assert_line --index 0 '--compress'
+	[[ ${lines[1]} != *--calibrate* ]] || fail "amp-plan offers amp-run's --calibrate: ${lines[1]}"
+	[[ ${lines[1]} == *--machine* && ${lines[1]} == *--explain* ]] || fail "amp-plan's options: ${lines[1]}"
+	assert_line --index 2 '--calibrate'
+	assert_line --index 3 'jobs run merge plot'
+	assert_line --index 4 'merge'
+	[[ ${lines[5]} == *--rank* && ${lines[5]} == *--json* && ${lines[5]} != *-j\ * ]] || fail "merge's options: ${lines[5]}"
+	assert_line --index 6 'plot'
+	assert_line --index 7 'amp1472 amp5888 amp736 amp9.yaml'
+	assert_line --index 8 'amp736'
+	assert_line --index 9 'amp1472'
+	assert_line --index 10 'amp9.yaml'
+}
+
 @test "make help lists the main targets" {
 	run make -C "$ROOT" --no-print-directory -s help
 	assert_success
