@@ -100,7 +100,7 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte, an output\n"
 	       "below --min-cosine or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 

@@ -44,7 +44,7 @@ static void help(void)
 	       "Exit status: 0 success (run: every job recorded or already done; merge:\n"
 	       "also with jobs missing, which it counts on standard error), 1 bad input or\n"
 	       "a job that could not run or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 

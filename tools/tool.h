@@ -19,6 +19,9 @@
 #include "plan.h"
 
 #define AMP_VERSION "0.1.0"
+/* The end of every --help: where the formats/ and docs/ it cites are. */
+#define HELP_DOCS "The formats/X.md and docs/X.md cited here are installed as\n" \
+	"PREFIX/share/doc/amp/formats/X.md and PREFIX/share/doc/amp/docs/X.md.\n"
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
 

@@ -24,6 +24,16 @@ setup() {
 	done
 	assert [ -s "$p/share/amp/machines/amp1472.yaml" ]
 	assert [ -s "$p/share/amp/jq/phase-table.jq" ]
+	# formats/ and docs/ in share/doc/amp, where --help and the man pages send the reader
+	local f
+	for f in "$ROOT"/formats/*.md "$ROOT"/docs/*.md; do
+		cmp "$f" "$p/share/doc/amp/${f#"$ROOT"/}" || fail "share/doc/amp lacks ${f#"$ROOT"/}"
+	done
+	run "$p/bin/amp-plan" --help
+	assert_line 'PREFIX/share/doc/amp/formats/X.md and PREFIX/share/doc/amp/docs/X.md.'
+	for t in amp-plan amp-capture amp-compare amp-sweep; do
+		grep -q 'PREFIX/share/doc/amp/formats/X\.md' "$p/share/man/man1/$t.1" || fail "$t.1 does not cite share/doc/amp"
+	done
 	# every option of --help is in the man page
 	run bash -c "'$p/bin/amp-emit' --help | grep -oE -- '--[a-z][a-z-]+' | sort -u"
 	local o
@@ -41,6 +51,26 @@ setup() {
 	assert_success
 	run find "$BATS_TEST_TMPDIR/q" -type f
 	assert_output ""
+}
+
+@test "make uninstall refuses to run without PREFIX on the command line, and removes nothing" {
+	make -C "$ROOT" --no-print-directory -s install "${SAN_ARG[@]}" BIN="$BIN" PREFIX="$BATS_TEST_TMPDIR/p" >/dev/null
+	local before
+	before=$(find p | sort)
+	# PREFIX from the environment or the default is not enough: it is the
+	# default directory a bare `make uninstall` would have emptied
+	PREFIX=$BATS_TEST_TMPDIR/p run --separate-stderr make -C "$ROOT" --no-print-directory -s uninstall \
+		DESTDIR="$BATS_TEST_TMPDIR/p"
+	assert_failure 2
+	[[ $stderr == "make uninstall: name the installation to remove: make uninstall PREFIX=DIR "* ]] || fail "$stderr"
+	# (DESTDIR keeps a regression from emptying this host's /usr/local)
+	run --separate-stderr make -C "$ROOT" --no-print-directory -s uninstall DESTDIR="$BATS_TEST_TMPDIR/none"
+	assert_failure 2
+	[[ $stderr == "make uninstall: name the installation to remove"* ]] || fail "$stderr"
+	assert_equal "$(find p | sort)" "$before"
+	run make -C "$ROOT" --no-print-directory -s uninstall PREFIX="$BATS_TEST_TMPDIR/p"
+	assert_success
+	[ ! -e p/share/doc/amp ] && [ ! -e p/share/amp ] || fail "uninstall left share/amp or share/doc/amp"
 }
 
 @test "bash completion offers a tool's options from its --help, and the values of --objective" {
