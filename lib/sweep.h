@@ -84,6 +84,10 @@ int sweep_safe_path(const char *path);
  * pipeline refuses it, is a result); -1 when the job could not run. */
 int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e);
 
+/* The jobs of jobdir's sweep (the directories beside it) and how many of
+ * them hold a result: progress for a terminal, never an error. */
+void sweep_progress(const char *jobdir, int *done, int *total);
+
 typedef struct {
 	int jobs, finished, missing;
 	char **missing_ids;     /* the first missing jobs (at most 20), for messages */

@@ -28,6 +28,9 @@ static void help(void)
 	       "amp-group, then amp-emit and amp-capture, the tools beside amp-sweep) and\n"
 	       "write its capture.json, emit.txt and, last and atomically, result.json.\n"
 	       "A job whose result.json exists is skipped; an interrupted one is redone.\n"
+	       "On a terminal, each job's end says how many jobs of its sweep are done\n"
+	       "(amp-sweep: 4 of 6 jobs done: DIR/jobs/000004);\n"
+	       "nothing is printed when standard error is not a terminal.\n"
 	       "\n"
 	       "merge: one table of DIR's jobs, ranked by FIGURE, fewest first (a figure of\n"
 	       "the capture's summary; default total_cycles), jobs whose pipeline refused\n"
@@ -137,11 +140,18 @@ int main(int argc, char **argv)
 		if (!nargs)
 			usage_error("run needs a job directory (DIR/jobs/NNNNNN)");
 		const char *bin = bin_dir();
+		int tty = isatty(STDERR_FILENO);
 		for (int i = optind; i < argc; i++) {
 			int skipped;
 			if (sweep_run(argv[i], bin, &skipped, &e)) {
 				fprintf(stderr, "amp-sweep: %s: %s\n", argv[i], e.msg);
 				return EXIT_BAD;
+			}
+			if (tty) {      /* progress, on a terminal only */
+				int done, total;
+				sweep_progress(argv[i], &done, &total);
+				fprintf(stderr, "amp-sweep: %d of %d jobs done: %s%s\n", done, total, argv[i],
+					skipped ? " (already)" : "");
 			}
 		}
 		return EXIT_OK;

@@ -369,6 +369,20 @@ EOF
 	assert_equal "$output" "$(cat study/merge.tsv)"
 }
 
+@test "sweep run: progress on a terminal, jobs done out of the sweep's; nothing when standard error is not a terminal" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	run --separate-stderr amp-sweep run sw/jobs/000001
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$output" ""
+	[ -s sw/jobs/000001/result.json ] || fail "job 1 not run"
+	command -v script >/dev/null || skip "util-linux's script is not installed (Debian package bsdutils)"
+	run script -qec "amp-sweep run sw/jobs/000002 sw/jobs/000001" /dev/null
+	assert_success
+	assert_equal "$(tr -d '\r' <<<"$output")" $'amp-sweep: 2 of 6 jobs done: sw/jobs/000002\namp-sweep: 2 of 6 jobs done: sw/jobs/000001 (already)'
+}
+
 # ---- a one-node Slurm cluster (root, slurm-wlm and munge installed) ----
 
 # slurm_up: munged, slurmctld and slurmd of this test alone (their own
