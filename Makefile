@@ -33,7 +33,7 @@ TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 
-.PHONY: all deps check mutate unit bats demo regen clean
+.PHONY: all deps sweep-deps check mutate unit bats demo regen clean
 all: $(TOOL_BINS)
 
 # install_missing PACKAGES: install the Debian packages that are missing
@@ -56,6 +56,13 @@ DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert
 	help2man
 deps:
 	@$(call install_missing,$(DEB_PKGS))
+
+# sweep-deps: gnuplot for amp-sweep plot (it says so when gnuplot is
+# missing); after deps and report-test-deps, so that make -j check never
+# runs two apt-gets at once.
+SWEEP_PKGS := gnuplot-nox
+sweep-deps: | deps report-test-deps
+	@$(call install_missing,$(SWEEP_PKGS))
 
 $(OBJ)/lib/%.o: lib/%.c lib/*.h | $(OBJ)/lib
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
@@ -87,7 +94,7 @@ $(OBJ)/lib $(OBJ)/tests $(BIN):
 mutate: deps report-test-deps
 	@bash tests/mutants/run.sh
 
-check: deps report-test-deps
+check: deps report-test-deps sweep-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
@@ -150,6 +157,7 @@ uninstall:
 help:
 	@echo 'make [all]        build bin/amp-* (SAN=1: AddressSanitizer+UBSan in build/san/bin)'
 	@echo 'make deps         install the missing Debian packages (as root; else print the command)'
+	@echo 'make sweep-deps   gnuplot-nox, for amp-sweep plot'
 	@echo 'make check        every test: unit, command line, golden files, flows, fuzz corpora'
 	@echo 'make demo         compile and capture the 27-layer SigLIP, validate the 1-layer one, run a decoder layer'
 	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'

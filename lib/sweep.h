@@ -10,7 +10,9 @@
  * Slurm array script, all relative to the directory and the same bytes for
  * the same spec. sweep_run runs one job's pipeline into its own directory
  * and writes its result record atomically (nothing when interrupted);
- * sweep_merge reads every job's result into one ranked table.
+ * sweep_merge reads every job's result into one ranked table, and
+ * sweep_plot draws a figure of it against an axis (gnuplot, a child
+ * process too).
  *
  * Like all of lib/, nothing here prints or exits: errors come back in Err.
  * sweep_run starts the amp-* tools as child processes (posix_spawn).
@@ -98,5 +100,14 @@ typedef struct {
  * (fewest first), as TSV or JSON (formats/sweep.md). */
 int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMerge *m, Err *e);
 void sweep_merge_free(SweepMerge *m);
+
+/* A PNG of the summary figure against the axis (a column of index.tsv)
+ * over dir's finished jobs, one line per combination of the other axes'
+ * values, drawn by gnuplot (the program named gnuplot, found on PATH when
+ * it holds no '/'). The same results give the same bytes (no title from
+ * the directory's name, no time). *left_out counts the jobs without the
+ * figure (failed, missing). */
+int sweep_plot(const char *dir, const char *figure, const char *axis, const char *gnuplot, Output *o, int *left_out,
+	       Err *e);
 
 #endif

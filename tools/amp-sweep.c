@@ -12,6 +12,7 @@ static void help(void)
 	printf("Usage: amp-sweep jobs -o DIR SPEC\n"
 	       "       amp-sweep run JOBDIR...\n"
 	       "       amp-sweep merge [--rank FIGURE] [--json] [-o FILE] DIR\n"
+	       "       amp-sweep plot FIGURE --by AXIS [-o FILE] DIR\n"
 	       "Turn one compile into a study (formats/sweep.md, docs/sweeps.md).\n"
 	       "\n"
 	       "jobs: read the sweep spec SPEC (amp-sweep: 1), whose axes - models, batch,\n"
@@ -37,9 +38,16 @@ static void help(void)
 	       "them next, then the jobs without a result, listed as missing. TSV, or one\n"
 	       "JSON document with --json.\n"
 	       "\n"
+	       "plot: a PNG of the summary FIGURE of DIR's finished jobs against the axis\n"
+	       "AXIS (batch, layers, machines, ... as index.tsv names them), one line per\n"
+	       "combination of the other axes' values, drawn by gnuplot (Debian package\n"
+	       "gnuplot-nox; $GNUPLOT names another). The same results give the same bytes.\n"
+	       "\n"
 	       "  -o, --output DIR|FILE  jobs: the directory to write (required);\n"
-	       "                         merge: the table's file, written atomically\n"
+	       "                         merge: the table's file, plot: the PNG (default:\n"
+	       "                         standard output, not a terminal), atomically\n"
 	       "      --rank FIGURE      merge: the summary figure to rank by\n"
+	       "      --by AXIS          plot: the axis along x (required)\n"
 	       "      --json             merge: write JSON instead of TSV\n"
 	       "      --help             print this help and exit\n"
 	       "      --version          print the version and exit\n"
@@ -88,11 +96,12 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "rank", required_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0, 0, 0, 0 },
 	};
-	const char *out = NULL, *rank = NULL, *cmd;
+	const char *out = NULL, *rank = NULL, *by = NULL, *cmd;
 	int json = 0, c;
 	Err e;
 
@@ -103,17 +112,20 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'R': rank = optarg; break;
 		case 'J': json = 1; break;
+		case 'B': by = optarg; break;
 		case 'h': help(); break;
 		case 'V': version(); break;
 		default: bad_option(c, argv, optind, optopt);
 		}
 	}
 	if (optind == argc)
-		usage_error("a command: jobs, run or merge");
+		usage_error("a command: jobs, run, merge or plot");
 	cmd = argv[optind++];
 	int nargs = argc - optind;
 	if (strcmp(cmd, "merge") && (rank || json))
 		usage_error("--rank and --json are options of merge");
+	if (strcmp(cmd, "plot") && by)
+		usage_error("--by is an option of plot");
 
 	if (!strcmp(cmd, "jobs")) {
 		Sweep s;
@@ -178,5 +190,27 @@ int main(int argc, char **argv)
 		sweep_merge_free(&m);
 		return EXIT_OK;
 	}
-	usage_error("unknown command '%s' (jobs, run or merge)", cmd);
+	if (!strcmp(cmd, "plot")) {
+		if (nargs != 2)
+			usage_error("plot takes a figure and a job directory: plot FIGURE --by AXIS DIR");
+		if (!by)
+			usage_error("plot needs --by AXIS, the axis along x");
+		if (!out && isatty(STDOUT_FILENO))
+			usage_error("plot writes a PNG: give -o FILE or redirect standard output");
+		const char *gp = getenv("GNUPLOT");
+		int left;
+		Output *o = output_open(out, 0, &e);
+		if (!o)
+			fail(&e);
+		if (sweep_plot(argv[optind + 1], argv[optind], by, gp && *gp ? gp : "gnuplot", o, &left, &e)) {
+			output_abort(o);
+			fail(&e);
+		}
+		if (output_commit(o, &e))
+			fail(&e);
+		if (left)
+			fprintf(stderr, "amp-sweep: %d jobs left out of the plot (failed, or no result yet)\n", left);
+		return EXIT_OK;
+	}
+	usage_error("unknown command '%s' (jobs, run, merge or plot)", cmd);
 }

@@ -383,6 +383,64 @@ EOF
 	assert_equal "$(tr -d '\r' <<<"$output")" $'amp-sweep: 2 of 6 jobs done: sw/jobs/000002\namp-sweep: 2 of 6 jobs done: sw/jobs/000001 (already)'
 }
 
+@test "sweep plot: a PNG of a figure against an axis, the same bytes from the same results, wherever the directory" {
+	command -v gnuplot >/dev/null || skip "gnuplot is not installed (Debian package gnuplot-nox: make sweep-deps)"
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	make -s -C sw -j2
+	run --separate-stderr amp-sweep plot total_cycles --by batch -o batch.png sw
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(head -c 8 batch.png | od -An -tx1 | tr -d ' ')" 89504e470d0a1a0a
+	[ "$(stat -c %s batch.png)" -gt 5000 ] || fail "a PNG too small to hold a figure"
+	# the figure's values are what gnuplot draws: its script, seen through a stand-in
+	printf '%s\n' '#!/bin/bash' "cat > '$BATS_TEST_TMPDIR/plot.gp'" 'printf PNG' > fakegnuplot
+	chmod +x fakegnuplot
+	GNUPLOT=$PWD/fakegnuplot run amp-sweep plot total_cycles --by batch -o fake.png sw
+	assert_success
+	grep -q "^set title 'total_cycles by batch'$" plot.gp || fail "no title"
+	grep -q '^set xtics (1, 2, 4)$' plot.gp || fail "the batch sizes are not the x tics"
+	local b y
+	for b in 1 2 4; do
+		y=$(jq .summary.total_cycles "sw/jobs/$(printf '%06d' $((b == 1 ? 1 : b == 2 ? 3 : 5)))/capture.json")
+		grep -qx "$b $y" plot.gp || fail "batch $b: no point at $y"
+	done
+	grep -q "title 'model=tiny-mlp limits=machine'" plot.gp || fail "the series are not named by the other axes"
+	# a categorical axis: its labels as tics, in job order
+	GNUPLOT=$PWD/fakegnuplot run amp-sweep plot max_table_bytes --by limits -o fake.png sw
+	assert_success
+	grep -q '^0 [0-9]* machine$' plot.gp && grep -q '^1 [0-9]* tiny$' plot.gp || fail "limits not on x"
+	# the same results elsewhere: the same bytes
+	cp -r sw other
+	amp-sweep plot total_cycles --by batch -o again.png other
+	cmp batch.png again.png || fail "another directory of the same results drew other bytes"
+	# a job without a result is left out, and said so
+	rm sw/jobs/000006/result.json
+	run --separate-stderr amp-sweep plot total_cycles --by batch -o less.png sw
+	assert_success
+	assert_equal "$stderr" "amp-sweep: 1 jobs left out of the plot (failed, or no result yet)"
+}
+
+@test "sweep plot: a missing gnuplot, an unknown axis or figure fail with a clear message and no file" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	amp-sweep run sw/jobs/000001
+	GNUPLOT=$BATS_TEST_TMPDIR/no-gnuplot run --separate-stderr amp-sweep plot total_cycles --by batch -o p.png sw
+	assert_failure 1
+	[[ $stderr == "amp-sweep: plot needs gnuplot, and '$BATS_TEST_TMPDIR/no-gnuplot' cannot be run: No such file or directory (Debian package gnuplot-nox"* ]] ||
+		fail "$stderr"
+	run --separate-stderr amp-sweep plot total_cycles --by batches -o p.png sw
+	assert_failure 1
+	assert_equal "$stderr" "amp-sweep: 'sw' has no axis 'batches' (its axes: model, batch, limits)"
+	run --separate-stderr amp-sweep plot total_cycle --by batch -o p.png sw
+	assert_failure 1
+	[[ $stderr == "amp-sweep: no figure 'total_cycle' in the results (figures: "* ]] || fail "$stderr"
+	[ ! -e p.png ] || fail "p.png written on failure"
+	run --separate-stderr amp-sweep plot total_cycles -o p.png sw
+	assert_failure 2
+	[[ $stderr == *"plot needs --by AXIS"* ]] || fail "$stderr"
+}
+
 # ---- a one-node Slurm cluster (root, slurm-wlm and munge installed) ----
 
 # slurm_up: munged, slurmctld and slurmd of this test alone (their own
