@@ -479,3 +479,21 @@ check_table() {
 	run cat "$ARTS/experiments/flow-budget/inputs.flags"
 	assert_line "model $BUDGET"
 }
+
+@test "make validate with PREFILL: a prefill model edited but dated older is re-planned and run again" {
+	mkdir m
+	cp "$ROOT/tests/models/tiny-lm-prefill.yaml" "$ROOT/tests/models/tiny-lm-decode.yaml" m/
+	local args=(MODEL="$BATS_TEST_TMPDIR/m/tiny-lm-decode.yaml" PREFILL="$BATS_TEST_TMPDIR/m/tiny-lm-prefill.yaml")
+	flow validate "${args[@]}"
+	assert_success
+	assert_line --regexp '^run 0 \(tiny-lm-prefill, position 0\)'
+	flow validate "${args[@]}"
+	assert_success
+	not_ran amp-plan amp-run
+	refute_output --partial 'is up to date'
+	sed -i 's/^name: tiny-lm-prefill$/name: tiny-lm-prefill2/' m/tiny-lm-prefill.yaml
+	touch -d '2001-01-01' m/tiny-lm-prefill.yaml
+	flow validate "${args[@]}"
+	assert_success
+	assert_line --regexp '^run 0 \(tiny-lm-prefill2, position 0\)'
+}
