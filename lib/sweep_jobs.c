@@ -287,7 +287,8 @@ int sweep_write(const Sweep *s, const char *dir, const char *runner, Err *e)
 			}
 		}
 		if (differs) {
-			errf(e, "'%s' differs from what this spec writes (another sweep, or its inputs changed): "
+			errf(e, "'%s' differs from what this spec writes (another sweep, its inputs changed, or an amp-sweep "
+			     "elsewhere wrote it): "
 			     "remove '%s' or write the jobs to another directory", p, dir);
 			free(p);
 			goto out;

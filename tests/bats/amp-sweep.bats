@@ -66,6 +66,13 @@ mtimes() {
 	assert_equal "$(find sw -type f -printf '%p %T@\n' | sort)" "$before"
 	mkdir other && (cd other && spec && amp-sweep jobs -o sw spec.yaml 2>/dev/null)
 	diff -r sw other/sw || fail "another run wrote other bytes"
+	# the amp-sweep that wrote it is an input: a copy elsewhere writes other
+	# commands, and is refused in this directory
+	mkdir elsewhere && cp "$(command -v amp-sweep)" elsewhere/
+	run --separate-stderr elsewhere/amp-sweep jobs -o sw spec.yaml
+	assert_failure 1
+	[[ $stderr == "amp-sweep: 'sw/jobs.txt' differs from what this spec writes (another sweep, its inputs changed, or an amp-sweep elsewhere wrote it)"* ]] ||
+		fail "$stderr"
 }
 
 @test "sweep: make -j2 and GNU parallel run the jobs to the same merged table" {
