@@ -497,3 +497,15 @@ check_table() {
 	assert_success
 	assert_line --regexp '^run 0 \(tiny-lm-prefill2, position 0\)'
 }
+
+@test "MACHINE=NAME in the flows is share/machines/NAME.yaml; an unknown name fails listing the known ones" {
+	flow plan MODEL=$TINY MACHINE=amp736
+	assert_success
+	assert_line --regexp '^[^ ]*bin/amp-plan --machine share/machines/amp736\.yaml '
+	run head -n 3 "$ARTS/flow-tiny/plan.yaml"
+	assert_line --index 2 --regexp '^machine: \{name: amp736, tiles: 736,'
+	flow plan MODEL=$TINY MACHINE=amp73
+	assert_failure
+	assert_output --partial 'MACHINE=amp73: no such file, nor a machine name (known: amp1472 amp5888 amp736)'
+	not_ran amp-plan
+}
