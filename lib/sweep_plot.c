@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,10 +132,15 @@ static int draw(const char *gnuplot, const char *text, Output *o, Err *e)
 		     "make sweep-deps, or name it with GNUPLOT=PATH)", gnuplot, strerror(bad));
 		goto out;
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	pid_t w;
+	while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
 	char *data = NULL;
 	size_t len = 0;
+	if (w < 0) {
+		errf(e, "cannot wait for gnuplot: %s", strerror(errno));
+		goto out;
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		Err ig;
 		if (input_slurp(err, &data, &len, &ig) == 0 && len) {
