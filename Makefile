@@ -33,7 +33,7 @@ TOOL_BINS := $(TOOLS:%=$(BIN)/%)
 UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRC:tests/unit/%.c=$(OBJ)/tests/%)
 
-.PHONY: all deps check mutate unit bats demo regen clean
+.PHONY: all deps sweep-deps check mutate unit bats demo regen clean
 all: $(TOOL_BINS)
 
 # install_missing PACKAGES: install the Debian packages that are missing
@@ -56,6 +56,13 @@ DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert
 	help2man
 deps:
 	@$(call install_missing,$(DEB_PKGS))
+
+# sweep-deps: gnuplot for amp-sweep plot (it says so when gnuplot is
+# missing); after deps and report-test-deps, so that make -j check never
+# runs two apt-gets at once.
+SWEEP_PKGS := gnuplot-nox
+sweep-deps: | deps report-test-deps
+	@$(call install_missing,$(SWEEP_PKGS))
 
 $(OBJ)/lib/%.o: lib/%.c lib/*.h | $(OBJ)/lib
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
@@ -87,7 +94,7 @@ $(OBJ)/lib $(OBJ)/tests $(BIN):
 mutate: deps report-test-deps
 	@bash tests/mutants/run.sh
 
-check: deps report-test-deps
+check: deps report-test-deps sweep-deps
 	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
@@ -102,7 +109,9 @@ include pipelines/compare.mk
 # PREFIX/bin/amp-*, PREFIX/share/amp/{machines,models,jq} (the tools find
 # it beside their own directory, or through AMP_SHARE, so the tree can
 # move), man pages made from each tool's --help by help2man, and bash
-# completion (share/bash-completion/amp, one copy per tool).
+# completion (share/bash-completion/amp, one copy per tool), and formats/
+# and docs/ in PREFIX/share/doc/amp (which --help and the man pages cite).
+# `make uninstall PREFIX=DIR` removes them; PREFIX is required there.
 PREFIX  ?= /usr/local
 MAN_DIR := build/man
 MANS    := $(TOOLS:%=$(MAN_DIR)/%.1)
@@ -118,30 +127,38 @@ man_name_amp-compare  := compare two captures side by side, with deltas
 man_name_amp-sweep    := turn one compile into a study: sweep jobs, runs and a ranked merge
 .PHONY: install uninstall man help
 # The pages' date: the last commit's, so the same tree gives the same pages.
-$(MAN_DIR)/%.1: $(BIN)/% man/%.h2m
+$(MAN_DIR)/%.1: $(BIN)/% man/%.h2m share/man/amp.h2m
 	@mkdir -p $(@D)
 	@SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
-		help2man --no-info --no-discard-stderr --name='$(man_name_$*)' --include=man/$*.h2m --output=$@ $(BIN)/$*
+		help2man --no-info --no-discard-stderr --name='$(man_name_$*)' --include=man/$*.h2m \
+		--include=share/man/amp.h2m --output=$@ $(BIN)/$*
 
 man: $(MANS)
 
 install: all man
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/amp $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/doc/amp
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	cp -R share/machines share/models share/jq $(DESTDIR)$(PREFIX)/share/amp/
+	cp -R formats docs $(DESTDIR)$(PREFIX)/share/doc/amp/
 	install -m 644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
 	for t in $(TOOLS); do \
 		install -m 644 share/bash-completion/amp $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; done
 
+# uninstall removes directories: only with PREFIX on the command line, so
+# that a bare `make uninstall` never removes /usr/local/share/amp unasked.
 uninstall:
+	@if [ "$(origin PREFIX)" != "command line" ]; then \
+		echo "make uninstall: name the installation to remove: make uninstall PREFIX=DIR (it removes DIR/bin/amp-*, DIR/share/amp, DIR/share/doc/amp, the man pages and the completions)" >&2; \
+		exit 2; fi
 	rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(TOOLS:%=$(DESTDIR)$(PREFIX)/share/man/man1/%.1) \
 		$(TOOLS:%=$(DESTDIR)$(PREFIX)/share/bash-completion/completions/%)
-	rm -rf $(DESTDIR)$(PREFIX)/share/amp
+	rm -rf $(DESTDIR)$(PREFIX)/share/amp $(DESTDIR)$(PREFIX)/share/doc/amp
 
 help:
 	@echo 'make [all]        build bin/amp-* (SAN=1: AddressSanitizer+UBSan in build/san/bin)'
 	@echo 'make deps         install the missing Debian packages (as root; else print the command)'
+	@echo 'make sweep-deps   gnuplot-nox, for amp-sweep plot'
 	@echo 'make check        every test: unit, command line, golden files, flows, fuzz corpora'
 	@echo 'make demo         compile and capture the 27-layer SigLIP, validate the 1-layer one, run a decoder layer'
 	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'
@@ -154,7 +171,8 @@ help:
 	@echo 'make mutate [MUTATE_SET=NAME] [MUTATE_FULL=0]  the mutation harness: every mutant of tests/mutants/ killed?'
 	@echo 'make regen        rewrite the golden stage files in tests/golden/'
 	@echo 'make man          man pages from --help (build/man/)'
-	@echo 'make install|uninstall [PREFIX=/usr/local] [DESTDIR=]'
+	@echo 'make install [PREFIX=/usr/local] [DESTDIR=]   tools, share/amp, share/doc/amp (formats/, docs/), man pages, completion'
+	@echo 'make uninstall PREFIX=DIR [DESTDIR=]    remove what make install put in DIR (PREFIX is required)'
 	@echo 'make unit         the unit tests alone; make clean removes build/ and bin/'
 	@echo 'bench/*.sh        figures, not tests: bench/README.md'
 

@@ -10,7 +10,9 @@
  * Slurm array script, all relative to the directory and the same bytes for
  * the same spec. sweep_run runs one job's pipeline into its own directory
  * and writes its result record atomically (nothing when interrupted);
- * sweep_merge reads every job's result into one ranked table.
+ * sweep_merge reads every job's result into one ranked table, and
+ * sweep_plot draws a figure of it against an axis (gnuplot, a child
+ * process too).
  *
  * Like all of lib/, nothing here prints or exits: errors come back in Err.
  * sweep_run starts the amp-* tools as child processes (posix_spawn).
@@ -66,10 +68,13 @@ extern const char *const sweep_axis_names[AX_COUNT];
 int sweep_load(Sweep *s, const char *path, Err *e);
 void sweep_free(Sweep *s);
 
-/* Writes the job directory dir (created when missing). A directory that
- * already holds files this spec would write differently is refused
- * (another sweep, or changed inputs), before anything is written. */
-int sweep_write(const Sweep *s, const char *dir, Err *e);
+/* Writes the job directory dir (created when missing). runner is the
+ * amp-sweep that jobs.txt, the Makefile and slurm.sbatch call (the tools
+ * pass their own absolute path, so a job runs without amp-sweep on PATH);
+ * it is written as one shell word. A directory that already holds files
+ * this spec would write differently is refused (another sweep, changed
+ * inputs, or another runner), before anything is written. */
+int sweep_write(const Sweep *s, const char *dir, const char *runner, Err *e);
 /* 1 when path is letters, digits, . _ + - and / only, not starting with
  * '-' (a job directory's name goes into shell commands and make targets
  * unquoted). */
@@ -81,6 +86,10 @@ int sweep_safe_path(const char *path);
  * pipeline refuses it, is a result); -1 when the job could not run. */
 int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e);
 
+/* The jobs of jobdir's sweep (the directories beside it) and how many of
+ * them hold a result: progress for a terminal, never an error. */
+void sweep_progress(const char *jobdir, int *done, int *total);
+
 typedef struct {
 	int jobs, finished, missing;
 	char **missing_ids;     /* the first missing jobs (at most 20), for messages */
@@ -91,5 +100,14 @@ typedef struct {
  * (fewest first), as TSV or JSON (formats/sweep.md). */
 int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMerge *m, Err *e);
 void sweep_merge_free(SweepMerge *m);
+
+/* A PNG of the summary figure against the axis (a column of index.tsv)
+ * over dir's finished jobs, one line per combination of the other axes'
+ * values, drawn by gnuplot (the program named gnuplot, found on PATH when
+ * it holds no '/'). The same results give the same bytes (no title from
+ * the directory's name, no time). *left_out counts the jobs without the
+ * figure (failed, missing). */
+int sweep_plot(const char *dir, const char *figure, const char *axis, const char *gnuplot, Output *o, int *left_out,
+	       Err *e);
 
 #endif

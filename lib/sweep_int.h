@@ -1,6 +1,7 @@
 /* sweep_int.h: what the parts of the sweep module share (lib/sweep.c the
  * spec and its derived models, sweep_jobs.c the job directory, sweep_run.c
- * a job's run, sweep_merge.c the merge); not a public header. */
+ * a job's run, sweep_merge.c the merge, sweep_plot.c its plot); not a
+ * public header. */
 #ifndef AMP_SWEEP_INT_H
 #define AMP_SWEEP_INT_H
 

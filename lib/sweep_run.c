@@ -465,3 +465,22 @@ out:
 	free(jobpath), free(result), free(work);
 	return rc;
 }
+
+void sweep_progress(const char *jobdir, int *done, int *total)
+{
+	char *jobs = xasprintf("%s/..", jobdir);
+	DIR *d = opendir(jobs);
+	struct stat sb;
+	*done = *total = 0;
+	for (struct dirent *de; d && (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		char *r = xasprintf("%s/%s/result.json", jobs, de->d_name);
+		++*total;
+		*done += stat(r, &sb) == 0;
+		free(r);
+	}
+	if (d)
+		closedir(d);
+	free(jobs);
+}

@@ -3,6 +3,13 @@
 
 MODEL   ?= share/models/siglip-mlp.yaml
 MACHINE ?= share/machines/amp1472.yaml
+# MACHINE=NAME, when no file NAME exists, is share/machines/NAME.yaml (as
+# the tools read --machine NAME).
+ifeq ($(wildcard $(MACHINE))$(findstring /,$(MACHINE)),)
+ifneq ($(wildcard share/machines/$(MACHINE).yaml),)
+override MACHINE := share/machines/$(MACHINE).yaml
+endif
+endif
 NAME    := $(basename $(notdir $(MODEL)))
 # Where the flows write: ARTIFACTS/NAME by default; ART= names another
 # directory (two models with the same basename, two variants of one).
@@ -17,7 +24,7 @@ ifeq ($(wildcard $(MODEL)),)
 $(error MODEL=$(MODEL): no such file)
 endif
 ifeq ($(wildcard $(MACHINE)),)
-$(error MACHINE=$(MACHINE): no such file)
+$(error MACHINE=$(MACHINE): no such file, nor a machine name (known: $(basename $(notdir $(wildcard share/machines/*.yaml)))))
 endif
 endif
 

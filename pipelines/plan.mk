@@ -3,8 +3,11 @@
 #
 #   make plan MODEL=share/models/X.yaml [MACHINE=...] [PLAN_FLAGS=...]
 #       writes artifacts/X/plan.yaml, plan.txt (amp-plan --explain) and
-#       composed.yaml; each file is remade only when its inputs or its tool
-#       changed. ART=DIR writes to DIR instead (ARTIFACTS=DIR: DIR/X).
+#       composed.yaml; each file is remade only when its inputs (by content:
+#       inputs.flags holds their sha256) or its tool changed. When amp-plan
+#       fails, plan.failed.txt keeps its --explain output and nothing made
+#       from an earlier plan stays. ART=DIR writes to DIR instead
+#       (ARTIFACTS=DIR: DIR/X).
 #   make demo      compiles and captures the 27-layer SigLIP-so400m (a line
 #                  per stage, then summary.txt), validates the 1-layer
 #                  model with amp-run (byte-exact movement and the cosine),
@@ -23,8 +26,10 @@ comma := ,
 # capture.json both come from grouped.yaml.zst, and only summary.txt and
 # the report from them). Each flow recipe runs it first: when a stage
 # fails, nothing from an earlier run of it or after it stays looking
-# current (make would keep an unchanged target).
-flow_files := plan.yaml plan.txt composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst emit.txt \
+# current (make would keep an unchanged target). A failed plan also
+# removes the validation's program and run (run/, pipelines/run.mk), made
+# from the same model, machine and flags.
+flow_files := plan.yaml plan.txt plan.failed.txt composed.yaml expanded.yaml.zst exchange.yaml.zst grouped.yaml.zst emit.txt \
 	program.amp capture.json tiles.tsv summary.txt report.html report
 flow_from = $(if $(2),$(if $(filter $(1),$(firstword $(2))),$(2),$(call flow_from,$(1),$(wordlist 2,99,$(2)))))
 flow_tail := summary.txt report.html report
@@ -39,14 +44,17 @@ $(ART)/plan.flags: FORCE | $(ART)
 
 # inputs_flags MODEL,MACHINE,HINT: the recipe of a DIR/inputs.flags file
 # ($@), which records which model and machine files DIR holds the
-# results of. Naming another machine file (even an older one) rewrites
-# it, so what depends on it is remade; another model file (with the same
+# results of, and the sha256 of their contents. Naming another machine
+# file (even an older one), or a model or machine whose content changed
+# whatever its mtime (cp -p, rsync, tar keep an older one), rewrites it,
+# so what depends on it is remade; another model file (with the same
 # basename) is an error, not a mix of two models' files.
 inputs_flags = @if [ -e $@ ] && [ "$$(sed -n 's/^model //p' $@)" != '$(1)' ]; then \
 		echo "make: $(@D) holds the results of $$(sed -n 's/^model //p' $@), not $(1):" \
 			"$(3)" >&2; exit 1; fi; \
-	printf 'model %s\nmachine %s\n' '$(1)' '$(2)' | cmp -s - $@ || \
-		printf 'model %s\nmachine %s\n' '$(1)' '$(2)' > $@
+	f=$$(printf 'model %s\nmachine %s\nmodel-sha256 %s\nmachine-sha256 %s\n' '$(1)' '$(2)' \
+		"$$(sha256sum < '$(1)' | cut -c1-64)" "$$(sha256sum < '$(2)' | cut -c1-64)") || exit 1; \
+	printf '%s\n' "$$f" | cmp -s - $@ || printf '%s\n' "$$f" > $@
 
 $(ART)/inputs.flags: FORCE | $(ART)
 	$(call inputs_flags,$(MODEL),$(MACHINE),set ART=DIR to keep them apart$(comma) or remove $(ART))
@@ -54,9 +62,16 @@ $(ART)/inputs.flags: FORCE | $(ART)
 $(ART):
 	mkdir -p $@
 
+# When amp-plan fails after planning (the model does not fit), its
+# --explain output is kept as plan.failed.txt (plan.txt is a target, which
+# a failed recipe removes), and make says where.
 $(ART)/plan.yaml $(ART)/plan.txt &: $(MODEL) $(MACHINE) $(BIN)/amp-plan $(ART)/plan.flags $(ART)/inputs.flags | $(ART)
 	@$(call stale,plan.yaml)
-	$(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --explain -o $(ART)/plan.yaml $(MODEL) > $(ART)/plan.txt
+	$(BIN)/amp-plan --machine $(MACHINE) $(PLAN_FLAGS) --explain -o $(ART)/plan.yaml $(MODEL) > $(ART)/plan.txt || \
+		{ rm -f $(addprefix $(ART)/run/,grouped.yaml.zst program.amp run.txt); \
+		  if [ -s $(ART)/plan.txt ]; then mv $(ART)/plan.txt $(ART)/plan.failed.txt; \
+		  echo "make: amp-plan failed; its --explain output (the candidates it weighed) is in" \
+			"$(ART)/plan.failed.txt" >&2; fi; exit 1; }
 
 $(ART)/composed.yaml: $(ART)/plan.yaml $(BIN)/amp-compose
 	@$(call stale,$@)

@@ -47,12 +47,15 @@ $(RUN)/program.amp: $(RUN)/scales.yaml $(MODEL) $(MACHINE) $(ART)/limits.flags $
 $(ART)/run.flags: FORCE | $(ART)
 	@echo '$(RUN_FLAGS) $(PREFILL)' | cmp -s - $@ || echo '$(RUN_FLAGS) $(PREFILL)' > $@
 
+# The prefill's make runs every time (FORCE): it compares the prefill
+# model's content (its inputs.flags), which a date cannot show; the run
+# is remade only when that make rewrote the program.
 ifneq ($(PREFILL),)
 $(PRE_PROG): $(PREFILL) $(MACHINE) $(ART)/limits.flags $(ART)/plan.flags $(ART)/group.flags \
 		$(BIN)/amp-plan $(BIN)/amp-compose $(BIN)/amp-expand $(BIN)/amp-exchange $(BIN)/amp-group \
-		$(BIN)/amp-emit $(BIN)/amp-run
-	@$(MAKE) --no-print-directory $@ MODEL=$(PREFILL) PREFILL= ART=$(patsubst %/run/program.amp,%,$@) \
-		AMP_FLOW_LOCKED=1
+		$(BIN)/amp-emit $(BIN)/amp-run FORCE
+	@set -o pipefail; $(MAKE) --no-print-directory $@ MODEL=$(PREFILL) PREFILL= \
+		ART=$(patsubst %/run/program.amp,%,$@) AMP_FLOW_LOCKED=1 | { grep -v "^make.*: '.*' is up to date\.$$" || true; }
 endif
 
 $(RUN)/run.txt: $(RUN)/program.amp $(RUN)/scales.yaml $(MODEL) $(BIN)/amp-run $(PRE_PROG) $(ART)/run.flags

@@ -26,7 +26,8 @@ static void help(void)
 	       "placement), and write no program. --list prints a program, or\n"
 	       "the rows a grouped stage implies, as deterministic text (the two agree).\n"
 	       "\n"
-	       "  -m, --machine FILE         the machine file the stage was planned for; its\n"
+	       "  -m, --machine FILE         the machine file the stage was planned for (or\n"
+	       "                             NAME: the shared machines/NAME.yaml); its\n"
 	       "                             limits and rates are the ones checked (default:\n"
 	       "                             the file the stage's provenance names, from the\n"
 	       "                             shared machines directory). The stage's machine\n"
@@ -65,7 +66,7 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
 	       "2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 
@@ -259,7 +260,7 @@ int main(int argc, char **argv)
 		case 'M': model_path = optarg; break;
 		case 'C': scales_path = optarg; break;
 		case 'N': no_model = 1; break;
-		case 'm': machine_path = optarg; break;
+		case 'm': machine_path = machine_arg(optarg); break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'h': help(); break;

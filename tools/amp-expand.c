@@ -21,7 +21,7 @@ static void help(void)
 	       "Input compressed with zstd is recognised by its magic number.\n"
 	       "Exit status: 0 success, 1 bad input, a limit exceeded (SRAM) or a write\n"
 	       "error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 

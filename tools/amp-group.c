@@ -39,7 +39,7 @@ static void help(void)
 	       "\n"
 	       "Input compressed with zstd is recognised by its magic number.\n"
 	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 

@@ -13,9 +13,10 @@ static void help(void)
 	       "Plan MODEL (a model file, formats/model.md; standard input when absent\n"
 	       "or '-') for a machine and write the plan stage (formats/plan.md).\n"
 	       "\n"
-	       "  -m, --machine FILE    machine file (default: machines/amp1472.yaml in the\n"
-	       "                        shared data: $AMP_SHARE, else share/amp or share\n"
-	       "                        beside the binary's directory)\n"
+	       "  -m, --machine FILE    machine file, or NAME for machines/NAME.yaml in the\n"
+	       "                        shared data (amp736, amp1472, amp5888; default\n"
+	       "                        amp1472): $AMP_SHARE, else share/amp or share\n"
+	       "                        beside the binary's directory\n"
 	       "      --objective NAME  how GEMM plans (and attention's key and value\n"
 	       "                        staging) are chosen: 'cycles' (default: the\n"
 	       "                        candidates ordered by the formula's cycle estimate,\n"
@@ -61,7 +62,7 @@ static void help(void)
 	       "Input compressed with zstd is recognised by its magic number.\n"
 	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
 	       "2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 
@@ -221,7 +222,7 @@ int main(int argc, char **argv)
 	tool_init("amp-plan");
 	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
 		switch (c) {
-		case 'm': machine_path = optarg; break;
+		case 'm': machine_path = machine_arg(optarg); break;
 		case 'o': out_path = optarg; break;
 		case 'z': compress = 1; break;
 		case 'O':

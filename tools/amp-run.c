@@ -82,7 +82,8 @@ static void help(void)
 	       "                        with (amp-plan --scales), checked the same way\n"
 	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
 	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
-	       "  -m, --machine FILE    the machine file the program was planned for (default:\n"
+	       "  -m, --machine FILE    the machine file the program was planned for, or NAME\n"
+	       "                        for the shared machines/NAME.yaml (default:\n"
 	       "                        the file its provenance names, from the shared\n"
 	       "                        machines directory): its machine header must equal\n"
 	       "                        it and the provenance's hash match it, so limits and\n"
@@ -99,7 +100,7 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte, an output\n"
 	       "below --min-cosine or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
+	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
 	exit(EXIT_OK);
 }
 
@@ -598,7 +599,7 @@ int main(int argc, char **argv)
 				usage_error("--generate takes an integer from 1 to 1048576, not '%s'", optarg);
 			generate = 1;
 			break;
-		case 'm': machine_path = optarg; break;
+		case 'm': machine_path = machine_arg(optarg); break;
 		case 'o': out = optarg; break;
 		case 'h': help(); break;
 		case 'V': version(); break;

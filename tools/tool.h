@@ -3,6 +3,7 @@
 #ifndef AMP_TOOL_H
 #define AMP_TOOL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -18,6 +19,9 @@
 #include "plan.h"
 
 #define AMP_VERSION "0.1.0"
+/* The end of every --help: where the formats/ and docs/ it cites are. */
+#define HELP_DOCS "The formats/X.md and docs/X.md cited here are installed as\n" \
+	"PREFIX/share/doc/amp/formats/X.md and PREFIX/share/doc/amp/docs/X.md.\n"
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
 
@@ -192,6 +196,54 @@ static inline const char *default_machine(void)
 	static char buf[4096 + 128];
 	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share_dir());
 	return buf;
+}
+
+static inline int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The machine file that --machine ARG names: ARG itself when it is a file
+ * or a path (holds '/' or ends in .yaml; then reading it says what is
+ * wrong); else a short name, share_dir()/machines/ARG.yaml. A short name
+ * that is not there fails, listing the names that are. */
+static inline const char *machine_arg(const char *arg)
+{
+	static char buf[4096 + 256];
+	size_t n = strlen(arg);
+	if (access(arg, F_OK) == 0 || strchr(arg, '/') || (n >= 5 && !strcmp(arg + n - 5, ".yaml")))
+		return arg;
+	const char *dir = share_dir();
+	snprintf(buf, sizeof buf, "%s/machines/%s.yaml", dir, arg);
+	if (access(buf, R_OK) == 0)
+		return buf;
+	char known[1024] = "", **names = NULL;
+	size_t nn = 0, len = 0;
+	snprintf(buf, sizeof buf, "%s/machines", dir);
+	DIR *d = opendir(buf);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		size_t l = strlen(de->d_name);
+		if (de->d_name[0] == '.' || l <= 5 || strcmp(de->d_name + l - 5, ".yaml"))
+			continue;
+		names = xrealloc(names, (nn + 1) * sizeof *names);
+		names[nn] = xmalloc(l - 4);
+		memcpy(names[nn], de->d_name, l - 5);
+		names[nn++][l - 5] = 0;
+	}
+	if (d)
+		closedir(d);
+	qsort(names, nn, sizeof *names, name_cmp);
+	for (size_t i = 0; i < nn; i++) {
+		if (len < sizeof known)
+			len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", names[i]);
+		free(names[i]);
+	}
+	free(names);
+	Err e;
+	errf(&e, "no machine file '%s' and no machine of that name in %s (known: %s); name a machine file or one of "
+	     "those", arg, buf, nn ? known : "none");
+	fail(&e);
+	return NULL;
 }
 
 /* A non-negative integer option value, or a usage error naming opt. */
@@ -380,6 +432,8 @@ static inline int machine_mismatch(Plan *pl, const char *path, Err *e)
 {
 	const ProvFile *rec = planned_file(pl, "machine", NULL);
 	char buf[4096 + 256], hex[2][17];
+	if (path)
+		path = machine_arg(path);
 	if (!path && rec) {
 		snprintf(buf, sizeof buf, "%s/machines/%s", share_dir(), rec->name);
 		if (strchr(rec->name, '/') || access(buf, R_OK))

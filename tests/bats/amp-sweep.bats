@@ -38,8 +38,12 @@ mtimes() {
 	assert_success
 	assert_equal "$stderr" "amp-sweep: 6 jobs in sw/jobs.txt"
 	assert_equal "$(wc -l < sw/jobs.txt)" 6
-	assert_equal "$(sed -n 1p sw/jobs.txt)" "amp-sweep run sw/jobs/000001"
-	assert_equal "$(sed -n 6p sw/jobs.txt)" "amp-sweep run sw/jobs/000006"
+	# amp-sweep by its absolute path: no amp-sweep on PATH needed to run a job
+	local self
+	self=$(readlink -f "$(command -v amp-sweep)")
+	assert_equal "$(sed -n 1p sw/jobs.txt)" "$self run sw/jobs/000001"
+	assert_equal "$(sed -n 6p sw/jobs.txt)" "$self run sw/jobs/000006"
+	grep -qxF "AMP_SWEEP ?= $self" sw/Makefile || fail "the Makefile does not call $self"
 	assert_equal "$(sed -n 1p sw/index.tsv)" $'job\tmodel\tbatch\tlimits'
 	assert_equal "$(sed -n 4p sw/index.tsv)" $'000003\ttiny-mlp\t2\tmachine'
 	[ -f sw/Makefile ] && [ -f sw/slurm.sbatch ] && [ -d sw/slurm ] || fail "a file is missing"
@@ -51,8 +55,9 @@ mtimes() {
 	run amp-plan -o /dev/null sw/models/tiny-mlp-b4.yaml
 	assert_success
 	grep -q 'limits: {table_budget: 100}' sw/jobs/000002/job.yaml || fail "job 2's limits"
-	# no absolute path but the spec's own
+	# no absolute path but the spec's own and amp-sweep's
 	! grep -rq "$BATS_TEST_TMPDIR" sw || fail "an absolute path in the directory"
+	[ "$(grep -rl "^/" sw | sort | tr '\n' ' ')" = "sw/jobs.txt " ] || fail "an absolute path outside jobs.txt"
 	# the same spec again, here and in another directory: the same bytes, nothing rewritten
 	local before
 	before=$(find sw -type f -printf '%p %T@\n' | sort)
@@ -61,6 +66,13 @@ mtimes() {
 	assert_equal "$(find sw -type f -printf '%p %T@\n' | sort)" "$before"
 	mkdir other && (cd other && spec && amp-sweep jobs -o sw spec.yaml 2>/dev/null)
 	diff -r sw other/sw || fail "another run wrote other bytes"
+	# the amp-sweep that wrote it is an input: a copy elsewhere writes other
+	# commands, and is refused in this directory
+	mkdir elsewhere && cp "$(command -v amp-sweep)" elsewhere/
+	run --separate-stderr elsewhere/amp-sweep jobs -o sw spec.yaml
+	assert_failure 1
+	[[ $stderr == "amp-sweep: 'sw/jobs.txt' differs from what this spec writes (another sweep, its inputs changed, or an amp-sweep elsewhere wrote it)"* ]] ||
+		fail "$stderr"
 }
 
 @test "sweep: make -j2 and GNU parallel run the jobs to the same merged table" {
@@ -84,10 +96,13 @@ mtimes() {
 	amp-plan mk/models/tiny-mlp-b2.yaml | amp-compose | amp-expand |
 		amp-exchange | amp-group | amp-capture --table-budget 100 -o direct.json
 	cmp direct.json mk/jobs/000004/capture.json || fail "job 4's capture is not the pipeline's"
-	# make merge prints the same table
-	run make -s -C mk merge
+	# make merge writes the same table to merge.tsv, and nothing of it on
+	# standard output, where make -C writes "Entering directory"
+	run --separate-stderr make -C mk merge
 	assert_success
-	assert_equal "$output" "$(cat mk.tsv)"
+	[[ $output != *$'\t'* ]] || fail "make merge printed table rows: $output"
+	assert_equal "$stderr" "amp-sweep: the merged table is in $BATS_TEST_TMPDIR/mk/merge.tsv"
+	cmp mk.tsv mk/merge.tsv || fail "make merge wrote another table"
 }
 
 @test "sweep: jobs.txt runs unchanged through GNU parallel's --sshlogin on two hosts (ssh stood in for by a local command)" {
@@ -334,6 +349,103 @@ EOF
 	run --separate-stderr amp-sweep run no/such/job
 	assert_failure 1
 	[[ $stderr == "amp-sweep: no/such/job: cannot open 'no/such/job/job.yaml'"* ]] || fail "$stderr"
+}
+
+@test "sweep: sweeps/tiny.yaml runs as docs/sweeps.md says, from a PATH without amp-sweep" {
+	cp -r "$ROOT/sweeps" "$ROOT/share" .
+	run --separate-stderr env PATH=/usr/bin:/bin "$ROOT/bin/amp-sweep" jobs -o study sweeps/tiny.yaml
+	assert_success
+	assert_equal "$stderr" "amp-sweep: 6 jobs in study/jobs.txt"
+	# make and jobs.txt call amp-sweep by its path, not through PATH
+	run env PATH=/usr/bin:/bin make -s -C study -j2
+	assert_success
+	[ "$(ls study/jobs/*/result.json | wc -l)" = 6 ] || fail "make left jobs undone"
+	rm study/jobs/000003/result.json
+	run env PATH=/usr/bin:/bin bash study/jobs.txt
+	assert_success
+	[ -s study/jobs/000003/result.json ] || fail "jobs.txt did not run job 3"
+	run env PATH=/usr/bin:/bin make -C study merge
+	assert_success
+	run column -t -s $'\t' study/merge.tsv
+	assert_success
+	assert_equal "${#lines[@]}" 7
+	assert_line --index 0 --regexp '^job +model +batch +limits +status +fit '
+	assert_line --index 1 --regexp '^000001 +tiny-mlp +1 +machine +ok +fit '
+	run "$ROOT/bin/amp-sweep" merge study
+	assert_success
+	assert_equal "$output" "$(cat study/merge.tsv)"
+}
+
+@test "sweep run: progress on a terminal, jobs done out of the sweep's; nothing when standard error is not a terminal" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	run --separate-stderr amp-sweep run sw/jobs/000001
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$output" ""
+	[ -s sw/jobs/000001/result.json ] || fail "job 1 not run"
+	command -v script >/dev/null || skip "util-linux's script is not installed (Debian package bsdutils)"
+	run script -qec "amp-sweep run sw/jobs/000002 sw/jobs/000001" /dev/null
+	assert_success
+	assert_equal "$(tr -d '\r' <<<"$output")" $'amp-sweep: 2 of 6 jobs done: sw/jobs/000002\namp-sweep: 2 of 6 jobs done: sw/jobs/000001 (already)'
+}
+
+@test "sweep plot: a PNG of a figure against an axis, the same bytes from the same results, wherever the directory" {
+	command -v gnuplot >/dev/null || skip "gnuplot is not installed (Debian package gnuplot-nox: make sweep-deps)"
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	make -s -C sw -j2
+	run --separate-stderr amp-sweep plot total_cycles --by batch -o batch.png sw
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(head -c 8 batch.png | od -An -tx1 | tr -d ' ')" 89504e470d0a1a0a
+	[ "$(stat -c %s batch.png)" -gt 5000 ] || fail "a PNG too small to hold a figure"
+	# the figure's values are what gnuplot draws: its script, seen through a stand-in
+	printf '%s\n' '#!/bin/bash' "cat > '$BATS_TEST_TMPDIR/plot.gp'" 'printf PNG' > fakegnuplot
+	chmod +x fakegnuplot
+	GNUPLOT=$PWD/fakegnuplot run amp-sweep plot total_cycles --by batch -o fake.png sw
+	assert_success
+	grep -q "^set title 'total_cycles by batch'$" plot.gp || fail "no title"
+	grep -q '^set xtics (1, 2, 4)$' plot.gp || fail "the batch sizes are not the x tics"
+	local b y
+	for b in 1 2 4; do
+		y=$(jq .summary.total_cycles "sw/jobs/$(printf '%06d' $((b == 1 ? 1 : b == 2 ? 3 : 5)))/capture.json")
+		grep -qx "$b $y" plot.gp || fail "batch $b: no point at $y"
+	done
+	grep -q "title 'model=tiny-mlp limits=machine'" plot.gp || fail "the series are not named by the other axes"
+	# a categorical axis: its labels as tics, in job order
+	GNUPLOT=$PWD/fakegnuplot run amp-sweep plot max_table_bytes --by limits -o fake.png sw
+	assert_success
+	grep -q '^0 [0-9]* machine$' plot.gp && grep -q '^1 [0-9]* tiny$' plot.gp || fail "limits not on x"
+	# the same results elsewhere: the same bytes
+	cp -r sw other
+	amp-sweep plot total_cycles --by batch -o again.png other
+	cmp batch.png again.png || fail "another directory of the same results drew other bytes"
+	# a job without a result is left out, and said so
+	rm sw/jobs/000006/result.json
+	run --separate-stderr amp-sweep plot total_cycles --by batch -o less.png sw
+	assert_success
+	assert_equal "$stderr" "amp-sweep: 1 jobs left out of the plot (failed, or no result yet)"
+}
+
+@test "sweep plot: a missing gnuplot, an unknown axis or figure fail with a clear message and no file" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	amp-sweep run sw/jobs/000001
+	GNUPLOT=$BATS_TEST_TMPDIR/no-gnuplot run --separate-stderr amp-sweep plot total_cycles --by batch -o p.png sw
+	assert_failure 1
+	[[ $stderr == "amp-sweep: plot needs gnuplot, and '$BATS_TEST_TMPDIR/no-gnuplot' cannot be run: No such file or directory (Debian package gnuplot-nox"* ]] ||
+		fail "$stderr"
+	run --separate-stderr amp-sweep plot total_cycles --by batches -o p.png sw
+	assert_failure 1
+	assert_equal "$stderr" "amp-sweep: 'sw' has no axis 'batches' (its axes: model, batch, limits)"
+	run --separate-stderr amp-sweep plot total_cycle --by batch -o p.png sw
+	assert_failure 1
+	[[ $stderr == "amp-sweep: no figure 'total_cycle' in the results (figures: "* ]] || fail "$stderr"
+	[ ! -e p.png ] || fail "p.png written on failure"
+	run --separate-stderr amp-sweep plot total_cycles -o p.png sw
+	assert_failure 2
+	[[ $stderr == *"plot needs --by AXIS"* ]] || fail "$stderr"
 }
 
 # ---- a one-node Slurm cluster (root, slurm-wlm and munge installed) ----

@@ -362,6 +362,76 @@ check_table() {
 	assert_output 1
 }
 
+@test "a model edited but dated older than its results (cp -p, rsync, tar) is re-planned, and the summary names it" {
+	mkdir m
+	cp "$ROOT/$TINY" m/flow-tiny.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml"
+	assert_success
+	grep -q 'tiny-mlp' "$ARTS/flow-tiny/summary.txt" || fail "the summary does not name the model"
+	run grep -c '^model-sha256 [0-9a-f]\{64\}$' "$ARTS/flow-tiny/inputs.flags"
+	assert_output 1
+	# the same bytes, touched: nothing to do
+	touch -d '2001-01-01' m/flow-tiny.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml"
+	assert_success
+	not_ran amp-plan
+	# another name, and a date older than every result
+	sed -i 's/^name: tiny-mlp$/name: tiny-renamed/' m/flow-tiny.yaml
+	touch -d '2001-01-01' m/flow-tiny.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml"
+	assert_success
+	ran amp-plan amp-compose amp-expand amp-exchange amp-group amp-capture
+	grep -q 'tiny-renamed' "$ARTS/flow-tiny/summary.txt" || fail "the summary keeps the old name"
+	! grep -q 'tiny-mlp' "$ARTS/flow-tiny/summary.txt" || fail "the summary keeps the old name"
+	# the machine too: its content, not its date
+	sed 's/^sync_cycles: .*/sync_cycles: 601/' "$ROOT/share/machines/amp1472.yaml" > machine.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml" MACHINE="$BATS_TEST_TMPDIR/machine.yaml"
+	assert_success
+	sed -i 's/^sync_cycles: .*/sync_cycles: 602/' machine.yaml
+	touch -d '2001-01-01' machine.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml" MACHINE="$BATS_TEST_TMPDIR/machine.yaml"
+	assert_success
+	ran amp-plan
+	grep -q 'sync_cycles: 602' "$ARTS/flow-tiny/plan.yaml" || fail "the plan keeps the old machine"
+}
+
+@test "a failed plan leaves nothing made from an earlier one: no stage file, capture, summary, program or validation run" {
+	mkdir m
+	cp "$ROOT/$TINY" m/flow-tiny.yaml
+	flow validate MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml"
+	assert_success
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml"
+	assert_success
+	local a=$ARTS/flow-tiny f
+	[ -s "$a/program.amp" ] && [ -s "$a/run/program.amp" ] && [ -s "$a/run/run.txt" ] || fail "no earlier results"
+	printf 'bogus: 1\n' >> m/flow-tiny.yaml
+	flow capture MODEL="$BATS_TEST_TMPDIR/m/flow-tiny.yaml"
+	assert_failure
+	assert_output --partial "unknown key 'bogus'"
+	for f in "${STAGE_FILES[@]}" "${OUTPUT_FILES[@]}" tiles.tsv run/grouped.yaml.zst run/program.amp run/run.txt; do
+		[ ! -e "$a/$f" ] || fail "$f is left from the earlier plan"
+	done
+	# a parse error has no --explain output to keep
+	[ ! -e "$a/plan.failed.txt" ] || fail "an empty plan.failed.txt"
+}
+
+@test "a model that does not fit keeps amp-plan's --explain output as plan.failed.txt and names it" {
+	# the machine's SRAM cut until tiny-mlp's peak and tables are over it
+	sed 's/^sram_bytes: .*/sram_bytes: 62000/' "$ROOT/share/machines/amp1472.yaml" > small.yaml
+	flow capture MODEL=$TINY MACHINE="$BATS_TEST_TMPDIR/small.yaml"
+	assert_failure
+	assert_output --partial "does not fit machine"
+	assert_line "make: amp-plan failed; its --explain output (the candidates it weighed) is in $ARTS/flow-tiny/plan.failed.txt"
+	[ ! -e "$ARTS/flow-tiny/plan.txt" ] && [ ! -e "$ARTS/flow-tiny/plan.yaml" ] || fail "a plan is left"
+	run head -n 1 "$ARTS/flow-tiny/plan.failed.txt"
+	assert_output 'objective: cycles'
+	# a plan that fits removes it
+	flow capture MODEL=$TINY
+	assert_success
+	[ ! -e "$ARTS/flow-tiny/plan.failed.txt" ] || fail "plan.failed.txt outlives a plan that fits"
+	[ -s "$ARTS/flow-tiny/plan.txt" ] || fail "no plan.txt"
+}
+
 @test "two models with one basename: the second is refused unless ART= keeps them apart" {
 	flow capture MODEL=$TINY
 	assert_success
@@ -410,4 +480,34 @@ check_table() {
 	assert [ -s "$ARTS/experiments/flow-budget/direct.capture.json" ]
 	run cat "$ARTS/experiments/flow-budget/inputs.flags"
 	assert_line "model $BUDGET"
+}
+
+@test "make validate with PREFILL: a prefill model edited but dated older is re-planned and run again" {
+	mkdir m
+	cp "$ROOT/tests/models/tiny-lm-prefill.yaml" "$ROOT/tests/models/tiny-lm-decode.yaml" m/
+	local args=(MODEL="$BATS_TEST_TMPDIR/m/tiny-lm-decode.yaml" PREFILL="$BATS_TEST_TMPDIR/m/tiny-lm-prefill.yaml")
+	flow validate "${args[@]}"
+	assert_success
+	assert_line --regexp '^run 0 \(tiny-lm-prefill, position 0\)'
+	flow validate "${args[@]}"
+	assert_success
+	not_ran amp-plan amp-run
+	refute_output --partial 'is up to date'
+	sed -i 's/^name: tiny-lm-prefill$/name: tiny-lm-prefill2/' m/tiny-lm-prefill.yaml
+	touch -d '2001-01-01' m/tiny-lm-prefill.yaml
+	flow validate "${args[@]}"
+	assert_success
+	assert_line --regexp '^run 0 \(tiny-lm-prefill2, position 0\)'
+}
+
+@test "MACHINE=NAME in the flows is share/machines/NAME.yaml; an unknown name fails listing the known ones" {
+	flow plan MODEL=$TINY MACHINE=amp736
+	assert_success
+	assert_line --regexp '^[^ ]*bin/amp-plan --machine share/machines/amp736\.yaml '
+	run head -n 3 "$ARTS/flow-tiny/plan.yaml"
+	assert_line --index 2 --regexp '^machine: \{name: amp736, tiles: 736,'
+	flow plan MODEL=$TINY MACHINE=amp73
+	assert_failure
+	assert_output --partial 'MACHINE=amp73: no such file, nor a machine name (known: amp1472 amp5888 amp736)'
+	not_ran amp-plan
 }

@@ -25,6 +25,45 @@ rejects() {
 	assert_line --index 2 --regexp '^machine: \{name: amp1472, tiles: 1472,'
 }
 
+@test "machine short name: --machine amp736 is share/machines/amp736.yaml in every tool that takes --machine" {
+	amp-plan --machine "$MACHINES/amp736.yaml" -o file.plan "$TINY"
+	run --separate-stderr amp-plan --machine amp736 -o name.plan "$TINY"
+	assert_success
+	run same_but_provenance file.plan name.plan
+	assert_success
+	run head -n 3 name.plan
+	assert_line --index 2 --regexp '^machine: \{name: amp736, tiles: 736,'
+	amp-compose name.plan | amp-expand | amp-exchange | amp-group -o g.yaml
+	run --separate-stderr amp-emit --machine amp736 --no-model -o p.amp g.yaml
+	assert_success
+	run --separate-stderr amp-capture --machine amp736 -o c.json g.yaml
+	assert_success
+	run --separate-stderr amp-run --machine amp736 p.amp
+	assert_success
+	# the tools beside an installation find the names in its share/amp
+	AMP_SHARE=$MACHINES/.. run --separate-stderr amp-plan -m amp5888 -o /dev/null "$TINY"
+	assert_success
+	# a file of that name in the working directory wins over the short name
+	cp "$MACHINES/amp5888.yaml" amp736
+	run --separate-stderr amp-plan --machine amp736 "$TINY"
+	assert_line --index 2 --regexp '^machine: \{name: amp5888, tiles: 5888,'
+}
+
+@test "machine short name that is not known fails listing the known names" {
+	local t
+	# amp-capture resolves it once the stage is read: give it one
+	amp-plan "$TINY" | amp-compose | amp-expand | amp-exchange | amp-group -o g.yaml
+	for t in "amp-plan -o out.plan $TINY" "amp-emit -o out.plan g.yaml" "amp-capture -o out.plan g.yaml" \
+		"amp-run out.plan"; do
+		run --separate-stderr $t --machine amp73
+		assert_failure 1
+		assert_equal "$output" ""
+		[[ $stderr == "${t%% *}: no machine file 'amp73' and no machine of that name in "*"/machines (known: amp1472, amp5888, amp736); name a machine file or one of those" ]] ||
+			fail "$t: $stderr"
+		[ ! -e out.plan ] || fail "$t wrote out.plan"
+	done
+}
+
 @test "machine header carries every parameter of the machine file" {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
