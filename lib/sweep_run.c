@@ -195,7 +195,8 @@ static int fig(const char *f, const Val *m, const char *key, int64_t *x, Err *e)
 }
 
 /* The capture summary's integer figures, the floor object's flattened in
- * at its place; ratios (numbers with decimals, or null) are left out. */
+ * at its place; ratios (numbers with decimals, or null), microseconds and
+ * throughput are left out. */
 static int summary_figs(Json *j, const char *f, const Val *sum, int nested, Err *e)
 {
 	for (int i = 0; i < sum->n; i++) {
@@ -209,6 +210,10 @@ static int summary_figs(Json *j, const char *f, const Val *sum, int nested, Err 
 			continue;
 		}
 		if ((n >= 6 && !strcmp(k + n - 6, "_ratio")) || (nested && !strcmp(k, "ratio")))
+			continue;
+		/* the time at the machine's clock (capture version 6): it follows
+		 * from total_cycles, and is no integer */
+		if (!nested && (!strcmp(k, "microseconds") || !strcmp(k, "throughput")))
 			continue;
 		if (val_int(f, v, INT64_MIN, INT64_MAX, &x, e))
 			return -1;

@@ -403,38 +403,47 @@
 			return;
 		}
 		var colour = {compute: '#6aa84f', sync: '#999999', exchange: '#3d7fc1', local: '#e69138'};
-		var W = 960, H = 14, gap = 3, left = 70, n = T.tiles.length;
-		var cv = el('canvas', {id: 'lanes-canvas', width: left + W, height: (n + 1) * (H + gap)});
-		var g = cv.getContext('2d'), scale = T.total > 0 ? W / T.total : 0;
-		g.font = '11px sans-serif';
-		g.fillStyle = '#000';
-		g.fillText('critical path', 2, H - 3);
-		var x0 = left;      // the critical path: D.timeline's spans, every run in order
-		D.timeline.forEach(function (e) {
-			var span = e.kind === 'phase' ? [['sync', e.sync_cycles], ['exchange', e.cycles], ['local', e.local_copy_cycles]]
-				: [['compute', e.cycles]];
-			for (var r = 0; r < e.count; r++)
-				span.forEach(function (s) {
-					var w = M.clock_hz ? s[1] * 1e6 / M.clock_hz * scale : s[1] * scale;
-					g.fillStyle = colour[s[0]];
-					g.fillRect(x0, 0, Math.max(w, 0.5), H);
-					x0 += w;
-				});
-		});
-		T.lanes.forEach(function (lane, i) {
-			var y = (i + 1) * (H + gap);
-			g.fillStyle = '#000';
-			g.fillText('tile ' + T.tiles[i], 2, y + H - 3);
-			lane.forEach(function (s) {
-				g.fillStyle = colour[T.cats[s[2]]];
-				g.fillRect(left + s[0] * scale, y, Math.max(s[1] * scale, 0.5), H);
+		var W = 960, H = 14, gap = 3, left = 70, n = T.tiles.length, zoom = 1;
+		var names = el('canvas', {width: left, height: (n + 1) * (H + gap)});
+		var cv = el('canvas', {id: 'lanes-canvas', height: (n + 1) * (H + gap)});
+		var scroll = el('div', {'class': 'lanes-scroll'});
+		scroll.style.overflowX = 'auto';
+		scroll.style.display = 'inline-block';
+		scroll.style.maxWidth = W + 'px';
+		scroll.style.verticalAlign = 'top';
+		var ng = names.getContext('2d');
+		ng.font = '11px sans-serif';
+		ng.fillText('critical path', 2, H - 3);
+		T.tiles.forEach(function (t, i) { ng.fillText('tile ' + t, 2, (i + 1) * (H + gap) + H - 3); });
+		function scale() { return T.total > 0 ? W * zoom / T.total : 0; }
+		function draw() {
+			cv.width = Math.round(W * zoom);
+			var g = cv.getContext('2d'), sc = scale(), x0 = 0;
+			D.timeline.forEach(function (e) {      // the critical path: every run in order
+				var span = e.kind === 'phase' ? [['sync', e.sync_cycles], ['exchange', e.cycles], ['local', e.local_copy_cycles]]
+					: [['compute', e.cycles]];
+				for (var r = 0; r < e.count; r++)
+					span.forEach(function (s) {
+						var w = (M.clock_hz ? s[1] * 1e6 / M.clock_hz : s[1]) * sc;
+						g.fillStyle = colour[s[0]];
+						g.fillRect(x0, 0, Math.max(w, 0.5), H);
+						x0 += w;
+					});
 			});
-		});
+			T.lanes.forEach(function (lane, i) {
+				var y = (i + 1) * (H + gap);
+				lane.forEach(function (s) {
+					g.fillStyle = colour[T.cats[s[2]]];
+					g.fillRect(s[0] * sc, y, Math.max(s[1] * sc, 0.5), H);
+				});
+			});
+			cv.dataset.zoom = zoom;
+		}
 		cv.addEventListener('mousemove', function (ev) {
-			var r = cv.getBoundingClientRect(), x = ev.clientX - r.left - left, i = Math.floor((ev.clientY - r.top) / (H + gap)) - 1;
-			var lane = T.lanes[i], t = x / scale, hit = null;
+			var r = cv.getBoundingClientRect(), sc = scale(), i = Math.floor((ev.clientY - r.top) / (H + gap)) - 1;
+			var lane = T.lanes[i], t = (ev.clientX - r.left) / sc, hit = null;
 			for (var k = 0; lane && k < lane.length && !hit; k++)
-				if (lane[k][0] <= t && t <= lane[k][0] + lane[k][1] + 0.5 / scale) hit = lane[k];
+				if (lane[k][0] <= t && t <= lane[k][0] + lane[k][1] + 0.5 / sc) hit = lane[k];
 			if (!hit) { tip.style.display = 'none'; return; }
 			tip.textContent = 'tile ' + T.tiles[i] + ': ' + T.names[hit[3]] + ', ' + dec(hit[1], 3) + ' at ' + dec(hit[0], 3) +
 				(M.clock_hz ? ' µs' : ' cycles');
@@ -445,7 +454,24 @@
 			tip.style.top = (ev.clientY + 12) + 'px';
 		});
 		cv.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
-		box.appendChild(cv);
+		var bar = el('p', {'class': 'note'});
+		[['zoom-in', 'zoom in', 2], ['zoom-out', 'zoom out', 0.5], ['zoom-fit', 'fit', 0]].forEach(function (b) {
+			var btn = el('button', {id: 'lanes-' + b[0], type: 'button'}, b[1]);
+			btn.addEventListener('click', function () {
+				var mid = (scroll.scrollLeft + scroll.clientWidth / 2) / (W * zoom);
+				zoom = b[2] ? Math.min(Math.max(zoom * b[2], 1), 4096) : 1;
+				draw();
+				scroll.scrollLeft = mid * W * zoom - scroll.clientWidth / 2;
+			});
+			bar.appendChild(btn);
+			bar.appendChild(document.createTextNode(' '));
+		});
+		bar.appendChild(document.createTextNode('(or scroll sideways when zoomed)'));
+		box.appendChild(bar);
+		box.appendChild(names);
+		scroll.appendChild(cv);
+		box.appendChild(scroll);
+		draw();
 		var key = el('p', {'class': 'key note'});
 		['compute', 'sync', 'exchange', 'local'].forEach(function (c) {
 			var sw = el('span');

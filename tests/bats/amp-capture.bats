@@ -248,6 +248,7 @@ jq_empty() {
 		# floor_tile is -1 only for a phase that moves nothing
 		jq_empty '[paths(type == "number") as $p | getpath($p) as $v
 			| select(($p[-1] | tostring | test("ratio$")) | not)
+			| select($p != ["summary", "microseconds"] and $p != ["summary", "throughput", "per_second"])
 			| select($v != ($v | floor) or ($v < 0 and $p[-1] != "floor_tile")) | $p]' "$f"
 		run jq '[paths(type == "number")] | length' "$f"
 		assert [ "$output" -ge 100 ]
@@ -256,7 +257,10 @@ jq_empty() {
 			def q(v): if v == null then null else (v * 1000 | round) end;
 			[(.phases[] | select(q(.floor_ratio) != r(.cycles; .floor_cycles)) | "phase \(.id)"),
 			 (.summary | select(q(.exchange_floor_ratio) != r(.exchange_cycles; .exchange_floor_cycles)) | "exchange"),
-			 (.summary | select(q(.floor.ratio) != r(.total_cycles; .floor.total_floor_cycles)) | "floor")]' "$f"
+			 (.summary | select(q(.floor.ratio) != r(.total_cycles; .floor.total_floor_cycles)) | "floor"),
+			 (. as $c | .summary | select(q(.microseconds) != r(.total_cycles * 1000000; $c.machine.clock_hz)) | "microseconds"),
+			 (. as $c | .summary | select(q(.throughput.per_second) !=
+				r(.throughput.items * $c.machine.clock_hz; .total_cycles)) | "throughput")]' "$f"
 		# and the file holds them with exactly three decimals
 		run grep -oE '"(floor_ratio|exchange_floor_ratio|ratio)": ([0-9]+\.[0-9]{3}|null)[,}]' "$f"
 		assert_equal "${#lines[@]}" "$(jq '.phases | length + 2' "$f")"
@@ -268,7 +272,7 @@ jq_empty() {
 	# the stage header's flow mapping, key: value pairs
 	header() { sed -n '3s/^machine: {//p' "$1" | tr ',' '\n' | sed -n 's/^ *\([a-z_]*\): \([0-9a-z]*\)$/\1 \2/p'; }
 	header "$SIGLIP" > header.txt
-	run jq -r '.machine | to_entries[] | select(.value | type != "object") | "\(.key) \(.value)"' "$SIGLIP_CAPTURE"
+	run jq -r '.machine | del(.clock_hz, .clock_source) | to_entries[] | select(.value | type != "object") | "\(.key) \(.value)"' "$SIGLIP_CAPTURE"
 	assert_success
 	assert_equal "${#lines[@]}" 14
 	for line in "${lines[@]}"; do
@@ -277,7 +281,10 @@ jq_empty() {
 		assert_output 1
 	done
 	run jq -c '.machine | keys_unsorted' "$SIGLIP_CAPTURE"
-	assert_output '["name","tiles","exchange_bytes_per_cycle","sync_cycles","send_control_cycles","receive_control_cycles","max_transfer_bytes","available_bytes","table_budget_bytes","fragment_limit","local_copy_bytes_per_cycle","matmul_call_cycles","elementwise_cycles_per_element","reduction_cycles_per_element","amp_macs_per_cycle"]'
+	assert_output '["name","tiles","exchange_bytes_per_cycle","sync_cycles","send_control_cycles","receive_control_cycles","max_transfer_bytes","available_bytes","table_budget_bytes","fragment_limit","local_copy_bytes_per_cycle","matmul_call_cycles","elementwise_cycles_per_element","reduction_cycles_per_element","amp_macs_per_cycle","clock_hz","clock_source"]'
+	# the clock is the machine file's (a stage header has none)
+	run jq -c '.machine | [.clock_hz, (.clock_source | test("^IPU21 at 1.5 GHz"))]' "$SIGLIP_CAPTURE"
+	assert_output '[1500000000,true]'
 	sram=$(sed -n 's/^sram_bytes //p' header.txt)
 	reserved=$(sed -n 's/^reserved_bytes //p' header.txt)
 	run jq .machine.available_bytes "$SIGLIP_CAPTURE"
@@ -298,7 +305,7 @@ jq_empty() {
 	siglip_ok
 	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
 		run jq -c '.summary | keys_unsorted' "$f"
-		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles","exchange_floor_cycles","exchange_floor_ratio","floor"]'
+		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles","exchange_floor_cycles","exchange_floor_ratio","floor","microseconds","throughput"]'
 		run jq -c '.summary.floor | keys_unsorted' "$f"
 		assert_output '["compute_floor_cycles","movement_floor_cycles","sync_floor_cycles","total_floor_cycles","ratio"]'
 	done

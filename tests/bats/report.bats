@@ -485,6 +485,12 @@ page_data() {
 	assert_line "phase $last of $(jq '.phases | length' "$A/capture.json") (clicked $last)"
 	assert_line 'requests 0'
 	assert_line 'errors 0'
+	# the tile lanes zoom (twice 2x: four times 960 pixels), and a hover names the slice under it
+	assert_line 'zoom 4 3840'
+	local lane
+	lane=$(grep '^lanehover ' <<<"$output")
+	read -r _ t name <<<"${lane%% | *}"
+	[[ ${lane#* | } == "tile $t: $name, "* ]] || fail "lane hover: $lane"
 	# the graph's search finds every node and edge that names the tensor
 	local n
 	n=$(grep -c '<title>[^<]*w_up' "$A/report/flow.svg")

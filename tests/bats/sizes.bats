@@ -37,7 +37,7 @@ shaped() {
 			# shellcheck disable=SC2086
 			if [[ $cmd == amp-run* ]]; then small amp-run --calibrate big.yaml -o out.yaml; else small $cmd big.yaml; fi
 			[ "$status" = 1 ] || fail "$cmd [$s]: exit $status: $stderr"
-			[[ $stderr =~ ^amp-(plan|run):\ big\.yaml:17:5:\ op\ \'act\'\ cannot\ be\ held\ by\ machine\ \'amp1472\':\ its\ operands\ and\ result,\ live\ at\ once,\ are\ at\ least\ [0-9]+\ bytes\ .*and\ the\ machine\ holds\ 864005120\ \(864\.0\ MB:\ 1472\ tiles\ x\ 586960\ bytes\ available\)$ ]] ||
+			[[ $stderr =~ ^amp-(plan|run):\ big\.yaml:17:5:\ op\ \'act\'\ cannot\ be\ held\ by\ machine\ \'amp1472\':\ its\ operands\ and\ result,\ live\ at\ once,\ are\ at\ least\ [0-9]+\ bytes\ .*and\ the\ machine\ holds\ 864005120\ \(864\.0\ MB:\ 1472\ tiles\ x\ 586960\ bytes\ available\)\.\ Next:\ plan\ a\ smaller\ batch,\ or\ use\ a\ machine\ file\ with\ more\ tiles\ .*$ ]] ||
 				fail "$cmd [$s]: $stderr"
 			[ ! -e out.yaml ] || fail "$cmd [$s] wrote out.yaml"
 		done

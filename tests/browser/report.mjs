@@ -83,6 +83,21 @@ try {
 	const tilesN = await page.evaluate(() => JSON.parse(document.getElementById('amp-data').textContent).machine.tiles);
 	for (let t = 0; t < tilesN; t++) if (!want.has(t)) { none = t; break; }
 
+	// the trace's tile lanes: zoom in twice, then hover the first tile's first slice
+	const lanes = page.locator('#lanes-canvas');
+	await lanes.scrollIntoViewIfNeeded();
+	await page.locator('#lanes-zoom-in').click();
+	await page.locator('#lanes-zoom-in').click();
+	console.log(`zoom ${await lanes.getAttribute('data-zoom')} ${await lanes.getAttribute('width')}`);
+	const at = await page.evaluate(() => {
+		const T = JSON.parse(document.getElementById('amp-trace').textContent), cv = document.getElementById('lanes-canvas');
+		const s = T.lanes[0][0];
+		return [T.tiles[0], (s[0] + s[1] / 2) * cv.width / T.total, T.names[s[3]]];
+	});
+	await page.locator('.lanes-scroll').evaluate(e => { e.scrollLeft = 0; });
+	await lanes.hover({ position: { x: at[1], y: 14 + 3 + 7 } });
+	console.log(`lanehover ${at[0]} ${at[2]} | ${await page.locator('#tip').textContent()}`);
+
 	const canvas = page.locator('#phase-received canvas');
 	await canvas.scrollIntoViewIfNeeded();
 	const cols = Number(await canvas.getAttribute('data-cols'));
