@@ -13,6 +13,7 @@ typedef struct {
 	Json *j;
 	int64_t T;
 	int64_t *sorted;
+	int64_t worst;          /* the tile with the most at its peak (summary.max_tensor_tile) */
 } Steps;
 
 static int cmp64(const void *a, const void *b)
@@ -36,13 +37,14 @@ static void step_line(void *ctx, int step, const int64_t *cur)
 	json_kint(s->j, "max_bytes", best);
 	json_kint(s->j, "max_tile", tile);
 	json_kint(s->j, "median_bytes", med);
+	json_kint(s->j, "worst_tile_bytes", cur[s->worst]);
 	json_close(s->j, '}');
 }
 
 void capture_memory_write(Json *j, const Plan *pl, const Metrics *sum)
 {
 	int64_t T = pl->machine.tiles;
-	Steps st = { j, T, xmalloc((size_t)T * sizeof *st.sorted) };
+	Steps st = { j, T, xmalloc((size_t)T * sizeof *st.sorted), sum->worst_tensor_tile };
 	json_key(j, "memory");
 	json_open(j, '{', 0);
 	json_key(j, "steps");

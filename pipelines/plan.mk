@@ -83,6 +83,9 @@ WHOLE := share/models/siglip-so400m.yaml
 ONE   := share/models/siglip-so400m-1layer.yaml
 DEC_PREFILL := share/models/smollm2-360m-1layer-prefill.yaml
 DEC_DECODE  := share/models/smollm2-360m-1layer-decode.yaml
+# The demo's last line, from the prefill's and the decode's captures
+# (jq -s): modelled cycles of each, and tokens/s at the machine's clock.
+DEC_CYCLES_JQ := "modelled cycles: prefill \(.[0].summary.total_cycles), decode step \(.[1].summary.total_cycles)" + (if .[1].summary.throughput then " (at \(.[1].machine.clock_hz / 1e9) GHz: \(.[0].summary.throughput.per_second | round) tokens/s prefill, \(.[1].summary.throughput.per_second | round) tokens/s decode)" else "" end)
 
 demo: deps
 	@$(MAKE) --no-print-directory -s all
@@ -104,8 +107,7 @@ demo: deps
 		RUN_FLAGS='--generate 4' | grep -E '^(movement|run (0|11) |next token|generate: sequence 0)'
 	@set -o pipefail; for d in $(DEC_PREFILL) $(DEC_DECODE); do \
 		bin/amp-capture --machine $(MACHINE) $(ARTIFACTS)/$$(basename $$d .yaml)/run/grouped.yaml.zst; done | \
-		jq -rs '"modelled cycles: prefill \(.[0].summary.total_cycles), decode step \(.[1].summary.total_cycles)" + \
-		(if .[1].summary.throughput then " (at \(.[1].machine.clock_hz / 1e9) GHz: \(.[0].summary.throughput.per_second | round) tokens/s prefill, \(.[1].summary.throughput.per_second | round) tokens/s decode)" else "" end)'
+		jq -rs '$(DEC_CYCLES_JQ)'
 
 # Golden stage files for the small models: `make regen` rewrites them, so a
 # change in the planner shows up as a diff under tests/golden/.

@@ -293,11 +293,14 @@
 		});
 		line('max_bytes', 'max');
 		line('median_bytes', 'median');
+		if (steps.length && steps[0].worst_tile_bytes !== undefined)
+			line('worst_tile_bytes', 'worst');
 		steps.forEach(function (s, i) {
 			var d = svg('circle', {cx: X(i), cy: Y(s.max_bytes), r: 3, fill: s.step === m.worst.step ? '#000' : '#c0102a'});
 			var ti = svg('title');
 			ti.textContent = 'step ' + s.step + ': max ' + bytesExact(s.max_bytes) + ' on tile ' + s.max_tile +
-				', median ' + bytesExact(s.median_bytes);
+				', median ' + bytesExact(s.median_bytes) + (s.worst_tile_bytes !== undefined ?
+				', tile ' + m.worst.tile + ' (the worst) ' + bytesExact(s.worst_tile_bytes) : '');
 			d.appendChild(ti);
 			c.appendChild(d);
 			if (i === n - 1 || i % Math.ceil(n / 16) === 0) {
@@ -338,6 +341,7 @@
 		draw();
 		var key = el('p', {'class': 'key note'}, 'Tensor bytes live per step:');
 		[['#c0102a', 'the most on any tile (its tile in the tooltip)'], ['#3d7fc1', 'the median tile'],
+			['#e69138', 'the worst tile (the most at its peak), step by step'],
 			['#000', 'the worst tile\'s peak step'], ['#222', 'SRAM available (dashed, when on the scale)']].forEach(function (k) {
 			key.appendChild(el('span', {style: 'background:' + k[0]}));
 			key.appendChild(document.createTextNode(k[1]));

@@ -1167,7 +1167,8 @@ rejects() {
 		amp-capture -o c.json g.yaml
 		# one record per step, in order; every max at least its median
 		run jq -r '[.memory.steps[].step] == [range(0; .memory.steps | length)] and
-			all(.memory.steps[]; .max_bytes >= .median_bytes) and
+			all(.memory.steps[]; .max_bytes >= .median_bytes and .max_bytes >= .worst_tile_bytes) and
+			([.memory.steps[].worst_tile_bytes] | max) == .memory.worst.tensor_bytes and
 			(.memory.steps | length) == ([.compute[].step, .phases[].steps[]] | max + 1)' c.json
 		assert_output true
 		run jq -r '[([.memory.steps[].max_bytes] | max), .summary.max_tensor_bytes,

@@ -374,6 +374,9 @@ page_data() {
 	run browse "$A/report.html"
 	assert_output --partial '<svg class="chart" id="memory-chart"'
 	assert_output --partial '<canvas id="lanes-canvas"'
+	# memory over steps: the most, the median and the worst tile, each a line
+	assert_equal "$(grep -o '<polyline class="[a-z]*"' <<<"$output" | tr '\n' ' ')" \
+		'<polyline class="max" <polyline class="median" <polyline class="worst" '
 	# the worst tile's tensors, one row each
 	assert_equal "$(grep -o '<table id="worst-tensors">.*</table>' <<<"$output" | grep -o '<tr><td>' | wc -l)" \
 		"$(jq '.memory.worst.tensors | length' "$A/capture.json")"
