@@ -26,7 +26,8 @@ OBJ     := build/$(VARIANT)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-LIB_SRC   := $(sort $(wildcard lib/*.c))
+LIB_SRC   := $(sort $(wildcard lib/*/*.c))
+LIB_HDR   := $(wildcard lib/*/*.h)
 LIB_OBJ   := $(LIB_SRC:%.c=$(OBJ)/%.o)
 TOOLS     := $(patsubst tools/%.c,%,$(sort $(wildcard tools/amp-*.c)))
 TOOL_BINS := $(TOOLS:%=$(BIN)/%)
@@ -64,22 +65,23 @@ SWEEP_PKGS := gnuplot-nox
 sweep-deps: | deps report-test-deps
 	@$(call install_missing,$(SWEEP_PKGS))
 
-$(OBJ)/lib/%.o: lib/%.c lib/*.h | $(OBJ)/lib
-	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+$(OBJ)/lib/%.o: lib/%.c $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib -c $< -o $@
 
-# The machine model's and the references' loops (lib/run.c, lib/run_*.c) at
+# The machine model's and the references' loops (lib/run/run*.c) at
 # -O3, which vectorizes their element-wise loops: -ffp-contract=off still
 # keeps one rounding per operation, and without -ffast-math no sum is
 # reordered, so the results are the same bits.
-$(patsubst lib/%.c,$(OBJ)/lib/%.o,$(filter lib/run.c lib/run_%.c,$(LIB_SRC))): CFLAGS += -O3
+$(patsubst lib/%.c,$(OBJ)/lib/%.o,$(filter lib/run/run%.c,$(LIB_SRC))): CFLAGS += -O3
 
 $(OBJ)/libamp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN)/%: tools/%.c tools/tool.h $(OBJ)/libamp.a lib/*.h | $(BIN)
+$(BIN)/%: tools/%.c tools/tool.h $(OBJ)/libamp.a $(LIB_HDR) | $(BIN)
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
-$(OBJ)/tests/%: tests/unit/%.c tests/unit/*.h $(OBJ)/libamp.a lib/*.h | $(OBJ)/tests
+$(OBJ)/tests/%: tests/unit/%.c tests/unit/*.h $(OBJ)/libamp.a $(LIB_HDR) | $(OBJ)/tests
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
 # the corpus replay includes the fuzzing harness's readers

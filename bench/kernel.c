@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "run.h"
+#include "run/run.h"
 
 static double now(void)
 {

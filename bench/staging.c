@@ -21,14 +21,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture.h"
-#include "compose.h"
-#include "cost.h"
-#include "exchange.h"
-#include "expand.h"
-#include "group.h"
-#include "planner.h"
-#include "table.h"
+#include "capture/capture.h"
+#include "lower/compose.h"
+#include "cost/cost.h"
+#include "lower/exchange.h"
+#include "lower/expand.h"
+#include "lower/group.h"
+#include "planner/planner.h"
+#include "stage/table.h"
 
 typedef struct {
 	int64_t *table, *frags;

@@ -78,7 +78,7 @@ experiment-compose: all $(EXP)/nocompose.capture.json $(EXP)/compose.capture.jso
 
 STAGING_MODEL ?= share/models/siglip-so400m.yaml
 
-$(OBJ)/bench/staging: bench/staging.c $(OBJ)/libamp.a lib/*.h
+$(OBJ)/bench/staging: bench/staging.c $(OBJ)/libamp.a $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 

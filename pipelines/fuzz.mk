@@ -29,9 +29,9 @@ FUZZ_LIB_OBJ := $(LIB_SRC:lib/%.c=$(FUZZ_OBJ)/lib/%.o)
 fuzz-deps:
 	@$(call install_missing,$(FUZZ_PKGS))
 
-$(FUZZ_OBJ)/lib/%.o: lib/%.c lib/*.h | fuzz-deps
+$(FUZZ_OBJ)/lib/%.o: lib/%.c $(LIB_HDR) | fuzz-deps
 	@mkdir -p $(@D)
-	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c $< -o $@
+	@clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -Ilib -c $< -o $@
 
 $(FUZZ_OBJ)/fuzz-%: tests/fuzz/fuzz.c tests/fuzz/readers.h $(FUZZ_LIB_OBJ)
 	@echo "fuzz: building $@"

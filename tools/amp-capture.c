@@ -1,11 +1,11 @@
 /* amp-capture: grouped stage or program -> capture JSON. */
 #include <getopt.h>
 
-#include "capture.h"
-#include "trace.h"
-#include "num.h"
-#include "plan.h"
-#include "program.h"
+#include "capture/capture.h"
+#include "capture/trace.h"
+#include "base/num.h"
+#include "stage/plan.h"
+#include "lower/program.h"
 #include "tool.h"
 
 static void help(void)

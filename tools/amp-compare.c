@@ -3,10 +3,10 @@
  * (formats/compare.md). */
 #include <getopt.h>
 
-#include "compare.h"
-#include "json.h"
+#include "study/compare.h"
+#include "base/json.h"
 #include "tool.h"
-#include "yio.h"
+#include "base/yio.h"
 
 static void help(void)
 {

@@ -2,8 +2,8 @@
  * and moving parameter copies ahead of compute that does not need them. */
 #include <getopt.h>
 
-#include "compose.h"
-#include "plan.h"
+#include "lower/compose.h"
+#include "stage/plan.h"
 #include "tool.h"
 
 static void help(void)

@@ -3,13 +3,13 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "capture.h"
-#include "group.h"
-#include "num.h"
-#include "plan.h"
-#include "program.h"
-#include "run.h"
-#include "table.h"
+#include "capture/capture.h"
+#include "lower/group.h"
+#include "base/num.h"
+#include "stage/plan.h"
+#include "lower/program.h"
+#include "run/run.h"
+#include "stage/table.h"
 #include "tool.h"
 
 static void help(void)

@@ -1,8 +1,8 @@
 /* amp-exchange: expanded stage -> exchange stage (phases, fragments). */
 #include <getopt.h>
 
-#include "exchange.h"
-#include "plan.h"
+#include "lower/exchange.h"
+#include "stage/plan.h"
 #include "tool.h"
 
 static void help(void)

@@ -1,8 +1,8 @@
 /* amp-expand: plan -> expanded stage (addresses and transfers). */
 #include <getopt.h>
 
-#include "expand.h"
-#include "plan.h"
+#include "lower/expand.h"
+#include "stage/plan.h"
 #include "tool.h"
 
 static void help(void)

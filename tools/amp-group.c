@@ -2,9 +2,9 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "group.h"
-#include "plan.h"
-#include "schedule.h"
+#include "lower/group.h"
+#include "stage/plan.h"
+#include "lower/schedule.h"
 #include "tool.h"
 
 static void help(void)

@@ -2,9 +2,9 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "model.h"
-#include "num.h"
-#include "planner.h"
+#include "model/model.h"
+#include "base/num.h"
+#include "planner/planner.h"
 #include "tool.h"
 
 static void help(void)
@@ -150,7 +150,7 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 			       g->pinned ? ", pinned" : "", (long long)x->considered, (long long)x->fitting,
 			       (long long)x->avail, (long long)x->base);
 		if (x->exact && obj == OBJ_CYCLES && (x->price > 0 || x->margin > 0)) {
-			/* an attempt after the first (lib/planner.c): say how it ranks */
+			/* an attempt after the first (lib/planner/planner.c): say how it ranks */
 			printf("  (planned again, as the whole plan did not fit: fitting trials rank by x cycles\n"
 			       "   times the op's runs + %.2f cycles per byte of x tables", x->price);
 			if (x->margin > 0)

@@ -7,13 +7,13 @@
 #include <math.h>
 #include <string.h>
 
-#include "npy.h"
-#include "num.h"
-#include "planner.h"
-#include "program.h"
-#include "run.h"
-#include "scales.h"
-#include "sim.h"
+#include "base/npy.h"
+#include "base/num.h"
+#include "planner/planner.h"
+#include "lower/program.h"
+#include "run/run.h"
+#include "model/scales.h"
+#include "run/sim.h"
 #include "tool.h"
 
 static void help(void)

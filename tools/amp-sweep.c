@@ -4,7 +4,7 @@
 #include <getopt.h>
 #include <limits.h>
 
-#include "sweep.h"
+#include "study/sweep.h"
 #include "tool.h"
 
 static void help(void)

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "io.h"
-#include "num.h"
-#include "plan.h"
+#include "base/diag.h"
+#include "base/io.h"
+#include "base/num.h"
+#include "stage/plan.h"
 
 #define AMP_VERSION "0.1.0"
 /* The end of every --help: where the formats/ and docs/ it cites are. */
@@ -281,7 +281,7 @@ static inline int listed(const char *s, const char *const *list, size_t n)
 	return 0;
 }
 
-/* This run's provenance record (lib/plan.h Prov): the tool, its version
+/* This run's provenance record (lib/stage/plan.h Prov): the tool, its version
  * and its options as given, argv[1 .. optind_now) after getopt_long has
  * put them first, without the output (-o, --output, --tiles), -z, the
  * input and the options that change only what is printed (--report,

@@ -19,15 +19,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compare.h"
-#include "io.h"
-#include "machine.h"
-#include "model.h"
-#include "npy.h"
-#include "plan.h"
-#include "program.h"
-#include "scales.h"
-#include "sweep.h"
+#include "study/compare.h"
+#include "base/io.h"
+#include "model/machine.h"
+#include "model/model.h"
+#include "base/npy.h"
+#include "stage/plan.h"
+#include "lower/program.h"
+#include "model/scales.h"
+#include "study/sweep.h"
 
 /* Writes the bytes as the file path (replacing it) and returns path. */
 static const char *fuzz_write(const char *path, const uint8_t *d, size_t n)

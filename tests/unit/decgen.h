@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "place.h"
+#include "stage/place.h"
 #include "t.h"
 #include "testlib.h"
 

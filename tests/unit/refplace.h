@@ -1,5 +1,5 @@
 /* refplace.h: the brute-force placement walk the unit tests share, written
- * from the contract in lib/place.h and independent of lib/place.c: part
+ * from the contract in lib/stage/place.h and independent of lib/stage/place.c: part
  * extents by subtraction, tiles by the documented formula, and every
  * (shard, replica) by explicit loops. */
 #ifndef AMP_REFPLACE_H
@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "place.h"
+#include "stage/place.h"
 
 static inline int64_t ref_extent(const Placement *p, int a, int64_t i)
 {

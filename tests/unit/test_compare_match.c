@@ -1,4 +1,4 @@
-/* Phase matching (lib/compare_match.h) against brute-force references on
+/* Phase matching (lib/study/compare_match.h) against brute-force references on
  * randomized small label sequences: the groups against the longest chain
  * of valid cuts (a cut between A's first p and B's first q phases that
  * no pair of partners crosses), the pairing inside each group against
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare_match.h"
+#include "study/compare_match.h"
 #include "t.h"
 
 #define MAXP 6

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cost.h"
-#include "planner.h"
+#include "cost/cost.h"
+#include "planner/planner.h"
 #include "refplace.h"
 #include "t.h"
 #include "testlib.h"

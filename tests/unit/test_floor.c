@@ -1,4 +1,4 @@
-/* The floors (lib/floor.h, formats/capture.md "Floors"): each phase's
+/* The floors (lib/cost/floor.h, formats/capture.md "Floors"): each phase's
  * floor against a brute-force walk of its fragments, its order
  * independence, the replay never under it for any order of the records;
  * the model's floor against its definition, computed plainly. 16 tiles,
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "floor.h"
-#include "replay.h"
+#include "cost/floor.h"
+#include "cost/replay.h"
 #include "t.h"
 #include "testlib.h"
 

@@ -1,4 +1,4 @@
-/* test_gemm: staging spread's pieces (lib/gemm.h) against a brute force.
+/* test_gemm: staging spread's pieces (lib/stage/gemm.h) against a brute force.
  *
  * On random shapes and grids, gemm_stage_pieces must say C exactly when
  * a brute force over every K block and column finds each block's K range
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "stage/gemm.h"
 #include "t.h"
 
 /* The brute force: C pieces of sub = strips-per-block / C strips each,

@@ -1,6 +1,6 @@
 /* test_io: lib/io round trips, zstd detection, errors, atomic output and
  * clean-up of temporaries on abort and on a fatal signal. */
-#include "io.h"
+#include "base/io.h"
 #include "t.h"
 
 #include <dirent.h>

@@ -9,7 +9,7 @@
  *
  * Deterministic: a fixed-seed xorshift. FUZZ=1 runs 20x more shapes.
  */
-#include "layout.h"
+#include "model/layout.h"
 #include "t.h"
 
 #include <stdint.h>
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Written from docs/machine.md §4, independent of lib/layout.c. */
+/* Written from docs/machine.md §4, independent of lib/model/layout.c. */
 static const int ref_size[FMT_COUNT] = { 4, 2, 1, 4 };	/* fp32, fp16, fp8, int32 */
 static const int ref_mu[FMT_COUNT] = { 8, 16, 32, 8 };	/* elements in 32 B */
 static const char *fmt_str[FMT_COUNT] = { "fp32", "fp16", "fp8", "int32" };
@@ -317,7 +317,7 @@ static void kinds(void)
 }
 
 /* Offsets computed by hand from docs/machine.md §4, so a reference that shares a
- * misreading with lib/layout.c still fails somewhere. */
+ * misreading with lib/model/layout.c still fails somewhere. */
 static void anchors(void)
 {
 	t_case("hand-computed offsets");

@@ -4,12 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compose.h"
-#include "exchange.h"
-#include "expand.h"
-#include "group.h"
-#include "planner.h"
-#include "sim.h"
+#include "lower/compose.h"
+#include "lower/exchange.h"
+#include "lower/expand.h"
+#include "lower/group.h"
+#include "planner/planner.h"
+#include "run/sim.h"
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"

@@ -1,8 +1,8 @@
 /* test_npy: lib/npy round trips for every type at ranks 0..4 (empty dims
  * too), NumPy's exact header bytes, hand-built files of versions 1-3, each
  * malformed case refused naming the file, and float conversion. */
-#include "npy.h"
-#include "num.h"
+#include "base/npy.h"
+#include "base/num.h"
 #include "t.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* test_num: lib/num against brute-force references written here from the
  * format definitions (docs/machine.md §3), never against num.c itself. */
-#include "num.h"
+#include "base/num.h"
 #include "t.h"
 
 #include <float.h>

@@ -5,7 +5,7 @@
  *
  * Deterministic: a fixed-seed xorshift. FUZZ=1 runs 20x more placements.
  */
-#include "place.h"
+#include "stage/place.h"
 #include "refplace.h"
 #include "t.h"
 

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
-#include "table.h"
+#include "cost/replay.h"
+#include "stage/table.h"
 #include "t.h"
 #include "testlib.h"
 
@@ -54,7 +54,7 @@ static int note(void *ctx, int64_t t, const Instr *ins, int n)
 	return 0;
 }
 
-/* The replay's definition (lib/replay.h), written plainly: every earlier
+/* The replay's definition (lib/cost/replay.h), written plainly: every earlier
  * write on the sender is scanned for each fragment. */
 typedef struct {
 	const Machine *m;

@@ -10,20 +10,20 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compose.h"
-#include "exchange.h"
-#include "expand.h"
-#include "group.h"
-#include "num.h"
-#include "planner.h"
-#include "program.h"
-#include "run.h"
-#include "schedule.h"
+#include "lower/compose.h"
+#include "lower/exchange.h"
+#include "lower/expand.h"
+#include "lower/group.h"
+#include "base/num.h"
+#include "planner/planner.h"
+#include "lower/program.h"
+#include "run/run.h"
+#include "lower/schedule.h"
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
 #include "decgen.h"
-#include "run_int.h"
+#include "run/run_int.h"
 
 #include <math.h>
 

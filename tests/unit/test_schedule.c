@@ -1,4 +1,4 @@
-/* The exchange schedule (lib/schedule.h) on random phases: the same
+/* The exchange schedule (lib/lower/schedule.h) on random phases: the same
  * fragments per step, every (sender, first receiver) pair and every step
  * in order, a forwarding step untouched, never slower than record order;
  * and all-to-all reductions, whose record order sends every block's first
@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
-#include "schedule.h"
-#include "table.h"
+#include "cost/replay.h"
+#include "lower/schedule.h"
+#include "stage/table.h"
 #include "t.h"
 #include "testlib.h"
 

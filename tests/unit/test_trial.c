@@ -1,4 +1,4 @@
-/* The planner's trial lowering (lib/trial.h) against the lowering itself:
+/* The planner's trial lowering (lib/planner/trial.h) against the lowering itself:
  * on random ViT-shaped models (vitgen.h: attention with and without key
  * blocks, repeats, MAP heads) planned by the memory objective with both
  * ownerships, every tile's fragments from plan_trial over the whole plan
@@ -12,15 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compose.h"
-#include "exchange.h"
-#include "expand.h"
-#include "group.h"
-#include "planner.h"
-#include "planner_int.h"
-#include "capture.h"
-#include "table.h"
-#include "trial.h"
+#include "lower/compose.h"
+#include "lower/exchange.h"
+#include "lower/expand.h"
+#include "lower/group.h"
+#include "planner/planner.h"
+#include "planner/planner_int.h"
+#include "capture/capture.h"
+#include "stage/table.h"
+#include "planner/trial.h"
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"

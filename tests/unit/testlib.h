@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-#include "machine.h"
-#include "place.h"
+#include "model/machine.h"
+#include "stage/place.h"
 
 static inline int64_t t_parts(int64_t n, int64_t want)
 {

@@ -1,0 +1,178 @@
+#include "model/machine.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BIG (INT64_C(1) << 50)
+
+/* In the order machine_write writes them. The compute cost keys are
+ * bounded so that a tile's cycles (elements up to its SRAM bytes times a
+ * per-element cost) stay far from overflow. */
+static const struct {
+	const char *key;
+	size_t off;
+	int64_t min, max;
+} params[] = {
+	{ "tiles", offsetof(Machine, tiles), 1, BIG },
+	{ "sram_bytes", offsetof(Machine, sram_bytes), 1, BIG },
+	{ "reserved_bytes", offsetof(Machine, reserved_bytes), 0, BIG },
+	{ "exchange_bytes_per_cycle", offsetof(Machine, exchange_bytes_per_cycle), 1, BIG },
+	{ "sync_cycles", offsetof(Machine, sync_cycles), 0, BIG },
+	{ "send_control_cycles", offsetof(Machine, send_control_cycles), 0, BIG },
+	{ "receive_control_cycles", offsetof(Machine, receive_control_cycles), 0, BIG },
+	{ "max_transfer_bytes", offsetof(Machine, max_transfer_bytes), 1, BIG },
+	{ "table_budget_bytes", offsetof(Machine, table_budget_bytes), 0, BIG },
+	{ "fragment_limit", offsetof(Machine, fragment_limit), 0, BIG },
+	{ "local_copy_bytes_per_cycle", offsetof(Machine, local_copy_bytes_per_cycle), 1, BIG },
+	{ "matmul_call_cycles", offsetof(Machine, matmul_call_cycles), 0, INT64_C(1) << 30 },
+	{ "elementwise_cycles_per_element", offsetof(Machine, elementwise_cycles_per_element), 0, 1 << 20 },
+	{ "reduction_cycles_per_element", offsetof(Machine, reduction_cycles_per_element), 0, 1 << 20 },
+};
+#define NPARAMS (sizeof params / sizeof params[0])
+
+static int64_t *field(Machine *m, size_t i)
+{
+	return (int64_t *)((char *)m + params[i].off);
+}
+
+/* The machine mapping of a file of this version (2 or 3), or of a stage
+ * header (version 0: no version key and no clock). */
+static int from_map(Machine *m, const char *file, const Val *v, int version, Err *e)
+{
+	/* the file's keys; a version 2 file stops before the clock, and a
+	 * stage header (version 0) also lacks the version key */
+	static const char *keys[NPARAMS + 6], *noclock[NPARAMS + 4];
+	const char *name;
+	const Val *macs;
+	size_t k = 0;
+
+	if (!keys[0]) {
+		keys[k++] = "amp-machine";
+		keys[k++] = "name";
+		for (size_t i = 0; i < NPARAMS; i++)
+			keys[k++] = params[i].key;
+		keys[k++] = "amp_macs_per_cycle";
+		memcpy(noclock, keys, k * sizeof *keys);
+		keys[k++] = "clock_hz";
+		keys[k++] = "clock_source";
+		keys[k] = NULL;
+	}
+	memset(m, 0, sizeof *m);
+	if (v->kind != VAL_MAP)
+		return val_err(file, v, e, "expected a machine mapping");
+	if (map_keys(file, v, version >= 3 ? keys : version ? noclock : noclock + 1, e))
+		return -1;
+	if (get_str(file, v, "name", &name, e))
+		return -1;
+	if (strlen(name) >= sizeof m->name || !*name)
+		return val_err(file, map_get(v, "name"), e, "machine name must be 1 to %zu characters",
+			       sizeof m->name - 1);
+	strcpy(m->name, name);
+	for (size_t i = 0; i < NPARAMS; i++)
+		if (get_int(file, v, params[i].key, params[i].min, params[i].max, field(m, i), e))
+			return -1;
+	static const char *mkeys[] = { "fp16", "fp8", NULL };
+	if (map_need(file, v, "amp_macs_per_cycle", &macs, e) ||
+	    map_keys(file, macs, mkeys, e) ||
+	    get_int(file, macs, "fp16", 1, INT64_C(1) << 30, &m->macs_fp16, e) ||
+	    get_int(file, macs, "fp8", 1, INT64_C(1) << 30, &m->macs_fp8, e))
+		return -1;
+	if (version >= 3) {
+		const char *src;
+		if (get_int(file, v, "clock_hz", 1, INT64_C(1) << 40, &m->clock_hz, e) ||
+		    get_str(file, v, "clock_source", &src, e))
+			return -1;
+		if (strlen(src) >= sizeof m->clock_source || !*src)
+			return val_err(file, map_get(v, "clock_source"), e,
+				       "clock_source must be 1 to %zu characters (where the clock figure comes from)",
+				       sizeof m->clock_source - 1);
+		strcpy(m->clock_source, src);
+	}
+	if (m->reserved_bytes >= m->sram_bytes)
+		return val_err(file, map_get(v, "reserved_bytes"), e,
+			       "reserved_bytes (%lld) leaves no SRAM for planned data (sram_bytes %lld)",
+			       (long long)m->reserved_bytes, (long long)m->sram_bytes);
+	if (m->tiles > 1 << 20)
+		return val_err(file, map_get(v, "tiles"), e, "at most %d tiles are supported", 1 << 20);
+	return 0;
+}
+
+int machine_from_val(Machine *m, const char *file, const Val *v, Err *e)
+{
+	return from_map(m, file, v, 0, e);     /* a stage header: no clock */
+}
+
+int machine_load(Machine *m, const char *path, Err *e)
+{
+	return machine_load_input(m, input_open(path, e), e);
+}
+
+int machine_load_input(Machine *m, Input *in, Err *e)
+{
+	YReader r;
+	Val *root;
+	int64_t version;
+	int rc = -1;
+
+	if (yr_open_input(&r, in, e))
+		goto out;
+	if (yr_node(&r, &root, e))
+		goto out;
+	if (root->kind != VAL_MAP) {
+		val_err(r.name, root, e, "expected a machine mapping");
+		goto out;
+	}
+	if (get_int(r.name, root, "amp-machine", 0, INT64_MAX, &version, e))
+		goto out;
+	if (version != 2 && version != MACHINE_VERSION) {
+		val_err(r.name, map_get(root, "amp-machine"), e,
+			"unsupported machine file version %lld (this amp reads 2 and %d%s)",
+			(long long)version, MACHINE_VERSION,
+			version == 1 ? "; version 2 adds the compute cost keys of formats/machine.md" : "");
+		goto out;
+	}
+	if (from_map(m, r.name, root, (int)version, e))
+		goto out;
+	if (yr_expect(&r, YAML_DOCUMENT_END_EVENT, "end of document", e) ||
+	    yr_expect(&r, YAML_STREAM_END_EVENT, "end of input (one document only)", e))
+		goto out;
+	rc = 0;
+out:
+	yr_close(&r);
+	return rc;
+}
+
+void machine_write(YWriter *w, const Machine *m)
+{
+	yw_map(w, 1);
+	yw_kstr(w, "name", m->name);
+	for (size_t i = 0; i < NPARAMS; i++)
+		yw_kint(w, params[i].key, *field((Machine *)m, i));
+	yw_str(w, "amp_macs_per_cycle");
+	yw_map(w, 1);
+	yw_kint(w, "fp16", m->macs_fp16);
+	yw_kint(w, "fp8", m->macs_fp8);
+	yw_end_map(w);
+	yw_end_map(w);
+}
+
+int machine_check_header(const Machine *hdr, const Machine *file, const char *file_name, Err *e)
+{
+	static const char why[] = "limits and rates come from the machine file, not from the stage";
+	if (strcmp(hdr->name, file->name))
+		return errf(e, "the stage's machine is '%s'; machine file '%s' is '%s' (%s)", hdr->name, file_name,
+			    file->name, why);
+	for (size_t i = 0; i < NPARAMS; i++) {
+		int64_t h = *field((Machine *)hdr, i), f = *field((Machine *)file, i);
+		if (h != f)
+			return errf(e, "the stage's machine header has %s %lld; machine file '%s' has %lld (%s)",
+				    params[i].key, (long long)h, file_name, (long long)f, why);
+	}
+	if (hdr->macs_fp16 != file->macs_fp16 || hdr->macs_fp8 != file->macs_fp8)
+		return errf(e, "the stage's machine header has amp_macs_per_cycle {fp16: %lld, fp8: %lld}; machine "
+			    "file '%s' has {fp16: %lld, fp8: %lld} (%s)", (long long)hdr->macs_fp16,
+			    (long long)hdr->macs_fp8, file_name, (long long)file->macs_fp16, (long long)file->macs_fp8,
+			    why);
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* machine: the machine description (docs/machine.md §2).
+ *
+ * Read from a machine file (formats/machine.md, `amp-machine: 3`, or 2
+ * without the clock) or from
+ * a stage file's header. Every parameter is required, is a non-negative
+ * integer, and unknown keys are rejected, each error naming file:line:col.
+ */
+#ifndef AMP_MACHINE_H
+#define AMP_MACHINE_H
+
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "base/yio.h"
+
+typedef struct {
+	char name[64];
+	int64_t tiles;
+	int64_t sram_bytes;
+	int64_t reserved_bytes;
+	int64_t exchange_bytes_per_cycle;
+	int64_t sync_cycles;
+	int64_t send_control_cycles;
+	int64_t receive_control_cycles;
+	int64_t max_transfer_bytes;
+	int64_t table_budget_bytes;
+	int64_t fragment_limit;
+	int64_t local_copy_bytes_per_cycle;
+	/* the compute cost model (lib/cost/cost.h) */
+	int64_t matmul_call_cycles;             /* per matrix-unit call, per tile */
+	int64_t elementwise_cycles_per_element; /* gelu, add, cast */
+	int64_t reduction_cycles_per_element;   /* layernorm, reduction of partials */
+	int64_t macs_fp16;      /* amp_macs_per_cycle.fp16 */
+	int64_t macs_fp8;       /* amp_macs_per_cycle.fp8 */
+	/* the clock (version 3 files): it turns modelled cycles into time and
+	 * nothing else, so stage headers do not carry it; 0 and "" when the
+	 * file is version 2 (clock unknown) */
+	int64_t clock_hz;
+	char clock_source[256];
+} Machine;
+
+#define MACHINE_VERSION 3       /* the version written; 2 is still read */
+#define DEFAULT_MACHINE "share/machines/amp1472.yaml"
+
+int machine_load(Machine *m, const char *path, Err *e);
+/* The same from an input (taken over; NULL: -1, its error already in e),
+ * e.g. a file's bytes already read to hash them. */
+int machine_load_input(Machine *m, Input *in, Err *e);
+/* From the `machine:` value of a stage header. */
+int machine_from_val(Machine *m, const char *file, const Val *v, Err *e);
+/* 0 when a stage header's machine is the machine file's (file_name, for
+ * the message), every parameter equal; else an error naming the first
+ * parameter that differs and both values. */
+int machine_check_header(const Machine *hdr, const Machine *file, const char *file_name, Err *e);
+/* Writes the `machine:` value (one flow mapping). */
+void machine_write(YWriter *w, const Machine *m);
+/* Bytes of SRAM per tile available to planned data. */
+static inline int64_t machine_avail(const Machine *m)
+{
+	return m->sram_bytes - m->reserved_bytes;
+}
+
+#endif

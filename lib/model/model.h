@@ -1,0 +1,128 @@
+/* model: the model file (formats/model.md, `amp-model: 1`).
+ *
+ * A model names its inputs and parameters with shapes and dtypes, lists
+ * ops in program order (each defining one new tensor), names its outputs,
+ * and may pin choices per op. model_load validates everything it can
+ * without a machine: names, keys, ops, dtypes, shapes. Every error names
+ * file:line:col. Pins that need the machine (grids) are checked by the
+ * planner, which reports them at the pin's mark.
+ */
+#ifndef AMP_MODEL_H
+#define AMP_MODEL_H
+
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "base/io.h"
+#include "model/layout.h"
+#include "model/machine.h"
+
+#define MODEL_VERSION 5       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
+				 * silu or mul), 4 (no state, append, embed or attention positions) and 5 */
+#define MAX_RANK 4
+
+/* T_STATE: a resident tensor whose values persist from one run of the
+ * program to the next (a KV cache), written only by an append op. */
+typedef enum { T_INPUT, T_PARAM, T_ACT, T_STATE } TensorRole;
+
+typedef struct {
+	char *name;
+	TensorRole role;
+	int rank;
+	int64_t shape[MAX_RANK];
+	Format dtype;
+	int has_scale;
+	int scale;          /* fp8 power-of-two scale exponent */
+	int output;         /* named in outputs: */
+	int64_t count;      /* a repeat's per-iteration parameter: instances stacked on a leading axis (1 otherwise) */
+	int rep;            /* the repeat whose body defines it (params and op results), or -1 */
+	long line, col;
+} MTensor;
+
+typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
+	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_APPEND, OP_EMBED, OP_LAST, OP_COUNT } OpKind;
+
+typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
+typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
+
+typedef struct {
+	OpKind kind;
+	char *name;
+	int in[3];          /* tensor indices; -1 when absent (matmul bias; attention's positions) */
+	int nin;
+	int out;            /* append: the state it writes (in[0] the rows, in[1] their positions) */
+	double eps;         /* layernorm, rmsnorm */
+	Format to;          /* cast */
+	int64_t patch;      /* patchify: patch edge */
+	int64_t cls;        /* patchify: zero rows put before the patches (a class token's slot) */
+	int64_t batch;      /* broadcast: batch size */
+	int64_t heads;      /* attention: heads (in[0] holds q, in[1] k and v; fused when equal) */
+	int64_t kv_heads;   /* attention: heads of k and v (grouped-query: each serves heads / kv_heads) */
+	int causal;         /* attention: query i sees keys up to i + keys - queries, or with positions
+			     * (in[2]) keys up to its position */
+	int64_t head_dim;   /* rope: width of each rotated head (its first heads x head_dim columns) */
+	double theta;       /* rope: the frequencies' base */
+	int transposed;     /* embed: the table is [C, vocab] (a tied logits matmul's b), not [vocab, C] */
+	int64_t first;      /* append: the rows land at positions first + t (a prefill's), or -1: any */
+	int rep;            /* the repeat whose body holds it, or -1 */
+	/* pins */
+	int pinned;         /* 1: the model pins it; 2: held by the planner */
+	int64_t grid[3];    /* rows, k, cols; 0 = not pinned */
+	CastOrder cast;
+	Staging staging;
+	int out_staging;    /* 0 not pinned, 1 direct, 2 unpack */
+	int reduce;         /* 0 not pinned, 1 gather, 2 scatter */
+	int kv_staging;     /* attention: 0 not pinned, 1 direct, 2 relay, 3 home */
+	long line, col, pin_line, pin_col;
+} MOp;
+
+/* A loop over identical layers: ops first..last run count times. The
+ * carried activation `carry` enters as a copy of `in`; the body's last op
+ * result becomes `carry` for the next iteration, and after the loop. */
+typedef struct {
+	char *name;
+	int64_t count;
+	int first, last;    /* op indices */
+	int in, carry;      /* tensor indices */
+	long line, col;
+} MRepeat;
+
+typedef struct {
+	char *file;
+	char *name;
+	int version;        /* amp-model: 1 or 2 */
+	MTensor *t;
+	int nt;
+	MOp *ops;
+	int nops;
+	MRepeat *rep;
+	int nrep;
+	long params_line, params_col;   /* the params: mapping, for capacity errors */
+} Model;
+
+int model_load(Model *m, const char *path, Err *e);
+/* The same from an input (taken over), e.g. a program's MODEL section. */
+int model_load_input(Model *m, Input *in, Err *e);
+void model_free(Model *m);
+int model_find(const Model *m, const char *name);   /* tensor index or -1 */
+
+/* lib/model/model_size.c. A tensor's elements (every stacked instance) and
+ * bytes, saturating at INT64_MAX. */
+int64_t model_elements(const MTensor *t);
+int64_t model_tensor_bytes(const MTensor *t);
+/* At most MODEL_MAX_ELEMENTS elements in any tensor: the model reader's
+ * bound, so that no size computed from a shape overflows. */
+#define MODEL_MAX_ELEMENTS (INT64_C(1) << 48)
+/* 0 when the parameters (resident for the whole program) and every op's
+ * operands and result (live at once) each fit in the machine's SRAM
+ * (tiles x available bytes); else an error at the parameters or the op
+ * with that lower bound. The check is a bound: a model that passes may
+ * still not fit, which the planner finds. */
+int model_check_size(const Model *m, const Machine *mc, Err *e);
+const char *op_name(OpKind k);
+const char *cast_name(CastOrder c);
+const char *staging_name(Staging s);
+int cast_parse(const char *s, CastOrder *c);
+int staging_parse(const char *s, Staging *st);
+
+#endif

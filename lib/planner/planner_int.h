@@ -1,0 +1,180 @@
+/* planner_int.h: what the parts of the planner share (lib/planner/planner.h is
+ * the planner's contract).
+ *
+ *   planner.c       the plan's records, canonical ownership and parameter
+ *                   homes, and the whole model: every op in order, the fit
+ *                   check, both ownerships and the margins (plan_build)
+ *   planner_gemm.c  a matmul's GEMM plan: its candidates ranked by the
+ *                   formula, the short list lowered exactly, the one chosen
+ *                   built with its casts and deliveries
+ *   planner_cost.c  exact costing of one choice of an op: build it, lower
+ *                   it against every tile's load (lib/planner/trial.h), take it
+ *                   back; the trials kept for the cycles objective's margins
+ *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
+ *   planner_descent.c  the cycles objective's descent: the greedy plan's
+ *                   ops re-chosen one at a time, each change judged by
+ *                   the whole plan lowered exactly
+ */
+#ifndef AMP_PLANNER_INT_H
+#define AMP_PLANNER_INT_H
+
+#include "planner/planner.h"
+
+#include "capture/capture.h"
+#include "lower/compose.h"
+#include "lower/exchange.h"
+#include "lower/expand.h"
+#include "lower/group.h"
+#include "stage/table.h"
+#include "planner/trial.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A choice of an op, as the memo and the choices made so far name it: a
+ * GEMM candidate's grid, cast order, staging, out staging and reduction;
+ * an attention's blocks and key and value staging. */
+typedef struct {
+	int64_t v[7];
+} OpChoice;
+
+/* Trials already lowered (planner_cost.c): under the cycles objective the
+ * plan is built again at a larger margin, and up to the first op whose
+ * choice changes, the state each trial starts from is the same. */
+typedef struct Memo Memo;
+
+/* One plan under construction. */
+typedef struct {
+	Plan *pl;
+	const Model *m;
+	const Machine *mc;
+	const PlanOpts *o;
+	int *canon;             /* plan tensor -> its canonical/home placement */
+	int64_t *base;          /* per tile: bytes of homes */
+	int64_t next_tile;      /* rotating pointer for homes */
+	int *last_use;          /* model tensor -> last op reading it */
+	int body;               /* first step of the repeat being built */
+	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
+				   (trial lowering; memory and cycles objectives) */
+	double margin;          /* a trial fits within (1 - margin) of every limit */
+	double price;           /* cycles objective: cycles one table byte on the worst tile
+				 * costs a candidate (Candidate.x_score); 0: tables are free */
+	Memo *memo;             /* or NULL */
+	int prefix;             /* the choices made so far (the memo's name for them) */
+	/* The best trial of the op being chosen so far (trial_build), by
+	 * candidate_cmp under the objective, and when op_have its tables:
+	 * the op's own trial when that choice is built (trial_op). */
+	Candidate op_best;
+	OpChoice op_key;
+	int op_set, op_have, op_first, op_last;
+	int64_t *op_tab, *op_frg, *scratch;     /* per tile; scratch: 3 x tiles */
+	int64_t *by, nby;                       /* trial_build's per-placement bytes */
+} Builder;
+
+/* Builds one choice of op (a GEMM candidate, an attention's staging). */
+typedef void (*BuildFn)(Builder *b, const MOp *op, const void *arg);
+
+/* A lower bound on a choice's rank under the memory objective (planner_cost.c). */
+typedef struct {
+	int64_t excess, bytes;  /* the worst tile's excess in 1% steps; bytes, all tiles */
+} Bound;
+
+/* The whole plan lowered as amp-compose, amp-expand, amp-exchange and
+ * amp-group do, and checked as amp-emit does: the worst tiles' figures. */
+typedef struct {
+	int lowered;                    /* 0: the lowering failed (why) */
+	int64_t wt, wf, ws;             /* tiles with the most table bytes, fragments, SRAM */
+	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
+	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
+	int64_t cycles;                 /* total modelled cycles (when asked for) */
+	/* over the SRAM: the largest placement on tile ws at its peak step */
+	int64_t big_bytes, big_step;
+	char big[128];
+	char why[sizeof ((Err *)0)->msg];
+} Fit;
+
+/* How the cycles objective's kept plan was built: its ownership, and its
+ * attempt's margin and table price (lib/planner/planner.c); its whole-plan
+ * cycles when they were measured, else 0. */
+typedef struct {
+	Ownership own;
+	double margin, price;
+	int64_t cycles;
+} Held;
+
+typedef struct Stop Stop;
+
+/* planner.c: records, ownership, homes */
+int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
+	       Format fmt, int scale);
+int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
+void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst);
+int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
+		int out, double eps);
+void canonical_of(const Builder *b, const PTensor *t, Placement *p);
+int canonical(Builder *b, int tensor);
+int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+	      int64_t tile);
+void tile_load(Builder *b, int op, int64_t *acc);
+int64_t base_load(Builder *b, int op);
+
+/* planner.c: the whole plan's lowering and check; one build (stop may be
+ * NULL) */
+/* want_cycles: FIT_LIMITS (0) the limits alone; FIT_CYCLES (1) also the
+ * plan's total cycles (f->cycles, amp-capture's); FIT_CYCLES_IF_FITS
+ * those only when it fits (one lowering for both). */
+enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS };
+/* " Next: ..." for a "does not fit" message: pin op (or NULL), a smaller
+ * batch, a machine file with more tiles. */
+void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size);
+void plan_fit(const Plan *pl, int want_cycles, Fit *f);
+int fit_ok(const Fit *f);
+/* 1 and why (size bytes) when f does not fit: the tile and the figure;
+ * else 0 */
+int fit_why(const Fit *f, const Machine *mc, char *why, size_t size);
+int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);
+
+/* planner_descent.c: each GEMM's best trials kept for the descent */
+#define DESCENT_KEEP 6
+void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, const Held *h,
+		  const Explain *ex, Descent *log);
+
+/* planner_gemm.c */
+int64_t op_start(const Builder *b, const MOp *op);
+int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
+
+/* planner_cost.c */
+double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
+int cannot_beat(Bound bd, const Candidate *beat);
+/* The cycles objective's rank of a trial of op that took cycles (-1:
+ * unknown, then -1) and left the worst tile with table bytes: cycles
+ * times the op's runs plus b->price times table (Candidate.x_score). */
+int64_t trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table);
+Memo *memo_new(void);
+void memo_free(Memo *mm);
+/* Before an op's trials: no best trial yet. */
+void trial_reset(Builder *b);
+/* k (a choice of op) was lowered by trial_build (or by none) and is now
+ * built: the choices made so far include it. */
+void trial_decide(Builder *b, const MOp *op, const OpChoice *k);
+/* The steps first.. of op, built, lowered (plan_trial) and added to every
+ * tile's tables and fragments (b->tab, b->frg); the op's best trial's
+ * figures when they are those steps' (the same plan, lowered the same
+ * way). */
+int trial_op(Builder *b, const MOp *op, int first, Err *e);
+void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, const OpChoice *k,
+		 const int64_t *load, Bound *bound, int64_t *lb, Candidate *c);
+
+/* planner_ops.c */
+void plan_rowlocal(Builder *b, const MOp *op);
+void plan_broadcast(Builder *b, const MOp *op);
+int plan_attention(Builder *b, const MOp *op, Err *e);
+void plan_append(Builder *b, const MOp *op);
+void plan_last(Builder *b, const MOp *op);
+void plan_carry(Builder *b, const char *op, int from, int to);
+
+#endif

@@ -1,0 +1,562 @@
+/* planner_ops.c: the planner's other ops (lib/planner/planner.h): row-local ops
+ * on the owners, broadcasts, attention (its staging costed exactly by
+ * planner_cost.c) and a repeat's carried activation. */
+#include "planner/planner_int.h"
+
+/* ---- row-local ops ---- */
+
+/* A vector parameter on every owner: stage on the first, then replicate. */
+static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
+{
+	Plan *pl = b->pl;
+	int64_t owners = place_shards(&pl->p[owners_of]);
+	int64_t obase = pl->p[owners_of].base, ostride = pl->p[owners_of].stride[1];
+	Placement p;
+	int existed, st, rep;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = 1;
+	p.block[0] = pl->t[tensor].shape[0];
+	p.base = obase;
+	st = add_place(pl, &p, tensor, "owners.stage", &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], st);
+	if (owners > 1) {
+		p.nrep = 1;
+		p.rep[0] = owners;
+		p.rstride[0] = ostride;
+	}
+	rep = add_place(pl, &p, tensor, "owners", &existed);
+	if (!existed && rep != st)
+		add_copy(pl, op, opd, MOVE_PARAMETER, st, rep);
+	return rep;
+}
+
+/* A [tokens, features] parameter cut by the owners' token rows: owner i
+ * holds the rows of its tokens (a position table, a probe token). */
+static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, int owners_of)
+{
+	Plan *pl = b->pl;
+	const Placement *o = &pl->p[owners_of];
+	Placement p;
+	int existed, d;
+
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = o->split[1], p.block[0] = o->block[1], p.stride[0] = o->stride[1];
+	p.split[1] = 1, p.block[1] = pl->t[tensor].shape[1];
+	if (o->split[0] > 1)            /* the same rows on every batch part's owner */
+		p.nrep = 1, p.rep[0] = o->split[0], p.rstride[0] = o->stride[0];
+	p.base = o->base;
+	d = add_place(pl, &p, tensor, "owners.rows", &existed);
+	if (!existed)
+		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], d);
+	return d;
+}
+
+void plan_rowlocal(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int in[3], nin = 0, out = plan_find_tensor(pl, m->t[op->out].name), existed;
+	static const ComputeKind kinds[OP_COUNT] = {
+		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
+		[OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU, [OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE,
+	};
+	Placement p;
+
+	in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[0]].name));
+	if (op->kind == OP_ADD) {
+		int bt = plan_find_tensor(pl, m->t[op->in[1]].name);
+		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
+						      : canonical(b, bt);
+	}
+	if (op->kind == OP_MUL || op->kind == OP_ROPE)      /* the other activation, or the positions */
+		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
+	if (op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM)
+		for (int k = 1; k < op->nin; k++)
+			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
+					      plan_find_tensor(pl, m->t[op->in[k]].name), in[0]);
+	p = pl->p[in[0]];
+	p.name = NULL;
+	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
+	int st = add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
+	if (op->kind == OP_ROPE)
+		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta;
+}
+
+/* append: the state's home holds whole rows of a batch entry's block of
+ * positions on each tile. Which block a new row lands in is known only at
+ * run time, so the rows (and their positions) of each batch entry go to
+ * every tile of its blocks: a static exchange. Each tile then writes the
+ * rows whose position falls in its block: only compute reads the
+ * position. */
+void plan_append(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int st = b->canon[plan_find_tensor(pl, m->t[op->out].name)], in[2], existed;
+	const Placement home = pl->p[st], *h = &home;    /* a copy: add_place may move pl->p */
+	int64_t blk = h->block[1];
+	/* rows known to land at first + t, from a block boundary (a prefill's):
+	 * each goes to its block's tile alone */
+	int aligned = op->first >= 0 && op->first % blk == 0;
+	for (int k = 0; k < 2; k++) {
+		int t = plan_find_tensor(pl, m->t[op->in[k]].name);
+		int64_t T = pl->t[t].shape[1];
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[0] = h->split[0], p.block[0] = h->block[0], p.stride[0] = h->stride[0];
+		p.split[1] = 1, p.block[1] = T;
+		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
+		p.base = h->base;
+		if (aligned) {
+			p.split[1] = cdiv(T, blk), p.block[1] = blk, p.stride[1] = h->stride[1];
+			p.base = h->base + op->first / blk * h->stride[1];
+		} else if (h->split[1] > 1) {
+			p.nrep = 1, p.rep[0] = h->split[1], p.rstride[0] = h->stride[1];
+		}
+		in[k] = add_place(pl, &p, t, k ? "append.positions" : "append.rows", &existed);
+		if (!existed)
+			add_copy(pl, op->name, k ? OPD_POS : OPD_X, MOVE_ACTIVATION, canonical(b, t), in[k]);
+	}
+	int s = add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
+	pl->s[s].first = op->first;
+}
+
+/* last: each batch entry's last row, on the owner that holds it: the
+ * result's shard of batch entries sits on the tile of x's canonical
+ * shard with row T - 1, then returns to its own canonical owners. */
+void plan_last(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int x = plan_find_tensor(pl, m->t[op->in[0]].name), out = plan_find_tensor(pl, m->t[op->out].name), existed;
+	int in = canonical(b, x);
+	const Placement c = pl->p[in];
+	int64_t T = pl->t[x].shape[1];
+	Placement p;
+	memset(&p, 0, sizeof p);
+	p.layout = LAYOUT_ROW_MAJOR;
+	p.split[0] = c.split[0], p.block[0] = c.block[0], p.stride[0] = c.stride[0];
+	p.split[1] = 1, p.block[1] = 1;
+	p.split[2] = 1, p.block[2] = pl->t[x].shape[2];
+	p.base = c.base + (T - 1) / c.block[1] * c.stride[1];
+	int lp = add_place(pl, &p, out, "last", &existed);
+	add_compute(pl, op->name, C_LAST, &in, 1, lp, 0);
+	Placement cp;
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	if (b->canon[out] != lp)
+		add_copy(pl, op->name, OPD_OUT, MOVE_ACTIVATION, lp, b->canon[out]);
+}
+
+/* A [tokens, features] parameter made an activation: every batch entry a
+ * copy, on the owners of the result's token rows. */
+void plan_broadcast(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	int out = plan_find_tensor(pl, b->m->t[op->out].name), x = plan_find_tensor(pl, b->m->t[op->in[0]].name);
+	Placement cp;
+	int existed;
+
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	int in = rows_on_owners(b, op->name, OPD_X, x, b->canon[out]);
+	add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
+}
+
+/* Attention tiles: (batch, query block, head, key block). Tile
+ * (b, qb, h, kb) sits at base + ((b*QB + qb)*H + h)*KB + kb. With one key
+ * block it holds its query rows and the whole head's keys and values and
+ * writes the head's output columns. With KB > 1 it holds a block of the
+ * keys and values (multicast to the head's query blocks) and writes an
+ * fp32 partial [m, l, o] per query row; the partials of a query block are
+ * gathered on its kb = 0 tile and merged there in key-block order (online
+ * softmax, formats/plan.md). The output returns to the owners. */
+typedef struct {
+	int64_t QB, KB, tq, tk, bytes;
+} AttnGrid;
+
+/* Bytes a tile holds for attention with QB query and KB key blocks: q,
+ * k, v, the score scratch of one row, and the partials, their gathered
+ * block and the output when KB > 1 (the output alone otherwise). */
+static int64_t attn_bytes(int64_t Tq, int64_t Tk, int64_t D, int64_t QB, int64_t KB, int64_t *tq,
+			  int64_t *tk)
+{
+	*tq = cdiv(Tq, QB), *tk = cdiv(Tk, KB);
+	int64_t b = 2 * *tq * D + 2 * 2 * *tk * D + 4 * *tk + 2 * *tq * D;
+	if (KB > 1)
+		b += 4 * *tq * (D + 2) * (1 + KB);
+	return b;
+}
+
+/* The fewest key blocks whose tile fits beside what is in use (with the
+ * table budget kept free), then the most query blocks; when none fits,
+ * the smallest tile. */
+static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op)
+{
+	int64_t room = machine_avail(b->mc) - base_load(b, op) - b->mc->table_budget_bytes;
+	AttnGrid best = { 0, 0, 0, 0, INT64_MAX }, small = best;
+	for (int64_t KB = 1; KB <= Tk && KB <= per; KB++) {
+		if (!uniform_ok(Tk, KB))
+			continue;
+		for (int64_t QB = per / KB; QB >= 1; QB--) {
+			if (QB > Tq || !uniform_ok(Tq, QB))
+				continue;
+			AttnGrid g = { QB, KB, 0, 0, 0 };
+			g.bytes = attn_bytes(Tq, Tk, D, QB, KB, &g.tq, &g.tk);
+			if (g.bytes < small.bytes)
+				small = g;
+			if (g.bytes <= room && !best.QB)
+				best = g;
+			break;          /* the most query blocks for this KB */
+		}
+		if (best.QB)
+			break;
+	}
+	return best.QB ? best : small;
+}
+
+typedef struct {
+	AttnGrid ag;
+	int relay;
+	int home;               /* on the tiles of the state's home (kv_staging home) */
+} AttnTry;
+
+static void build_attention(Builder *b, const MOp *op, const void *arg);
+
+/* Attention on the tiles of its keys' and values' home: when kv is a
+ * state whose home holds one batch entry's block of positions, whole
+ * rows, per tile, each such tile attends over its block for every head
+ * in place (nothing moves but q, the positions and the partials), its
+ * KB = the home's position blocks; the partials of head h merge on the
+ * tile of block h of its batch entry. Returns KB, or 0 when the home
+ * does not allow it: not a state's home, a tile holding several batch
+ * entries, or fewer blocks than heads (but one). Whether its tiles fit
+ * is the trial's to judge, as for every candidate. */
+static int64_t home_blocks(Builder *b, const MOp *op)
+{
+	const Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	if (q == kv || pl->t[kv].role != R_STATE || b->canon[kv] < 0)
+		return 0;
+	const Placement *h = &pl->p[b->canon[kv]];
+	int64_t B = pl->t[q].shape[0], H = op->heads, KB = h->split[1];
+	if (h->split[0] != B || h->split[2] != 1 || (KB > 1 && KB < H))
+		return 0;
+	return KB;
+}
+
+int plan_attention(Builder *b, const MOp *op, Err *e)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name);
+	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
+	int64_t B = qt->shape[0], Tq = qt->shape[1], Tk = kt->shape[1], C = pl->t[out].shape[2];
+	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
+
+	if (B * H > T)
+		return err_at(e, m->file, op->line, op->col,
+			      "attention '%s': %lld batch entries x %lld heads need more tiles than the "
+			      "machine's %lld", op->name, (long long)B, (long long)H, (long long)T);
+	AttnGrid ag = attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops));
+	if (op->grid[0]) {
+		int64_t QB = op->grid[0], KB = op->grid[1];
+		const char *why = QB > Tq ? "more query blocks than query tokens" :
+				  KB > Tk ? "more key blocks than keys" :
+				  !uniform_ok(Tq, QB) ? "query blocks that do not cut the queries uniformly" :
+				  !uniform_ok(Tk, KB) ? "key blocks that do not cut the keys uniformly" :
+				  B * H * QB * KB > T ? "more tiles than the machine has" : NULL;
+		if (why)
+			return err_at(e, m->file, op->pin_line, op->pin_col,
+				      "pin for '%s': blocks [%lld, %lld] need %s (%lld queries, %lld keys, "
+				      "%lld x %lld x %lld x %lld tiles of %lld)", op->name, (long long)QB,
+				      (long long)KB, why, (long long)Tq, (long long)Tk, (long long)B,
+				      (long long)H, (long long)QB, (long long)KB, (long long)T);
+		ag.QB = QB, ag.KB = KB;
+		ag.bytes = attn_bytes(Tq, Tk, D, QB, KB, &ag.tq, &ag.tk);
+	}
+	/* Keys and values: direct multicast from the owners, or relay (each
+	 * block gathered once on its first query block's tile, then sent on
+	 * whole). With exact costing both are lowered and the better kept. */
+	/* Or on the tiles of a state's home, reading it in place. */
+	int64_t HB = op->grid[0] && op->kv_staging != 3 ? 0 : home_blocks(b, op);
+	if (op->kv_staging == 3 && !HB)
+		return err_at(e, m->file, op->pin_line, op->pin_col,
+			      "pin for '%s': kv_staging home needs kv to be a state whose home holds one batch "
+			      "entry's block of positions per tile, and at least as many blocks as heads (or one)",
+			      op->name);
+	if (op->kv_staging == 3 && op->grid[0])
+		return err_at(e, m->file, op->pin_line, op->pin_col,
+			      "pin for '%s': kv_staging home takes its blocks from the state's home; pin no blocks",
+			      op->name);
+	AttnTry at = { ag, op->kv_staging == 2, op->kv_staging == 3 };
+	if (at.home)
+		at.ag.QB = 1, at.ag.KB = HB;
+	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
+		int64_t *load = xcalloc((size_t)T, sizeof *load);
+		Candidate c[3];
+		memset(c, 0, sizeof c);
+		tile_load(b, (int)(op - m->ops), load);
+		int n = HB ? 3 : 2, best = 0;
+		for (int r = 0; r < n; r++) {
+			AttnTry t = { ag, r == 1, r == 2 };
+			if (r == 2)
+				t.ag.QB = 1, t.ag.KB = HB;
+			OpChoice k = { { t.ag.QB, t.ag.KB, r, -1, -1, -1, -1 } };
+			trial_build(b, op, build_attention, &t, &k, load, NULL, NULL, &c[r]);
+			if (r && candidate_cmp(&c[r], &c[best], b->o->objective) < 0)
+				best = r;       /* ties: the earlier */
+		}
+		at = (AttnTry){ ag, best == 1, best == 2 };
+		if (best == 2)
+			at.ag.QB = 1, at.ag.KB = HB;
+		free(load);
+	}
+	build_attention(b, op, &at);
+	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, -1, -1, -1, -1 } };
+	trial_decide(b, op, &k);
+	return 0;
+}
+
+/* Builds attention op on the tiles of its state's home (home_blocks): q
+ * and the positions multicast to every block of their batch entry, the
+ * keys and values read in place, each tile's partial for all heads, its
+ * heads' columns cut into n chunks (each with its own m and l: the most,
+ * at least 8 columns wide, whose heads x n merges the blocks hold), chunk
+ * c of head h merged on block h*n + c's tile (or, with one block, the
+ * output written there). */
+/* The common tail of both attention forms: the attention step into o, or
+ * (pp given) into a [KB, B, Tq, width] fp32 partial placed by pp, reduced
+ * to rp and merged into o; then the step's fields and the output's copy
+ * back to its canonical owners. */
+static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
+			   Placement *o, Placement *pp, Placement *rp,
+			   const int64_t pshape[4], int64_t scratch, int64_t chunks)
+{
+	Plan *pl = b->pl;
+	int out = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
+	int64_t D = pl->t[out].shape[2] / op->heads;
+	char where[160];
+	snprintf(where, sizeof where, "%s.out", op->name);
+	int op_out = add_place(pl, o, out, where, &existed);
+	if (!pp) {
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
+	} else {
+		char name[200];
+		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP32, 0);
+		snprintf(where, sizeof where, "%s.partial", op->name);
+		int pi = add_place(pl, pp, pt, where, &existed);
+		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
+		snprintf(where, sizeof where, "%s.merge", op->name);
+		int ri = add_place(pl, rp, pt, where, &existed);
+		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
+		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+	}
+	pl->s[st].scale = 1.0 / sqrt((double)D);
+	pl->s[st].heads = op->heads;
+	pl->s[st].kv_heads = op->kv_heads;
+	pl->s[st].causal = op->causal;
+	pl->s[st].scratch = scratch;
+	pl->s[st].chunks = chunks;
+	Placement cp;
+	canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+}
+
+static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), existed, home = b->canon[kv], idx[4];
+	const Placement h = pl->p[home];        /* a copy: add_place may move pl->p */
+	int64_t B = pl->t[q].shape[0], Tq = pl->t[q].shape[1], C = pl->t[out].shape[2], H = op->heads, D = C / H;
+	int64_t s0 = h.stride[0], s1 = h.stride[1], n = 1;
+	for (int64_t c = 2; KB > 1 && c * 8 <= D; c++)
+		if (D % c == 0 && H * c <= KB)
+			n = c;
+	int64_t dc = D / n;
+	char where[160];
+	int nin = op->in[2] >= 0 ? 4 : 3;
+
+	for (int k = 0; k < nin; k += 3) {      /* q, then the positions */
+		int t = k ? plan_find_tensor(pl, m->t[op->in[2]].name) : q;
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = s0;
+		p.split[1] = 1, p.block[1] = Tq;
+		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
+		if (KB > 1)
+			p.nrep = 1, p.rep[0] = KB, p.rstride[0] = s1;
+		p.base = h.base;
+		snprintf(where, sizeof where, "%s.%s", op->name, k ? "positions" : "q");
+		idx[k] = add_place(pl, &p, t, where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, k ? OPD_POS : OPD_Q, MOVE_ACTIVATION, canonical(b, t), idx[k]);
+	}
+	idx[1] = idx[2] = home;
+	Placement o;
+	memset(&o, 0, sizeof o);
+	o.layout = LAYOUT_ROW_MAJOR;
+	o.split[0] = B, o.block[0] = 1, o.stride[0] = s0;
+	o.split[1] = 1, o.block[1] = Tq;
+	o.split[2] = KB > 1 ? H * n : 1, o.block[2] = KB > 1 ? dc : C, o.stride[2] = KB > 1 ? s1 : 0;
+	o.base = h.base;
+	if (KB == 1) {
+		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * h.block[1], 1);
+		return;
+	}
+	int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
+	Placement pp, rp;
+	memset(&pp, 0, sizeof pp);
+	pp.layout = LAYOUT_ROW_MAJOR;
+	pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = s1;
+	pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = s0;
+	pp.split[2] = 1, pp.block[2] = Tq;
+	pp.split[3] = 1, pp.block[3] = H * (D + 2 * n);
+	pp.base = h.base;
+	rp = pp;
+	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+	rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = s1;
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * h.block[1], n);
+}
+
+/* Builds attention op with the grid and staging of arg (an AttnTry). */
+static void build_attention(Builder *b, const MOp *op, const void *arg)
+{
+	const AttnTry *at = arg;
+	if (at->home) {
+		build_home_attention(b, op, at->ag.KB);
+		return;
+	}
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
+	const PTensor *qt = &pl->t[q];
+	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
+	int64_t H = op->heads, D = C / H, G = op->kv_heads, g = H / G, KC = G * D;
+	AttnGrid ag = at->ag;
+	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = op_start(b, op);
+	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
+	/* k and v: G heads of D columns (KC in all) after q's C when fused;
+	 * kv head j serves q heads j*g .. j*g + g - 1 */
+	int64_t coff[3] = { 0, fused ? C : 0, fused ? C + KC : KC };
+	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
+	int tensor[3] = { q, kv, kv }, idx[4];
+	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
+	static const char *what[3] = { "q", "k", "v" };
+	char where[160];
+
+	for (int k = 0; k < 3; k++) {
+		const PTensor *t = &pl->t[tensor[k]];
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.off[2] = coff[k];
+		int64_t w = k ? KC : C;
+		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = w;
+		memcpy(p.whole, t->shape, sizeof p.whole);
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
+		p.split[2] = k ? G : H, p.block[2] = D, p.stride[2] = k ? g * sh : sh;
+		if (k == 0) {
+			p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
+			if (KB > 1)
+				p.nrep = 1, p.rep[0] = KB, p.rstride[0] = 1;
+		} else {
+			p.split[1] = KB, p.block[1] = tk, p.stride[1] = 1;
+			if (QB > 1)
+				p.rep[p.nrep] = QB, p.rstride[p.nrep++] = sq;
+			if (g > 1)              /* the q heads of the group */
+				p.rep[p.nrep] = g, p.rstride[p.nrep++] = sh;
+		}
+		if (coff[k] == 0 && w == t->shape[2])
+			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
+		p.base = base;
+		if (k > 0 && at->relay && p.nrep) {
+			/* gathered once on the q = 0 tile of its query blocks, then
+			 * relayed whole to the others (replica 0 is that buffer) */
+			Placement st = p;
+			st.nrep = 0, st.rep[0] = 0, st.rstride[0] = 0;
+			snprintf(where, sizeof where, "%s.%s.stage", op->name, what[k]);
+			int si = add_place(pl, &st, tensor[k], where, &existed);
+			if (!existed)
+				add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], si);
+			snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
+			idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+			if (!existed)
+				add_copy(pl, op->name, opd[k], MOVE_RELAY, si, idx[k]);
+			continue;
+		}
+		snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
+		idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
+	}
+	int nin = 3;
+	if (op->in[2] >= 0) {           /* positions: each query row's, beside it */
+		int pt = plan_find_tensor(pl, m->t[op->in[2]].name);
+		Placement p;
+		memset(&p, 0, sizeof p);
+		p.layout = LAYOUT_ROW_MAJOR;
+		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
+		p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
+		p.split[2] = 1, p.block[2] = 1;
+		p.rep[p.nrep] = H, p.rstride[p.nrep++] = sh;
+		if (KB > 1)
+			p.rep[p.nrep] = KB, p.rstride[p.nrep++] = 1;
+		p.base = base;
+		snprintf(where, sizeof where, "%s.positions", op->name);
+		idx[3] = add_place(pl, &p, pt, where, &existed);
+		if (!existed)
+			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, canonical(b, pt), idx[3]);
+		nin = 4;
+	}
+	Placement o;
+	memset(&o, 0, sizeof o);
+	o.layout = LAYOUT_ROW_MAJOR;
+	o.split[0] = B, o.block[0] = 1, o.stride[0] = sb;
+	o.split[1] = QB, o.block[1] = tq, o.stride[1] = sq;
+	o.split[2] = H, o.block[2] = D, o.stride[2] = sh;
+	o.base = base;
+	if (KB == 1) {
+		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * tk, 1);
+		return;
+	}
+	/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
+	int64_t shape[4] = { KB, B, Tq, H * (D + 2) };
+	Placement pp, rp;
+	memset(&pp, 0, sizeof pp);
+	pp.layout = LAYOUT_ROW_MAJOR;
+	pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = 1;
+	pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = sb;
+	pp.split[2] = QB, pp.block[2] = tq, pp.stride[2] = sq;
+	pp.split[3] = H, pp.block[3] = D + 2, pp.stride[3] = sh;
+	pp.base = base;
+	rp = pp;
+	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * tk, 1);
+}
+
+/* The carried activation of a repeat: a local copy on its owners. */
+void plan_carry(Builder *b, const char *op, int from, int to)
+{
+	Plan *pl = b->pl;
+	int in = canonical(b, from), existed;
+	if (b->canon[to] < 0) {
+		Placement p = pl->p[in];
+		p.name = NULL;
+		b->canon[to] = add_place(pl, &p, to, "canon", &existed);
+	}
+	add_compute(pl, op, C_CARRY, &in, 1, b->canon[to], 0);
+}

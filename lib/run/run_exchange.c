@@ -1,0 +1,597 @@
+/* run_exchange.c: the machine's exchange and its run (lib/run/run.h,
+ * run_program; docs/machine.md §8): each phase's SENDs and RECVs taken
+ * from the program's decoded rows and matched with the schedule's
+ * transfers, every write (a receive, a local copy, a zero fill) checked to
+ * land inside its step's destination, the destination poisoned, the
+ * copies made (tile by tile on two threads where no copy reads the
+ * destination) and checked byte for byte; then
+ * run_program, which encodes the values, fills the SRAM images and runs
+ * the steps, a repeat's body once per iteration. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage/alloc.h"
+#include "run/run_int.h"
+
+/* ---- exchange from the program's rows ---- */
+
+/* One receive's copy: len bytes from tile st at sa (st < 0: zeros) to
+ * tile dt at da, of the frag'th send or local copy of its step. */
+typedef struct {
+	int64_t st, sa, dt, da, len, frag;
+} Move;
+
+typedef struct {
+	Machine_ *m;
+	Instr **row;
+	int *n, *cur;
+	int phase;
+	int failed;
+	uint8_t *buf;           /* a fragment's bytes in flight, reused */
+	int64_t nbuf;
+	int64_t *lo, *hi;       /* per tile: the bytes the present step's destination occupies (lo > hi: none) */
+	Move *mv;               /* the step's receives and local copies, checked, not yet made, in schedule order */
+	int64_t nmv, cmv, nfrag;
+	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
+	int64_t *first, *order; /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
+	int64_t *sfirst, *stiles; /* the destination's tiles by shard: shard k's are stiles[sfirst[k] .. sfirst[k + 1]) */
+	int src, dst;           /* the step's placements */
+} Exchange;
+
+/* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
+static int shard_range(Machine_ *m, int p, int64_t t, int64_t *lo, int64_t *hi)
+{
+	const Placement *pp = &m->pl->p[p];
+	int64_t idx[MAX_RANK], lin = shards_of(m, p)[t];
+	if (lin < 0)
+		return 0;
+	place_shard_idx(pp, lin, idx);
+	Layout l = place_layout(pp, idx);
+	*lo = pp->addr, *hi = pp->addr + layout_bytes(&l);
+	return 1;
+}
+
+/* Every write, a receive, a local copy or a zero fill, must land inside
+ * its step's destination on its tile: any other byte it wrote would be a
+ * stray write into another tensor (or into memory no placement owns),
+ * which the destinations' check cannot see. */
+static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int64_t len)
+{
+	Machine_ *m = x->m;
+	const Plan *pl = m->pl;
+	int dst = pl->s[xf->step].dst;
+	if (addr >= x->lo[t] && addr + len <= x->hi[t])
+		return 0;
+	/* name what the bytes belong to: a placement live at this step first */
+	int *fi = xmalloc((size_t)pl->np * sizeof *fi), *la = xmalloc((size_t)pl->np * sizeof *la);
+	int *al = xmalloc((size_t)pl->np * sizeof *al), owner = -1, live = 0;
+	plan_lifetimes(pl, fi, la, al);
+	for (int p = 0; p < pl->np; p++) {
+		int64_t plo, phi;
+		if (p == dst || !shard_range(m, p, t, &plo, &phi))
+			continue;
+		if (plan_stacked(pl, p))
+			phi = plo + place_instance(&pl->p[p]) * pl->t[pl->p[p].tensor].count;
+		if (plo >= addr + len || addr >= phi)
+			continue;
+		int l = fi[p] <= xf->step && xf->step <= la[p];
+		if (owner < 0 || (l && !live))
+			owner = p, live = l;
+	}
+	free(fi);
+	free(la);
+	free(al);
+	char what[300];
+	if (owner >= 0)
+		snprintf(what, sizeof what, "placement '%s' (%s at this step)", pl->p[owner].name,
+			 live ? "live" : "dead");
+	else
+		snprintf(what, sizeof what, "memory no placement owns");
+	const char *who = xf->kind == X_SEND ? "a receive" : xf->kind == X_LOCAL ? "a local copy" : "a zero fill";
+	return errf(m->e, "tile %lld, phase %d: %s writes bytes %lld..%lld outside the destination "
+		    "'%s' of its step %d, into %s", (long long)t, x->phase, who, (long long)addr,
+		    (long long)(addr + len), pl->p[dst].name, xf->step, what);
+}
+
+static Instr *next_instr(Exchange *x, int64_t t)
+{
+	if (!x->row[t] || x->cur[t] >= x->n[t])
+		return NULL;
+	return &x->row[t][x->cur[t]++];
+}
+
+
+static void push_move(Exchange *x, Move v)
+{
+	if (x->nmv == x->cmv)
+		x->mv = xrealloc(x->mv, (size_t)(x->cmv = x->cmv ? 2 * x->cmv : 1024) * sizeof *x->mv);
+	x->mv[x->nmv++] = v;
+}
+
+static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Exchange *x = ctx;
+	Machine_ *m = x->m;
+	int64_t T = m->pl->machine.tiles;
+	(void)mb, (void)sa, (void)da;
+	Instr *s = next_instr(x, st);
+	if (!s || s->kind != I_SEND || s->len != xf->len)
+		return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the send of "
+			    "%lld bytes the schedule needs (step %d)", (long long)st, x->phase,
+			    (long long)xf->len, xf->step);
+	int64_t sa0 = s->addr + m->s.iter * s->istride;       /* a moving source: this iteration's */
+	if (sa0 < 0 || sa0 + xf->len > m->s.sram) {
+		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
+			    x->phase, (long long)sa0);
+	}
+	/* Receives write only inside the step's destination (else
+	 * check_stray stops the run), so a send that reads none of it on its
+	 * tile reads the same bytes whenever it is copied: the step's copies
+	 * are checked first and made afterwards (make_moves). */
+	sim_tile(&m->s, st);
+	if (sa0 < x->hi[st] && x->lo[st] < sa0 + xf->len)
+		x->hazard = 1;
+	for (int64_t j = 0; j < xf->nrecv; j++) {
+		int64_t t = tile_mod(dt + j * xf->recv_step, T);
+		Instr *r = next_instr(x, t);
+		if (!r || r->kind != I_RECV || r->len != xf->len || r->peer != st) {
+			return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the "
+				    "receive of %lld bytes from tile %lld the schedule needs (step %d)",
+				    (long long)t, x->phase, (long long)xf->len, (long long)st, xf->step);
+		}
+		if (r->addr < 0 || r->addr + xf->len > m->s.sram || check_stray(x, xf, t, r->addr, xf->len)) {
+			if (r->addr < 0 || r->addr + xf->len > m->s.sram)
+				return errf(m->e, "tile %lld, phase %d: receive address %lld out of SRAM",
+					    (long long)t, x->phase, (long long)r->addr);
+			return -1;
+		}
+		sim_tile(&m->s, t);
+		push_move(x, (Move){ st, sa0, t, r->addr, xf->len, x->nfrag });
+	}
+	x->nfrag++;
+	return 0;
+}
+
+
+/* Fills a copy's destination shards with 0xA5, but those that alias the
+ * source's shard on their tile (the same buffer). */
+typedef struct {
+	Machine_ *m;
+	int src, dst;
+} Poison;
+
+static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
+{
+	Poison *q = ctx;
+	Layout l = place_layout(p, idx);
+	(void)rep;
+	if (q->m->pl->p[q->src].addr == p->addr && place_aliases(q->m->pl, q->src, q->dst, idx, t))
+		return 0;
+	memset(sim_tile(&q->m->s, t) + p->addr, 0xA5, (size_t)layout_bytes(&l));
+	return 0;
+}
+
+/* A member of a local copy (on-tile, or zeros), checked as sim_xfer
+ * checks it and kept as moves like a send's. */
+static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
+{
+	Exchange *x = ctx;
+	Machine_ *m = x->m;
+	int64_t T = m->pl->machine.tiles;
+	(void)mb;
+	if (da < 0 || da + xf->len > m->s.sram || (xf->kind != X_ZERO && (sa < 0 || sa + xf->len > m->s.sram)))
+		return errf(m->e, "transfer of step %d: address out of SRAM (tile %lld, %lld)", xf->step,
+			    (long long)dt, (long long)da);
+	if (xf->kind != X_ZERO) {
+		sim_tile(&m->s, st);
+		if (sa < x->hi[st] && x->lo[st] < sa + xf->len)
+			x->hazard = 1;
+	}
+	for (int64_t j = 0; j < xf->nrecv; j++) {
+		int64_t t = tile_mod(dt + j * xf->recv_step, T);
+		if (check_stray(x, xf, t, da, xf->len))
+			return -1;
+		sim_tile(&m->s, t);
+		push_move(x, (Move){ xf->kind == X_ZERO ? -1 : st, sa, t, da, xf->len, x->nfrag });
+	}
+	x->nfrag++;
+	return 0;
+}
+
+/* Tile t's shard of the step's destination poisoned (as poison does). */
+static void poison_tile(Exchange *x, int64_t t)
+{
+	Machine_ *m = x->m;
+	int64_t lin = shards_of(m, x->dst)[t], idx[MAX_RANK];
+	if (lin < 0)
+		return;
+	place_shard_idx(&m->pl->p[x->dst], lin, idx);
+	Poison q = { m, x->src, x->dst };
+	poison(&q, &m->pl->p[x->dst], idx, NULL, t);
+}
+
+typedef struct {
+	Exchange *x;
+	int part;
+	SimCheck *c;            /* this thread's check */
+	int bad;                /* a replica failed it */
+} MovePart;
+
+/* The shards lin = part mod 2 of the step's destination, each replica's
+ * tile poisoned, given its copies in order and checked while its bytes
+ * are in cache (the shard's expected image made once for its replicas). */
+static void *move_part(void *arg)
+{
+	MovePart *p = arg;
+	Exchange *x = p->x;
+	Sim *s = &x->m->s;
+	const Placement *dp = &x->m->pl->p[x->dst];
+	for (int64_t lin = p->part; lin < place_shards(dp); lin += 2) {
+		int64_t idx[MAX_RANK];
+		place_shard_idx(dp, lin, idx);
+		for (int64_t k = x->sfirst[lin]; k < x->sfirst[lin + 1]; k++) {
+			int64_t t = x->stiles[k];
+			poison_tile(x, t);
+			for (int64_t i = x->first[t]; i < x->first[t + 1]; i++) {
+				const Move *v = &x->mv[x->order[i]];
+				if (v->st < 0)
+					memset(s->mem[v->dt] + v->da, 0, (size_t)v->len);
+				else
+					memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
+			}
+			if (!p->bad && sim_check_one(p->c, idx, t))
+				p->bad = 1;
+		}
+	}
+	return NULL;
+}
+
+/* Counting sort: items 0 .. n - 1, item i's key key[i * stride] in
+ * [0, nk), into order, grouped by key and in their own order within one;
+ * first[k] (nk + 1 of them) where key k's start. */
+static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, int64_t *first, int64_t *order)
+{
+	memset(first, 0, (size_t)(nk + 1) * sizeof *first);
+	for (int64_t i = 0; i < n; i++)
+		first[key[i * stride] + 1]++;
+	for (int64_t k = 0; k < nk; k++)
+		first[k + 1] += first[k];
+	int64_t *at = xmalloc((size_t)(nk + 1) * sizeof *at);
+	memcpy(at, first, (size_t)(nk + 1) * sizeof *at);
+	for (int64_t i = 0; i < n; i++)
+		order[at[key[i * stride]]++] = i;
+	free(at);
+}
+
+/* The step's destination poisoned and its checked copies (receives and
+ * local copies) made, as if each were made when checked: when no copy
+ * reads the destination and every one writes inside it, every byte a
+ * copy reads is the same whenever it is read, so each destination tile
+ * is poisoned, gets its copies in order and is checked while its bytes
+ * are in cache, the shards split over two threads; otherwise the
+ * destination is poisoned first and the copies made in order, each send
+ * or local copy from a copy of its bytes taken first. Returns 1 when
+ * every replica was checked and matched, else 0 (the caller checks the
+ * placement, and names the first difference). */
+static int make_moves(Exchange *x, int ph)
+{
+	Machine_ *m = x->m;
+	const Plan *pl = m->pl;
+	int64_t T = pl->machine.tiles;
+	const int64_t *ds = shards_of(m, x->dst);
+	for (int64_t t = 0; t < T; t++)          /* allocated before any thread */
+		if (ds[t] >= 0)
+			sim_tile(&m->s, t);
+	double t0 = run_now();
+	if (!x->hazard && sim_threads() > 1) {
+		x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
+		if (x->nmv)
+			group_by(&x->mv[0].dt, (int64_t)(sizeof *x->mv / sizeof x->mv[0].dt), x->nmv, T, x->first,
+				 x->order);
+		else
+			memset(x->first, 0, (size_t)(T + 1) * sizeof *x->first);
+		/* the destination's tiles by shard (the tiles with none last, not visited) */
+		int64_t ns = place_shards(&pl->p[x->dst]), *key = xmalloc((size_t)T * sizeof *key);
+		for (int64_t t = 0; t < T; t++)
+			key[t] = ds[t] >= 0 ? ds[t] : ns;
+		x->sfirst = xrealloc(x->sfirst, (size_t)(ns + 2) * sizeof *x->sfirst);
+		x->stiles = xrealloc(x->stiles, (size_t)T * sizeof *x->stiles);
+		group_by(key, 1, T, ns + 1, x->sfirst, x->stiles);
+		free(key);
+		MovePart mp[2] = { { x, 0, sim_check_begin(&m->s, pl, x->dst, ph), 0 },
+				   { x, 1, sim_check_begin(&m->s, pl, x->dst, ph), 0 } };
+		pthread_t th;
+		if (pthread_create(&th, NULL, move_part, &mp[1]) == 0) {
+			move_part(&mp[0]);
+			pthread_join(th, NULL);
+		} else {
+			move_part(&mp[0]);
+			move_part(&mp[1]);
+		}
+		sim_check_end(mp[0].c);
+		sim_check_end(mp[1].c);
+		run_totals.move_secs += run_now() - t0;
+		x->nmv = 0;
+		return !mp[0].bad && !mp[1].bad;
+	}
+	Poison q = { m, x->src, x->dst };
+	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
+	double t1 = run_now();
+	run_totals.poison_secs += t1 - t0;
+	for (int64_t i = 0; i < x->nmv; i++)   /* the snapshot buffer: the longest copy */
+		if (x->mv[i].len > x->nbuf) {
+			free(x->buf);
+			x->nbuf = x->mv[i].len;
+			x->buf = xmalloc((size_t)x->nbuf);
+		}
+	int64_t frag = -1;
+	for (int64_t i = 0; i < x->nmv; i++) {
+		const Move *v = &x->mv[i];
+		if (v->st < 0) {
+			memset(m->s.mem[v->dt] + v->da, 0, (size_t)v->len);
+			continue;
+		}
+		if (v->frag != frag) {          /* a send's bytes as they are before its receives */
+			memcpy(x->buf, m->s.mem[v->st] + v->sa, (size_t)v->len);
+			frag = v->frag;
+		}
+		memcpy(m->s.mem[v->dt] + v->da, x->buf, (size_t)v->len);
+	}
+	run_totals.move_secs += run_now() - t1;
+	x->nmv = 0;
+	return 0;
+}
+
+/* One thread's share of a phase's tables: the entries of tiles t = part
+ * mod 2, in order; its first failure. */
+typedef struct {
+	const Program *prog;
+	Exchange *x;
+	int ph, part, bad;
+	Err e;
+} RowPart;
+
+static void *rows_part(void *arg)
+{
+	RowPart *r = arg;
+	const Program *prog = r->prog;
+	for (int i = 0; i < prog->nent; i++) {
+		const Entry *en = &prog->ent[i];
+		if (en->phase != r->ph || en->tile % 2 != r->part)
+			continue;
+		if (program_row(prog, i, &r->x->row[en->tile], &r->x->n[en->tile], &r->e)) {
+			r->bad = i;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Phase ph's tables decoded, the tiles over two threads; the error is the
+ * first entry's that fails, as one pass in order reports it. */
+static int decode_tables(const Program *prog, int ph, Exchange *x, Err *e)
+{
+	RowPart rp[2] = { { prog, x, ph, 0, -1, { { 0 } } }, { prog, x, ph, 1, -1, { { 0 } } } };
+	pthread_t th;
+	if (sim_threads() > 1 && pthread_create(&th, NULL, rows_part, &rp[1]) == 0) {
+		rows_part(&rp[0]);
+		pthread_join(th, NULL);
+	} else {
+		rows_part(&rp[0]);
+		rows_part(&rp[1]);
+	}
+	const RowPart *bad = NULL;
+	for (int k = 0; k < 2; k++)
+		if (rp[k].bad >= 0 && (!bad || rp[k].bad < bad->bad))
+			bad = &rp[k];
+	if (!bad)
+		return 0;
+	*e = bad->e;
+	return -1;
+}
+
+static int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
+{
+	const Plan *pl = m->pl;
+	int64_t T = pl->machine.tiles;
+	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
+		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
+		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0, 0,
+		       xmalloc((size_t)(T + 1) * sizeof *x.first), NULL, NULL, NULL, 0, 0 };
+	int rc = 0;
+	double t0 = run_now(), t1;
+
+	if (ph >= 0)
+		rc = decode_tables(prog, ph, &x, m->e);
+	run_totals.table_secs += (t1 = run_now()) - t0;
+	/* Step by step (records follow step order): a destination is poisoned
+	 * just before its step moves anything, since a placement that dies
+	 * earlier in the phase may share its address, and checked when its
+	 * step ends, since one that dies later in the phase may be reused. */
+	int i = 0;
+	for (int s = first; s <= last && !rc; s++) {
+		if (pl->s[s].kind != STEP_COPY)
+			continue;
+		for (int64_t t = 0; t < T; t++)         /* where a receive of this step may write */
+			if (!shard_range(m, pl->s[s].dst, t, &x.lo[t], &x.hi[t]))
+				x.lo[t] = 1, x.hi[t] = 0;
+		x.src = pl->s[s].src, x.dst = pl->s[s].dst;
+		x.hazard = 0, x.nmv = x.nfrag = 0;
+		while (i < pl->nx && pl->x[i].step < s)
+			i++;
+		for (; i < pl->nx && pl->x[i].step == s && !rc; i++) {    /* checked, in order */
+			const Xfer *xf = &pl->x[i];
+			if (xf->kind == X_SEND) {
+				if (ph < 0)
+					rc = errf(m->e, "step %d: a send outside every phase", xf->step);
+				else
+					rc = xfer_each(xf, T, fragment, &x) ? -1 : 0;
+			} else {
+				Xfer lx = *xf;          /* a local copy from a stacked home: this iteration's instance */
+				int src = pl->s[s].src;
+				if (lx.kind == X_LOCAL && m->stacked[src])
+					lx.src_addr += m->s.iter * place_instance(&pl->p[src]);
+				rc = xfer_each(&lx, T, local_move, &x) ? -1 : 0;
+			}
+		}
+		run_totals.route_secs += (t0 = run_now()) - t1;
+		int checked = !rc && make_moves(&x, ph);
+		t1 = run_now();
+		if (!rc && !checked)
+			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
+		run_totals.check_secs += (t0 = run_now()) - t1;
+		t1 = t0;
+	}
+	for (int64_t t = 0; t < T && !rc; t++)
+		if (x.row[t] && x.cur[t] != x.n[t])
+			rc = errf(m->e, "tile %lld, phase %d: %d instructions of its table were not used by "
+				  "the schedule", (long long)t, ph, x.n[t] - x.cur[t]);
+	for (int64_t t = 0; t < T; t++)
+		free(x.row[t]);
+	free(x.row);
+	free(x.n);
+	free(x.cur);
+	free(x.buf);
+	free(x.lo);
+	free(x.hi);
+	free(x.mv);
+	free(x.first);
+	free(x.order);
+	free(x.sfirst);
+	free(x.stiles);
+	return rc;
+}
+
+/* ---- the program's run ---- */
+
+/* Tensor t's expected bytes into v->enc[t] (Values, run_int.h). */
+static void enc_update(Values *v, int t)
+{
+	const PTensor *x = &v->pl->t[t];
+	int64_t n = tensor_values(x), size = tensor_count(x);
+	int esz = fmt_bytes(x->fmt);
+	DataSpec d = plan_spec(v->pl, t);
+	int lz = !v->val[t] && (x->role == R_PARAM || x->role == R_INPUT) && lazy_spec(&d, v->o);
+	if (!v->val[t] && !lz)
+		return;
+	if (!v->enc[t])
+		v->enc[t] = xmalloc((size_t)(n * esz));
+	if (!lz) {
+		encode_run(v->val[t], NULL, n, x->fmt, x->scale, v->enc[t]);
+		return;
+	}
+	float *buf = xmalloc((size_t)size * sizeof *buf);
+	for (int64_t i = 0; i < x->count; i++)          /* encoded on the generating threads */
+		instance_data(&d, v->o, i, buf, v->enc[t] + i * size * esz);
+	free(buf);
+	if (v->o->cache && cacheable(&d))       /* the reference decodes these */
+		cache_put(v->o->cache, &d, v->o->seed, v->enc[t]);
+}
+
+/* The movement check's expected bytes (the Sim's elem): copied from v->enc. */
+static void elem_bytes(void *ctx, int t, int64_t e, int64_t n, uint8_t *out)
+{
+	const Values *v = ctx;
+	int esz = fmt_bytes(v->pl->t[t].fmt);
+	memcpy(out, v->enc[t] + e * esz, (size_t)(n * esz));
+}
+
+int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **val, Err *e)
+{
+	run_tables();
+	Machine_ m;
+	Values vs = { pl, o, val, xcalloc((size_t)pl->nt + 1, sizeof *vs.enc) };
+	int rc = 0, ph = 0;
+
+	memset(&m, 0, sizeof m);
+	m.pl = pl;
+	m.val = val;
+	m.vs = &vs;
+	double setup = run_now();
+	for (int t = 0; t < pl->nt; t++)
+		enc_update(&vs, t);
+	cache_filled(o->cache);
+	run_totals.encode_secs += run_now() - setup;
+	m.e = e;
+	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
+	m.stacked = xmalloc((size_t)pl->np + 1);
+	for (int p = 0; p < pl->np; p++)
+		m.stacked[p] = (uint8_t)plan_stacked(pl, p);
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 2; k++)
+			m.kv[i][k].from.exec = m.kv[i][k].dfrom.exec = -1;
+	sim_init(&m.s, &pl->machine, 0);
+	m.s.elem = elem_bytes;
+	m.s.elem_ctx = &vs;
+	setup = run_now();
+	for (int p = 0; p < pl->np; p++)
+		if (plan_writer(pl, p) < 0 || plan_state_home(pl, p))  /* a state's home starts with its values */
+			sim_fill(&m.s, pl, p);
+	run_totals.fill_secs += run_now() - setup;
+	int rep = -1, runs = 0, done = 0;
+	for (int p = 0; o->progress && p < pl->nph; p++)
+		runs += (int)plan_step_count(pl, pl->ph[p].first);
+	for (int i = 0; !rc;) {
+		if (rep >= 0 && i > pl->r[rep].last) {
+			if (++m.s.iter < pl->r[rep].count) {
+				i = pl->r[rep].first;   /* the next iteration runs the same body */
+				ph = 0;
+				continue;
+			}
+			m.s.iter = 0;
+			rep = -1;
+		}
+		if (i >= pl->ns)
+			break;
+		if (rep < 0 && (rep = plan_repeat_of(pl, i)) >= 0)
+			m.s.iter = 0;           /* entering a repeat */
+		while (ph < pl->nph && pl->ph[ph].last < i)
+			ph++;
+		double t0 = run_now();
+		if (pl->s[i].kind == STEP_COMPUTE) {
+			rc = compute_step(&m, i);
+			if (!rc && o->opcheck)
+				rc = opcheck_step(o->opcheck, i, m.s.iter, vs.enc, e);
+			i++;
+			run_totals.compute_secs += run_now() - t0;
+			continue;
+		}
+		if (ph < pl->nph && pl->ph[ph].first <= i) {
+			if (o->progress) {
+				char what[48];
+				snprintf(what, sizeof what, "phase %d", ph);
+				o->progress(o->progress_ctx, what, ++done, runs);
+			}
+			rc = run_phase(&m, prog, ph, pl->ph[ph].first, pl->ph[ph].last);
+			i = pl->ph[ph].last + 1;
+		} else {
+			rc = run_phase(&m, prog, -1, i, i);     /* on-tile copies only */
+			i++;
+		}
+		run_totals.phase_secs += run_now() - t0;
+	}
+	if (rc && rep >= 0) {
+		char why[sizeof e->msg];
+		memcpy(why, e->msg, sizeof why);
+		errf(e, "iteration %lld of repeat '%s': %s", (long long)m.s.iter, pl->r[rep].name, why);
+	}
+	for (int p = 0; p < pl->np; p++)
+		free(m.ts[p].shard);
+	for (int i = 0; i < 2; i++) {
+		for (int j = 0; j < 4; j++)
+			free(m.scr[i][j]);
+		for (int k = 0; k < 2; k++)
+			free(m.kv[i][k].p), free(m.kv[i][k].dec);
+	}
+	cache_filled(o->cache);
+	for (int t = 0; t < pl->nt; t++)
+		if (!cache_holds(o->cache, vs.enc[t]))
+			free(vs.enc[t]);
+	free(vs.enc);
+	free(m.ts);
+	free(m.stacked);
+	sim_free(&m.s);
+	return rc;
+}

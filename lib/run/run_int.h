@@ -1,0 +1,189 @@
+/* run_int.h: what the parts of the run module share (lib/run/run.c the
+ * numbers' encoding and decoding and the timing, run_data.c the inputs'
+ * and parameters' values and the instance cache, run_compute.c the
+ * machine's compute steps, run_gemm.c the matrix-product kernels,
+ * run_exchange.c the exchange from the program's rows and run_program,
+ * run_ref.c the FP32 references, the check against the model, the
+ * comparison and the calibration, run_check.c the stage's steps against
+ * the model's ops); not a public header: lib/run/run.h stays
+ * the module's contract. */
+#ifndef AMP_RUN_INT_H
+#define AMP_RUN_INT_H
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "run/run.h"
+#include "run/sim.h"
+
+/* ---- the stage's compute steps against the model's ops (run_check.c) ---- */
+
+/* Every compute step serves a model op (or a repeat's carry) in a kind
+ * it lowers to; every op but matmul and patchify has one step, reading
+ * the model's operands in order and writing its result, with the model's
+ * attention heads and score scale. Run by run_check_model. */
+int run_check_steps(const Plan *pl, const Model *m, Err *e);
+
+/* ---- the per-op check (run_opcheck.c) ---- */
+
+/* The FP32 arithmetic's own share of an op's tolerance: the machine and
+ * the reference sum in different orders and precisions (fp32 and double). */
+#define OPCHECK_ARITH (1.0 / 65536)
+/* Called by run_program after step s (iteration iter of its repeat) with
+ * every tensor's encoded values: when s is a model op's last compute
+ * step, the op is checked (run_opcheck_op). */
+int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e);
+/* One op of the model reference on fp32 values (run_ref.c). */
+void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
+
+/* ---- numbers and timing (run.c) ---- */
+
+/* Codes decoded once by run_tables(), which every user calls first: fp8's 256
+ * at scale 0 and the power of two of every scale (f8_pow2[scale + 126]). */
+extern float f8_table[256], f8_pow2[253];
+void run_tables(void);
+void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc);
+/* run_gemm_width's limit (that is in run_gemm.c; run.c's fp8 decoding
+ * obeys it too). */
+extern atomic_int gemm_pin;
+void f8_decode(const uint8_t *b, int64_t n, float k, float *v);
+void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v);
+void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem);
+/* What run_stats returns: each part adds its own times. */
+extern RunStats run_totals;
+double thread_cpu(void);
+
+/* The tanh form of gelu in fp32: the machine's (run_compute.c, by table
+ * where it can) and the references'. */
+static inline float gelu(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/* silu (x times its sigmoid) in fp32: the machine's. */
+static inline float silu(float x)
+{
+	return x / (1.0f + expf(-x));
+}
+
+/* ---- data (run_data.c) ---- */
+
+/* How a tensor's values are made when no --data file holds them: normal
+ * with this mean and deviation. How a parameter is used decides its
+ * realistic scale: a matmul's weight 1/sqrt(K), its bias 0.02, a
+ * layernorm's or rmsnorm's scale around 1, anything else 0.02; an input 1. */
+typedef struct {
+	double mean, sd;
+	int64_t vocab;          /* an int32 input: token ids, uniform in 0 .. vocab - 1 (an embed's); 0: positions */
+} Dist;
+
+/* What makes one input's or parameter's values: equal descriptions give
+ * equal values, so the model's reference shares the program's arrays. */
+typedef struct {
+	const char *name;
+	int rank;
+	const int64_t *shape;
+	int64_t count;          /* stacked instances */
+	Format fmt;
+	int scale;
+	Dist d;
+} DataSpec;
+
+/* Per tensor, the one instance of a lazy tensor made last (by index). */
+typedef struct {
+	float **buf;
+	int64_t *at;
+	int n;
+} Lazy;
+
+DataSpec plan_spec(const Plan *pl, int t);
+Dist model_dist(const Model *m, int t);
+int same_spec(const DataSpec *a, const DataSpec *b);
+int64_t spec_values(const DataSpec *x);
+int lazy_spec(const DataSpec *x, const RunOpts *o);
+void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc);
+/* Token ids: n uniform in 0 .. vocab - 1, value i from (seed, name, i). */
+void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab);
+/* An embed's rows: ids [rows] into table [V, C] (or [C, V], transposed)
+ * as y [rows, C]. */
+void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows, float *y);
+/* The options inputs are made with in run o->step (run_data). */
+RunOpts input_opts(const RunOpts *o);
+/* A state's n values at the start of the run: carried (the machine's,
+ * or the reference's when ref), else zero; the caller frees them. */
+float *state_values(const RunOpts *o, const char *name, int64_t n, int ref);
+int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e);
+int data_dir_ok(const RunOpts *o, Err *e);
+void patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,
+	      float *y);
+int cacheable(const DataSpec *x);
+void cache_put(RunCache *c, const DataSpec *x, uint64_t seed, uint8_t *enc);
+void cache_filled(RunCache *c);
+int cache_holds(const RunCache *c, const uint8_t *enc);
+void lazy_init(Lazy *z, int n);
+float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter);
+void lazy_free(Lazy *z);
+
+/* ---- the machine (run_compute.c; run_exchange.c runs it) ---- */
+
+/* The values the movement check expects: each tensor's values encoded in
+ * its format once (every instance), re-encoded when a compute step
+ * replaces them, so a check copies bytes instead of encoding. */
+typedef struct {
+	const Plan *pl;
+	const RunOpts *o;
+	float *const *val;
+	uint8_t **enc;
+} Values;
+
+/* Shard index on each tile of a placement (-1: none), replicas included. */
+typedef struct {
+	int64_t *shard;
+} TileShards;
+
+/* What a decoded operand was made from: a tile whose bytes are the same
+ * (its replica of the same shard, in the same run of a step) uses it as
+ * it is, since the same bytes decode to the same floats. */
+typedef struct {
+	int64_t exec;           /* the compute step's run it was made in (-1: none) */
+	const uint8_t *raw;
+	int64_t bytes, key;     /* key: what else shapes it (rows rounded up) */
+	Layout l;
+} Made;
+
+/* An attention operand's panels (one head's columns), and what they were
+ * made from; and its whole shard decoded, and what that was made from. */
+typedef struct {
+	Made from, dfrom;
+	float *p, *dec;
+	int64_t cap, dcap;
+} KvPanels;
+
+typedef struct {
+	Sim s;
+	const Plan *pl;
+	float **val;
+	TileShards *ts;         /* per placement, built on first use */
+	uint8_t *stacked;       /* per placement: plan_stacked, found once */
+	Values *vs;
+	Err *e;
+	float *scr[2][4];       /* per compute thread: buffers kept from step to step */
+	int64_t scap[2][4];
+	KvPanels kv[2][2];      /* per compute thread: an attention's keys and values, as last made */
+	int64_t exec;           /* compute steps run so far */
+} Machine_;
+
+/* Placement p's shard index on each tile (m->ts[p], made on first use). */
+const int64_t *shards_of(Machine_ *m, int p);
+/* Runs compute step i on every tile of its output. */
+int compute_step(Machine_ *m, int i);
+
+/* ---- the matrix products (run_gemm.c) ---- */
+
+#define GEMM_S RUN_GEMM_S       /* run_gemm_strips's strip width (GEMM_KC a multiple of it) */
+void pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64_t mp, float *d);
+/* gemm_kernel.h's 8-wide copy's panel packing. */
+void pack_panel_8(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d);
+
+#endif

@@ -1,0 +1,175 @@
+/* run_opcheck.c: the per-op numerical check (lib/run/run.h, docs/machine.md §8).
+ *
+ * After the machine's last compute step of a model op (every iteration of
+ * a repeat), the op is interpreted in FP32 by the model reference's own
+ * code (run_model_op) on the machine's own values of its inputs, as the
+ * tiles hold them, and its result is compared with the machine's: the
+ * relative L2 error against a tolerance derived from the op's formats.
+ * The machine's inputs, not the reference's, so the error is the op's
+ * alone (nothing accumulated from earlier ops), and a tight bound holds. */
+#include "run/run_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct OpCheck {
+	const Model *m;
+	const Plan *pl;
+	const Scales *sc;
+	RunOpts o;
+	int *op_at;             /* per plan step: the model op whose last compute step it is, or -1 */
+	int *ptensor;           /* per model tensor: the plan's tensor of that name, or -1 */
+	OpCheckResult *r;       /* per model op */
+	int checked;            /* ops with a compute step */
+};
+
+static double unit(Format f)
+{
+	return f == FMT_FP8 ? 1.0 / 16 : f == FMT_FP16 ? 1.0 / 2048 : 1.0 / 16777216;
+}
+
+/* The op's tolerance on the relative L2 error: twice the sum of the unit
+ * roundoffs on its path (docs/machine.md §8). */
+static double tolerance(const OpCheck *c, int k)
+{
+	const Model *m = c->m;
+	const MOp *op = &m->ops[k];
+	double u = unit(m->t[op->out].dtype) + OPCHECK_ARITH;
+	if (op->kind == OP_MATMUL) {
+		if (m->t[op->in[1]].dtype == FMT_FP8 && m->t[op->in[0]].dtype != FMT_FP8)
+			u += unit(FMT_FP8);     /* a cast to fp8 inside the op */
+		for (int g = 0; g < c->pl->ng; g++)
+			if (strcmp(c->pl->g[g].op, op->name) == 0 && c->pl->g[g].grid[1] > 1)
+				u += (double)c->pl->g[g].grid[1] * unit(FMT_FP16);      /* fp16 K partials */
+	}
+	return 2 * u;
+}
+
+OpCheck *run_opcheck_new(const Model *m, const Scales *sc, const Plan *pl, const RunOpts *o)
+{
+	OpCheck *c = xcalloc(1, sizeof *c);
+	c->m = m, c->pl = pl, c->sc = sc, c->o = *o;
+	c->o.cache = NULL;
+	c->op_at = xmalloc((size_t)(pl->ns + 1) * sizeof *c->op_at);
+	c->ptensor = xmalloc((size_t)(m->nt + 1) * sizeof *c->ptensor);
+	c->r = xcalloc((size_t)m->nops + 1, sizeof *c->r);
+	for (int t = 0; t < m->nt; t++)
+		c->ptensor[t] = plan_find_tensor(pl, m->t[t].name);
+	for (int s = 0; s < pl->ns; s++)
+		c->op_at[s] = -1;
+	for (int k = 0; k < m->nops; k++) {
+		c->r[k].op = m->ops[k].name;
+		c->r[k].tol = tolerance(c, k);
+		c->r[k].worst_iter = -1;
+		int last = -1, ok = c->ptensor[m->ops[k].out] >= 0;
+		for (int j = 0; j < m->ops[k].nin; j++)
+			ok &= m->ops[k].in[j] < 0 || c->ptensor[m->ops[k].in[j]] >= 0;
+		for (int s = 0; ok && s < pl->ns; s++)
+			if (pl->s[s].kind == STEP_COMPUTE && strcmp(pl->s[s].op, m->ops[k].name) == 0)
+				last = s;
+		if (last >= 0)
+			c->op_at[last] = k, c->checked++;
+	}
+	return c;
+}
+
+int run_opcheck_ops(const OpCheck *c, const OpCheckResult **r)
+{
+	*r = c->r;
+	return c->m->nops;
+}
+
+int run_opcheck_checked(const OpCheck *c)
+{
+	return c->checked;
+}
+
+void run_opcheck_free(OpCheck *c)
+{
+	if (!c)
+		return;
+	free(c->op_at);
+	free(c->ptensor);
+	free(c->r);
+	free(c);
+}
+
+int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const float *out, Err *e)
+{
+	const Model *m = c->m;
+	const MOp *op = &m->ops[k];
+	ModelRef r;
+	memset(&r, 0, sizeof r);
+	r.n = m->nt;
+	r.v = xcalloc((size_t)m->nt + 1, sizeof *r.v);
+	r.own = xcalloc((size_t)m->nt + 1, 1);
+	r.sc = c->sc, r.o = c->o;
+	for (int j = 0; j < op->nin; j++)
+		if (op->in[j] >= 0)
+			r.v[op->in[j]] = in[j];         /* one instance each: the op runs at iteration 0 */
+	if (op->kind == OP_APPEND) {            /* its rows written again over (a copy of) the machine's */
+		int64_t no = model_elements(&m->t[op->out]) / m->t[op->out].count;  /* result: they must be there */
+		r.v[op->out] = xmalloc((size_t)no * sizeof *out);       /* (the rest is the final comparison's) */
+		memcpy(r.v[op->out], out, (size_t)no * sizeof *out);
+		r.own[op->out] = 1;
+	}
+	run_model_op(m, &r, k, 0);
+	const float *y = r.v[op->out];
+	int64_t n = model_elements(&m->t[op->out]) / m->t[op->out].count;     /* an op's result: one instance */
+	double d2 = 0, r2 = 0;
+	int finite = 1;
+	for (int64_t i = 0; i < n; i++) {
+		double d = (double)out[i] - (double)y[i];
+		finite &= isfinite(out[i]) && isfinite(y[i]);
+		d2 += d * d, r2 += (double)y[i] * y[i];
+	}
+	double rel = !finite ? INFINITY : d2 == 0 ? 0 : r2 > 0 ? sqrt(d2 / r2) : INFINITY;
+	free(r.own[op->out] ? r.v[op->out] : NULL);
+	free(r.v);
+	free(r.own);
+	OpCheckResult *x = &c->r[k];
+	x->runs++;
+	if (rel > x->worst || x->worst_iter < 0)
+		x->worst = rel, x->worst_iter = iter;
+	if (!(rel <= x->tol))           /* (run_program names the iteration) */
+		return errf(e, "op '%s': the machine's result differs from the FP32 reference of the op on the "
+			    "machine's own inputs by %.3g (relative L2 error), over its tolerance %.3g "
+			    "(docs/machine.md §8)", op->name, rel, x->tol);
+	return 0;
+}
+
+int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e)
+{
+	int k = c->op_at[s];
+	if (k < 0)
+		return 0;
+	const Model *m = c->m;
+	const MOp *op = &m->ops[k];
+	float *in[3] = { NULL, NULL, NULL }, *out = NULL;
+	int rc = 0;
+	for (int j = 0; j <= op->nin; j++) {
+		int mt = j < op->nin ? op->in[j] : op->out;
+		if (mt < 0)
+			continue;
+		int pt = c->ptensor[mt];
+		const PTensor *x = &c->pl->t[pt];
+		int64_t n = tensor_count(x), at = x->count > 1 ? iter : 0;
+		float *v = xmalloc((size_t)(n + 1) * sizeof *v);
+		if (!enc[pt]) {
+			free(v);
+			rc = errf(e, "op '%s': the machine holds no values of '%s'", op->name, x->name);
+			goto out;
+		}
+		decode_run(enc[pt] + at * n * fmt_bytes(x->fmt), NULL, n, x->fmt, x->scale, v);
+		if (j < op->nin)
+			in[j] = v;
+		else
+			out = v;
+	}
+	rc = run_opcheck_op(c, k, iter, in, out, e);
+	free(out);
+out:
+	for (int j = 0; j < 3; j++)
+		free(in[j]);
+	return rc;
+}

@@ -1,0 +1,246 @@
+/* plan: the plan stage (formats/plan.md, `format: amp-plan`).
+ *
+ * A plan is the program before lowering: tensors (logical values), GEMM
+ * plans (one record per matmul: grid, cast order, staging, layouts),
+ * placements (lib/stage/place.h) and steps in program order. A step is either a
+ * copy, which moves one tensor from a source placement to a destination
+ * placement (same tensor, same format: a precision cast is never a copy),
+ * or a compute, which reads placements and writes one on the same tiles.
+ *
+ * Aliasing: where a copy's destination shard on a tile has the same region,
+ * layout and format as a source shard on that tile, it is the same buffer
+ * and no bytes move. Memory accounting and lowering both follow this rule.
+ */
+#ifndef AMP_PLAN_H
+#define AMP_PLAN_H
+
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "model/machine.h"
+#include "model/model.h"
+#include "stage/place.h"
+#include "stage/xfer.h"
+
+#define PLAN_VERSION 9           /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+				 * silu or mul), 7 (no state, append, embed or attention positions) and 8 (attention
+				 * tiles of one head, partials unchunked) are still read */
+#define PLAN_VERSION_OLDEST 4
+
+/* The stage files that carry a plan: each adds to the one before it.
+ * amp-expand: placement addresses and transfers; amp-exchange: phases
+ * (transfers cut and joined); amp-group: phases merged, forwarding. */
+typedef enum { STAGE_PLAN, STAGE_EXPAND, STAGE_EXCHANGE, STAGE_GROUP, STAGE_COUNT } StageKind;
+const char *stage_format(StageKind k);
+
+/* An exchange phase: the copy steps first..last and the transfers serving
+ * them. */
+typedef struct {
+	int first, last;
+	char *label;
+} Phase;
+
+/* R_STATE: resident across runs of the program (a KV cache); its home
+ * holds the values the run starts with and is written in place by an
+ * append step. */
+typedef enum { R_INPUT, R_PARAM, R_ACT, R_OUTPUT, R_PARTIAL, R_STATE, R_COUNT } PRole;
+
+typedef struct {
+	char *name;
+	PRole role;
+	int rank;
+	int64_t shape[MAX_RANK];
+	Format fmt;
+	int scale;
+	int64_t count;              /* instances (a repeat's stacked parameter), 1 otherwise */
+} PTensor;
+
+/* The one GEMM-plan record. */
+typedef struct {
+	char *op;
+	int a, b, bias, out;        /* tensor indices (bias -1 when absent) */
+	int64_t m, k, n;            /* rows (batch x tokens), inner, columns */
+	Format fmt;                 /* operand format (fp8 or fp16) */
+	int64_t grid[3];            /* rows, k, cols partitions */
+	CastOrder cast;             /* auto when a needs no cast */
+	Staging staging;
+	int unpack;                 /* out staging: the result unpacked to row-major on its tiles, then returned */
+	int scatter;                /* reduce: 0 gather (the K partials on the k = 0 tile), 1 scatter (a part of the rows on each k tile) */
+	int pinned;
+	int64_t tiles;              /* grid[0]*grid[1]*grid[2] */
+	int64_t peak_bytes;         /* largest per-tile memory while it runs */
+} Gemm;
+
+typedef enum { STEP_COPY, STEP_COMPUTE } StepKind;
+typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping;
+typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
+	       MOVE_COPY, MOVE_RELAY, MOVE_COUNT } Movement;
+typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
+	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_ROPE, C_APPEND,
+	       C_LAST, C_COUNT } ComputeKind;
+typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
+	       OPD_Q, OPD_K, OPD_V, OPD_POS, OPD_COUNT } Operand;
+
+typedef struct {
+	StepKind kind;
+	char *op;                   /* the model op it serves */
+	/* copy */
+	Operand operand;
+	Movement move;
+	Mapping map;
+	int src, dst;               /* placement indices */
+	/* compute */
+	ComputeKind compute;
+	int in[4], nin;             /* placement indices (attention: q, k, v and, with a runtime mask, positions) */
+	int out;
+	double eps;                 /* layernorm */
+	double scale;               /* attention: the score scale, 1/sqrt(head_dim) */
+	int64_t heads;              /* attention: heads of the op (a tile computes those of its q shard) */
+	int64_t kv_heads;           /* attention: heads of k and v (grouped-query when fewer) */
+	int causal;                 /* attention: query i sees keys up to i + keys - queries, or with
+				     * positions (in[3]) keys up to its position */
+	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
+	double theta;               /* rope: the frequencies' base */
+	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
+	int64_t chunks;             /* attention writing a partial: each head's D columns cut into this many, each
+				     * with its own m and l (1: [m, l, o]) */
+	int64_t first;              /* append: its rows land at positions first + t (a prefill's), or -1: any */
+} Step;
+
+/* An op that runs on the host before the program: patchify turns image
+ * [B, C, H, W] into patches [B, (H/p)(W/p), C*p*p]; embed looks token
+ * ids [B, T, 1] up in a table's rows (or its columns, transposed): a row
+ * that data chooses cannot be fetched by a static exchange
+ * (formats/plan.md). */
+typedef enum { HOST_PATCHIFY, HOST_EMBED } HostKind;
+typedef struct {
+	char *op;
+	HostKind kind;
+	int in, out;                /* tensor indices */
+	int64_t patch;
+	int64_t cls;                /* zero rows before the patches (class token slots) */
+	int table, transposed;      /* embed: the table's tensor index; [C, vocab] when transposed */
+} Host;
+
+/* A loop: steps first..last run count times. Placements of stacked
+ * tensors (count > 1) that no step writes hold every instance
+ * (place_instance); the body's copies from them read instance i in
+ * iteration i. */
+typedef struct {
+	char *name;
+	int first, last;
+	int64_t count;
+} Repeat;
+
+/* What wrote a stage: one record per tool, in the order they ran
+ * (formats/stage.md): its name and version, its options as given (file
+ * arguments by their base name) and the files it read besides its input
+ * stage, each by role, base name and FNV-1a digest of its content. */
+#define PROV_FILES 4
+typedef struct {
+	char *role, *name;
+	uint64_t fnv1a;
+} ProvFile;
+typedef struct {
+	char *tool, *version, *options;
+	ProvFile f[PROV_FILES];
+	int nf;
+} Prov;
+
+typedef struct {
+	Machine machine;
+	char *model;
+	Prov *prov;
+	int nprov;
+	PTensor *t;
+	int nt;
+	Gemm *g;
+	int ng;
+	Placement *p;
+	int np;
+	Step *s;
+	int ns;
+	StageKind stage;            /* which format this plan was read as / is */
+	Xfer *x;                    /* transfers, in order (expanded stages) */
+	int nx;
+	Phase *ph;                  /* phases (exchange and grouped stages) */
+	int nph;
+	Host *h;
+	int nh;
+	Repeat *r;
+	int nr;
+} Plan;
+
+/* A file's digest as provenance writes it: 16 hexadecimal digits. */
+void prov_hex(uint64_t fnv1a, char hex[17]);
+/* Appends a copy of pr to p's provenance. */
+void plan_add_prov(Plan *p, const Prov *pr);
+void prov_free(Prov *pr);
+/* The repeat holding step s, or -1. */
+int plan_find_tensor(const Plan *p, const char *name);  /* index or -1 */
+int plan_repeat_of(const Plan *p, int step);
+/* How many times step s runs (its repeat's count, or 1). */
+int64_t plan_step_count(const Plan *p, int step);
+/* Does placement i hold every instance of a stacked tensor? Then instance
+ * k sits at addr + k * place_instance(). */
+int plan_stacked(const Plan *p, int i);
+int64_t place_instance(const Placement *p);
+
+const char *role_name(PRole r);
+const char *mapping_name(Mapping m);
+const char *movement_name(Movement m);
+const char *compute_name(ComputeKind c);
+const char *operand_name(Operand o);
+
+void plan_free(Plan *p);
+void plan_dup(Plan *dst, const Plan *src);     /* a deep copy */
+int plan_read(Plan *p, const char *path, Err *e);          /* amp-plan */
+int plan_read_stage(Plan *p, const char *path, StageKind k, Err *e);
+int plan_read_input(Plan *p, Input *in, StageKind k, Err *e);   /* takes over in */
+int plan_write(const Plan *p, Output *out, Err *e);        /* as p->stage */
+void plan_add_xfer(Plan *p, const Xfer *x);
+/* Cross-record checks (names resolve, placements valid, copies keep the
+ * tensor): plan_read runs them; planner and composer do too. */
+int plan_check(const Plan *p, const char *file, Err *e);
+/* The checks of one step that need only what precedes it. */
+int plan_check_step(const Plan *p, int step, Err *e);
+/* Step that writes placement i, or -1 for an initial placement. */
+int plan_writer(const Plan *p, int placement);
+/* Is placement i a state's home: written before the run with the values
+ * it starts with, updated in place by the state's append step (if any),
+ * live for the whole program? */
+int plan_state_home(const Plan *p, int placement);
+/* An attention step's head width D: its output's last dimension over its
+ * heads (a partial's: H*(D+2*chunks)). */
+int64_t plan_head_dim(const Plan *p, const Step *s);
+/* An attention step's chunks (1 when not set). */
+int64_t plan_chunks(const Step *s);
+
+/* Per-tile memory: live placement bytes at each step, aliases counted once.
+ * Placements of inputs and parameters that no step writes are live for the
+ * whole program, outputs to its end, everything else from the step that
+ * writes it to the last step that reads it. tile_peak[tiles] (and the
+ * step of each, tile_step[tiles]) and step_peak[steps] receive the peaks
+ * (any may be NULL). Returns the largest; *worst is its tile, *at its step. */
+int64_t plan_memory(const Plan *p, int64_t *tile_peak, int *tile_step, int64_t *step_peak,
+		    int64_t *worst, int *at);
+
+/* The same walk, calling fn(ctx, step, cur) at every step with cur[tiles],
+ * each tile's live bytes then (the trace's memory counters). */
+typedef void (*MemoryFn)(void *ctx, int step, const int64_t *cur);
+void plan_memory_each(const Plan *p, MemoryFn fn, void *ctx);
+/* What tile's live bytes at step are made of: part[np + 1] receives each
+ * placement's bytes on the tile as counted (0 where not live, or where it
+ * shares its source's buffer), and part[np] the step's scratch; they add
+ * up to that tile's figure in the walk. */
+void plan_memory_parts(const Plan *p, int64_t tile, int step, int64_t *part);
+
+/* Live range of every placement, in steps (first written .. last read; the
+ * whole program for initial placements, to the end for outputs), and for
+ * each copy destination the source it may alias (-1 otherwise). */
+void plan_lifetimes(const Plan *p, int *first, int *last, int *alias);
+
+/* Mapping of a copy from its placements. */
+Mapping copy_mapping(const Placement *src, const Placement *dst);
+
+#endif

@@ -1,0 +1,81 @@
+/* sweep_int.h: what the parts of the sweep module share (lib/study/sweep.c the
+ * spec and its derived models, sweep_jobs.c the job directory, sweep_run.c
+ * a job's run, sweep_merge.c the merge, sweep_plot.c its plot); not a
+ * public header. */
+#ifndef AMP_SWEEP_INT_H
+#define AMP_SWEEP_INT_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "study/sweep.h"
+
+/* the amp-emit option, the result record's key and the merged table's
+ * column of each limit: table budget, fragment limit, SRAM limit */
+extern const char *const sweep_limit_opts[3];
+extern const char *const sweep_limit_keys[3];
+extern const char *const sweep_limit_names[3];
+
+/* ---- a growable string ---- */
+
+typedef struct {
+	char *s;
+	size_t n, cap;
+} Buf;
+
+__attribute__((format(printf, 2, 3)))
+static inline void bprintf(Buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (b->n + (size_t)k + 1 > b->cap) {
+		b->cap = (b->n + (size_t)k + 1) * 2;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)k;
+}
+
+static inline char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = xmalloc((size_t)k + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* A label, file name part or path: letters, digits and . _ + - (and / in
+ * paths), not starting with '-', so it is safe in a file name, a make
+ * target and a shell word, and no command takes it for an option. */
+static inline int safe(const char *s, int slash)
+{
+	if (!*s || *s == '-')   /* a word that a command would read as an option */
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '.' || *p == '_' || *p == '+' || *p == '-' || (slash && *p == '/')))
+			return 0;
+	return 1;
+}
+
+/* The FNV-1a hash of JOBDIR/job.yaml as 16 hex digits, which a job's
+ * result records and the merge checks against the directory it is in. */
+int sweep_job_hash(const char *jobdir, char hex[17], Err *e);
+
+/* The base model rewritten with its batch, layer count and pins. */
+char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64_t layers, const Val *pins,
+			  const char *pins_label);
+
+#endif
