@@ -97,8 +97,8 @@ mutate: deps report-test-deps
 	@bash tests/mutants/run.sh
 
 check: deps report-test-deps sweep-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_BINS)
-	@AMP_BIN=$(CURDIR)/$(BIN) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
+	@$(MAKE) -s --no-print-directory all $(UNIT_BINS) $(OBJ)/bench/staging
+	@AMP_BIN=$(CURDIR)/$(BIN) AMP_OBJ=$(CURDIR)/$(OBJ) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done

@@ -28,6 +28,7 @@
 #include "lower/expand.h"
 #include "lower/group.h"
 #include "planner/planner.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 
 typedef struct {
@@ -72,7 +73,7 @@ static char *slurp(const char *path)
 static int plan_of(const char *path, const Machine *mc, Explain **ex, int *nops, Plan *pl, Err *e)
 {
 	Model m;
-	PlanOpts po = { OBJ_MEMORY, ex ? 3 : 0, NULL, OWN_AUTO, 1, NULL, NULL, NULL };
+	PlanOpts po = { .objective = OBJ_MEMORY, .explain = ex ? 3 : 0, .ownership = OWN_AUTO, .no_fit_check = 1 };
 	if (model_load(&m, path, e))
 		return -1;
 	if (ex) {

@@ -4,6 +4,7 @@
 
 #include "lower/compose.h"
 #include "stage/plan.h"
+#include "stage/plan_check.h"
 #include "tool.h"
 
 static void help(void)

@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 		return fflush(stdout) ? EXIT_BAD : EXIT_OK;
 	}
 
-	if (plan_read_stage(&pl, in_path, STAGE_GROUP, &e))
+	if (stage_read(&pl, in_path, STAGE_GROUP, &e))
 		fail(&e);
 	check_machine(&pl, machine_path, in_path);
 	if (budget >= 0)

@@ -5,6 +5,7 @@
 #include "model/model.h"
 #include "base/num.h"
 #include "planner/planner.h"
+#include "stage/plan_memory.h"
 #include "tool.h"
 
 static void help(void)

@@ -17,6 +17,7 @@
 #include "base/io.h"
 #include "base/num.h"
 #include "stage/plan.h"
+#include "stage/stage_io.h"
 
 #define AMP_VERSION "0.1.0"
 /* The end of every --help: where the formats/ and docs/ it cites are. */
@@ -502,7 +503,7 @@ static inline void write_plan(const Plan *pl, const char *path, int compress)
 	Output *o = output_open(path, compress, &e);
 	if (!o)
 		fail(&e);
-	if (plan_write(pl, o, &e)) {
+	if (stage_write(pl, o, &e)) {
 		output_abort(o);
 		fail(&e);
 	}
@@ -560,7 +561,7 @@ static inline int stage_tool(const StageTool *t, int argc, char **argv)
 		}
 	}
 	in_path = one_input(argc, argv, optind, t->what);
-	if (plan_read_stage(&pl, in_path, t->in, &e) || t->run(&pl, &e))
+	if (stage_read(&pl, in_path, t->in, &e) || t->run(&pl, &e))
 		fail(&e);
 	add_prov(&pl, argc, argv, optind);
 	write_plan(&pl, out_path, compress);

@@ -9,6 +9,7 @@
 #include "cost/floor.h"
 #include "base/json.h"
 #include "cost/replay.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 
 /* One pass over a phase's rows: its largest row and fragment count, and

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 
 typedef struct {

@@ -8,6 +8,7 @@
 #include "cost/cost.h"
 #include "base/json.h"
 #include "cost/replay.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 
 int trace_tiles_parse(const char *spec, int64_t tiles, char *sel, Err *e)

@@ -1,4 +1,5 @@
 #include "lower/program.h"
+#include "stage/stage_io.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +224,7 @@ int program_build(const Plan *pl, Program *p, Err *e)
 		p->patches[i] = (uint32_t)get((uint8_t *)&p->patches[i], 4);
 	if (!(o = output_open_mem(&text, &len, e)))
 		return -1;
-	if (plan_write(pl, o, e)) {
+	if (stage_write(pl, o, e)) {
 		output_abort(o);
 		free(text);
 		return -1;
@@ -718,7 +719,7 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 		char sname[1100];
 		snprintf(sname, sizeof sname, "%s(STAGE)", name);
 		Input *in = input_open_mem(sname, p->stage, p->stage_len, e);
-		if (!in || plan_read_input(pl, in, STAGE_GROUP, e))
+		if (!in || stage_read_input(pl, in, STAGE_GROUP, e))
 			goto out;
 		for (int i = 0; i < p->nent; i++)
 			if (p->ent[i].tile >= pl->machine.tiles || p->ent[i].phase >= pl->nph) {
@@ -759,7 +760,7 @@ int program_or_stage(Plan *pl, Program *prog, int *is_prog, const char *path, Er
 			*is_prog = 1;
 	} else {
 		Input *in = input_open_mem(name, data, len, e);
-		rc = in ? plan_read_input(pl, in, STAGE_GROUP, e) : -1;
+		rc = in ? stage_read_input(pl, in, STAGE_GROUP, e) : -1;
 		if (is_prog)
 			*is_prog = 0;
 	}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cost/replay.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 
 

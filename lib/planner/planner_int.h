@@ -1,19 +1,31 @@
 /* planner_int.h: what the parts of the planner share (lib/planner/planner.h is
  * the planner's contract).
  *
- *   planner.c       the plan's records, canonical ownership and parameter
- *                   homes, and the whole model: every op in order, the fit
- *                   check, both ownerships and the margins (plan_build)
+ * The parts, highest first; each calls only those below it (never back):
+ *
+ *   planner.c       plan_build: both ownerships, the attempts with their
+ *                   margins and table prices, the best fit kept
+ *   planner_descent.c  the cycles objective's descent: the greedy plan's
+ *                   ops re-chosen one at a time, each change judged by
+ *                   the whole plan lowered exactly
+ *   planner_build.c one build of the whole model: homes, every op in
+ *                   order, the checks that the machine holds it
+ *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
  *   planner_gemm.c  a matmul's GEMM plan: its candidates ranked by the
  *                   formula, the short list lowered exactly, the one chosen
  *                   built with its casts and deliveries
  *   planner_cost.c  exact costing of one choice of an op: build it, lower
  *                   it against every tile's load (lib/planner/trial.h), take it
  *                   back; the trials kept for the cycles objective's margins
- *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
- *   planner_descent.c  the cycles objective's descent: the greedy plan's
- *                   ops re-chosen one at a time, each change judged by
- *                   the whole plan lowered exactly
+ *   trial.c         the lowering itself (lib/lower/) run on a range of steps
+ *   planner_fit.c   does the machine hold a plan (the lowering and the
+ *                   capture's limits), the refusal's "Next:", progress
+ *   planner_records.c  the plan's records, canonical ownership, parameter
+ *                   and state homes, each op's tile load
+ *
+ * The planner sits above the lowering it precedes in the pipeline: it
+ * judges candidates by running compose, expand, exchange and group on
+ * them (trial.c), the same functions the tools run, not a second formula.
  */
 #ifndef AMP_PLANNER_INT_H
 #define AMP_PLANNER_INT_H
@@ -105,9 +117,14 @@ typedef struct {
 	int64_t cycles;
 } Held;
 
-typedef struct Stop Stop;
+/* What the ownerships' builds share: the first attempt at which one of
+ * them fits (none yet: the number of attempts). Each build stops past it. */
+typedef struct Stop {
+	pthread_mutex_t mu;
+	int stop;
+} Stop;
 
-/* planner.c: records, ownership, homes */
+/* planner_records.c: records, ownership, homes, loads */
 int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
 	       Format fmt, int scale);
 int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
@@ -120,9 +137,17 @@ int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *
 	      int64_t tile);
 void tile_load(Builder *b, int op, int64_t *acc);
 int64_t base_load(Builder *b, int op);
+/* The largest divisor of n that is at most limit. */
+int64_t largest_uniform(int64_t n, int64_t limit);
+/* Parameter tensor's home (panels: consumed as a GEMM's b); a state's
+ * home from tile top on, returning the next free tile; is parameter t read
+ * by the host alone; is it some GEMM's b? */
+int param_home(Builder *b, int tensor, int panels);
+int64_t state_home(Builder *b, int tensor, int64_t top);
+int param_host_only(const Model *m, int t);
+int param_consumed_as_b(const Model *m, int t);
 
-/* planner.c: the whole plan's lowering and check; one build (stop may be
- * NULL) */
+/* planner_fit.c: the whole plan's lowering and check */
 /* want_cycles: FIT_LIMITS (0) the limits alone; FIT_CYCLES (1) also the
  * plan's total cycles (f->cycles, amp-capture's); FIT_CYCLES_IF_FITS
  * those only when it fits (one lowering for both). */
@@ -135,6 +160,15 @@ int fit_ok(const Fit *f);
 /* 1 and why (size bytes) when f does not fit: the tile and the figure;
  * else 0 */
 int fit_why(const Fit *f, const Machine *mc, char *why, size_t size);
+/* The parameters' homes fit; the SRAM walk fits (errors name the model). */
+int fit_check_params(Builder *b, Err *e);
+int fit_check_memory(Builder *b, Err *e);
+/* The refusal of a plan f says does not fit: the tile, the figure, Next. */
+int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
+
+/* planner_build.c: one build (stop may be NULL); is attempt i past the
+ * first that fit? */
+int past_stop(Stop *stop, int i);
 int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);
 

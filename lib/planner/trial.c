@@ -11,6 +11,7 @@
 #include "lower/group.h"
 #include "base/keytab.h"
 #include "cost/replay.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 
 /* Does every shard of dst sit where src holds the same region, on every

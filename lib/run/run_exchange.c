@@ -14,6 +14,7 @@
 
 #include "stage/alloc.h"
 #include "run/run_int.h"
+#include "stage/plan_memory.h"
 
 /* ---- exchange from the program's rows ---- */
 

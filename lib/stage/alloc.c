@@ -1,4 +1,5 @@
 #include "stage/alloc.h"
+#include "stage/plan_memory.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -168,7 +169,7 @@ int plan_alloc(Plan *pl, Err *e)
 	for (int oi = 0; oi < np; oi++) {
 		int i = order[oi], q = alias[i];
 		Placement *p = &pl->p[i];
-		int64_t size = cdiv(place_max_bytes(p), ALLOC_ALIGN) * ALLOC_ALIGN, blame = -1, addr;
+		int64_t size = place_instance(p), blame = -1, addr;
 		if (plan_stacked(pl, i))        /* every instance, place_instance apart */
 			size = place_instance(p) * pl->t[p->tensor].count;
 

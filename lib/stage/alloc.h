@@ -15,8 +15,6 @@
 
 #include "stage/plan.h"
 
-#define ALLOC_ALIGN 32
-
 int plan_alloc(Plan *pl, Err *e);
 /* Does dst's shard on tile t alias src's (same region, layout, format and
  * address)? Needs addresses. */

@@ -348,3 +348,8 @@ int place_key(const Placement *p, int64_t *k)
 		k[n++] = p->rep[r], k[n++] = p->rstride[r];
 	return n;
 }
+
+int64_t place_instance(const Placement *p)
+{
+	return cdiv(place_max_bytes(p), ALLOC_ALIGN) * ALLOC_ALIGN;
+}

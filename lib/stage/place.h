@@ -100,4 +100,10 @@ int place_panel_aligned(const Placement *p);
  * that gives exactly `parts` non-empty parts. */
 int uniform_ok(int64_t n, int64_t parts);
 
+/* Every SRAM address and placement size is a multiple of ALLOC_ALIGN bytes
+ * (alloc.h); a placement's instance is its largest shard so rounded up, and
+ * instance k of a stacked placement sits at addr + k * place_instance(). */
+#define ALLOC_ALIGN 32
+int64_t place_instance(const Placement *p);
+
 #endif

@@ -184,7 +184,6 @@ int64_t plan_step_count(const Plan *p, int step);
 /* Does placement i hold every instance of a stacked tensor? Then instance
  * k sits at addr + k * place_instance(). */
 int plan_stacked(const Plan *p, int i);
-int64_t place_instance(const Placement *p);
 
 const char *role_name(PRole r);
 const char *mapping_name(Mapping m);
@@ -194,16 +193,15 @@ const char *operand_name(Operand o);
 
 void plan_free(Plan *p);
 void plan_dup(Plan *dst, const Plan *src);     /* a deep copy */
-int plan_read(Plan *p, const char *path, Err *e);          /* amp-plan */
-int plan_read_stage(Plan *p, const char *path, StageKind k, Err *e);
-int plan_read_input(Plan *p, Input *in, StageKind k, Err *e);   /* takes over in */
-int plan_write(const Plan *p, Output *out, Err *e);        /* as p->stage */
 void plan_add_xfer(Plan *p, const Xfer *x);
-/* Cross-record checks (names resolve, placements valid, copies keep the
- * tensor): plan_read runs them; planner and composer do too. */
-int plan_check(const Plan *p, const char *file, Err *e);
-/* The checks of one step that need only what precedes it. */
-int plan_check_step(const Plan *p, int step, Err *e);
+/* The names of each enum as the formats spell them (index = value), and
+ * the value of name s among names[n], or -1: for the stage readers. */
+extern const char *const role_names[R_COUNT];
+extern const char *const map_names[MAP_COUNT];
+extern const char *const move_names[MOVE_COUNT];
+extern const char *const compute_names[C_COUNT];
+extern const char *const operand_names[OPD_COUNT];
+int plan_name_lookup(const char *const *names, int n, const char *s);
 /* Step that writes placement i, or -1 for an initial placement. */
 int plan_writer(const Plan *p, int placement);
 /* Is placement i a state's home: written before the run with the values
@@ -215,30 +213,6 @@ int plan_state_home(const Plan *p, int placement);
 int64_t plan_head_dim(const Plan *p, const Step *s);
 /* An attention step's chunks (1 when not set). */
 int64_t plan_chunks(const Step *s);
-
-/* Per-tile memory: live placement bytes at each step, aliases counted once.
- * Placements of inputs and parameters that no step writes are live for the
- * whole program, outputs to its end, everything else from the step that
- * writes it to the last step that reads it. tile_peak[tiles] (and the
- * step of each, tile_step[tiles]) and step_peak[steps] receive the peaks
- * (any may be NULL). Returns the largest; *worst is its tile, *at its step. */
-int64_t plan_memory(const Plan *p, int64_t *tile_peak, int *tile_step, int64_t *step_peak,
-		    int64_t *worst, int *at);
-
-/* The same walk, calling fn(ctx, step, cur) at every step with cur[tiles],
- * each tile's live bytes then (the trace's memory counters). */
-typedef void (*MemoryFn)(void *ctx, int step, const int64_t *cur);
-void plan_memory_each(const Plan *p, MemoryFn fn, void *ctx);
-/* What tile's live bytes at step are made of: part[np + 1] receives each
- * placement's bytes on the tile as counted (0 where not live, or where it
- * shares its source's buffer), and part[np] the step's scratch; they add
- * up to that tile's figure in the walk. */
-void plan_memory_parts(const Plan *p, int64_t tile, int step, int64_t *part);
-
-/* Live range of every placement, in steps (first written .. last read; the
- * whole program for initial placements, to the end for outputs), and for
- * each copy destination the source it may alias (-1 otherwise). */
-void plan_lifetimes(const Plan *p, int *first, int *last, int *alias);
 
 /* Mapping of a copy from its placements. */
 Mapping copy_mapping(const Placement *src, const Placement *dst);

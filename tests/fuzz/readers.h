@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stage/stage_io.h"
 #include "study/compare.h"
 #include "base/io.h"
 #include "model/machine.h"
@@ -127,7 +128,7 @@ static int fuzz_stage(const uint8_t *d, size_t n, StageKind k)
 	Plan pl;
 	Err e;
 	Input *in = input_open_mem("fuzz", d, n, &e);
-	if (in && plan_read_input(&pl, in, k, &e) == 0)
+	if (in && stage_read_input(&pl, in, k, &e) == 0)
 		plan_free(&pl);
 	return 0;
 }

@@ -10,6 +10,8 @@
 #include "lower/group.h"
 #include "planner/planner.h"
 #include "run/sim.h"
+#include "stage/plan_check.h"
+#include "stage/stage_io.h"
 #include "t.h"
 #include "testlib.h"
 #include "vitgen.h"
@@ -475,7 +477,7 @@ static char *write_mem(const Plan *pl, const char *path)
 {
 	Err e;
 	Output *o = output_open(path, 0, &e);
-	if (!o || plan_write(pl, o, &e) || output_commit(o, &e))
+	if (!o || stage_write(pl, o, &e) || output_commit(o, &e))
 		return NULL;
 	char *data;
 	size_t len;
@@ -509,7 +511,7 @@ static void round_trips(void)
 		t_case(buf);
 		char *one = write_mem(&pl, path);
 		Plan back;
-		int rc = plan_read_stage(&back, path, k, &e);
+		int rc = stage_read(&back, path, k, &e);
 		CHECK(one && rc == 0, "%s", e.msg);
 		if (rc == 0) {
 			char *two = write_mem(&back, path);

@@ -19,6 +19,7 @@
 #include "planner/planner.h"
 #include "planner/planner_int.h"
 #include "capture/capture.h"
+#include "stage/plan_memory.h"
 #include "stage/table.h"
 #include "planner/trial.h"
 #include "t.h"

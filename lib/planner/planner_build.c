@@ -1,0 +1,154 @@
+/* planner_build.c: one build of the whole model: its parameters homed,
+ * every op in order (planner_ops.c, planner_gemm.c), then the checks that
+ * the machine holds it (planner_int.h). plan_build (planner.c) and the
+ * descent (planner_descent.c) call it. */
+#include "planner/planner_int.h"
+#include "stage/plan_check.h"
+
+/* Is attempt i past the first that fit (stop may be NULL)? */
+int past_stop(Stop *stop, int i)
+{
+	if (!stop)
+		return 0;
+	pthread_mutex_lock(&stop->mu);
+	int past = i > stop->stop;
+	pthread_mutex_unlock(&stop->mu);
+	return past;
+}
+
+/* One build; as attempt i of stop, abandoned between two ops once past
+ * the first attempt that fit (its plan would not be read). */
+int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
+{
+	Builder b;
+	memset(&b, 0, sizeof b);
+	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
+	b.price = price, b.memo = memo, b.prefix = -1;
+	int rc = -1;
+
+	memset(pl, 0, sizeof *pl);
+	pl->machine = *mc;
+	pl->model = xstrdup(m->name);
+	b.canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b.canon);
+	for (int i = 0; i < 2 * m->nt + 4 * m->nops + 1; i++)
+		b.canon[i] = -1;
+	b.base = xcalloc((size_t)mc->tiles, sizeof *b.base);
+	b.tab = xcalloc((size_t)mc->tiles, sizeof *b.tab);
+	b.frg = xcalloc((size_t)mc->tiles, sizeof *b.frg);
+	b.op_tab = xcalloc((size_t)mc->tiles, sizeof *b.op_tab);
+	b.op_frg = xcalloc((size_t)mc->tiles, sizeof *b.op_frg);
+	b.scratch = xcalloc((size_t)(3 * mc->tiles), sizeof *b.scratch);
+	b.last_use = xcalloc((size_t)m->nt, sizeof *b.last_use);
+	for (int i = 0; i < m->nops; i++)
+		for (int k = 0; k < m->ops[i].nin; k++)
+			if (m->ops[i].in[k] >= 0)
+				b.last_use[m->ops[i].in[k]] = i;
+
+	for (int i = 0; i < m->nt; i++) {
+		const MTensor *t = &m->t[i];
+		PRole r = t->role == T_INPUT ? R_INPUT : t->role == T_PARAM ? R_PARAM : t->role == T_STATE ? R_STATE :
+			  t->output ? R_OUTPUT : R_ACT;
+		int sc = t->scale;
+		if (t->dtype == FMT_FP8)
+			scales_find(o->scales, t->name, &sc);
+		for (int k = 0; k < m->nops; k++)       /* made on the host: an input of the program */
+			if ((m->ops[k].kind == OP_PATCHIFY || m->ops[k].kind == OP_EMBED) && m->ops[k].out == i)
+				r = R_INPUT;
+		int pt = add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
+		pl->t[pt].count = t->count;
+	}
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_PARAM && !param_host_only(m, i))
+			param_home(&b, i, param_consumed_as_b(m, i));
+	int64_t top = mc->tiles;
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_STATE)
+			top = state_home(&b, i, top);
+	if (fit_check_params(&b, e))
+		goto out;
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_INPUT && m->t[i].rank == 3)
+			canonical(&b, i);
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		int r = op->rep, first = -1, ns0 = pl->ns;
+		if (r >= 0 && m->rep[r].first == i) {
+			plan_carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
+			first = pl->ns;
+		}
+		if (past_stop(stop, attempt)) {
+			errf(e, "attempt %d abandoned: an earlier attempt fits", attempt);
+			goto out;
+		}
+		if (o->progress) {
+			char what[96];
+			snprintf(what, sizeof what, "attempt %d: %s", attempt + 1, op->name);
+			plan_progress(o, what, i + 1, m->nops);
+		}
+		trial_reset(&b);
+		switch (op->kind) {
+		case OP_MATMUL:
+			if (plan_matmul(&b, op, ex ? &ex[i] : NULL, e))
+				goto out;
+			break;
+		case OP_ATTENTION:
+			if (plan_attention(&b, op, e))
+				goto out;
+			break;
+		case OP_BROADCAST:
+			plan_broadcast(&b, op);
+			break;
+		case OP_APPEND:
+			plan_append(&b, op);
+			break;
+		case OP_LAST:
+			plan_last(&b, op);
+			break;
+		case OP_EMBED: {        /* on the host: a row that data picks is no static transfer */
+			Host h = { xstrdup(op->name), HOST_EMBED, op->in[0], op->out, 0, 0, op->in[1], op->transposed };
+			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+			pl->h[pl->nh++] = h;
+			canonical(&b, op->out);
+			break;
+		}
+		case OP_PATCHIFY: {
+			Host h = { xstrdup(op->name), HOST_PATCHIFY, op->in[0], op->out, op->patch, op->cls, -1, 0 };
+			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+			pl->h[pl->nh++] = h;
+			canonical(&b, op->out);
+			break;
+		}
+		default:
+			plan_rowlocal(&b, op);
+			break;
+		}
+		if (first >= 0)
+			b.body = first;
+		/* What the op put on every tile's tables, for the ops after it. */
+		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 && trial_op(&b, op, ns0, e))
+			goto out;
+		if (r >= 0 && m->rep[r].last == i) {
+			plan_carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
+			Repeat x = { xstrdup(m->rep[r].name), b.body, pl->ns - 1, m->rep[r].count };
+			pl->r = xrealloc(pl->r, (size_t)(pl->nr + 1) * sizeof *pl->r);
+			pl->r[pl->nr++] = x;
+		}
+	}
+	if (plan_check(pl, m->file, e) || fit_check_memory(&b, e))
+		goto out;
+	rc = 0;
+out:
+	free(b.canon);
+	free(b.base);
+	free(b.tab);
+	free(b.frg);
+	free(b.op_tab);
+	free(b.op_frg);
+	free(b.scratch);
+	free(b.by);
+	free(b.last_use);
+	if (rc)
+		plan_free(pl);
+	return rc;
+}

@@ -1,0 +1,244 @@
+/* planner_fit.c: does the machine hold a plan: the parameters' homes, the
+ * SRAM walk, the exact limits of the lowered plan (plan_fit), the refusal
+ * with its "Next:" advice, and the progress callback (planner_int.h). */
+#include "planner/planner_int.h"
+#include "cost/floor.h"
+#include "stage/plan_check.h"
+#include "stage/plan_memory.h"
+
+/* ---- the whole model ---- */
+
+/* The parameters alone exceed the machine: no pin or batch helps. */
+static const char NO_PLAN_NEXT[] = " Next: no plan of this model fits this machine; use a machine file with "
+				   "more tiles (share/machines/amp5888.yaml has 4x amp1472's)";
+
+int fit_check_params(Builder *b, Err *e)
+{
+	int64_t T = b->mc->tiles, avail = machine_avail(b->mc), total = 0, worst = 0;
+	int state = 0;
+	for (int i = 0; i < b->pl->np; i++) {
+		total += place_total_bytes(&b->pl->p[i]) * b->pl->t[b->pl->p[i].tensor].count;
+		state |= b->pl->t[b->pl->p[i].tensor].role == R_STATE;
+	}
+	const char *what = state ? "parameters and state" : "parameters";
+	if (total > T * avail)
+		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
+			      "model '%s': %s need %lld bytes; %lld tiles hold at most %lld "
+			      "(%lld bytes each after reserved_bytes).%s", b->m->name, what, (long long)total,
+			      (long long)T, (long long)(T * avail), (long long)avail, NO_PLAN_NEXT);
+	for (int64_t t = 1; t < T; t++)
+		if (b->base[t] > b->base[worst])
+			worst = t;
+	if (b->base[worst] > avail)
+		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
+			      "model '%s': %s homes put %lld bytes on tile %lld; %lld are available",
+			      b->m->name, state ? "parameter and state" : "parameter", (long long)b->base[worst], (long long)worst, (long long)avail);
+	return 0;
+}
+
+int fit_check_memory(Builder *b, Err *e)
+{
+	Plan *pl = b->pl;
+	int64_t worst, avail = machine_avail(b->mc);
+	int at;
+	int64_t *step_peak = xcalloc((size_t)pl->ns + 1, sizeof *step_peak);
+	int64_t peak = plan_memory(pl, NULL, NULL, step_peak, &worst, &at);
+
+	for (int g = 0; g < pl->ng; g++)
+		for (int s = 0; s < pl->ns; s++)
+			if (strcmp(pl->s[s].op, pl->g[g].op) == 0 && step_peak[s] > pl->g[g].peak_bytes)
+				pl->g[g].peak_bytes = step_peak[s];
+	free(step_peak);
+	if (peak > avail) {
+		/* at the op of that step in the model (its pin when pinned);
+		 * a step of no model op: the params mapping */
+		const Model *m = b->m;
+		long line = m->params_line, col = m->params_col;
+		for (int i = 0; i < m->nops; i++)
+			if (strcmp(m->ops[i].name, pl->s[at].op) == 0) {
+				line = m->ops[i].pinned ? m->ops[i].pin_line : m->ops[i].line;
+				col = m->ops[i].pinned ? m->ops[i].pin_col : m->ops[i].col;
+				break;
+			}
+		char next[400];
+		plan_next_steps(pl, pl->s[at].op, next, sizeof next);
+		return err_at(e, m->file, line, col, "tile %lld needs %lld bytes at step %d (op '%s'); "
+			      "%lld are available (sram_bytes - reserved_bytes).%s", (long long)worst,
+			      (long long)peak, at, pl->s[at].op, (long long)avail, next);
+	}
+	return 0;
+}
+
+/* The memory and cycles objectives promise a plan the machine holds: the
+ * plan is lowered as amp-compose, amp-expand, amp-exchange and amp-group
+ * do (amp-group's default weights) and checked as amp-emit checks it.
+ * When it does not fit, the error names the tile and the figure, and says
+ * what no plan can avoid: the parameters, each byte once, spread evenly.
+ * plan_fit: the whole plan lowered so, its worst tiles' figures (Fit,
+ * lib/planner/planner_int.h). */
+void plan_fit(const Plan *pl, int want_cycles, Fit *f)
+{
+	const Machine *mc = &pl->machine;
+	int64_t T = mc->tiles;
+	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
+	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
+	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
+	Plan q;
+	Err le;
+
+	memset(f, 0, sizeof *f);
+	plan_dup(&q, pl);
+	plan_compose(&q);
+	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || trial_group(&q, WEIGHTS_DEFAULT, &le)) {
+		snprintf(f->why, sizeof f->why, "%s", le.msg);
+		f->excess = 1e30;
+		goto out;
+	}
+	f->lowered = 1;
+	table_totals(&q, table, frags, NULL);
+	plan_memory(&q, peak, peak_step, NULL, NULL, NULL);
+	for (int64_t t = 1; t < T; t++) {
+		f->wt = table[t] > table[f->wt] ? t : f->wt;
+		f->wf = frags[t] > frags[f->wf] ? t : f->wf;
+		f->ws = peak[t] + table[t] > peak[f->ws] + table[f->ws] ? t : f->ws;
+	}
+	f->table = table[f->wt], f->frags = frags[f->wf];
+	f->peak = peak[f->ws], f->sram_table = table[f->ws];
+	f->excess = limit_excess(mc, f->table, f->frags, f->peak + f->sram_table);
+	if (f->peak + f->sram_table > machine_avail(mc)) {   /* what the worst tile holds most of */
+		int64_t *part = xmalloc(((size_t)q.np + 1) * sizeof *part);
+		plan_memory_parts(&q, f->ws, peak_step[f->ws], part);
+		f->big_step = peak_step[f->ws];
+		for (int i = 0; i < q.np; i++)
+			if (part[i] > f->big_bytes)
+				f->big_bytes = part[i], snprintf(f->big, sizeof f->big, "%s", q.p[i].name);
+		free(part);
+	}
+	if (want_cycles == FIT_CYCLES || (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
+		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
+		capture_metrics(&q, ph, NULL, &sum);
+		f->cycles = sum.total_cycles;
+		free(ph);
+	}
+out:
+	plan_free(&q);
+	free(table);
+	free(frags);
+	free(peak);
+	free(peak_step);
+}
+
+int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
+{
+	int64_t avail = machine_avail(mc);
+	if (!f->lowered)
+		snprintf(why, size, "%s", f->why);
+	else if (f->table > mc->table_budget_bytes)
+		snprintf(why, size, "tile %lld: exchange tables need %lld bytes, over the table budget of "
+			 "%lld", (long long)f->wt, (long long)f->table, (long long)mc->table_budget_bytes);
+	else if (f->frags > mc->fragment_limit)
+		snprintf(why, size, "tile %lld: %lld send and receive fragments, over the fragment limit "
+			 "of %lld", (long long)f->wf, (long long)f->frags, (long long)mc->fragment_limit);
+	else if (f->peak + f->sram_table > avail)
+		snprintf(why, size, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
+			 "tables need %lld, over the %lld available", (long long)f->ws, (long long)f->peak,
+			 (long long)f->sram_table, (long long)(f->peak + f->sram_table), (long long)avail);
+	else
+		return 0;
+	return 1;
+}
+
+/* The next steps after "does not fit", most direct first (op: the GEMM to
+ * pin, or NULL). */
+void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size)
+{
+	int64_t batch = 0;
+	size_t n = (size_t)snprintf(out, size, " Next:");
+	for (int t = 0; t < pl->nt && !batch; t++)
+		if (pl->t[t].role == R_INPUT && pl->t[t].rank > 1)
+			batch = pl->t[t].shape[0];
+	if (op && n < size)
+		n += (size_t)snprintf(out + n, size - n, " pin '%s' to a grid over more tiles in the model's plan: "
+				      "(amp-plan --explain lists its grids);", op);
+	if (batch > 1 && n < size)
+		n += (size_t)snprintf(out + n, size - n, " plan a smaller batch (this one is %lld);", (long long)batch);
+	if (n < size)
+		snprintf(out + n, size - n, " or use a machine file with more tiles (share/machines/amp5888.yaml has "
+			 "4x amp1472's)");
+}
+
+/* fit_error's next steps: the GEMM whose operand holds most of the worst
+ * tile (placement names are tensor@op.operand). */
+static void next_steps(const Plan *pl, const Fit *f, int64_t per_tile, char *out, size_t size)
+{
+	char op[64] = "";
+	if (per_tile > machine_avail(&pl->machine)) {
+		snprintf(out, size, "%s", NO_PLAN_NEXT);
+		return;
+	}
+	const char *at = strchr(f->big, '@'), *dot = at ? strchr(at, '.') : NULL;
+	if (f->big_bytes && dot)
+		snprintf(op, sizeof op, "%.*s", (int)(dot - at - 1), at + 1);
+	int n = snprintf(out, size, "%s", "");
+	if (f->big_bytes)
+		n = snprintf(out, size, " Tile %lld holds most for '%s' (%lld bytes at step %lld).", (long long)f->ws,
+			     f->big, (long long)f->big_bytes, (long long)f->big_step);
+	if (n >= 0 && (size_t)n < size)
+		plan_next_steps(pl, *op ? op : NULL, out + n, size - (size_t)n);
+}
+
+/* 0 when f fits; else -1 with the error at the model's params mark. */
+int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
+{
+	const Machine *mc = &pl->machine;
+	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
+	char why[sizeof e->msg], next[600];
+	int state = 0;
+
+	if (!fit_why(f, mc, why, sizeof why))
+		return 0;
+	for (int i = 0; i < pl->np; i++) {
+		int home = plan_state_home(pl, i);      /* resident too: a state's home */
+		if ((pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0) || home)
+			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+		state |= home;
+	}
+	next_steps(pl, f, cdiv(params, T), next, sizeof next);
+	return err_at(e, m->file, m->params_line, m->params_col,
+		      "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters%s: "
+		      "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
+		      "activations, working buffers and exchange tables.%s", m->name, mc->name, why,
+		      state ? " and states" : "",
+		      (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
+		      (long long)avail, next);
+}
+
+int plan_check_fit(const Plan *pl, const Model *m, Err *e)
+{
+	Fit f;
+	plan_fit(pl, FIT_LIMITS, &f);
+	return fit_error(pl, m, &f, e);
+}
+
+int plan_batch_split(const Plan *pl)
+{
+	for (int i = 0; i < pl->np; i++) {
+		const Placement *p = &pl->p[i];
+		size_t n = strlen(p->name);
+		if (n > 6 && strcmp(p->name + n - 6, "@canon") == 0 && p->rank == 3 && p->split[0] > 1)
+			return 1;
+	}
+	return 0;
+}
+
+int fit_ok(const Fit *f) { return f->lowered && f->excess <= 1.0; }
+
+void plan_progress(const PlanOpts *o, const char *what, int done, int total)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	if (!o->progress)
+		return;
+	pthread_mutex_lock(&mu);
+	o->progress(o->progress_ctx, what, done, total);
+	pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,171 @@
+/* plan_check: the cross-record checks of a plan (plan_check.h). */
+#include "stage/plan_check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int initial(const Plan *pl, int i)
+{
+	PRole r = pl->t[pl->p[i].tensor].role;
+	return ((r == R_INPUT || r == R_PARAM) && plan_writer(pl, i) < 0) || plan_state_home(pl, i);
+}
+
+int plan_check_step(const Plan *pl, int i, Err *e)
+{
+	const Step *s = &pl->s[i];
+	const Placement *P = pl->p;
+
+	if (s->kind == STEP_COPY) {
+		if (s->src == s->dst)
+			return errf(e, "copy from '%s' to itself", P[s->src].name);
+		if (P[s->src].tensor != P[s->dst].tensor)
+			return errf(e, "copy from '%s' to '%s' changes the tensor; a cast is compute",
+				    P[s->src].name, P[s->dst].name);
+		Mapping m = copy_mapping(&P[s->src], &P[s->dst]);
+		if (m != s->map)
+			return errf(e, "map '%s' does not match the placements (expected '%s')",
+				    mapping_name(s->map), mapping_name(m));
+		return 0;
+	}
+	for (int k = 0; k < s->nin; k++)
+		if (s->in[k] == s->out)
+			return errf(e, "compute reads and writes '%s'", P[s->out].name);
+	const Placement *in = &P[s->in[0]], *out = &P[s->out];
+	switch (s->compute) {
+	case C_CAST:
+		if (in->fmt == out->fmt || s->nin != 1)
+			return errf(e, "cast from '%s' to '%s' must change the format",
+				    in->name, out->name);
+		break;
+	case C_PACK:
+		if (in->tensor != out->tensor || in->layout == out->layout || s->nin != 1)
+			return errf(e, "pack from '%s' to '%s' must keep the tensor and change the layout",
+				    in->name, out->name);
+		break;
+	case C_MATMUL:
+		if (s->nin < 2)
+			return errf(e, "matmul needs a and b");
+		break;
+	case C_ATTENTION: {
+		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL))
+			return errf(e, "attention writes fp16 output or an fp32 partial, not '%s'", out->name);
+		const PTensor *o = &pl->t[out->tensor];
+		int64_t w = o->shape[o->rank - 1], n = plan_chunks(s), D = w / s->heads - (o->role == R_PARTIAL ? 2 * n : 0);
+		if (w % s->heads || D < 1 || D % n || (n > 1 && o->role != R_PARTIAL))
+			return errf(e, "attention '%s' with %lld heads and %lld chunks: its output '%s' is %lld wide, "
+				    "not heads x D (a partial: heads x (D + 2 x chunks), D a multiple of chunks)", s->op,
+				    (long long)s->heads, (long long)n, out->name, (long long)w);
+		break;
+	}
+	case C_APPEND:
+		if (s->nin != 2 || pl->t[out->tensor].role != R_STATE || P[s->in[0]].tensor == out->tensor ||
+		    P[s->in[1]].fmt != FMT_I32)
+			return errf(e, "append writes a state ('%s') from rows and their int32 positions", out->name);
+		break;
+	case C_LAST:
+		if (s->nin != 1 || in->tensor == out->tensor || in->rank != 3 || out->rank != 3 || out->shape[1] != 1)
+			return errf(e, "last reads an activation [B, T, C] and writes [B, 1, C] (from '%s' to '%s')",
+				    in->name, out->name);
+		break;
+	case C_MERGE:
+		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)
+			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2)] and writes fp16 "
+				    "output (from '%s' to '%s')", in->name, out->name);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int plan_check(const Plan *pl, const char *file, Err *e)
+{
+	char *ready = xcalloc((size_t)pl->np + 1, 1);
+	int rc = -1;
+
+	for (int i = 0; i < pl->np; i++) {
+		ready[i] = (char)initial(pl, i);
+		if (plan_writer(pl, i) < 0 && !ready[i]) {
+			errf(e, "%s: placement '%s' is never written", file, pl->p[i].name);
+			goto out;
+		}
+	}
+	for (int i = 0; i < pl->ns; i++) {
+		const Step *s = &pl->s[i];
+		int reads[4], n = 0, w = s->kind == STEP_COPY ? s->dst : s->out;
+		if (s->kind == STEP_COPY)
+			reads[n++] = s->src;
+		else
+			for (int k = 0; k < s->nin; k++)
+				reads[n++] = s->in[k];
+		for (int k = 0; k < n; k++)
+			if (!ready[reads[k]]) {
+				errf(e, "%s: step %d reads '%s' before it is written", file, i,
+				     pl->p[reads[k]].name);
+				goto out;
+			}
+		int r = plan_repeat_of(pl, i);
+		int back = s->kind == STEP_COMPUTE && s->compute == C_CARRY && r >= 0 && pl->r[r].last == i &&
+			   plan_writer(pl, w) < pl->r[r].first;
+		int append = s->kind == STEP_COMPUTE && s->compute == C_APPEND && plan_state_home(pl, w);
+		if (ready[w] && !back && !append) {
+			errf(e, "%s: step %d writes '%s' a second time", file, i, pl->p[w].name);
+			goto out;
+		}
+		ready[w] = 1;
+	}
+	for (int i = 0; i < pl->nph; i++) {
+		int r = plan_repeat_of(pl, pl->ph[i].first);
+		if (r != plan_repeat_of(pl, pl->ph[i].last)) {
+			errf(e, "%s: phase %d crosses the boundary of a repeat", file, i);
+			goto out;
+		}
+	}
+	for (int i = 0; pl->stage >= STAGE_EXPAND && i < pl->np; i++) {
+		const Placement *p = &pl->p[i];
+		int64_t n = plan_stacked(pl, i) ? pl->t[p->tensor].count : 0;
+		if (n && p->addr + n * place_instance(p) > pl->machine.sram_bytes) {
+			errf(e, "%s: placement '%s' holds %lld instances of %lld bytes from %lld, beyond SRAM "
+			     "(%lld bytes)", file, p->name, (long long)n, (long long)place_instance(p),
+			     (long long)p->addr, (long long)pl->machine.sram_bytes);
+			goto out;
+		}
+	}
+	/* A stacked tensor is read in one repeat whose count is its count. */
+	for (int i = 0; i < pl->ns; i++) {
+		const Step *s = &pl->s[i];
+		int reads[4], n = 0, r = plan_repeat_of(pl, i);
+		if (s->kind == STEP_COPY)
+			reads[n++] = s->src;
+		else
+			for (int k = 0; k < s->nin; k++)
+				reads[n++] = s->in[k];
+		for (int k = 0; k < n; k++) {
+			const PTensor *t = &pl->t[pl->p[reads[k]].tensor];
+			if (t->count > 1 && (r < 0 || pl->r[r].count != t->count)) {
+				errf(e, "%s: step %d reads '%s', stacked %lld times, %s", file, i, t->name,
+				     (long long)t->count, r < 0 ? "outside every repeat" : "in a repeat of another count");
+				goto out;
+			}
+		}
+	}
+	for (int i = 0; i < pl->nr; i++) {
+		const Step *s = &pl->s[pl->r[i].last];
+		if (s->kind != STEP_COMPUTE || s->compute != C_CARRY) {
+			errf(e, "%s: repeat '%s' must end with a carry step", file, pl->r[i].name);
+			goto out;
+		}
+	}
+	for (int i = 0; i < pl->ng; i++) {
+		const Gemm *g = &pl->g[i];
+		if (g->tiles > pl->machine.tiles) {
+			errf(e, "%s: gemm '%s' uses %lld tiles; the machine has %lld", file, g->op,
+			     (long long)g->tiles, (long long)pl->machine.tiles);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(ready);
+	return rc;
+}
