@@ -42,7 +42,7 @@ CMP_FILES := $(addprefix $(CMP_OUT)/,compare.txt compare.tsv received_diff.dat r
 # directory is removed however the recipe ends; nothing else in CMP_OUT
 # is touched.
 CMP_TMP := $(CMP_OUT)/report-compare.tmp
-$(CMP_FILES) &: $(CMP_A) $(ATILES) $(CMP_B) $(BTILES) pipelines/compare.sh $(BIN)/amp-compare | report-deps
+$(CMP_FILES) &: $(CMP_A) $(ATILES) $(CMP_B) $(BTILES) pipelines/compare.sh pipelines/grid.sh $(BIN)/amp-compare | report-deps
 	@trap 'rm -rf $(CMP_TMP)' EXIT; trap 'exit 130' INT TERM HUP; \
 	rm -rf $(CMP_TMP); \
 	if bash pipelines/compare.sh $(BIN) $(CMP_A) $(ATILES) $(CMP_B) $(BTILES) $(CMP_TMP); then \

@@ -39,15 +39,9 @@ json=$("$bin/amp-compare" --tiles "$atiles,$btiles" --json "$acap" "$bcap")
 { read -r amodel; read -r bmodel; read -r amach; read -r bmach; read -r ntiles; } < <(
 	jq -r '.a.model, .b.model, .a.machine, .b.machine, ([.tiles.a.tiles, .tiles.b.tiles] | max)' <<< "$json")
 
-# The grid of make report's heatmaps: as many columns as the divisor of
-# the tile count nearest sqrt(1.5 N), else ceil(sqrt(1.5 N)).
-read -r cols rows < <(awk -v n="$ntiles" 'BEGIN {
-	t = sqrt(1.5 * n); best = 0
-	for (d = 1; d <= n; d++)
-		if (n % d == 0 && d >= 0.75 * t && d <= 1.34 * t && (best == 0 || (d - t) ^ 2 < (best - t) ^ 2))
-			best = d
-	if (best == 0) best = int(t) + (int(t) < t)
-	print best, int((n + best - 1) / best) }')
+# The heatmap grid (pipelines/grid.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/grid.sh"
+read -r cols rows < <(grid "$ntiles")
 
 # Every tile's received bytes on both sides, from the tiles files' all
 # lines (amp-compare has checked them), and the delta.

@@ -50,7 +50,7 @@ REPORT_FILES := report.html report/data.json report/trace.json report/flow.dot r
 # pipelines/report.sh writes the page and its data into report.tmp/,
 # which replaces them only when it succeeds, and is removed however the
 # recipe ends (an interrupt too).
-$(addprefix $(ART)/,$(REPORT_FILES)) &: $(ART)/capture.json $(ART)/emit.txt $(ART)/trace.json.gz pipelines/report.sh \
+$(addprefix $(ART)/,$(REPORT_FILES)) &: $(ART)/capture.json $(ART)/emit.txt $(ART)/trace.json.gz pipelines/report.sh pipelines/grid.sh \
 		$(wildcard share/report/*) $(wildcard $(JQ)/*.jq) | report-deps
 	@trap 'rm -rf $(ART)/report.tmp' EXIT; trap 'exit 130' INT TERM HUP; \
 	rm -rf $(ART)/report.tmp && bash pipelines/report.sh $(ART) $(ART)/report.tmp && \

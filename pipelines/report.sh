@@ -55,16 +55,9 @@ theader=$'tile\tphase\tsent_bytes\treceived_bytes\tfragments\ttable_bytes\tsram_
 [ "$(sed -n 2p "$tiles")" = "$theader" ] ||
 	die "cannot read '$tiles': line 2 is not the amp-tiles $tver header"
 
-# The grid: as many columns as the divisor of the tile count nearest
-# sqrt(1.5 N) (46 x 32 for 1,472), else ceil(sqrt(1.5 N)) with a short
-# last row.
-read -r cols rows < <(awk -v n="$ntiles" 'BEGIN {
-	t = sqrt(1.5 * n); best = 0
-	for (d = 1; d <= n; d++)
-		if (n % d == 0 && d >= 0.75 * t && d <= 1.34 * t && (best == 0 || (d - t) ^ 2 < (best - t) ^ 2))
-			best = d
-	if (best == 0) best = int(t) + (int(t) < t)
-	print best, int((n + best - 1) / best) }')
+# The heatmap grid (pipelines/grid.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/grid.sh"
+read -r cols rows < <(grid "$ntiles")
 
 # tiles.tsv as JSON for data.jq: the all lines, and each phase's lines in
 # tile order (sram_peak_bytes is '-' on phase lines, busy_cycles on all lines).

@@ -119,6 +119,12 @@ int64_t model_tensor_bytes(const MTensor *t);
  * with that lower bound. The check is a bound: a model that passes may
  * still not fit, which the planner finds. */
 int model_check_size(const Model *m, const Machine *mc, Err *e);
+
+/* The refusals' advice ("... Next: ..."), one wording for the size check
+ * here and the planner's fit check (lib/planner/planner_fit.c). NEXT_NO_PLAN:
+ * the parameters alone exceed the machine, so no pin or batch helps. */
+#define NEXT_MORE_TILES "use a machine file with more tiles (share/machines/amp5888.yaml has 4x amp1472's)"
+#define NEXT_NO_PLAN " Next: no plan of this model fits this machine; " NEXT_MORE_TILES
 const char *op_name(OpKind k);
 const char *cast_name(CastOrder c);
 const char *staging_name(Staging s);

@@ -60,9 +60,7 @@ int model_check_size(const Model *m, const Machine *mc, Err *e)
 		}
 	if (params > cap)
 		return errf(e, "%s:%ld:%ld: model '%s': parameters need %" PRId64 " bytes; %" PRId64 " tiles hold at "
-			    "most %" PRId64 " (%" PRId64 " bytes each after reserved_bytes). Next: no plan of this model "
-			    "fits this machine; use a machine file with more tiles (share/machines/amp5888.yaml has 4x "
-			    "amp1472's)%s", m->file, m->params_line,
+			    "most %" PRId64 " (%" PRId64 " bytes each after reserved_bytes)." NEXT_NO_PLAN "%s", m->file, m->params_line,
 			    m->params_col, m->name, params, mc->tiles, cap, machine_avail(mc),
 			    wide > params / 10 ? ", or fp8 parameters" : "");
 	for (int i = 0; i < m->nops; i++) {
@@ -91,7 +89,7 @@ int model_check_size(const Model *m, const Machine *mc, Err *e)
 	human(cap, have, sizeof have);
 	return errf(e, "%s:%ld:%ld: op '%s' cannot be held by machine '%s': its operands and result, live at once, "
 		    "are at least %" PRId64 " bytes (%s), and the machine holds %" PRId64 " (%s: %" PRId64
-		    " tiles x %" PRId64 " bytes available). Next: plan a smaller batch, or use a machine file with "
-		    "more tiles (share/machines/amp5888.yaml has 4x amp1472's)", m->file, o->line, o->col, o->name, mc->name, worst,
+		    " tiles x %" PRId64 " bytes available). Next: plan a smaller batch, or " NEXT_MORE_TILES,
+		    m->file, o->line, o->col, o->name, mc->name, worst,
 		    need, cap, have, mc->tiles, machine_avail(mc));
 }

@@ -8,10 +8,6 @@
 
 /* ---- the whole model ---- */
 
-/* The parameters alone exceed the machine: no pin or batch helps. */
-static const char NO_PLAN_NEXT[] = " Next: no plan of this model fits this machine; use a machine file with "
-				   "more tiles (share/machines/amp5888.yaml has 4x amp1472's)";
-
 int fit_check_params(Builder *b, Err *e)
 {
 	int64_t T = b->mc->tiles, avail = machine_avail(b->mc), total = 0, worst = 0;
@@ -25,7 +21,7 @@ int fit_check_params(Builder *b, Err *e)
 		return err_at(e, b->m->file, b->m->params_line, b->m->params_col,
 			      "model '%s': %s need %lld bytes; %lld tiles hold at most %lld "
 			      "(%lld bytes each after reserved_bytes).%s", b->m->name, what, (long long)total,
-			      (long long)T, (long long)(T * avail), (long long)avail, NO_PLAN_NEXT);
+			      (long long)T, (long long)(T * avail), (long long)avail, NEXT_NO_PLAN);
 	for (int64_t t = 1; t < T; t++)
 		if (b->base[t] > b->base[worst])
 			worst = t;
@@ -163,8 +159,7 @@ void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size)
 	if (batch > 1 && n < size)
 		n += (size_t)snprintf(out + n, size - n, " plan a smaller batch (this one is %lld);", (long long)batch);
 	if (n < size)
-		snprintf(out + n, size - n, " or use a machine file with more tiles (share/machines/amp5888.yaml has "
-			 "4x amp1472's)");
+		snprintf(out + n, size - n, " or " NEXT_MORE_TILES);
 }
 
 /* fit_error's next steps: the GEMM whose operand holds most of the worst
@@ -173,7 +168,7 @@ static void next_steps(const Plan *pl, const Fit *f, int64_t per_tile, char *out
 {
 	char op[64] = "";
 	if (per_tile > machine_avail(&pl->machine)) {
-		snprintf(out, size, "%s", NO_PLAN_NEXT);
+		snprintf(out, size, "%s", NEXT_NO_PLAN);
 		return;
 	}
 	const char *at = strchr(f->big, '@'), *dot = at ? strchr(at, '.') : NULL;
