@@ -78,8 +78,18 @@ $(patsubst lib/%.c,$(OBJ)/lib/%.o,$(filter lib/run/run%.c,$(LIB_SRC))): CFLAGS +
 $(OBJ)/libamp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN)/%: tools/%.c tools/tool.h $(OBJ)/libamp.a $(LIB_HDR) | $(BIN)
-	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
+# What the tools share (tools/tool.c, tools/opt.c: messages, provenance,
+# the option table's parser and help), in its own archive.
+TOOL_SRC := tools/opt.c tools/tool.c
+$(OBJ)/tools/%.o: tools/%.c tools/*.h $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib -c $< -o $@
+
+$(OBJ)/libtool.a: $(TOOL_SRC:%.c=$(OBJ)/%.o)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/%: tools/%.c tools/*.h $(OBJ)/libtool.a $(OBJ)/libamp.a $(LIB_HDR) | $(BIN)
+	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libtool.a $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@
 
 $(OBJ)/tests/%: tests/unit/%.c tests/unit/*.h $(OBJ)/libamp.a $(LIB_HDR) | $(OBJ)/tests
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib $< $(OBJ)/libamp.a $(PKG_LIBS) $(LDSAN) -lm -pthread -o $@

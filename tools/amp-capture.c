@@ -1,5 +1,8 @@
 /* amp-capture: grouped stage or program -> capture JSON. */
-#include <getopt.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "capture/capture.h"
 #include "capture/trace.h"
@@ -8,64 +11,59 @@
 #include "lower/program.h"
 #include "tool.h"
 
-static void help(void)
-{
-	printf("Usage: amp-capture [OPTION]... [GROUPED|PROGRAM]\n"
-	       "Read a grouped stage (formats/group.md) or a program written by amp-emit\n"
-	       "(formats/program.md), recognised by its magic number; standard input when\n"
-	       "absent or '-'. Write the capture (formats/capture.md): per phase its\n"
-	       "transfers, bytes, largest row, fragments, modelled cycles and floor\n"
-	       "(the fewest cycles any order of its transfers allows); per compute\n"
-	       "step its modelled cycles (the machine's compute cost model); per op\n"
-	       "and in total compute, exchange, sync and local-copy cycles; the\n"
-	       "model's floor (essential compute, movement and syncs spread over\n"
-	       "every tile) beside the total; and phase_traffic, one record per\n"
-	       "movement class. Query it with jq (share/jq/). With the machine's clock\n"
-	       "(machine file version 3), microseconds per run and images/s or tokens/s.\n"
-	       "\n"
-	       "  -m, --machine FILE         the machine file the stage was planned for, as\n"
-	       "                             amp-emit --machine (default: the file its\n"
-	       "                             provenance names); the stage's machine header\n"
-	       "                             must equal it\n"
-	       "      --table-budget BYTES   report against this table budget instead of\n"
-	       "                             the machine's (as amp-emit --table-budget)\n"
-	       "      --fragment-limit N     the same for the fragment limit\n"
-	       "      --tiles FILE      also write the per-tile figures to FILE as TSV: per\n"
-	       "                        tile, bytes sent and received, fragments, table\n"
-	       "                        bytes and SRAM peak; per tile and phase, bytes sent\n"
-	       "                        and received, fragments and row bytes\n"
-	       "      --trace FILE      also write the modelled timeline to FILE as Chrome\n"
-	       "                        trace-event JSON (Perfetto, chrome://tracing): the\n"
-	       "                        critical path, and per sampled tile its compute,\n"
-	       "                        sync and exchange slices and its SRAM in use\n"
-	       "      --trace-tiles LIST  the tiles the trace shows, such as 0-45,775\n"
-	       "                        (default: tile 0 and each step's and phase's\n"
-	       "                        busiest tile)\n"
-	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
-	       "  -z, --compress        compress the output with zstd\n"
-	       "      --help            print this help and exit\n"
-	       "      --version         print the version and exit\n"
-	       "\n"
-	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-capture [OPTION]... [GROUPED|PROGRAM]\n"
+	"Read a grouped stage (formats/group.md) or a program written by amp-emit\n"
+	"(formats/program.md), recognised by its magic number; standard input when\n"
+	"absent or '-'. Write the capture (formats/capture.md): per phase its\n"
+	"transfers, bytes, largest row, fragments, modelled cycles and floor\n"
+	"(the fewest cycles any order of its transfers allows); per compute\n"
+	"step its modelled cycles (the machine's compute cost model); per op\n"
+	"and in total compute, exchange, sync and local-copy cycles; the\n"
+	"model's floor (essential compute, movement and syncs spread over\n"
+	"every tile) beside the total; and phase_traffic, one record per\n"
+	"movement class. Query it with jq (share/jq/). With the machine's clock\n"
+	"(machine file version 3), microseconds per run and images/s or tokens/s.\n";
+
+static const char epilogue[] =
+	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'm', 'm', "machine", OPT_ARG, "FILE", "machine",
+	  "the machine file the stage was planned for, as\n"
+	  "amp-emit --machine (default: the file its\n"
+	  "provenance names); the stage's machine header\n"
+	  "must equal it" },
+	{ 'B', 0, "table-budget", OPT_ARG, "BYTES", NULL,
+	  "report against this table budget instead of\n"
+	  "the machine's (as amp-emit --table-budget)" },
+	{ 'F', 0, "fragment-limit", OPT_ARG, "N", NULL,
+	  "the same for the fragment limit" },
+	{ 'T', 0, "tiles", OPT_ARG, "FILE", "file",
+	  "also write the per-tile figures to FILE as TSV: per\n"
+	  "tile, bytes sent and received, fragments, table\n"
+	  "bytes and SRAM peak; per tile and phase, bytes sent\n"
+	  "and received, fragments and row bytes" },
+	{ 'R', 0, "trace", OPT_ARG, "FILE", "file",
+	  "also write the modelled timeline to FILE as Chrome\n"
+	  "trace-event JSON (Perfetto, chrome://tracing): the\n"
+	  "critical path, and per sampled tile its compute,\n"
+	  "sync and exchange slices and its SRAM in use" },
+	{ 'S', 0, "trace-tiles", OPT_ARG, "LIST", NULL,
+	  "the tiles the trace shows, such as 0-45,775\n"
+	  "(default: tile 0 and each step's and phase's\n"
+	  "busiest tile)" },
+	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
+	  "write to FILE, atomically (default: stdout)" },
+	{ 'z', 'z', "compress", OPT_NOARG, NULL, NULL,
+	  "compress the output with zstd" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-capture", usage, opts, epilogue };
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "table-budget", required_argument, NULL, 'B' },
-		{ "fragment-limit", required_argument, NULL, 'F' },
-		{ "tiles", required_argument, NULL, 'T' },
-		{ "trace", required_argument, NULL, 'R' },
-		{ "trace-tiles", required_argument, NULL, 'S' },
-		{ "machine", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
 	const char *out_path = NULL, *in_path, *tiles_path = NULL, *machine_path = NULL;
 	const char *trace_path = NULL, *trace_tiles = NULL;
 	char *sel = NULL;
@@ -74,24 +72,22 @@ int main(int argc, char **argv)
 	Plan pl;
 	Err e;
 
-	opterr = 0;
-	tool_init("amp-capture");
-	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
+	OptParse op;
+	const char *arg;
+	opt_init(&op, &tool, argc, argv);
+	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
-		case 'B': budget = count_arg("--table-budget", optarg); break;
-		case 'F': limit = count_arg("--fragment-limit", optarg); break;
-		case 'T': tiles_path = optarg; break;
-		case 'R': trace_path = optarg; break;
-		case 'S': trace_tiles = optarg; break;
-		case 'm': machine_path = optarg; break;
-		case 'o': out_path = optarg; break;
+		case 'B': budget = count_arg("--table-budget", arg); break;
+		case 'F': limit = count_arg("--fragment-limit", arg); break;
+		case 'T': tiles_path = arg; break;
+		case 'R': trace_path = arg; break;
+		case 'S': trace_tiles = arg; break;
+		case 'm': machine_path = arg; break;
+		case 'o': out_path = arg; break;
 		case 'z': compress = 1; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
 		}
 	}
-	in_path = one_input(argc, argv, optind, "grouped stage or program");
+	in_path = one_input(argc, argv, op.optind, "grouped stage or program");
 	if (trace_tiles && !trace_path)
 		usage_error("--trace-tiles needs --trace FILE");
 	if (program_or_stage(&pl, NULL, NULL, in_path, &e))
@@ -106,7 +102,7 @@ int main(int argc, char **argv)
 		if (trace_tiles_parse(trace_tiles, pl.machine.tiles, sel, &e))
 			fail(&e);
 	}
-	add_prov(&pl, argc, argv, optind);
+	add_prov(&pl);
 	Output *o = output_open(out_path, compress, &e), *to = NULL, *tr = NULL;
 	if (!o)
 		fail(&e);

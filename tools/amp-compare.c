@@ -1,53 +1,61 @@
 /* amp-compare: two captures -> their summaries, ops, phases (lined up by
  * label), movement classes and per-tile figures side by side, with deltas
  * (formats/compare.md). */
-#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "study/compare.h"
 #include "base/json.h"
 #include "tool.h"
 #include "base/yio.h"
 
-static void help(void)
-{
-	printf("Usage: amp-compare [OPTION]... A B\n"
-	       "Compare two captures written by amp-capture (formats/capture.md), A the\n"
-	       "baseline and B the variant: every summary figure with B - A and the\n"
-	       "change in percent (the floor's figures among them; ratios are left out);\n"
-	       "each op's compute, exchange and total cycles; the phases lined up by\n"
-	       "their labels (op.operand of each copy), not by position; the movement\n"
-	       "classes; and with --tiles the per-tile figures.\n"
-	       "\n"
-	       "Phases: partners (phases sharing a label) always sit in one group, so\n"
-	       "every label both captures have pairs its phases; groups keep each\n"
-	       "capture's order, and inside a group phases pair one to one, equal label\n"
-	       "sets first, then the most shared labels. A line is 'same', 'changed'\n"
-	       "(paired, labels differ), 'regrouped' (unpaired, sharing a label with\n"
-	       "the other side's phases of its group), 'removed' (A only: B has none\n"
-	       "of its labels) or 'added' (B only); transfers and cycles count every\n"
-	       "run, and a total row equals each summary's.\n"
-	       "Movement classes (phase_traffic) are summed over every run by op,\n"
-	       "operand and movement: sends, bytes sent and bytes received.\n"
-	       "Ops are matched by name, A's order first; an op or class on one side\n"
-	       "only shows '-' on the other; a figure that names a tile, phase or step\n"
-	       "has no delta. The output is text, or one JSON document (--json), or TSV\n"
-	       "(--tsv), formats/compare.md.\n"
-	       "\n"
-	       "      --names A,B       names for the two columns (default: A,B)\n"
-	       "      --tiles FA,FB     the two captures' tiles files (amp-capture --tiles):\n"
-	       "                        each per-tile figure's max, median and the tile\n"
-	       "                        that grows the most; --json adds every tile's\n"
-	       "                        deltas, --tsv the tiles that differ\n"
-	       "      --json            write JSON instead of text\n"
-	       "      --tsv             write TSV for scripts: a line per compared figure\n"
-	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
-	       "      --help            print this help and exit\n"
-	       "      --version         print the version and exit\n"
-	       "\n"
-	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n");
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-compare [OPTION]... A B\n"
+	"Compare two captures written by amp-capture (formats/capture.md), A the\n"
+	"baseline and B the variant: every summary figure with B - A and the\n"
+	"change in percent (the floor's figures among them; ratios are left out);\n"
+	"each op's compute, exchange and total cycles; the phases lined up by\n"
+	"their labels (op.operand of each copy), not by position; the movement\n"
+	"classes; and with --tiles the per-tile figures.\n"
+	"\n"
+	"Phases: partners (phases sharing a label) always sit in one group, so\n"
+	"every label both captures have pairs its phases; groups keep each\n"
+	"capture's order, and inside a group phases pair one to one, equal label\n"
+	"sets first, then the most shared labels. A line is 'same', 'changed'\n"
+	"(paired, labels differ), 'regrouped' (unpaired, sharing a label with\n"
+	"the other side's phases of its group), 'removed' (A only: B has none\n"
+	"of its labels) or 'added' (B only); transfers and cycles count every\n"
+	"run, and a total row equals each summary's.\n"
+	"Movement classes (phase_traffic) are summed over every run by op,\n"
+	"operand and movement: sends, bytes sent and bytes received.\n"
+	"Ops are matched by name, A's order first; an op or class on one side\n"
+	"only shows '-' on the other; a figure that names a tile, phase or step\n"
+	"has no delta. The output is text, or one JSON document (--json), or TSV\n"
+	"(--tsv), formats/compare.md.\n";
+
+static const char epilogue[] =
+	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'N', 0, "names", OPT_ARG, "A,B", NULL,
+	  "names for the two columns (default: A,B)" },
+	{ 'T', 0, "tiles", OPT_ARG, "FA,FB", "file",
+	  "the two captures' tiles files (amp-capture --tiles):\n"
+	  "each per-tile figure's max, median and the tile\n"
+	  "that grows the most; --json adds every tile's\n"
+	  "deltas, --tsv the tiles that differ" },
+	{ 'J', 0, "json", OPT_NOARG, NULL, NULL,
+	  "write JSON instead of text" },
+	{ 'S', 0, "tsv", OPT_NOARG, NULL, NULL,
+	  "write TSV for scripts: a line per compared figure" },
+	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
+	  "write to FILE, atomically (default: stdout)" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-compare", usage, opts, epilogue };
 
 /* A figure known to be a valid integer (cap_load checked it). */
 static int64_t fig(const Val *m, const char *key)
@@ -566,60 +574,49 @@ static void load_tiles(TileFigs *t, const char *path, const Cap *c)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "names", required_argument, NULL, 'N' },
-		{ "tiles", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "tsv", no_argument, NULL, 'S' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
 	const char *out_path = NULL;
-	char na[64] = "A", nb[64] = "B", *tiles_arg = NULL;
+	char na[64] = "A", nb[64] = "B";
+	const char *tiles_arg = NULL;
 	int json = 0, tsv_out = 0, c;
 	Cap a, b;
 	TileFigs ta, tb;
 	Err e;
 
-	opterr = 0;
-	tool_init("amp-compare");
-	while ((c = tool_getopt(argc, argv, ":o:", opts)) != -1) {
+	OptParse op;
+	const char *arg;
+	opt_init(&op, &tool, argc, argv);
+	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
 		case 'N': {
-			const char *comma = strchr(optarg, ',');
-			if (!comma || comma == optarg || !comma[1] || strchr(comma + 1, ',') ||
-			    (size_t)(comma - optarg) >= sizeof na || strlen(comma + 1) >= sizeof nb ||
-			    strpbrk(optarg, " \t\n"))
-				usage_error("--names takes two names without spaces, 'A,B', not '%s'", optarg);
-			snprintf(na, sizeof na, "%.*s", (int)(comma - optarg), optarg);
+			const char *comma = strchr(arg, ',');
+			if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ',') ||
+			    (size_t)(comma - arg) >= sizeof na || strlen(comma + 1) >= sizeof nb ||
+			    strpbrk(arg, " \t\n"))
+				usage_error("--names takes two names without spaces, 'A,B', not '%s'", arg);
+			snprintf(na, sizeof na, "%.*s", (int)(comma - arg), arg);
 			snprintf(nb, sizeof nb, "%s", comma + 1);
 			break;
 		}
 		case 'T': {
-			const char *comma = strchr(optarg, ',');
-			if (!comma || comma == optarg || !comma[1] || strchr(comma + 1, ','))
+			const char *comma = strchr(arg, ',');
+			if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ','))
 				usage_error("--tiles takes two tiles files, one for A and one for B, 'FA,FB', not '%s'",
-					    optarg);
-			tiles_arg = optarg;
+					    arg);
+			tiles_arg = arg;
 			break;
 		}
 		case 'J': json = 1; break;
 		case 'S': tsv_out = 1; break;
-		case 'o': out_path = optarg; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
+		case 'o': out_path = arg; break;
 		}
 	}
-	if (argc - optind != 2)
-		usage_error("two captures to compare, A and B; found %d", argc - optind);
-	if (!strcmp(argv[optind], "-") && !strcmp(argv[optind + 1], "-"))
+	if (argc - op.optind != 2)
+		usage_error("two captures to compare, A and B; found %d", argc - op.optind);
+	if (!strcmp(argv[op.optind], "-") && !strcmp(argv[op.optind + 1], "-"))
 		usage_error("only one of A and B can be standard input");
 	if (json && tsv_out)
 		usage_error("--json and --tsv are two outputs: choose one");
-	if (cap_load(&a, argv[optind], &e) || cap_load(&b, argv[optind + 1], &e))
+	if (cap_load(&a, argv[op.optind], &e) || cap_load(&b, argv[op.optind + 1], &e))
 		fail(&e);
 	Compare m;
 	cmp_build(&m, &a, &b, na, nb);

@@ -1,47 +1,44 @@
 /* amp-compose: plan -> plan, joining conversions with their replication
  * and moving parameter copies ahead of compute that does not need them. */
-#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lower/compose.h"
 #include "stage/plan.h"
 #include "stage/plan_check.h"
 #include "tool.h"
 
-static void help(void)
-{
-	printf("Usage: amp-compose [OPTION]... [PLAN]\n"
-	       "Read a plan stage (formats/plan.md; standard input when absent or '-'),\n"
-	       "apply composition (a conversion followed by a replication becomes one\n"
-	       "copy when the conversion is an identity-layout or native-panel mapping;\n"
-	       "then a run of parameter-vector copies moves ahead of the compute steps before\n"
-	       "it when none of them touches those parameters, so that it joins the\n"
-	       "previous exchange phase; docs/machine.md §5) and write the plan.\n"
-	       "\n"
-	       "      --no-compose      pass the plan through unchanged (for comparison)\n"
-	       "  -v, --verbose         report the copies joined and moved on stderr\n"
-	       "  -o, --output FILE     write to FILE, atomically (default: stdout)\n"
-	       "  -z, --compress        compress the output with zstd\n"
-	       "      --help            print this help and exit\n"
-	       "      --version         print the version and exit\n"
-	       "\n"
-	       "Input compressed with zstd is recognised by its magic number.\n"
-	       "Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-compose [OPTION]... [PLAN]\n"
+	"Read a plan stage (formats/plan.md; standard input when absent or '-'),\n"
+	"apply composition (a conversion followed by a replication becomes one\n"
+	"copy when the conversion is an identity-layout or native-panel mapping;\n"
+	"then a run of parameter-vector copies moves ahead of the compute steps before\n"
+	"it when none of them touches those parameters, so that it joins the\n"
+	"previous exchange phase; docs/machine.md §5) and write the plan.\n";
+
+static const char epilogue[] =
+	"Input compressed with zstd is recognised by its magic number.\n"
+	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'N', 0, "no-compose", OPT_NOARG, NULL, NULL,
+	  "pass the plan through unchanged (for comparison)" },
+	{ 'v', 'v', "verbose", OPT_NOARG, NULL, NULL,
+	  "report the copies joined and moved on stderr" },
+	{ 0 },
+};
 
 static int compose = 1, verbose;
 
-static int option(int c, const char *arg)
+static void option(int c, const char *arg)
 {
 	(void)arg;
 	if (c == 'N')
 		compose = 0;
-	else if (c == 'v')
-		verbose = 1;
 	else
-		return -1;
-	return 0;
+		verbose = 1;
 }
 
 static int run(Plan *pl, Err *e)
@@ -55,14 +52,8 @@ static int run(Plan *pl, Err *e)
 	return plan_check(pl, "composed plan", e);
 }
 
-static const struct option opts[] = {
-	{ "no-compose", no_argument, NULL, 'N' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ 0, 0, 0, 0 },
-};
-
 static const StageTool tool = {
-	"amp-compose", help, STAGE_PLAN, "plan file", opts, "v", option, run,
+	"amp-compose", usage, epilogue, STAGE_PLAN, "plan file", opts, option, run,
 };
 
 int main(int argc, char **argv)

@@ -1,74 +1,87 @@
 /* amp-emit: grouped stage -> program (encoded exchange tables). */
-#include <getopt.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "capture/capture.h"
 #include "lower/group.h"
 #include "base/num.h"
 #include "stage/plan.h"
+#include "stage/stage_io.h"
 #include "lower/program.h"
 #include "run/run.h"
 #include "stage/table.h"
 #include "tool.h"
 
-static void help(void)
-{
-	printf("Usage: amp-emit [OPTION]... [GROUPED]\n"
-	       "       amp-emit --list [PROGRAM|GROUPED]\n"
-	       "Encode every tile's exchange instructions, per phase, into a program\n"
-	       "(formats/program.md): rows identical once addresses are masked are stored\n"
-	       "once and patched; each row costs exactly the footprint of\n"
-	       "docs/machine.md §2. Check the table budget, the fragment limit and SRAM\n"
-	       "per tile first, and that every placement lies within the SRAM planned\n"
-	       "data may use (and the machine within 32-bit addresses); over a limit,\n"
-	       "name the worst tile, its phase, the figure and the limit (or the\n"
-	       "placement), and write no program. --list prints a program, or\n"
-	       "the rows a grouped stage implies, as deterministic text (the two agree).\n"
-	       "\n"
-	       "  -m, --machine FILE         the machine file the stage was planned for (or\n"
-	       "                             NAME: the shared machines/NAME.yaml); its\n"
-	       "                             limits and rates are the ones checked (default:\n"
-	       "                             the file the stage's provenance names, from the\n"
-	       "                             shared machines directory). The stage's machine\n"
-	       "                             header must equal it and the provenance's hash\n"
-	       "                             match it\n"
-	       "      --table-budget BYTES   exchange tables per tile, all phases, after\n"
-	       "                             row sharing (default: the machine's policy)\n"
-	       "      --fragment-limit N     send + receive fragments per tile (default: the\n"
-	       "                             machine's policy)\n"
-	       "      --sram-limit BYTES     tensors + tables per tile (default: sram_bytes -\n"
-	       "                             reserved_bytes); a study override: a program\n"
-	       "                             over the machine's bytes cannot run on it\n"
-	       "      --report               print every tile's SRAM use on stderr, a line per\n"
-	       "                             tile that holds anything (tensors at their peak\n"
-	       "                             and its step, tables); the tables of the tile\n"
-	       "                             with the most, phase by phase; then the largest\n"
-	       "      --model FILE           the model the stage lowers: the stage must agree\n"
-	       "                             with it (every tensor's shape, dtype and fp8\n"
-	       "                             scale, each matmul's operands, every other op's\n"
-	       "                             one step with its operands, result, eps, heads\n"
-	       "                             and scale, and no step for anything else; the\n"
-	       "                             file must be the one amp-plan planned from), and\n"
-	       "                             the program embeds it, so\n"
-	       "                             amp-run checks it and its reference against it\n"
-	       "      --scales FILE          with --model: the fp8 scales amp-plan planned\n"
-	       "                             with, checked and embedded the same way\n"
-	       "      --no-model             write the program without its model: amp-run\n"
-	       "                             then checks movement and arithmetic only, and\n"
-	       "                             says so on every run. A program is written only\n"
-	       "                             with --model or --no-model\n"
-	       "      --list                 print the listing to stdout instead\n"
-	       "  -o, --output FILE          write to FILE, atomically (default: stdout)\n"
-	       "  -z, --compress             compress the output with zstd\n"
-	       "      --help                 print this help and exit\n"
-	       "      --version              print the version and exit\n"
-	       "\n"
-	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
-	       "2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-emit [OPTION]... [GROUPED]\n"
+	"       amp-emit --list [PROGRAM|GROUPED]\n"
+	"Encode every tile's exchange instructions, per phase, into a program\n"
+	"(formats/program.md): rows identical once addresses are masked are stored\n"
+	"once and patched; each row costs exactly the footprint of\n"
+	"docs/machine.md §2. Check the table budget, the fragment limit and SRAM\n"
+	"per tile first, and that every placement lies within the SRAM planned\n"
+	"data may use (and the machine within 32-bit addresses); over a limit,\n"
+	"name the worst tile, its phase, the figure and the limit (or the\n"
+	"placement), and write no program. --list prints a program, or\n"
+	"the rows a grouped stage implies, as deterministic text (the two agree).\n";
+
+static const char epilogue[] =
+	"Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
+	"2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'm', 'm', "machine", OPT_ARG, "FILE", "machine",
+	  "the machine file the stage was planned for (or\n"
+	  "NAME: the shared machines/NAME.yaml); its\n"
+	  "limits and rates are the ones checked (default:\n"
+	  "the file the stage's provenance names, from the\n"
+	  "shared machines directory). The stage's machine\n"
+	  "header must equal it and the provenance's hash\n"
+	  "match it" },
+	{ 'B', 0, "table-budget", OPT_ARG, "BYTES", NULL,
+	  "exchange tables per tile, all phases, after\n"
+	  "row sharing (default: the machine's policy)" },
+	{ 'F', 0, "fragment-limit", OPT_ARG, "N", NULL,
+	  "send + receive fragments per tile (default: the\n"
+	  "machine's policy)" },
+	{ 'S', 0, "sram-limit", OPT_ARG, "BYTES", NULL,
+	  "tensors + tables per tile (default: sram_bytes -\n"
+	  "reserved_bytes); a study override: a program\n"
+	  "over the machine's bytes cannot run on it" },
+	{ 'R', 0, "report", OPT_NOARG, NULL, NULL,
+	  "print every tile's SRAM use on stderr, a line per\n"
+	  "tile that holds anything (tensors at their peak\n"
+	  "and its step, tables); the tables of the tile\n"
+	  "with the most, phase by phase; then the largest" },
+	{ 'M', 0, "model", OPT_ARG, "FILE", "file",
+	  "the model the stage lowers: the stage must agree\n"
+	  "with it (every tensor's shape, dtype and fp8\n"
+	  "scale, each matmul's operands, every other op's\n"
+	  "one step with its operands, result, eps, heads\n"
+	  "and scale, and no step for anything else; the\n"
+	  "file must be the one amp-plan planned from), and\n"
+	  "the program embeds it, so\n"
+	  "amp-run checks it and its reference against it" },
+	{ 'C', 0, "scales", OPT_ARG, "FILE", "file",
+	  "with --model: the fp8 scales amp-plan planned\n"
+	  "with, checked and embedded the same way" },
+	{ 'N', 0, "no-model", OPT_NOARG, NULL, NULL,
+	  "write the program without its model: amp-run\n"
+	  "then checks movement and arithmetic only, and\n"
+	  "says so on every run. A program is written only\n"
+	  "with --model or --no-model" },
+	{ 'L', 0, "list", OPT_NOARG, NULL, NULL,
+	  "print the listing to stdout instead" },
+	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
+	  "write to FILE, atomically (default: stdout)" },
+	{ 'z', 'z', "compress", OPT_NOARG, NULL, NULL,
+	  "compress the output with zstd" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-emit", usage, opts, epilogue };
 
 /* Every send fragment within max_transfer_bytes, and the grouped stage's
  * order (no tile reads bytes of a step before the transfer of that step
@@ -225,22 +238,6 @@ static void *limits_run(void *arg)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "table-budget", required_argument, NULL, 'B' },
-		{ "fragment-limit", required_argument, NULL, 'F' },
-		{ "report", no_argument, NULL, 'R' },
-		{ "sram-limit", required_argument, NULL, 'S' },
-		{ "list", no_argument, NULL, 'L' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "scales", required_argument, NULL, 'C' },
-		{ "no-model", no_argument, NULL, 'N' },
-		{ "machine", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
 	const char *out_path = NULL, *in_path, *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
 	int compress = 0, list = 0, report = 0, no_model = 0, c;
 	int64_t budget = -1, limit = -1, sram = -1;
@@ -248,27 +245,25 @@ int main(int argc, char **argv)
 	Program prog;
 	Err e;
 
-	opterr = 0;
-	tool_init("amp-emit");
-	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
+	OptParse op;
+	const char *arg;
+	opt_init(&op, &tool, argc, argv);
+	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
-		case 'B': budget = count_arg("--table-budget", optarg); break;
-		case 'F': limit = count_arg("--fragment-limit", optarg); break;
+		case 'B': budget = count_arg("--table-budget", arg); break;
+		case 'F': limit = count_arg("--fragment-limit", arg); break;
 		case 'R': report = 1; break;
-		case 'S': sram = count_arg("--sram-limit", optarg); break;
+		case 'S': sram = count_arg("--sram-limit", arg); break;
 		case 'L': list = 1; break;
-		case 'M': model_path = optarg; break;
-		case 'C': scales_path = optarg; break;
+		case 'M': model_path = arg; break;
+		case 'C': scales_path = arg; break;
 		case 'N': no_model = 1; break;
-		case 'm': machine_path = machine_arg(optarg); break;
-		case 'o': out_path = optarg; break;
+		case 'm': machine_path = machine_arg(arg); break;
+		case 'o': out_path = arg; break;
 		case 'z': compress = 1; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
 		}
 	}
-	in_path = one_input(argc, argv, optind, list ? "program or grouped stage" : "grouped stage");
+	in_path = one_input(argc, argv, op.optind, list ? "program or grouped stage" : "grouped stage");
 	if (scales_path && !model_path)
 		usage_error("--scales needs --model");
 	if (no_model && model_path)
@@ -311,7 +306,7 @@ int main(int argc, char **argv)
 	if (model_path && run_check_texts(&pl, mtext, mlen, model_path, stext, slen, scales_path, &e))
 		fail(&e);
 	Prov pr;                /* the program's STAGE text records this run too */
-	tool_prov(&pr, argc, argv, optind);
+	tool_prov(&pr);
 	if (model_path)
 		prov_file(&pr, "model", model_path, mtext, mlen);
 	if (scales_path)

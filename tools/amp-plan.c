@@ -1,5 +1,6 @@
 /* amp-plan: model + machine -> plan stage. */
-#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -8,64 +9,72 @@
 #include "stage/plan_memory.h"
 #include "tool.h"
 
-static void help(void)
-{
-	printf("Usage: amp-plan [OPTION]... [MODEL]\n"
-	       "Plan MODEL (a model file, formats/model.md; standard input when absent\n"
-	       "or '-') for a machine and write the plan stage (formats/plan.md).\n"
-	       "\n"
-	       "  -m, --machine FILE    machine file, or NAME for machines/NAME.yaml in the\n"
-	       "                        shared data (amp736, amp1472, amp5888; default\n"
-	       "                        amp1472): $AMP_SHARE, else share/amp or share\n"
-	       "                        beside the binary's directory\n"
-	       "      --objective NAME  how GEMM plans (and attention's key and value\n"
-	       "                        staging) are chosen: 'cycles' (default: the\n"
-	       "                        candidates ordered by the formula's cycle estimate,\n"
-	       "                        the fastest of each staging lowered exactly, as\n"
-	       "                        amp-expand, amp-exchange and amp-group would,\n"
-	       "                        against what earlier ops put on every tile; the\n"
-	       "                        fitting one with the fewest modelled cycles wins;\n"
-	       "                        when the whole plan does not fit, planned again\n"
-	       "                        with table bytes priced, then also with the\n"
-	       "                        trials kept 3-10%% inside the limits, and when none\n"
-	       "                        fits, the memory objective's plan),\n"
-	       "                        'memory' (every candidate ranked by the formula,\n"
-	       "                        the best per staging lowered exactly; a fitting one\n"
-	       "                        leaving the most headroom on the worst tile, then\n"
-	       "                        with the least tensor + table bytes, wins),\n"
-	       "                        'capacity' (the baseline: total live tensor memory,\n"
-	       "                        then largest allocation, then estimated rows and\n"
-	       "                        cycles, by formula alone) or 'capacity+tables'\n"
-	       "                        (estimated table bytes beside tensor memory, by\n"
-	       "                        formula)\n"
-	       "      --ownership MODE  canonical owners of activations: 'tokens' (token\n"
-	       "                        rows, the batch kept together), 'batch' (token rows,\n"
-	       "                        and the batch split across the tiles left over) or\n"
-	       "                        'auto' (default: with memory or cycles, when the\n"
-	       "                        batch can split, both planned and lowered whole\n"
-	       "                        and the better kept, fitting first, then by the\n"
-	       "                        objective, ties to batch; capacity: tokens)\n"
-	       "      --no-fit-check    with memory or cycles, write the plan even when the\n"
-	       "                        machine cannot hold it (a study override; by default\n"
-	       "                        the plan is lowered and checked as amp-emit would, and\n"
-	       "                        amp-plan exits 1 naming the tile, the figure and what\n"
-	       "                        no plan can avoid)\n"
-	       "      --scales FILE     fp8 scale exponents by tensor name (formats/scales.md;\n"
-	       "                        amp-run --calibrate writes one)\n"
-	       "      --explain[=N]     print each GEMM's N best candidates (default 5) and\n"
-	       "                        the chosen plans to standard output; the plan is\n"
-	       "                        then written only with -o\n"
-	       "  -o, --output FILE     write the plan to FILE, atomically (default: stdout)\n"
-	       "  -z, --compress        compress the output with zstd\n"
-	       "      --help            print this help and exit\n"
-	       "      --version         print the version and exit\n"
-	       "\n"
-	       "Input compressed with zstd is recognised by its magic number.\n"
-	       "Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
-	       "2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-plan [OPTION]... [MODEL]\n"
+	"Plan MODEL (a model file, formats/model.md; standard input when absent\n"
+	"or '-') for a machine and write the plan stage (formats/plan.md).\n";
+
+static const char epilogue[] =
+	"Input compressed with zstd is recognised by its magic number.\n"
+	"Exit status: 0 success, 1 bad input, a limit exceeded or a write error,\n"
+	"2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'm', 'm', "machine", OPT_ARG, "FILE", "machine",
+	  "machine file, or NAME for machines/NAME.yaml in the\n"
+	  "shared data (amp736, amp1472, amp5888; default\n"
+	  "amp1472): $AMP_SHARE, else share/amp or share\n"
+	  "beside the binary's directory" },
+	{ 'O', 0, "objective", OPT_ARG, "NAME", "words:cycles memory capacity capacity+tables",
+	  "how GEMM plans (and attention's key and value\n"
+	  "staging) are chosen: 'cycles' (default: the\n"
+	  "candidates ordered by the formula's cycle estimate,\n"
+	  "the fastest of each staging lowered exactly, as\n"
+	  "amp-expand, amp-exchange and amp-group would,\n"
+	  "against what earlier ops put on every tile; the\n"
+	  "fitting one with the fewest modelled cycles wins;\n"
+	  "when the whole plan does not fit, planned again\n"
+	  "with table bytes priced, then also with the\n"
+	  "trials kept 3-10% inside the limits, and when none\n"
+	  "fits, the memory objective's plan),\n"
+	  "'memory' (every candidate ranked by the formula,\n"
+	  "the best per staging lowered exactly; a fitting one\n"
+	  "leaving the most headroom on the worst tile, then\n"
+	  "with the least tensor + table bytes, wins),\n"
+	  "'capacity' (the baseline: total live tensor memory,\n"
+	  "then largest allocation, then estimated rows and\n"
+	  "cycles, by formula alone) or 'capacity+tables'\n"
+	  "(estimated table bytes beside tensor memory, by\n"
+	  "formula)" },
+	{ 'W', 0, "ownership", OPT_ARG, "MODE", "words:auto tokens batch",
+	  "canonical owners of activations: 'tokens' (token\n"
+	  "rows, the batch kept together), 'batch' (token rows,\n"
+	  "and the batch split across the tiles left over) or\n"
+	  "'auto' (default: with memory or cycles, when the\n"
+	  "batch can split, both planned and lowered whole\n"
+	  "and the better kept, fitting first, then by the\n"
+	  "objective, ties to batch; capacity: tokens)" },
+	{ 'F', 0, "no-fit-check", OPT_NOARG, NULL, NULL,
+	  "with memory or cycles, write the plan even when the\n"
+	  "machine cannot hold it (a study override; by default\n"
+	  "the plan is lowered and checked as amp-emit would, and\n"
+	  "amp-plan exits 1 naming the tile, the figure and what\n"
+	  "no plan can avoid)" },
+	{ 'S', 0, "scales", OPT_ARG, "FILE", "file",
+	  "fp8 scale exponents by tensor name (formats/scales.md;\n"
+	  "amp-run --calibrate writes one)" },
+	{ 'E', 0, "explain", OPT_OPTARG, "N", NULL,
+	  "print each GEMM's N best candidates (default 5) and\n"
+	  "the chosen plans to standard output; the plan is\n"
+	  "then written only with -o" },
+	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
+	  "write the plan to FILE, atomically (default: stdout)" },
+	{ 'z', 'z', "compress", OPT_NOARG, NULL, NULL,
+	  "compress the output with zstd" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-plan", usage, opts, epilogue };
 
 static void print_candidate(int rank, const Candidate *c, int chosen)
 {
@@ -194,19 +203,6 @@ static void explain(const Plan *pl, const Model *m, const Explain *ex, Objective
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "machine", required_argument, NULL, 'm' },
-		{ "objective", required_argument, NULL, 'O' },
-		{ "explain", optional_argument, NULL, 'E' },
-		{ "scales", required_argument, NULL, 'S' },
-		{ "ownership", required_argument, NULL, 'W' },
-		{ "no-fit-check", no_argument, NULL, 'F' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
@@ -219,44 +215,42 @@ int main(int argc, char **argv)
 	Plan pl;
 	Err e;
 
-	opterr = 0;
-	tool_init("amp-plan");
-	while ((c = tool_getopt(argc, argv, ":m:o:z", opts)) != -1) {
+	OptParse op;
+	const char *arg;
+	opt_init(&op, &tool, argc, argv);
+	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
-		case 'm': machine_path = machine_arg(optarg); break;
-		case 'o': out_path = optarg; break;
+		case 'm': machine_path = machine_arg(arg); break;
+		case 'o': out_path = arg; break;
 		case 'z': compress = 1; break;
 		case 'O':
-			for (k = OBJ_CAPACITY; k <= OBJ_CYCLES && strcmp(optarg, objective_name(k)); k++)
+			for (k = OBJ_CAPACITY; k <= OBJ_CYCLES && strcmp(arg, objective_name(k)); k++)
 				;
 			if (k > OBJ_CYCLES)
 				usage_error("unknown objective '%s' (expected memory, cycles, capacity or "
-					    "capacity+tables)", optarg);
+					    "capacity+tables)", arg);
 			po.objective = (Objective)k;
 			break;
 		case 'E':
 			po.explain = 5;
-			if (optarg) {
-				if (parse_i64(optarg, &n) || n < 1 || n > 1000)
-					usage_error("--explain takes a count from 1 to 1000, not '%s'", optarg);
+			if (arg) {
+				if (parse_i64(arg, &n) || n < 1 || n > 1000)
+					usage_error("--explain takes a count from 1 to 1000, not '%s'", arg);
 				po.explain = (int)n;
 			}
 			break;
-		case 'S': scales_path = optarg; break;
+		case 'S': scales_path = arg; break;
 		case 'F': po.no_fit_check = 1; break;
 		case 'W':
-			for (k = OWN_AUTO; k <= OWN_BATCH && strcmp(optarg, ownerships[k]); k++)
+			for (k = OWN_AUTO; k <= OWN_BATCH && strcmp(arg, ownerships[k]); k++)
 				;
 			if (k > OWN_BATCH)
-				usage_error("unknown ownership '%s' (expected auto, tokens or batch)", optarg);
+				usage_error("unknown ownership '%s' (expected auto, tokens or batch)", arg);
 			po.ownership = (Ownership)k;
 			break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
 		}
 	}
-	in_path = one_input(argc, argv, optind, "model file");
+	in_path = one_input(argc, argv, op.optind, "model file");
 
 	/* The model is read whole first: provenance records its digest,
 	 * whether it came from a file or a pipe. */
@@ -270,7 +264,7 @@ int main(int argc, char **argv)
 			     &e) ||
 	    model_check_size(&m, &mc, &e))
 		fail(&e);
-	tool_prov(&pr, argc, argv, optind);
+	tool_prov(&pr);
 	prov_file(&pr, "model", in_path, mtext, mlen);
 	prov_path(&pr, "machine", mpath);
 	if (scales_path)

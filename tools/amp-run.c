@@ -1,108 +1,121 @@
 /* amp-run: execute a program on the machine model and check it. */
-#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-#include <pthread.h>
-#include <math.h>
-#include <string.h>
 
 #include "base/npy.h"
 #include "base/num.h"
-#include "planner/planner.h"
 #include "lower/program.h"
 #include "run/run.h"
 #include "model/scales.h"
 #include "run/sim.h"
 #include "tool.h"
 
-static void help(void)
-{
-	printf("Usage: amp-run [OPTION]... PROGRAM\n"
-	       "       amp-run --calibrate MODEL -o SCALES [OPTION]...\n"
-	       "Execute a program written by amp-emit on the machine model: every tile's\n"
-	       "SRAM, the encoded exchange tables in their order, and the compute steps\n"
-	       "with the numbers of docs/machine.md §3. Two checks: after every exchange\n"
-	       "phase each destination holds exactly its tensor's bytes (padding zero),\n"
-	       "else the first wrong byte is named (tile, phase, offset, tensor,\n"
-	       "expected, found), and no write (receive, local copy or zero fill) lands\n"
-	       "outside its step's destination;\n"
-	       "and each output against an FP32 reference: minimum cosine similarity and\n"
-	       "maximum absolute error. The reference interprets the model file's ops on\n"
-	       "data made from the model's tensors and scales, never the stage's records,\n"
-	       "when the program names its model (--model, or amp-emit --model embedded\n"
-	       "it); otherwise it follows the stage's own ops, which checks movement and\n"
-	       "arithmetic only. The report's second line says which one ran. With the\n"
-	       "model, each op is also checked after its last compute step, every\n"
-	       "iteration: interpreted in FP32 on the machine's own inputs, within a\n"
-	       "tolerance derived from its formats (docs/machine.md §8); the third line\n"
-	       "names the op closest to it, and an op over it fails the run.\n");
-	printf("\n"
-	       "      --data DIR        read inputs and parameters from DIR/<tensor>.npy;\n"
-	       "                        missing ones are generated from the seed (an int32\n"
-	       "                        positions input: each row's token index)\n"
-	       "      --seed N          seed for generated data (default 1)\n"
-	       "      --save DIR        write each output as DIR/<tensor>.npy and its FP32\n"
-	       "                        reference as DIR/<tensor>.ref.npy (the last run's)\n"
-	       "      --min-cosine X    exit 1 when an output's (or a carried state's) cosine\n"
-	       "                        is below X (default 0.99)\n"
-	       "      --steps N         run the program N times (default 1), each run's states\n"
-	       "                        (a KV cache) starting from the previous run's, on the\n"
-	       "                        machine and in the reference alike; from the second\n"
-	       "                        run on, inputs are made from the seed and the run, and\n"
-	       "                        made positions advance by each run's tokens\n"
-	       "      --position P      the first run's made positions start at P (default 0,\n"
-	       "                        or the prefill's tokens)\n"
-	       "      --prefill PROG    run program PROG (its embedded model) first, at\n"
-	       "                        position 0; PROGRAM's runs continue from its states\n"
-	       "      --generate N      --steps N, each run's token ids (an embed's, one per\n"
-	       "                        sequence) the reference's greedy tokens from the run\n"
-	       "                        before, for both; prints each sequence's greedy tokens,\n"
-	       "                        the machine's and the reference's\n"
-	       );
-	printf("      --timing          print on stderr the machine's and the reference's matrix\n"
-	       "                        products (GFLOP, GFLOP/s, vector width; CPU seconds and\n"
-	       "                        GFLOP/s per core) and where the wall time went:\n"
-	       "                        data; the machine's setup (encoding, filling SRAM),\n"
-	       "                        compute steps, phases with their checks (tables,\n"
-	       "                        matching them with the schedule, poisoning, moves\n"
-	       "                        (with the poisoning when done tile by tile), checks);\n"
-	       "                        the reference\n"
-	       "                        (which runs alongside the machine; AMP_THREADS=1 runs\n"
-	       "                        everything on one thread)\n"
-	       "      --model FILE      the model the program claims to lower (default: the\n"
-	       "                        one amp-emit --model embedded, if any): its stage must\n"
-	       "                        agree with it (every tensor's shape, dtype and fp8\n"
-	       "                        scale, each matmul's operands, every other op's one\n"
-	       "                        step with its operands, result, eps, heads and\n"
-	       "                        scale, and no step for anything else; the file must\n"
-	       "                        be the one amp-plan planned from), else the first\n"
-	       "                        difference is named\n"
-	       "      --scales FILE     with --model: the fp8 scales the program was planned\n"
-	       "                        with (amp-plan --scales), checked the same way\n"
-	       "      --calibrate MODEL write fp8 scales (formats/scales.md) from the FP32\n"
-	       "                        reference's amax to -o (amp-plan --scales reads them)\n"
-	       "  -m, --machine FILE    the machine file the program was planned for, or NAME\n"
-	       "                        for the shared machines/NAME.yaml (default:\n"
-	       "                        the file its provenance names, from the shared\n"
-	       "                        machines directory): its machine header must equal\n"
-	       "                        it and the provenance's hash match it, so limits and\n"
-	       "                        rates come from the machine; with --calibrate, the\n"
-	       "                        machine the model must fit (its size is checked)\n"
-	       "  -o, --output FILE     the scales file for --calibrate\n"
-	       "      --help            print this help and exit\n"
-	       "      --version         print the version and exit\n"
-	       "\n"
-	       "It runs on two threads; AMP_THREADS=1 in the environment runs on one, with\n"
-	       "the same results. The matrix products use the widest vectors the CPU has\n"
-	       "(16 floats with AVX-512, else 8; --timing says which); AMP_GEMM_WIDTH=8\n"
-	       "holds them to 8, with the same results.\n"
-	       "\n"
-	       "Exit status: 0 both checks pass, 1 bad input, a wrong byte, an output\n"
-	       "below --min-cosine or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-run [OPTION]... PROGRAM\n"
+	"       amp-run --calibrate MODEL -o SCALES [OPTION]...\n"
+	"Execute a program written by amp-emit on the machine model: every tile's\n"
+	"SRAM, the encoded exchange tables in their order, and the compute steps\n"
+	"with the numbers of docs/machine.md §3. Two checks: after every exchange\n"
+	"phase each destination holds exactly its tensor's bytes (padding zero),\n"
+	"else the first wrong byte is named (tile, phase, offset, tensor,\n"
+	"expected, found), and no write (receive, local copy or zero fill) lands\n"
+	"outside its step's destination;\n"
+	"and each output against an FP32 reference: minimum cosine similarity and\n"
+	"maximum absolute error. The reference interprets the model file's ops on\n"
+	"data made from the model's tensors and scales, never the stage's records,\n"
+	"when the program names its model (--model, or amp-emit --model embedded\n"
+	"it); otherwise it follows the stage's own ops, which checks movement and\n"
+	"arithmetic only. The report's second line says which one ran. With the\n"
+	"model, each op is also checked after its last compute step, every\n"
+	"iteration: interpreted in FP32 on the machine's own inputs, within a\n"
+	"tolerance derived from its formats (docs/machine.md §8); the third line\n"
+	"names the op closest to it, and an op over it fails the run.\n";
+
+static const char epilogue[] =
+	"It runs on two threads; AMP_THREADS=1 in the environment runs on one, with\n"
+	"the same results. The matrix products use the widest vectors the CPU has\n"
+	"(16 floats with AVX-512, else 8; --timing says which); AMP_GEMM_WIDTH=8\n"
+	"holds them to 8, with the same results.\n"
+	"\n"
+	"Exit status: 0 both checks pass, 1 bad input, a wrong byte, an output\n"
+	"below --min-cosine or a write error, 2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'D', 0, "data", OPT_ARG, "DIR", "dir",
+	  "read inputs and parameters from DIR/<tensor>.npy;\n"
+	  "missing ones are generated from the seed (an int32\n"
+	  "positions input: each row's token index)" },
+	{ 'S', 0, "seed", OPT_ARG, "N", NULL,
+	  "seed for generated data (default 1)" },
+	{ 'A', 0, "save", OPT_ARG, "DIR", "dir",
+	  "write each output as DIR/<tensor>.npy and its FP32\n"
+	  "reference as DIR/<tensor>.ref.npy (the last run's)" },
+	{ 'C', 0, "min-cosine", OPT_ARG, "X", NULL,
+	  "exit 1 when an output's (or a carried state's) cosine\n"
+	  "is below X (default 0.99)" },
+	{ 'N', 0, "steps", OPT_ARG, "N", NULL,
+	  "run the program N times (default 1), each run's states\n"
+	  "(a KV cache) starting from the previous run's, on the\n"
+	  "machine and in the reference alike; from the second\n"
+	  "run on, inputs are made from the seed and the run, and\n"
+	  "made positions advance by each run's tokens" },
+	{ 'P', 0, "position", OPT_ARG, "P", NULL,
+	  "the first run's made positions start at P (default 0,\n"
+	  "or the prefill's tokens)" },
+	{ 'F', 0, "prefill", OPT_ARG, "PROG", "file",
+	  "run program PROG (its embedded model) first, at\n"
+	  "position 0; PROGRAM's runs continue from its states" },
+	{ 'G', 0, "generate", OPT_ARG, "N", NULL,
+	  "--steps N, each run's token ids (an embed's, one per\n"
+	  "sequence) the reference's greedy tokens from the run\n"
+	  "before, for both; prints each sequence's greedy tokens,\n"
+	  "the machine's and the reference's" },
+	{ 'T', 0, "timing", OPT_NOARG, NULL, NULL,
+	  "print on stderr the machine's and the reference's matrix\n"
+	  "products (GFLOP, GFLOP/s, vector width; CPU seconds and\n"
+	  "GFLOP/s per core) and where the wall time went:\n"
+	  "data; the machine's setup (encoding, filling SRAM),\n"
+	  "compute steps, phases with their checks (tables,\n"
+	  "matching them with the schedule, poisoning, moves\n"
+	  "(with the poisoning when done tile by tile), checks);\n"
+	  "the reference\n"
+	  "(which runs alongside the machine; AMP_THREADS=1 runs\n"
+	  "everything on one thread)" },
+	{ 'M', 0, "model", OPT_ARG, "FILE", "file",
+	  "the model the program claims to lower (default: the\n"
+	  "one amp-emit --model embedded, if any): its stage must\n"
+	  "agree with it (every tensor's shape, dtype and fp8\n"
+	  "scale, each matmul's operands, every other op's one\n"
+	  "step with its operands, result, eps, heads and\n"
+	  "scale, and no step for anything else; the file must\n"
+	  "be the one amp-plan planned from), else the first\n"
+	  "difference is named" },
+	{ 'L', 0, "scales", OPT_ARG, "FILE", "file",
+	  "with --model: the fp8 scales the program was planned\n"
+	  "with (amp-plan --scales), checked the same way" },
+	{ 'K', 0, "calibrate", OPT_ARG, "MODEL", "file",
+	  "write fp8 scales (formats/scales.md) from the FP32\n"
+	  "reference's amax to -o (amp-plan --scales reads them)" },
+	{ 'm', 'm', "machine", OPT_ARG, "FILE", "machine",
+	  "the machine file the program was planned for, or NAME\n"
+	  "for the shared machines/NAME.yaml (default:\n"
+	  "the file its provenance names, from the shared\n"
+	  "machines directory): its machine header must equal\n"
+	  "it and the provenance's hash match it, so limits and\n"
+	  "rates come from the machine; with --calibrate, the\n"
+	  "machine the model must fit (its size is checked)" },
+	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
+	  "the scales file for --calibrate" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-run", usage, opts, epilogue };
 
 static void free_vals(float **v, int n)
 {
@@ -324,68 +337,15 @@ static int64_t run_tokens(const Plan *pl)
 	return 0;
 }
 
-/* The states the two programs share (by name) have one shape, but for
- * the batch, which the prefill's may divide: the prefill then runs once
- * per part of the decode's batch, and the parts' states, stacked, carry
- * on into the decode runs. Returns the parts; *batch: the prefill's batch,
- * the sequences each part covers. */
+/* The states the two programs share have one shape, but for the batch
+ * (carry_parts): fails naming them otherwise. */
 static int64_t same_states(const Prog *a, const Prog *b, int64_t *batch)
 {
-	int shared = 0;
-	int64_t parts = 0;
-	for (int i = 0; i < b->pl.nt; i++) {
-		const PTensor *y = &b->pl.t[i];
-		int j = y->role == R_STATE ? plan_find_tensor(&a->pl, y->name) : -1;
-		if (j < 0)
-			continue;
-		const PTensor *x = &a->pl.t[j];
-		int same = x->role == R_STATE && x->rank == y->rank && x->fmt == y->fmt && x->count == y->count &&
-			   y->shape[0] % x->shape[0] == 0 &&
-			   (!parts || parts == y->shape[0] / x->shape[0]);
-		for (int k = 1; same && k < x->rank; k++)
-			same = x->shape[k] == y->shape[k];
-		parts = y->shape[0] / x->shape[0];
-		*batch = x->shape[0];
-		if (!same) {
-			Err e;
-			errf(&e, "state '%s' of '%s' differs from the prefill's ('%s'): a tensor of that name must be "
-			     "a state of the same shape and dtype, but for a batch that divides the program's (the same "
-			     "part of it for every state)", y->name, b->path ? b->path : "<stdin>", a->path);
-			fail(&e);
-		}
-		shared++;
-	}
-	if (!shared) {
-		Err e;
-		errf(&e, "'%s' and the prefill '%s' share no state: nothing would carry on", b->path ? b->path : "<stdin>",
-		     a->path);
+	Err e;
+	int64_t parts = carry_parts(&a->pl, a->path, &b->pl, b->path ? b->path : "<stdin>", batch, &e);
+	if (parts < 0)
 		fail(&e);
-	}
 	return parts;
-}
-
-/* The states one prefill run (of plan pl) left (one) after those of the
- * runs before (all): each a further part of the batch, its outermost
- * axis, in every instance of a stacked state. */
-static void stack_states(Carry *all, const Carry *one, const Plan *pl)
-{
-	for (int i = 0; i < one->n; i++) {
-		int j = 0, t = plan_find_tensor(pl, one->name[i]);
-		while (j < all->n && strcmp(all->name[j], one->name[i]))
-			j++;
-		int64_t inst = pl->t[t].count, had = j < all->n ? all->count[j] : 0, n = had + one->count[i];
-		int64_t a = had / inst, b = one->count[i] / inst;       /* values per instance */
-		for (int k = 0; k < 2; k++) {
-			float *v = xmalloc((size_t)n * sizeof *v);
-			for (int64_t q = 0; q < inst; q++) {
-				if (had)
-					memcpy(v + q * (a + b), (k ? all->ref[j] : all->mach[j]) + q * a, (size_t)a * sizeof *v);
-				memcpy(v + q * (a + b) + a, (k ? one->ref[i] : one->mach[i]) + q * b, (size_t)b * sizeof *v);
-			}
-			carry_keep(all, one->name[i], v, n, k);
-			free(v);
-		}
-	}
 }
 
 typedef struct {
@@ -534,25 +494,6 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	mallopt(M_TRIM_THRESHOLD, 128 << 20);
 #endif
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'D' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "save", required_argument, NULL, 'A' },
-		{ "min-cosine", required_argument, NULL, 'C' },
-		{ "timing", no_argument, NULL, 'T' },
-		{ "model", required_argument, NULL, 'M' },
-		{ "scales", required_argument, NULL, 'L' },
-		{ "calibrate", required_argument, NULL, 'K' },
-		{ "steps", required_argument, NULL, 'N' },
-		{ "position", required_argument, NULL, 'P' },
-		{ "prefill", required_argument, NULL, 'F' },
-		{ "generate", required_argument, NULL, 'G' },
-		{ "machine", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
 	RunOpts ro = { .seed = 1, .quantized = 1 };
 	const char *save_dir = NULL, *calib = NULL, *out = NULL, *in_path, *prefill = NULL;
 	const char *model_path = NULL, *scales_path = NULL, *machine_path = NULL;
@@ -562,59 +503,57 @@ int main(int argc, char **argv)
 	int generate = 0;
 	int c;
 
-	opterr = 0;
-	tool_init("amp-run");
+	OptParse op;
+	const char *arg;
+	opt_init(&op, &tool, argc, argv);
 	if (tool_progress_on())
 		ro.progress = tool_progress;
 	const char *gw = getenv("AMP_GEMM_WIDTH");
 	int width = run_gemm_width(gw && strcmp(gw, "8") == 0 ? 8 : 0);
-	while ((c = tool_getopt(argc, argv, ":m:o:", opts)) != -1) {
+	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
-		case 'D': ro.data_dir = optarg; break;
+		case 'D': ro.data_dir = arg; break;
 		case 'S':
-			if (parse_i64(optarg, &n) || n < 0)
-				usage_error("--seed takes a non-negative integer, not '%s'", optarg);
+			if (parse_i64(arg, &n) || n < 0)
+				usage_error("--seed takes a non-negative integer, not '%s'", arg);
 			ro.seed = (uint64_t)n;
 			break;
-		case 'A': save_dir = optarg; break;
+		case 'A': save_dir = arg; break;
 		case 'C':
-			if (parse_f64(optarg, &min_cos) || min_cos < -1 || min_cos > 1)
-				usage_error("--min-cosine takes a number from -1 to 1, not '%s'", optarg);
+			if (parse_f64(arg, &min_cos) || min_cos < -1 || min_cos > 1)
+				usage_error("--min-cosine takes a number from -1 to 1, not '%s'", arg);
 			break;
-		case 'K': calib = optarg; break;
+		case 'K': calib = arg; break;
 		case 'T': timing = 1; break;
-		case 'M': model_path = optarg; break;
-		case 'L': scales_path = optarg; break;
+		case 'M': model_path = arg; break;
+		case 'L': scales_path = arg; break;
 		case 'N':
-			if (parse_i64(optarg, &steps) || steps < 1 || steps > 1 << 20)
-				usage_error("--steps takes an integer from 1 to 1048576, not '%s'", optarg);
+			if (parse_i64(arg, &steps) || steps < 1 || steps > 1 << 20)
+				usage_error("--steps takes an integer from 1 to 1048576, not '%s'", arg);
 			break;
 		case 'P':
-			if (parse_i64(optarg, &position) || position < 0 || position > INT32_MAX)
-				usage_error("--position takes a non-negative 32-bit integer, not '%s'", optarg);
+			if (parse_i64(arg, &position) || position < 0 || position > INT32_MAX)
+				usage_error("--position takes a non-negative 32-bit integer, not '%s'", arg);
 			break;
-		case 'F': prefill = optarg; break;
+		case 'F': prefill = arg; break;
 		case 'G':
-			if (parse_i64(optarg, &steps) || steps < 1 || steps > 1 << 20)
-				usage_error("--generate takes an integer from 1 to 1048576, not '%s'", optarg);
+			if (parse_i64(arg, &steps) || steps < 1 || steps > 1 << 20)
+				usage_error("--generate takes an integer from 1 to 1048576, not '%s'", arg);
 			generate = 1;
 			break;
-		case 'm': machine_path = machine_arg(optarg); break;
-		case 'o': out = optarg; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
+		case 'm': machine_path = machine_arg(arg); break;
+		case 'o': out = arg; break;
 		}
 	}
 	if (calib) {
 		if (!out)
 			usage_error("--calibrate needs -o SCALES");
-		if (optind < argc)
-			usage_error("--calibrate takes no program, found '%s'", argv[optind]);
+		if (op.optind < argc)
+			usage_error("--calibrate takes no program, found '%s'", argv[op.optind]);
 		calibrate(calib, machine_path, out, &ro);
 		return EXIT_OK;
 	}
-	in_path = one_input(argc, argv, optind, "program");
+	in_path = one_input(argc, argv, op.optind, "program");
 	if (scales_path && !model_path)
 		usage_error("--scales needs --model");
 
@@ -652,7 +591,7 @@ int main(int argc, char **argv)
 		po.step = q;
 		rep.seq0 = q * pre_batch;
 		low |= run_once(&pre_p, &po, &one, &params, &rep);
-		stack_states(&carry, &one, &pre_p.pl);
+		carry_stack(&carry, &one, &pre_p.pl);
 		carry_free(&one);
 		if (position < 0)
 			at = run_tokens(&pre_p.pl);

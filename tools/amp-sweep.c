@@ -1,63 +1,70 @@
 /* amp-sweep: a sweep spec -> a directory of jobs (jobs.txt, a Makefile, a
  * Slurm array script); one job run; the finished jobs merged into one
  * ranked table (formats/sweep.md, docs/sweeps.md). */
-#include <getopt.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "study/sweep.h"
 #include "tool.h"
 
-static void help(void)
-{
-	printf("Usage: amp-sweep jobs -o DIR SPEC\n"
-	       "       amp-sweep run JOBDIR...\n"
-	       "       amp-sweep merge [--rank FIGURE] [--json] [-o FILE] DIR\n"
-	       "       amp-sweep plot FIGURE --by AXIS [-o FILE] DIR\n"
-	       "Turn one compile into a study (formats/sweep.md, docs/sweeps.md).\n"
-	       "\n"
-	       "jobs: read the sweep spec SPEC (amp-sweep: 1), whose axes - models, batch,\n"
-	       "layers, machines, pins, plan_flags, group_flags, limits - multiply to the\n"
-	       "candidates, and write DIR: the derived model files (models/), the machine\n"
-	       "files (machines/), one job directory per candidate (jobs/NNNNNN/job.yaml),\n"
-	       "index.tsv (each job's axis values), jobs.txt (one command per job, for GNU\n"
-	       "parallel), a Makefile (make -C DIR -j2; make -C DIR merge writes\n"
-	       "DIR/merge.tsv) and slurm.sbatch (a job array); these call this amp-sweep\n"
-	       "by its absolute path. The same spec and the same amp-sweep write the same\n"
-	       "bytes; a DIR holding another sweep is refused.\n"
-	       "\n"
-	       "run: run each job (amp-plan | amp-compose | amp-expand | amp-exchange |\n"
-	       "amp-group, then amp-emit and amp-capture, the tools beside amp-sweep) and\n"
-	       "write its capture.json, emit.txt and, last and atomically, result.json.\n"
-	       "A job whose result.json exists is skipped; an interrupted one is redone.\n"
-	       "On a terminal, each job's end says how many jobs of its sweep are done\n"
-	       "(amp-sweep: 4 of 6 jobs done: DIR/jobs/000004);\n"
-	       "nothing is printed when standard error is not a terminal.\n"
-	       "\n"
-	       "merge: one table of DIR's jobs, ranked by FIGURE, fewest first (a figure of\n"
-	       "the capture's summary; default total_cycles), jobs whose pipeline refused\n"
-	       "them next, then the jobs without a result, listed as missing. TSV, or one\n"
-	       "JSON document with --json.\n"
-	       "\n"
-	       "plot: a PNG of the summary FIGURE of DIR's finished jobs against the axis\n"
-	       "AXIS (batch, layers, machines, ... as index.tsv names them), one line per\n"
-	       "combination of the other axes' values, drawn by gnuplot (Debian package\n"
-	       "gnuplot-nox; $GNUPLOT names another). The same results give the same bytes.\n"
-	       "\n"
-	       "  -o, --output DIR|FILE  jobs: the directory to write (required);\n"
-	       "                         merge: the table's file, plot: the PNG (default:\n"
-	       "                         standard output, not a terminal), atomically\n"
-	       "      --rank FIGURE      merge: the summary figure to rank by\n"
-	       "      --by AXIS          plot: the axis along x (required)\n"
-	       "      --json             merge: write JSON instead of TSV\n"
-	       "      --help             print this help and exit\n"
-	       "      --version          print the version and exit\n"
-	       "\n"
-	       "Exit status: 0 success (run: every job recorded or already done; merge:\n"
-	       "also with jobs missing, which it counts on standard error), 1 bad input or\n"
-	       "a job that could not run or a write error, 2 usage error.\n"
-	       "Long options are whole words: an abbreviation is a usage error.\n" HELP_DOCS);
-	exit(EXIT_OK);
-}
+static const char usage[] =
+	"Usage: amp-sweep jobs -o DIR SPEC\n"
+	"       amp-sweep run JOBDIR...\n"
+	"       amp-sweep merge [--rank FIGURE] [--json] [-o FILE] DIR\n"
+	"       amp-sweep plot FIGURE --by AXIS [-o FILE] DIR\n"
+	"Turn one compile into a study (formats/sweep.md, docs/sweeps.md).\n"
+	"\n"
+	"jobs: read the sweep spec SPEC (amp-sweep: 1), whose axes - models, batch,\n"
+	"layers, machines, pins, plan_flags, group_flags, limits - multiply to the\n"
+	"candidates, and write DIR: the derived model files (models/), the machine\n"
+	"files (machines/), one job directory per candidate (jobs/NNNNNN/job.yaml),\n"
+	"index.tsv (each job's axis values), jobs.txt (one command per job, for GNU\n"
+	"parallel), a Makefile (make -C DIR -j2; make -C DIR merge writes\n"
+	"DIR/merge.tsv) and slurm.sbatch (a job array); these call this amp-sweep\n"
+	"by its absolute path. The same spec and the same amp-sweep write the same\n"
+	"bytes; a DIR holding another sweep is refused.\n"
+	"\n"
+	"run: run each job (amp-plan | amp-compose | amp-expand | amp-exchange |\n"
+	"amp-group, then amp-emit and amp-capture, the tools beside amp-sweep) and\n"
+	"write its capture.json, emit.txt and, last and atomically, result.json.\n"
+	"A job whose result.json exists is skipped; an interrupted one is redone.\n"
+	"On a terminal, each job's end says how many jobs of its sweep are done\n"
+	"(amp-sweep: 4 of 6 jobs done: DIR/jobs/000004);\n"
+	"nothing is printed when standard error is not a terminal.\n"
+	"\n"
+	"merge: one table of DIR's jobs, ranked by FIGURE, fewest first (a figure of\n"
+	"the capture's summary; default total_cycles), jobs whose pipeline refused\n"
+	"them next, then the jobs without a result, listed as missing. TSV, or one\n"
+	"JSON document with --json.\n"
+	"\n"
+	"plot: a PNG of the summary FIGURE of DIR's finished jobs against the axis\n"
+	"AXIS (batch, layers, machines, ... as index.tsv names them), one line per\n"
+	"combination of the other axes' values, drawn by gnuplot (Debian package\n"
+	"gnuplot-nox; $GNUPLOT names another). The same results give the same bytes.\n";
+
+static const char epilogue[] =
+	"Exit status: 0 success (run: every job recorded or already done; merge:\n"
+	"also with jobs missing, which it counts on standard error), 1 bad input or\n"
+	"a job that could not run or a write error, 2 usage error.\n";
+
+static const Opt opts[] = {
+	{ 'o', 'o', "output", OPT_ARG, "DIR|FILE", "file",
+	  "jobs: the directory to write (required);\n"
+	  "merge: the table's file, plot: the PNG (default:\n"
+	  "standard output, not a terminal), atomically" },
+	{ 'R', 0, "rank", OPT_ARG, "FIGURE", NULL,
+	  "merge: the summary figure to rank by" },
+	{ 'B', 0, "by", OPT_ARG, "AXIS", NULL,
+	  "plot: the axis along x (required)" },
+	{ 'J', 0, "json", OPT_NOARG, NULL, NULL,
+	  "merge: write JSON instead of TSV" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-sweep", usage, opts, epilogue };
 
 /* This binary's absolute path, which jobs.txt, the Makefile and
  * slurm.sbatch call (no amp-sweep on PATH needed); "amp-sweep" when the
@@ -92,36 +99,25 @@ static const char *bin_dir(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "rank", required_argument, NULL, 'R' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "by", required_argument, NULL, 'B' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0, 0, 0, 0 },
-	};
 	const char *out = NULL, *rank = NULL, *by = NULL, *cmd;
 	int json = 0, c;
 	Err e;
 
-	opterr = 0;
-	tool_init("amp-sweep");
-	while ((c = tool_getopt(argc, argv, ":o:", opts)) != -1) {
+	OptParse op;
+	const char *arg;
+	opt_init(&op, &tool, argc, argv);
+	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'R': rank = optarg; break;
+		case 'o': out = arg; break;
+		case 'R': rank = arg; break;
 		case 'J': json = 1; break;
-		case 'B': by = optarg; break;
-		case 'h': help(); break;
-		case 'V': version(); break;
-		default: bad_option(c, argv, optind, optopt);
+		case 'B': by = arg; break;
 		}
 	}
-	if (optind == argc)
+	if (op.optind == argc)
 		usage_error("a command: jobs, run, merge or plot");
-	cmd = argv[optind++];
-	int nargs = argc - optind;
+	cmd = argv[op.optind++];
+	int nargs = argc - op.optind;
 	if (strcmp(cmd, "merge") && (rank || json))
 		usage_error("--rank and --json are options of merge");
 	if (strcmp(cmd, "plot") && by)
@@ -140,7 +136,7 @@ int main(int argc, char **argv)
 		if (!sweep_safe_path(dir))
 			usage_error("-o '%s': a job directory's path is letters, digits and . _ + - / only, "
 				    "not starting with '-' (it goes into shell commands and make targets)", out);
-		if (sweep_load(&s, argv[optind], &e) || sweep_write(&s, dir, self_path(), &e))
+		if (sweep_load(&s, argv[op.optind], &e) || sweep_write(&s, dir, self_path(), &e))
 			fail(&e);
 		fprintf(stderr, "amp-sweep: %lld jobs in %s/jobs.txt\n", (long long)s.njobs, dir);
 		sweep_free(&s);
@@ -153,7 +149,7 @@ int main(int argc, char **argv)
 			usage_error("run needs a job directory (DIR/jobs/NNNNNN)");
 		const char *bin = bin_dir();
 		int tty = isatty(STDERR_FILENO);
-		for (int i = optind; i < argc; i++) {
+		for (int i = op.optind; i < argc; i++) {
 			int skipped;
 			if (sweep_run(argv[i], bin, &skipped, &e)) {
 				fprintf(stderr, "amp-sweep: %s: %s\n", argv[i], e.msg);
@@ -175,7 +171,7 @@ int main(int argc, char **argv)
 		Output *o = output_open(out, 0, &e);
 		if (!o)
 			fail(&e);
-		if (sweep_merge(argv[optind], rank ? rank : "total_cycles", json, o, &m, &e)) {
+		if (sweep_merge(argv[op.optind], rank ? rank : "total_cycles", json, o, &m, &e)) {
 			output_abort(o);
 			fail(&e);
 		}
@@ -202,7 +198,7 @@ int main(int argc, char **argv)
 		Output *o = output_open(out, 0, &e);
 		if (!o)
 			fail(&e);
-		if (sweep_plot(argv[optind + 1], argv[optind], by, gp && *gp ? gp : "gnuplot", o, &left, &e)) {
+		if (sweep_plot(argv[op.optind + 1], argv[op.optind], by, gp && *gp ? gp : "gnuplot", o, &left, &e)) {
 			output_abort(o);
 			fail(&e);
 		}

@@ -1,23 +1,17 @@
-/* tool.h: what every amp-* program shares: messages, exit codes, usage
- * errors. Included once by each tool's main file; lib/ never prints. */
+/* tool.h: what every amp-* program shares (tool.c): messages, exit codes
+ * and usage errors, the shared data directory and the machine file,
+ * provenance records, and the common main of the four stage tools.
+ * Options are parsed from each tool's one table (opt.h). lib/ never
+ * prints or exits; the tools do, here. */
 #ifndef AMP_TOOL_H
 #define AMP_TOOL_H
 
-#include <dirent.h>
-#include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "base/diag.h"
-#include "base/io.h"
-#include "base/num.h"
 #include "stage/plan.h"
-#include "stage/stage_io.h"
+#include "opt.h"
 
 #define AMP_VERSION "0.1.0"
 /* The end of every --help: where the formats/ and docs/ it cites are. */
@@ -26,371 +20,74 @@
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_USAGE = 2 };
 
-static const char *tool_name = "amp";
-static int tool_failing;        /* fail or usage_error is exiting: its status and message stand */
-static int tool_progress_shown; /* a progress line is on the terminal: cleared before a message */
+extern const char *tool_name;   /* "amp-plan": every message begins with it */
+
+/* Names the tool, buffers standard output when it is not a terminal, and
+ * at exit turns a lost write (a full disk) into exit status 1. */
+void tool_init(const char *name);
 
 /* Progress on a terminal: one line on standard error, rewritten in place
  * ("amp-plan: attempt 1: mlp_up (12/45)"). Nothing when standard error is
  * not a terminal (a pipe, a file, CI). */
-static inline int tool_progress_on(void)
-{
-	return isatty(STDERR_FILENO);
-}
+int tool_progress_on(void);
+void tool_progress_clear(void);
+void tool_progress(void *ctx, const char *what, int done, int total);
 
-static inline void tool_progress_clear(void)
-{
-	if (tool_progress_shown)
-		fputs("\r\033[K", stderr), tool_progress_shown = 0;
-}
+/* Prints "TOOL: message" and exits 1; fail_in puts the input's name
+ * (in_path, NULL for stdin) before the message. */
+_Noreturn void fail(const Err *e);
+_Noreturn void fail_in(const char *in_path, const Err *e);
 
-static inline void tool_progress(void *ctx, const char *what, int done, int total)
-{
-	(void)ctx;
-	fprintf(stderr, "\r%s: %s (%d/%d)\033[K", tool_name, what, done, total);
-	fflush(stderr);
-	tool_progress_shown = 1;
-}
+/* Prints "TOOL: message" and where the help is, and exits 2. */
+__attribute__((format(printf, 1, 2))) _Noreturn void usage_error(const char *fmt, ...);
 
-/* At exit, whatever the tool wrote to standard output and standard error
- * must have reached them: a write error (a full disk, /dev/full) that
- * would lose output turns the exit status into 1, with a message when
- * standard error still works. */
-static void close_std(void)
-{
-	if (tool_failing)
-		return;
-	errno = 0;
-	int out = fflush(stdout) != 0 || ferror(stdout);
-	int why = errno;
-	out |= fclose(stdout) != 0;
-	why = why ? why : errno;
-	int err = fflush(stderr) != 0 || ferror(stderr);
-	if (out && !err) {
-		fprintf(stderr, "%s: error writing standard output%s%s\n", tool_name, why ? ": " : "",
-			why ? strerror(why) : "");
-		err = fflush(stderr) != 0 || ferror(stderr);
-	}
-	if (out || err)
-		_exit(EXIT_BAD);
-}
-
-static inline void tool_init(const char *name)
-{
-	tool_name = name;
-	/* Standard output not a terminal: one 64 KiB buffer, so that a text
-	 * such as --help reaches it in one write at exit, where close_std
-	 * sees the write's error and its cause (a buffer that fills earlier
-	 * fails inside printf, and its errno is gone by then). */
-	static char outbuf[1 << 16];
-	if (!isatty(STDOUT_FILENO))
-		setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
-	io_cleanup_on_signal();
-	atexit(close_std);
-}
-
-static inline void fail(const Err *e)
-{
-	tool_progress_clear();
-	tool_failing = 1;
-	fprintf(stderr, "%s: %s\n", tool_name, e->msg);
-	exit(EXIT_BAD);
-}
-
-/* fail, the message after the input's name (in_path, NULL for stdin). */
-static inline void fail_in(const char *in_path, const Err *e)
-{
-	tool_progress_clear();
-	tool_failing = 1;
-	fprintf(stderr, "%s: '%s': %s\n", tool_name, in_path ? in_path : "<stdin>", e->msg);
-	exit(EXIT_BAD);
-}
-
-__attribute__((format(printf, 1, 2)))
-static inline void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	tool_failing = 1;
-	fprintf(stderr, "%s: ", tool_name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help' for more information.\n", tool_name);
-	exit(EXIT_USAGE);
-}
-
-/* For getopt_long with an optstring starting ':' and opterr = 0: the
- * message for the '?' and ':' results. */
-static inline void bad_option(int c, char **argv, int optind_now, int optopt_now)
-{
-	const char *arg = argv[optind_now - 1];
-	if (c == ':')
-		usage_error("option '%s' needs an argument", arg);
-	if (optopt_now && arg[0] == '-' && arg[1] != '-')
-		usage_error("unknown option '-%c'", optopt_now);
-	usage_error("unknown option '%s'", arg);
-}
-
-/* getopt_long, whole words only. getopt_long takes any unambiguous
- * prefix of a long option ("--ou" for "--output"), so a word that a
- * wrapper or a sweep checks by name could pass as another option; here a
- * long option is taken only as its whole name, and a prefix is a usage
- * error naming the option it abbreviates. The word is argv[optind - 1],
- * or argv[optind - 2] when its argument was the next word (GNU getopt
- * moves skipped operands in front of the option it returns). */
-static inline int tool_getopt(int argc, char **argv, const char *shorts, const struct option *opts)
-{
-	int li = -1;
-	int c = getopt_long(argc, argv, shorts, opts, &li);
-	if (c == -1 || c == '?' || c == ':' || li < 0)
-		return c;
-	const char *w = argv[optind - 1];
-	if (optarg && optarg == w && optind >= 2)
-		w = argv[optind - 2];
-	size_t n = strcspn(w, "=");
-	if (strncmp(w, "--", 2) || n - 2 != strlen(opts[li].name) || strncmp(w + 2, opts[li].name, n - 2))
-		usage_error("option '%.*s' is an abbreviation; write it whole: '--%s'", (int)n, w, opts[li].name);
-	return c;
-}
-
-static inline void version(void)
-{
-	printf("%s (amp) %s\n", tool_name, AMP_VERSION);
-	exit(EXIT_OK);
-}
+/* Prints "TOOL (amp) VERSION" and exits 0. */
+_Noreturn void version(void);
 
 /* The shared data directory (machines, models, jq queries): $AMP_SHARE
  * when set; else found next to the running binary, installed
  * (PREFIX/bin/amp-x: PREFIX/share/amp) or in the source tree (bin/amp-x:
  * share), so a moved tree or installation still finds its own; else the
  * source tree this was built in. */
-static inline const char *share_dir(void)
-{
-	static char dir[4096 + 64];
-	const char *env = getenv("AMP_SHARE");
-	if (env && *env)
-		return env;
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			static const char *const rel[] = { "/../share/amp", "/../share" };
-			for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-				char probe[4096 + 64];
-				snprintf(probe, sizeof probe, "%s%s/machines/amp1472.yaml", exe, rel[i]);
-				if (access(probe, R_OK) == 0) {
-					snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
-					return dir;
-				}
-			}
-		}
-	}
-	return AMP_SHARE_DIR;
-}
+const char *share_dir(void);
 
 /* The default machine file: share_dir()/machines/amp1472.yaml. */
-static inline const char *default_machine(void)
-{
-	static char buf[4096 + 128];
-	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share_dir());
-	return buf;
-}
-
-static inline int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+const char *default_machine(void);
 
 /* The machine file that --machine ARG names: ARG itself when it is a file
  * or a path (holds '/' or ends in .yaml; then reading it says what is
  * wrong); else a short name, share_dir()/machines/ARG.yaml. A short name
  * that is not there fails, listing the names that are. */
-static inline const char *machine_arg(const char *arg)
-{
-	static char buf[4096 + 256];
-	size_t n = strlen(arg);
-	if (access(arg, F_OK) == 0 || strchr(arg, '/') || (n >= 5 && !strcmp(arg + n - 5, ".yaml")))
-		return arg;
-	const char *dir = share_dir();
-	snprintf(buf, sizeof buf, "%s/machines/%s.yaml", dir, arg);
-	if (access(buf, R_OK) == 0)
-		return buf;
-	char known[1024] = "", **names = NULL;
-	size_t nn = 0, len = 0;
-	snprintf(buf, sizeof buf, "%s/machines", dir);
-	DIR *d = opendir(buf);
-	for (struct dirent *de; d && (de = readdir(d));) {
-		size_t l = strlen(de->d_name);
-		if (de->d_name[0] == '.' || l <= 5 || strcmp(de->d_name + l - 5, ".yaml"))
-			continue;
-		names = xrealloc(names, (nn + 1) * sizeof *names);
-		names[nn] = xmalloc(l - 4);
-		memcpy(names[nn], de->d_name, l - 5);
-		names[nn++][l - 5] = 0;
-	}
-	if (d)
-		closedir(d);
-	qsort(names, nn, sizeof *names, name_cmp);
-	for (size_t i = 0; i < nn; i++) {
-		if (len < sizeof known)
-			len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", names[i]);
-		free(names[i]);
-	}
-	free(names);
-	Err e;
-	errf(&e, "no machine file '%s' and no machine of that name in %s (known: %s); name a machine file or one of "
-	     "those", arg, buf, nn ? known : "none");
-	fail(&e);
-	return NULL;
-}
+const char *machine_arg(const char *arg);
 
 /* A non-negative integer option value, or a usage error naming opt. */
-static inline int64_t count_arg(const char *opt, const char *s)
-{
-	int64_t v;
-	if (parse_i64(s, &v) || v < 0)
-		usage_error("%s takes a non-negative integer, not '%s'", opt, s);
-	return v;
-}
+int64_t count_arg(const char *opt, const char *s);
 
 /* The input path after the options: at most one, NULL for stdin. */
-static inline const char *one_input(int argc, char **argv, int optind_now, const char *what)
-{
-	if (optind_now + 1 < argc)
-		usage_error("one %s at most, found '%s' too", what, argv[optind_now + 1]);
-	return optind_now < argc ? argv[optind_now] : NULL;
-}
+const char *one_input(int argc, char **argv, int optind_now, const char *what);
 
 /* The base name of a path ("<stdin>" for NULL or "-"): what provenance
  * records, so a stage names no directory of the machine that made it. */
-static inline const char *base_name(const char *path)
-{
-	if (!path || !strcmp(path, "-"))
-		return "<stdin>";
-	const char *s = strrchr(path, '/');
-	return s && s[1] ? s + 1 : path;
-}
+const char *base_name(const char *path);
 
-static inline int listed(const char *s, const char *const *list, size_t n)
-{
-	for (size_t k = 0; k < n; k++)
-		if (!strcmp(s, list[k]))
-			return 1;
-	return 0;
-}
-
-/* This run's provenance record (lib/stage/plan.h Prov): the tool, its version
- * and its options as given, argv[1 .. optind_now) after getopt_long has
- * put them first, without the output (-o, --output, --tiles), -z, the
- * input and the options that change only what is printed (--report,
- * --explain); the file arguments of --machine, -m, --scales, --model,
- * --data and --save by base name. Files are added with prov_file. */
-static inline void tool_prov(Prov *pr, int argc, char **argv, int optind_now)
-{
-	static const char *const out_opts[] = { "-o", "--output", "--tiles" };
-	static const char *const dropped[] = { "-z", "--compress", "--report", "--explain" };
-	static const char *const file_opts[] = { "--machine", "-m", "--scales", "--model", "--data", "--save" };
-#define N_OF(a) (sizeof a / sizeof *a)
-	size_t cap = 1, n = 0;
-	for (int i = 1; i < optind_now && i < argc; i++)
-		cap += strlen(argv[i]) + 1;     /* the record only ever shortens a word */
-	char *s = xmalloc(cap);
-	s[0] = 0;
-	for (int i = 1; i < optind_now && i < argc; i++) {
-		const char *a = argv[i];
-		/* the option's name: a long one's up to '=', a short one's two
-		 * characters; what follows in the same word is its value */
-		size_t ol = a[0] == '-' && a[1] == '-' ? strcspn(a, "=") : a[0] == '-' && a[1] ? 2 : strlen(a);
-		char opt[64];
-		snprintf(opt, sizeof opt, "%.*s", (int)(ol < sizeof opt ? ol : sizeof opt - 1), a);
-		const char *attached = a[ol] ? a + ol + (a[ol] == '=') : NULL;
-		if (listed(opt, out_opts, N_OF(out_opts))) {
-			i += !attached;         /* its argument too */
-			continue;
-		}
-		if (listed(opt, dropped, N_OF(dropped)))
-			continue;
-		const char *file = NULL;
-		if (listed(opt, file_opts, N_OF(file_opts)))
-			file = attached ? attached : i + 1 < optind_now ? argv[++i] : "";
-		n += (size_t)snprintf(s + n, cap - n, "%s%s", n ? " " : "", file ? opt : a);
-		if (file)
-			n += (size_t)snprintf(s + n, cap - n, "%s%s", attached && a[1] == '-' ? "=" : attached ? "" : " ",
-					      base_name(file));
-	}
-#undef N_OF
-	memset(pr, 0, sizeof *pr);
-	pr->tool = xstrdup(tool_name);
-	pr->version = xstrdup(AMP_VERSION);
-	pr->options = s;
-}
+/* This run's provenance record (lib/stage/plan.h Prov): the tool, its
+ * version and its options in the order given, one word each (opt_parsed),
+ * without the output (-o, --output, --tiles), -z, the input and the
+ * options that change only what is printed (--report, --explain); the
+ * file arguments of --machine, -m, --scales, --model, --data and --save
+ * by base name. Files are added with prov_file. */
+void tool_prov(Prov *pr);
 
 /* Adds a file read (role "model", "machine", "scales") by base name and
  * the digest of its len bytes of content. */
-static inline void prov_file(Prov *pr, const char *role, const char *path, const void *data, size_t len)
-{
-	if (pr->nf == PROV_FILES)
-		return;
-	ProvFile *f = &pr->f[pr->nf++];
-	f->role = xstrdup(role);
-	f->name = xstrdup(base_name(path));
-	f->fnv1a = fnv1a(data, len);
-}
+void prov_file(Prov *pr, const char *role, const char *path, const void *data, size_t len);
 
 /* The same, reading path (a small file: a machine, scales); fails on error. */
-static inline void prov_path(Prov *pr, const char *role, const char *path)
-{
-	char *d;
-	size_t n;
-	Err e;
-	if (input_slurp(path, &d, &n, &e))
-		fail(&e);
-	prov_file(pr, role, path, d, n);
-	free(d);
-}
+void prov_path(Prov *pr, const char *role, const char *path);
 
 /* The value of option opt (a count) in a provenance record's options, as
  * "opt N" or "opt=N": sets *v when present and well formed. */
-static inline void prov_option(const char *options, const char *opt, int64_t *v)
-{
-	size_t n = strlen(opt);
-	for (const char *p = options; p && *p;) {
-		const char *q = p + strcspn(p, " ");
-		if (!strncmp(p, opt, n) && (p + n == q || p[n] == '=')) {
-			const char *a = p + n == q ? (*q ? q + 1 : q) : p + n + 1;
-			char num[32];
-			size_t l = strcspn(a, " ");
-			int64_t x;
-			snprintf(num, sizeof num, "%.*s", (int)(l < sizeof num ? l : sizeof num - 1), a);
-			if (!parse_i64(num, &x) && x >= 0)
-				*v = x;
-		}
-		p = *q ? q + 1 : q;
-	}
-}
-
-/* The file amp-plan's provenance record names in role ("model",
- * "machine", "scales"), or NULL; *planned (when not NULL) is set when the
- * stage has an amp-plan record at all. */
-static inline const ProvFile *planned_file(const Plan *pl, const char *role, int *planned)
-{
-	const ProvFile *rec = NULL;
-	if (planned)
-		*planned = 0;
-	for (int i = 0; i < pl->nprov; i++) {
-		if (strcmp(pl->prov[i].tool, "amp-plan"))
-			continue;
-		if (planned)
-			*planned = 1;
-		for (int k = 0; k < pl->prov[i].nf; k++)
-			if (!strcmp(pl->prov[i].f[k].role, role))
-				rec = &pl->prov[i].f[k];
-	}
-	return rec;
-}
+void prov_option(const char *options, const char *opt, int64_t *v);
 
 /* The model or scales text given with a stage (shown: its name) must be
  * the file amp-plan planned from, by the FNV-1a its provenance records;
@@ -398,27 +95,8 @@ static inline const ProvFile *planned_file(const Plan *pl, const char *role, int
  * without an amp-plan record, or a model record (made or edited by
  * hand), has nothing to compare: the check of stage against model runs.
  * Fails on error, naming the input (in_path, NULL for stdin). */
-static inline void check_planned_file(const Plan *pl, const char *role, const void *text, size_t len,
-				      const char *shown, const char *in_path)
-{
-	int planned;
-	const ProvFile *rec = planned_file(pl, role, &planned);
-	uint64_t h = fnv1a(text, len);
-	char hex[2][17];
-	if (!planned || (rec && rec->fnv1a == h) || (!rec && strcmp(role, "scales")))
-		return;
-	Err e;
-	prov_hex(h, hex[0]);
-	if (!rec) {
-		errf(&e, "the stage was planned without a %s file; '%s' (fnv1a %s) is not its %s", role, shown,
-		     hex[0], role);
-	} else {
-		prov_hex(rec->fnv1a, hex[1]);
-		errf(&e, "%s file '%s' (fnv1a %s) is not the one the stage was planned from ('%s', fnv1a %s)", role,
-		     shown, hex[0], rec->name, hex[1]);
-	}
-	fail_in(in_path, &e);
-}
+void check_planned_file(const Plan *pl, const char *role, const void *text, size_t len, const char *shown,
+			const char *in_path);
 
 /* Checks the stage's machine header against the machine file, so that
  * limits and rates come from the machine, never from a stage's copy of
@@ -427,146 +105,31 @@ static inline void check_planned_file(const Plan *pl, const char *role, const vo
  * else the default machine. When the provenance records a machine file,
  * the file's FNV-1a must be the one recorded; and the header must be the
  * file's machine, parameter by parameter. The file's clock, which headers
- * do not carry, is copied into pl->machine. Fails on error, naming the
- * input (in_path, NULL for stdin). */
-static inline int machine_mismatch(Plan *pl, const char *path, Err *e)
-{
-	const ProvFile *rec = planned_file(pl, "machine", NULL);
-	char buf[4096 + 256], hex[2][17];
-	if (path)
-		path = machine_arg(path);
-	if (!path && rec) {
-		snprintf(buf, sizeof buf, "%s/machines/%s", share_dir(), rec->name);
-		if (strchr(rec->name, '/') || access(buf, R_OK))
-			return errf(e, "the stage was planned with machine file '%s' (fnv1a %016" PRIx64 "), which is "
-				    "not in %s/machines: name it with --machine FILE", rec->name, rec->fnv1a, share_dir());
-		path = buf;
-	}
-	if (!path) {
-		snprintf(buf, sizeof buf, "%s", default_machine());
-		path = buf;
-	}
-	const char *shown = path == buf ? base_name(path) : path;
-	char *d;
-	size_t n;
-	Machine m;
-	if (input_slurp(path, &d, &n, e))
-		return -1;
-	uint64_t h = fnv1a(d, n);
-	if (rec && h != rec->fnv1a) {
-		free(d);
-		prov_hex(h, hex[0]);
-		prov_hex(rec->fnv1a, hex[1]);
-		return errf(e, "machine file '%s' (fnv1a %s) is not the one the stage was planned with ('%s', fnv1a "
-			    "%s): plan again, or name that file with --machine FILE", shown, hex[0], rec->name, hex[1]);
-	}
-	int rc = machine_load_input(&m, input_open_mem(path, d, n, e), e);     /* the bytes hashed */
-	free(d);
-	if (rc)
-		return -1;
-	/* a program's header carries the table budget and fragment limit
-	 * amp-emit checked it against: the file's, or the override its
-	 * provenance record names */
-	for (int i = 0; i < pl->nprov; i++)
-		if (!strcmp(pl->prov[i].tool, "amp-emit")) {
-			prov_option(pl->prov[i].options, "--table-budget", &m.table_budget_bytes);
-			prov_option(pl->prov[i].options, "--fragment-limit", &m.fragment_limit);
-		}
-	if (machine_check_header(&pl->machine, &m, shown, e))
-		return -1;
-	/* the clock is the file's alone (a stage header does not carry it) */
-	pl->machine.clock_hz = m.clock_hz;
-	memcpy(pl->machine.clock_source, m.clock_source, sizeof m.clock_source);
-	return 0;
-}
-
-static inline void check_machine(Plan *pl, const char *path, const char *in_path)
-{
-	Err e;
-	if (machine_mismatch(pl, path, &e))
-		fail_in(in_path, &e);
-}
+ * do not carry, is copied into pl->machine. machine_mismatch returns -1
+ * with *e; check_machine fails naming the input (in_path, NULL: stdin). */
+int machine_mismatch(Plan *pl, const char *path, Err *e);
+void check_machine(Plan *pl, const char *path, const char *in_path);
 
 /* Appends this run's record (no files) to pl's provenance. */
-static inline void add_prov(Plan *pl, int argc, char **argv, int optind_now)
-{
-	Prov pr;
-	tool_prov(&pr, argc, argv, optind_now);
-	plan_add_prov(pl, &pr);
-	prov_free(&pr);
-}
+void add_prov(Plan *pl);
 
 /* Writes pl as its stage (pl->stage) to path, atomically, or fails. */
-static inline void write_plan(const Plan *pl, const char *path, int compress)
-{
-	Err e;
-	Output *o = output_open(path, compress, &e);
-	if (!o)
-		fail(&e);
-	if (stage_write(pl, o, &e)) {
-		output_abort(o);
-		fail(&e);
-	}
-	if (output_commit(o, &e))
-		fail(&e);
-}
+void write_plan(const Plan *pl, const char *path, int compress);
 
 /* A stage tool: one stage in, the next out (amp-compose, amp-expand,
- * amp-exchange, amp-group). stage_tool parses -o/--output, -z/--compress,
- * --help and --version and the tool's own options, reads its input,
- * runs it and writes the result atomically. */
+ * amp-exchange, amp-group). stage_tool parses its options (its own table,
+ * then -o/--output and -z/--compress, then the common ones), reads its
+ * input, runs it and writes the result atomically. */
 typedef struct {
 	const char *name;                       /* "amp-expand" */
-	void (*help)(void);
+	const char *usage, *epilogue;           /* its help around the option lines (OptTool) */
 	StageKind in;                           /* the stage it reads */
 	const char *what;                       /* its input, for messages */
-	const struct option *opts;              /* its own long options, {0}-ended, or NULL */
-	const char *shorts;                     /* its own short options ("v"), or "" */
-	int (*option)(int c, const char *arg);  /* takes one: 0, or -1 if not its own */
+	const Opt *opts;                        /* its own options, ended by {0}, or NULL */
+	void (*option)(int key, const char *arg);       /* takes one of its own */
 	int (*run)(Plan *pl, Err *e);
 } StageTool;
 
-static inline int stage_tool(const StageTool *t, int argc, char **argv)
-{
-	static const struct option common[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "compress", no_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-	};
-	struct option opts[16];
-	char shorts[32];
-	const char *out_path = NULL, *in_path;
-	int n = 0, compress = 0, c;
-	Plan pl;
-	Err e;
-
-	for (; t->opts && t->opts[n].name; n++)
-		opts[n] = t->opts[n];
-	for (size_t k = 0; k < sizeof common / sizeof *common; k++)
-		opts[n++] = common[k];
-	memset(&opts[n], 0, sizeof opts[n]);
-	snprintf(shorts, sizeof shorts, ":o:z%s", t->shorts);
-	opterr = 0;
-	tool_init(t->name);
-	while ((c = tool_getopt(argc, argv, shorts, opts)) != -1) {
-		switch (c) {
-		case 'o': out_path = optarg; break;
-		case 'z': compress = 1; break;
-		case 'h': t->help(); break;
-		case 'V': version(); break;
-		default:
-			if (c == '?' || c == ':' || !t->option || t->option(c, optarg))
-				bad_option(c, argv, optind, optopt);
-		}
-	}
-	in_path = one_input(argc, argv, optind, t->what);
-	if (stage_read(&pl, in_path, t->in, &e) || t->run(&pl, &e))
-		fail(&e);
-	add_prov(&pl, argc, argv, optind);
-	write_plan(&pl, out_path, compress);
-	plan_free(&pl);
-	return EXIT_OK;
-}
+int stage_tool(const StageTool *t, int argc, char **argv);
 
 #endif

@@ -71,6 +71,16 @@ void param_key(const PTensor *x, char *key, size_t n);
 /* Values of name (n of them) in c (NULL: none), the machine's (ref 0) or
  * the reference's (ref 1), or NULL. */
 float *carry_find(const Carry *c, const char *name, int64_t n, int ref);
+/* A prefill's states carried into a program: the states plans a (path
+ * apath) and b share, by name, must have one shape and dtype but for the
+ * batch, which a's may divide (the same part for every state): a then
+ * runs once per part of b's batch. Returns the parts (*batch: a's batch),
+ * or -1 with *e naming the state that differs, or that none is shared. */
+int64_t carry_parts(const Plan *a, const char *apath, const Plan *b, const char *bpath, int64_t *batch, Err *e);
+/* Stacks the states one prefill run of plan pl left (one) after those of
+ * the runs before (all): each a further part of the batch, its outermost
+ * axis, in every instance of a stacked state. */
+void carry_stack(Carry *all, const Carry *one, const Plan *pl);
 
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */

@@ -429,55 +429,9 @@ float *state_values(const RunOpts *o, const char *name, int64_t n, int ref)
 	return v;
 }
 
-void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref)
-{
-	int i = 0;
-	while (i < c->n && strcmp(c->name[i], name))
-		i++;
-	if (i == c->n) {
-		c->name = xrealloc(c->name, (size_t)(c->n + 1) * sizeof *c->name);
-		c->mach = xrealloc(c->mach, (size_t)(c->n + 1) * sizeof *c->mach);
-		c->ref = xrealloc(c->ref, (size_t)(c->n + 1) * sizeof *c->ref);
-		c->count = xrealloc(c->count, (size_t)(c->n + 1) * sizeof *c->count);
-		c->name[i] = xstrdup(name), c->mach[i] = c->ref[i] = NULL, c->count[i] = n;
-		c->n++;
-	}
-	float **d = ref ? &c->ref[i] : &c->mach[i];
-	free(*d);
-	*d = xmalloc((size_t)n * sizeof **d);
-	memcpy(*d, v, (size_t)n * sizeof **d);
-	c->count[i] = n;
-}
-
-void carry_take(Carry *c, const char *name, float *v, int64_t n)
-{
-	carry_keep(c, name, v, 0, 0);           /* the entry, then its values */
-	for (int i = 0; i < c->n; i++)
-		if (!strcmp(c->name[i], name)) {
-			free(c->mach[i]);
-			c->mach[i] = v, c->count[i] = n;
-		}
-}
-
 void param_key(const PTensor *x, char *key, size_t n)
 {
 	snprintf(key, n, "%s %s %d", x->name, fmt_name(x->fmt), x->scale);
-}
-
-float *carry_find(const Carry *c, const char *name, int64_t n, int ref)
-{
-	for (int i = 0; c && i < c->n; i++)
-		if (!strcmp(c->name[i], name) && c->count[i] == n)
-			return ref ? c->ref[i] : c->mach[i];
-	return NULL;
-}
-
-void carry_free(Carry *c)
-{
-	for (int i = 0; i < c->n; i++)
-		free(c->name[i]), free(c->mach[i]), free(c->ref[i]);
-	free(c->name), free(c->mach), free(c->ref), free(c->count);
-	memset(c, 0, sizeof *c);
 }
 
 /* Every position an append step reads names a row of its state. */

@@ -73,7 +73,7 @@ setup() {
 	[ ! -e p/share/doc/amp ] && [ ! -e p/share/amp ] || fail "uninstall left share/amp or share/doc/amp"
 }
 
-@test "bash completion offers a tool's options from its --help, and the values of --objective" {
+@test "bash completion offers a tool's options from its option table (--list-options), and the values of --objective" {
 	run bash -c "PATH='$BIN':\$PATH; source '$ROOT/share/bash-completion/amp'
 		COMP_WORDS=(amp-plan --ob); COMP_CWORD=1; _amp_tool; echo \"\${COMPREPLY[*]}\"
 		COMP_WORDS=(amp-plan --objective c); COMP_CWORD=2; _amp_tool; echo \"\${COMPREPLY[*]}\"

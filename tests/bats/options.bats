@@ -58,3 +58,60 @@ refused() {
 	assert_failure 1
 	[[ $stderr == "amp-compose: cannot open '--ou'"* ]] || fail "$stderr"
 }
+
+# The option lines of TOOL's --help: the long names, sorted.
+help_names() {
+	"$1" --help | grep -oE -- '^ {2}(-[a-zA-Z], | {4})--[a-z][a-z0-9+-]*' | grep -oE -- '--[a-z0-9+-]+$' | sort
+}
+
+@test "one table per tool: --help and --list-options name the same options, and every tool has the common ones" {
+	local t
+	for t in $TOOLS; do
+		run --separate-stderr "$t" --list-options
+		assert_success
+		[ -z "$stderr" ] || fail "$t --list-options: $stderr"
+		# four tab-separated fields per line: --name, -x or -, value or -, completion or -
+		local bad
+		bad=$(printf '%s\n' "$output" | awk -F'\t' 'NF != 4 || $1 !~ /^--[a-z][a-z0-9+-]*$/ || $2 !~ /^(-|-[a-zA-Z])$/ ||
+			($4 != "-" && $4 != "file" && $4 != "dir" && $4 != "machine" && $4 !~ /^words:/)')
+		[ -z "$bad" ] || fail "$t --list-options: malformed: $bad"
+		assert_equal "$(printf '%s\n' "$output" | cut -f1 | sort)" "$(help_names "$t")"
+		for o in --help --version --list-options; do
+			printf '%s\n' "$output" | grep -q -- "^$o	" || fail "$t lacks $o"
+		done
+	done
+	# a value offered for completion is one the tool takes
+	run amp-plan --list-options
+	local words
+	words=$(printf '%s\n' "$output" | awk -F'\t' '$1 == "--objective" { sub(/^words:/, "", $4); print $4 }')
+	[ -n "$words" ] || fail "no words for --objective"
+	for w in $words; do
+		amp-plan --objective "$w" --no-fit-check -o /dev/null "$TINY" || fail "--objective $w refused"
+	done
+}
+
+@test "the parser: an abbreviation of several options, a value given to a flag, a missing value, clustered short options" {
+	run --separate-stderr amp-run --s x
+	assert_failure 2
+	[[ $stderr == "amp-run: option '--s' is an abbreviation of "*" options; write one whole"* ]] || fail "$stderr"
+	run --separate-stderr amp-compose --verbose=yes x
+	assert_failure 2
+	[[ $stderr == "amp-compose: option '--verbose' takes no value, found '--verbose=yes'"* ]] || fail "$stderr"
+	run --separate-stderr amp-plan "$TINY" --output
+	assert_failure 2
+	[[ $stderr == "amp-plan: option '--output' needs an argument"* ]] || fail "$stderr"
+	run --separate-stderr amp-plan -q "$TINY"
+	assert_failure 2
+	[[ $stderr == "amp-plan: unknown option '-q'"* ]] || fail "$stderr"
+	run --separate-stderr amp-plan --explain 3 "$TINY"
+	assert_failure 2        # --explain takes its count only as --explain=N: 3 is an operand
+	[[ $stderr == *"one model file at most"* ]] || fail "$stderr"
+	# -zo FILE: -z, then -o with the next word; -oFILE: the value attached
+	amp-plan "$TINY" | amp-compose -zo c.zst
+	[ "$(head -c4 c.zst | od -An -tx1 | tr -d ' ')" = 28b52ffd ] || fail "c.zst is not zstd"
+	amp-plan "$TINY" | amp-compose -oc.yaml
+	cmp <(zstd -dc c.zst) c.yaml
+	# the provenance records the options in the order given, operands after
+	amp-plan --objective=memory "$TINY" --no-fit-check -o p.yaml
+	grep -q 'options: --objective=memory --no-fit-check, ' p.yaml || fail "$(grep -m1 'tool: amp-plan' p.yaml)"
+}
