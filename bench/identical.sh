@@ -14,11 +14,11 @@ set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: bench/identical.sh BINDIR OUTDIR [MODEL...]" >&2; exit 2; }
 bin=$(cd "$1" && pwd); mkdir -p "$2"; out=$(cd "$2" && pwd); shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
-models=("$@")
+models=()
+for m in "$@"; do models+=("$(cd "$(dirname "$m")" && pwd)/$(basename "$m")"); done   # before any cd
 [ ${#models[@]} -gt 0 ] || models=("$root"/share/models/*.yaml)
 machine=$root/share/machines/amp1472.yaml
 for m in "${models[@]}"; do
-	m=$(cd "$(dirname "$m")" && pwd)/$(basename "$m")
 	name=$(basename "$m" .yaml); d=$out/$name; mkdir -p "$d"
 	# Relative names from here on: the outputs record their options.
 	cd "$d"; d=.

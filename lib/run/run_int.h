@@ -1,8 +1,9 @@
 /* run_int.h: what the parts of the run module share (lib/run/run.c the
  * numbers' encoding and decoding and the timing, run_data.c the inputs'
- * and parameters' values and the instance cache, run_compute.c the
- * machine's compute steps, run_gemm.c the matrix-product kernels,
- * run_exchange.c the exchange from the program's rows and run_program,
+ * and parameters' values and the instance cache, run_carry.c the states
+ * carried between runs, run_compute.c the machine's compute steps,
+ * run_gemm.c the matrix-product kernels, run_exchange.c the exchange from
+ * the program's rows, run_program.c run_program, which runs the steps,
  * run_ref.c the FP32 references, the check against the model, the
  * comparison and the calibration, run_check.c the stage's steps against
  * the model's ops); not a public header: lib/run/run.h stays
@@ -178,6 +179,11 @@ typedef struct {
 const int64_t *shards_of(Machine_ *m, int p);
 /* Runs compute step i on every tile of its output. */
 int compute_step(Machine_ *m, int i);
+/* Runs the copy steps first .. last, exchange phase ph (run_exchange.c;
+ * ph -1: a step of on-tile copies only): the phase's tables decoded and
+ * matched with the schedule, every write checked, the copies made and
+ * each destination checked byte for byte. */
+int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last);
 
 /* ---- the matrix products (run_gemm.c) ---- */
 
