@@ -125,7 +125,8 @@ void lazy_init(Lazy *z, int n);
 float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter);
 void lazy_free(Lazy *z);
 
-/* ---- the machine (run_compute.c; run_exchange.c runs it) ---- */
+/* ---- the machine (run_compute.c, run_attention.c, run_shard.c;
+ * run_exchange.c runs it) ---- */
 
 /* The values the movement check expects: each tensor's values encoded in
  * its format once (every instance), re-encoded when a compute step
@@ -174,10 +175,56 @@ typedef struct {
 	int64_t exec;           /* compute steps run so far */
 } Machine_;
 
+/* A compute thread's share of a step: the tiles t of its output with
+ * t % parts == part. */
+typedef struct {
+	Machine_ *m;
+	int step, part, parts;
+	double cpu;             /* the thread's CPU seconds on the step, the expected bytes' copies not counted */
+	uint8_t *enc;           /* the output tensor's expected bytes */
+} Work;
+
+/* Runs compute step i on every tile of its output (run_compute.c). */
+int compute_step(Machine_ *m, int i);
+
+/* Attention step st on tile t (run_attention.c): q (R rows of the tile's
+ * heads, qcols wide) into res (R rows, C wide, of its heads' outputs or
+ * of their partials). */
+void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
+			int64_t R, int64_t C, float *res);
+/* The online-softmax merge of KB key blocks' partials (each row m, l,
+ * o[D]) into res (R x D). */
+void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D);
+
+/* ---- a tile's shards (run_shard.c) ---- */
+
 /* Placement p's shard index on each tile (m->ts[p], made on first use). */
 const int64_t *shards_of(Machine_ *m, int p);
-/* Runs compute step i on every tile of its output. */
-int compute_step(Machine_ *m, int i);
+/* Compute thread part's buffer i, at least n floats (its contents lost
+ * when it grows). */
+float *run_scratch(Machine_ *m, int part, int i, int64_t n);
+/* Placement p's shard on tile t: its bytes (a stacked home's: this
+ * iteration's instance) and its layout. */
+const uint8_t *run_shard_mem(Machine_ *m, int p, int64_t t, Layout *l);
+/* The shard at mem (layout l, in fmt and scale sc) decoded into v,
+ * row-major. */
+void run_decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, float *v);
+/* Shard p of tile t decoded into floats, row-major (the caller frees
+ * them). */
+float *run_read_shard(Machine_ *m, int p, int64_t t, Layout *l);
+/* v (row-major) rounded into shard p of tile t, in its format and layout. */
+void run_write_shard(Machine_ *m, int p, int64_t t, const float *v);
+/* The first index along dimension dim of placement p's shard on tile t. */
+int64_t run_shard_first(Machine_ *m, int p, int64_t t, int dim);
+/* A matmul's left operand (R x K) in run_gemm_strips's strips of mp
+ * rows, and its right operand (K x N) in 16-column panels, in thread
+ * w->part's scratch buffers. */
+const float *run_read_strips(Machine_ *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp);
+const float *run_read_panels(Machine_ *m, const Work *w, int p, int64_t t, Layout *l);
+/* Shard lin of placement out, as its first replica's tile holds it, into
+ * the tensor's encoded bytes enc (*off, *cap: a row's offsets, kept
+ * between calls). */
+void run_enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap);
 
 /* ---- the matrix products (run_gemm.c) ---- */
 
