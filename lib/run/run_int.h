@@ -1,12 +1,24 @@
-/* run_int.h: what the parts of the run module share (lib/run/run.c the
- * numbers' encoding and decoding and the timing, run_data.c the inputs'
- * and parameters' values and the instance cache, run_compute.c the
- * machine's compute steps, run_gemm.c the matrix-product kernels,
- * run_exchange.c the exchange from the program's rows and run_program,
- * run_ref.c the FP32 references, the check against the model, the
- * comparison and the calibration, run_check.c the stage's steps against
- * the model's ops); not a public header: lib/run/run.h stays
- * the module's contract. */
+/* run_int.h: what the parts of the run module share; not a public
+ * header: lib/run/run.h stays the module's contract.
+ *
+ * The parts, highest first; each calls only those below it (never back):
+ *
+ *   run_check.c     the stage against the model it lowers: tensors, ops,
+ *                   GEMM records, then step by step
+ *   run_exchange.c  run_program: the exchange from the program's rows,
+ *                   the compute steps in order, the movement checks
+ *   run_opcheck.c   each op checked against the model's reference on the
+ *                   machine's own inputs
+ *   run_model.c     the model's FP32 reference and the fp8 calibration
+ *   run_ref.c       the references' arithmetic, the stage's reference,
+ *                   the comparison of outputs
+ *   run_data.c      the inputs' and parameters' values, the instance cache
+ *   run_compute.c   the machine's compute steps
+ *   run_attention.c a tile's attention and the merge of its partials
+ *   run_shard.c     a tile's shards decoded from and rounded into SRAM
+ *   run_gemm.c      the matrix-product kernels
+ *   run.c           the numbers' encoding and decoding, the timing
+ */
 #ifndef AMP_RUN_INT_H
 #define AMP_RUN_INT_H
 
@@ -34,8 +46,40 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e);
  * every tensor's encoded values: when s is a model op's last compute
  * step, the op is checked (run_opcheck_op). */
 int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e);
-/* One op of the model reference on fp32 values (run_ref.c). */
+/* One op of the model reference on fp32 values (run_model.c). */
 void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
+
+/* ---- the references' arithmetic (run_ref.c; run_model.c shares it) ---- */
+
+/* C[M x N] += A[M x K] B[K x N] (+ bias), fp32, rows split over two
+ * threads. */
+void ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
+	       int64_t N);
+/* Attention on two threads: q [B, Tq, qw], kv [B, Tk, kw] (fused: kv ==
+ * q, keys after the C query columns), y [B, Tq, C]; G heads of k and v,
+ * causal or not, or causal by the query rows' positions pos. */
+void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
+		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused,
+		double scale);
+/* Layernorm and RMSNorm of rows of C values, in double. */
+void ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
+		   double eps);
+void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps);
+/* y[i] = x[i] * sigmoid(x[i]), in double. */
+void ref_silu(const float *x, float *y, int64_t n);
+/* Rotary positions on rows of C values, in double: each row's first heads
+ * heads of D columns rotated by pos[row]. */
+void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
+	      double theta);
+/* The state c [B, P, W] with rows x [B, T, W] written at their positions
+ * pos [B, T], into y. */
+void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
+		int64_t P, int64_t W);
+/* y [B, 1, C]: each batch entry's last row of x [B, T, C]. */
+void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C);
+void ref_mul(const float *a, const float *b, float *y, int64_t n);
+/* y[i] = x[i] + b[i % nb]. */
+void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb);
 
 /* ---- numbers and timing (run.c) ---- */
 
