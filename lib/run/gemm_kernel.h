@@ -138,7 +138,8 @@ void GK(run_gemm_strips)(const float *A, int64_t rs, const float *bp, float *C, 
 }
 
 /* B[k0 .. k0 + kc) x [j0 .. j0 + nj) as a 16-column panel, zeros past nj
- * (not static: lib/run/run_compute.c packs with the 8-wide copy's). */
+ * (not static: lib/run/run_shard.c and run_attention.c pack with the
+ * 8-wide copy's). */
 void GK(pack_panel)(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
 {
 	if (nj == 16) {

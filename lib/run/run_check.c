@@ -1,10 +1,15 @@
-/* run_check: the stage is the model's computation, step by step. Every
- * compute step serves a model op (or a repeat's carry) with a kind that
- * op lowers to; every non-matmul op has its one step, reading the model's
- * operands in order and writing its result; the fields the machine reads
- * (layernorm eps, attention heads and score scale) are the model's. The
- * matmuls' operands are checked on their GEMM records (run_check_model). */
+/* run_check: the stage is the model's computation. run_check_model: the
+ * stage lowers this model; its tensors have the model's shapes, formats,
+ * fp8 scales and outputs; every op has its steps (or host op), and every
+ * matmul's GEMM record reads and writes the model's tensors
+ * (run_check_texts: the same, from the texts a program embeds). Then step
+ * by step (run_check_steps): every compute step serves a model op (or a
+ * repeat's carry) with a kind that op lowers to; every non-matmul op has
+ * its one step, reading the model's operands in order and writing its
+ * result; the fields the machine reads (layernorm eps, attention heads
+ * and score scale) are the model's. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "run/run_int.h"
@@ -123,4 +128,119 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 		}
 	}
 	return 0;
+}
+
+static int tensor_is(const Plan *pl, int t, const Model *m, int mt)
+{
+	return t >= 0 && mt >= 0 && strcmp(pl->t[t].name, m->t[mt].name) == 0;
+}
+
+int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
+{
+	const char *f = m->file;
+	if (strcmp(pl->model, m->name))
+		return errf(e, "%s: the program lowers model '%s', not '%s'", f, pl->model, m->name);
+	for (int i = 0; i < m->nt; i++) {
+		const MTensor *x = &m->t[i];
+		int t = plan_find_tensor(pl, x->name);
+		if (t < 0)
+			return err_at(e, f, x->line, x->col, "tensor '%s' is not in the program's stage", x->name);
+		const PTensor *y = &pl->t[t];
+		int same = y->rank == x->rank && y->count == x->count;
+		for (int k = 0; same && k < x->rank; k++)
+			same = y->shape[k] == x->shape[k];
+		if (!same)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage gives it another shape or "
+				      "instance count", x->name);
+		if (y->fmt != x->dtype)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage says %s, the model %s",
+				      x->name, fmt_name(y->fmt), fmt_name(x->dtype));
+		int want = x->scale;
+		if (x->dtype == FMT_FP8)
+			scales_find(sc, x->name, &want);
+		if (x->dtype == FMT_FP8 && y->scale != want)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's fp8 scale is %d, %s %d",
+				      x->name, y->scale, sc ? "the scales file's (or the model's)" : "the model's",
+				      want);
+		if (x->output != (y->role == R_OUTPUT))
+			return err_at(e, f, x->line, x->col, "tensor '%s' is %san output of the model but %san "
+				      "output of the stage", x->name, x->output ? "" : "not ", x->output ? "not " : "");
+		char cast[300];
+		snprintf(cast, sizeof cast, "%s.fp8", x->name);
+		int c = plan_find_tensor(pl, cast), cw = 0;
+		scales_find(sc, x->name, &cw);
+		if (c >= 0 && pl->t[c].scale != cw)
+			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's cast '%s' has fp8 scale %d, "
+				      "%s %d", x->name, cast, pl->t[c].scale, sc ? "the scales file's" : "the default",
+				      cw);
+	}
+	for (int t = 0; t < pl->nt; t++) {
+		int known = 0;
+		for (int i = 0; !known && i < m->nt; i++)
+			known = strcmp(m->t[i].name, pl->t[t].name) == 0;
+		if (pl->t[t].role == R_OUTPUT && !known)
+			return errf(e, "%s: the stage's output '%s' is not a tensor of the model", f, pl->t[t].name);
+	}
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		int steps = 0;
+		for (int s = 0; s < pl->ns; s++) {
+			const Step *st = &pl->s[s];
+			if (strcmp(st->op, op->name))
+				continue;
+			steps++;
+			if ((op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM) && st->kind == STEP_COMPUTE &&
+			    (st->compute == C_LAYERNORM || st->compute == C_RMSNORM) && st->eps != op->eps)
+				return err_at(e, f, op->line, op->col, "op '%s': the stage's %s step %d has "
+					      "eps %g, the model %g", op->name, compute_name(st->compute), s, st->eps,
+					      op->eps);
+		}
+		for (int h = 0; (op->kind == OP_PATCHIFY || op->kind == OP_EMBED) && h < pl->nh; h++) {
+			const Host *ho = &pl->h[h];
+			if (strcmp(ho->op, op->name))
+				continue;
+			if ((ho->kind == HOST_EMBED) != (op->kind == OP_EMBED) || !tensor_is(pl, ho->in, m, op->in[0]) ||
+			    !tensor_is(pl, ho->out, m, op->out) ||
+			    (ho->kind == HOST_EMBED && (!tensor_is(pl, ho->table, m, op->in[1]) ||
+							ho->transposed != op->transposed)))
+				return err_at(e, f, op->line, op->col, "op '%s': the stage's host op of that name is not "
+					      "the model's (kind, operands, result or orientation differ)", op->name);
+			steps++;
+		}
+		if (!steps)
+			return err_at(e, f, op->line, op->col, "op '%s' has no step in the program's stage",
+				      op->name);
+		if (op->kind != OP_MATMUL)
+			continue;
+		const Gemm *g = NULL;
+		for (int k = 0; k < pl->ng; k++)
+			if (strcmp(pl->g[k].op, op->name) == 0)
+				g = &pl->g[k];
+		if (!g || !tensor_is(pl, g->a, m, op->in[0]) || !tensor_is(pl, g->b, m, op->in[1]) ||
+		    !tensor_is(pl, g->out, m, op->out) ||
+		    (op->in[2] >= 0 ? !tensor_is(pl, g->bias, m, op->in[2]) : g->bias >= 0))
+			return err_at(e, f, op->line, op->col, "matmul '%s': the stage's GEMM record does not "
+				      "read and write the model's a, b, bias and out", op->name);
+	}
+	return run_check_steps(pl, m, e);
+}
+
+int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *mname,
+		    const char *scales, size_t slen, const char *sname, Err *e)
+{
+	Model md;
+	Scales sc = { NULL, NULL, 0 };
+	Input *in = input_open_mem(mname, model, mlen, e);
+	if (!in || model_load_input(&md, in, e))
+		return -1;
+	int rc = 0;
+	if (scales) {
+		Input *si = input_open_mem(sname, scales, slen, e);
+		rc = !si || scales_load_input(&sc, si, e) ? -1 : 0;
+	}
+	if (!rc)
+		rc = run_check_model(pl, &md, scales ? &sc : NULL, e);
+	scales_free(&sc);
+	model_free(&md);
+	return rc;
 }

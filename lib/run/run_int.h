@@ -1,13 +1,27 @@
-/* run_int.h: what the parts of the run module share (lib/run/run.c the
- * numbers' encoding and decoding and the timing, run_data.c the inputs'
- * and parameters' values and the instance cache, run_carry.c the states
- * carried between runs, run_compute.c the machine's compute steps,
- * run_gemm.c the matrix-product kernels, run_exchange.c the exchange from
- * the program's rows, run_program.c run_program, which runs the steps,
- * run_ref.c the FP32 references, the check against the model, the
- * comparison and the calibration, run_check.c the stage's steps against
- * the model's ops); not a public header: lib/run/run.h stays
- * the module's contract. */
+/* run_int.h: what the parts of the run module share; not a public
+ * header: lib/run/run.h stays the module's contract.
+ *
+ * The parts, highest first; each calls only those below it (never back):
+ *
+ *   run_check.c     the stage against the model it lowers: tensors, ops,
+ *                   GEMM records, then step by step
+ *   run_program.c   run_program: the values encoded into SRAM, the steps
+ *                   in order, a repeat's body once per iteration
+ *   run_exchange.c  a phase's exchange from the program's rows, its
+ *                   writes and destinations checked byte for byte
+ *   run_opcheck.c   each op checked against the model's reference on the
+ *                   machine's own inputs
+ *   run_model.c     the model's FP32 reference and the fp8 calibration
+ *   run_ref.c       the references' arithmetic, the stage's reference,
+ *                   the comparison of outputs
+ *   run_data.c      the inputs' and parameters' values, the instance cache
+ *   run_carry.c     the states carried from one run to the next
+ *   run_compute.c   the machine's compute steps
+ *   run_attention.c a tile's attention and the merge of its partials
+ *   run_shard.c     a tile's shards decoded from and rounded into SRAM
+ *   run_gemm.c      the matrix-product kernels
+ *   run.c           the numbers' encoding and decoding, the timing
+ */
 #ifndef AMP_RUN_INT_H
 #define AMP_RUN_INT_H
 
@@ -35,8 +49,40 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e);
  * every tensor's encoded values: when s is a model op's last compute
  * step, the op is checked (run_opcheck_op). */
 int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e);
-/* One op of the model reference on fp32 values (run_ref.c). */
+/* One op of the model reference on fp32 values (run_model.c). */
 void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
+
+/* ---- the references' arithmetic (run_ref.c; run_model.c shares it) ---- */
+
+/* C[M x N] += A[M x K] B[K x N] (+ bias), fp32, rows split over two
+ * threads. */
+void ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
+	       int64_t N);
+/* Attention on two threads: q [B, Tq, qw], kv [B, Tk, kw] (fused: kv ==
+ * q, keys after the C query columns), y [B, Tq, C]; G heads of k and v,
+ * causal or not, or causal by the query rows' positions pos. */
+void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
+		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused,
+		double scale);
+/* Layernorm and RMSNorm of rows of C values, in double. */
+void ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
+		   double eps);
+void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps);
+/* y[i] = x[i] * sigmoid(x[i]), in double. */
+void ref_silu(const float *x, float *y, int64_t n);
+/* Rotary positions on rows of C values, in double: each row's first heads
+ * heads of D columns rotated by pos[row]. */
+void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
+	      double theta);
+/* The state c [B, P, W] with rows x [B, T, W] written at their positions
+ * pos [B, T], into y. */
+void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
+		int64_t P, int64_t W);
+/* y [B, 1, C]: each batch entry's last row of x [B, T, C]. */
+void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C);
+void ref_mul(const float *a, const float *b, float *y, int64_t n);
+/* y[i] = x[i] + b[i % nb]. */
+void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb);
 
 /* ---- numbers and timing (run.c) ---- */
 
@@ -126,7 +172,8 @@ void lazy_init(Lazy *z, int n);
 float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter);
 void lazy_free(Lazy *z);
 
-/* ---- the machine (run_compute.c; run_exchange.c runs it) ---- */
+/* ---- the machine (run_compute.c, run_attention.c, run_shard.c;
+ * run_exchange.c runs it) ---- */
 
 /* The values the movement check expects: each tensor's values encoded in
  * its format once (every instance), re-encoded when a compute step
@@ -175,15 +222,61 @@ typedef struct {
 	int64_t exec;           /* compute steps run so far */
 } Machine_;
 
-/* Placement p's shard index on each tile (m->ts[p], made on first use). */
-const int64_t *shards_of(Machine_ *m, int p);
-/* Runs compute step i on every tile of its output. */
+/* A compute thread's share of a step: the tiles t of its output with
+ * t % parts == part. */
+typedef struct {
+	Machine_ *m;
+	int step, part, parts;
+	double cpu;             /* the thread's CPU seconds on the step, the expected bytes' copies not counted */
+	uint8_t *enc;           /* the output tensor's expected bytes */
+} Work;
+
+/* Runs compute step i on every tile of its output (run_compute.c). */
 int compute_step(Machine_ *m, int i);
 /* Runs the copy steps first .. last, exchange phase ph (run_exchange.c;
  * ph -1: a step of on-tile copies only): the phase's tables decoded and
  * matched with the schedule, every write checked, the copies made and
  * each destination checked byte for byte. */
 int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last);
+
+/* Attention step st on tile t (run_attention.c): q (R rows of the tile's
+ * heads, qcols wide) into res (R rows, C wide, of its heads' outputs or
+ * of their partials). */
+void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
+			int64_t R, int64_t C, float *res);
+/* The online-softmax merge of KB key blocks' partials (each row m, l,
+ * o[D]) into res (R x D). */
+void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D);
+
+/* ---- a tile's shards (run_shard.c) ---- */
+
+/* Placement p's shard index on each tile (m->ts[p], made on first use). */
+const int64_t *shards_of(Machine_ *m, int p);
+/* Compute thread part's buffer i, at least n floats (its contents lost
+ * when it grows). */
+float *run_scratch(Machine_ *m, int part, int i, int64_t n);
+/* Placement p's shard on tile t: its bytes (a stacked home's: this
+ * iteration's instance) and its layout. */
+const uint8_t *run_shard_mem(Machine_ *m, int p, int64_t t, Layout *l);
+/* The shard at mem (layout l, in fmt and scale sc) decoded into v,
+ * row-major. */
+void run_decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, float *v);
+/* Shard p of tile t decoded into floats, row-major (the caller frees
+ * them). */
+float *run_read_shard(Machine_ *m, int p, int64_t t, Layout *l);
+/* v (row-major) rounded into shard p of tile t, in its format and layout. */
+void run_write_shard(Machine_ *m, int p, int64_t t, const float *v);
+/* The first index along dimension dim of placement p's shard on tile t. */
+int64_t run_shard_first(Machine_ *m, int p, int64_t t, int dim);
+/* A matmul's left operand (R x K) in run_gemm_strips's strips of mp
+ * rows, and its right operand (K x N) in 16-column panels, in thread
+ * w->part's scratch buffers. */
+const float *run_read_strips(Machine_ *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp);
+const float *run_read_panels(Machine_ *m, const Work *w, int p, int64_t t, Layout *l);
+/* Shard lin of placement out, as its first replica's tile holds it, into
+ * the tensor's encoded bytes enc (*off, *cap: a row's offsets, kept
+ * between calls). */
+void run_enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap);
 
 /* ---- the matrix products (run_gemm.c) ---- */
 

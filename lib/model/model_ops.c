@@ -1,0 +1,530 @@
+/* model_ops.c: one item of a model's ops list (formats/model.md): an op,
+ * its keys, its operands (defined already and visible from its repeat),
+ * the rules on their roles, dtypes and shapes, and the tensor it defines;
+ * or the MAP head, read as the ten ops it stands for. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model_int.h"
+
+/* The tensor an op operand names; it must be defined already. */
+static int operand(Model *m, const char *f, const Val *op, const char *key, int rep, int *idx, Err *e)
+{
+	const Val *v;
+
+	if (map_need(f, op, key, &v, e))
+		return -1;
+	return model_visible(m, f, v, rep, idx, e);
+}
+
+static int activation(const char *f, const Val *at, const MOp *o, const MTensor *t, Err *e)
+{
+	if (t->role == T_PARAM || t->rank != 3)
+		return val_err(f, at, e, "%s '%s': '%s' must be an activation [batch, tokens, features]",
+			       op_name(o->kind), o->name, t->name);
+	return 0;
+}
+
+static int vector(const char *f, const Val *at, const MOp *o, const MTensor *t, int64_t n, Err *e)
+{
+	if (t->role != T_PARAM || t->rank != 1 || t->shape[0] != n)
+		return val_err(f, at, e, "%s '%s': '%s' must be a parameter of shape [%lld]",
+			       op_name(o->kind), o->name, t->name, (long long)n);
+	return 0;
+}
+
+/* Positions p of op o for the rows of activation a: int32 [B, T, 1]. */
+static int positions_of(const char *f, const Val *at, const MOp *o, const MTensor *p, const MTensor *a, Err *e)
+{
+	if (p->dtype != FMT_I32 || p->rank != 3 || p->shape[0] != a->shape[0] || p->shape[1] != a->shape[1] ||
+	    p->shape[2] != 1)
+		return val_err(f, at, e, "%s '%s': positions '%s' must be int32 [%lld, %lld, 1], a position per "
+			       "row of '%s'", op_name(o->kind), o->name, p->name, (long long)a->shape[0],
+			       (long long)a->shape[1], a->name);
+	return 0;
+}
+
+/* append: x [B, T, W] fp16 written into state cache [B, P, W] at rows
+ * positions [B, T, 1]; once per state, outside every repeat. */
+static int append_op(Model *m, const char *f, const Val *v, MOp *o, Err *e)
+{
+	const MTensor *c = &m->t[o->out], *x = &m->t[o->in[0]];
+	if (c->role != T_STATE)
+		return val_err(f, map_get(v, "cache"), e, "append '%s': cache '%s' must be a state", o->name, c->name);
+	if (o->rep != c->rep)
+		return val_err(f, v, e, "append '%s': state '%s' is appended %s", o->name, c->name,
+			       c->rep < 0 ? "outside every repeat (a repeat's own states, in its body)" :
+			       "in the body of the repeat that declares it");
+	for (int i = 0; i < m->nops; i++)
+		if (m->ops[i].kind == OP_APPEND && m->ops[i].out == o->out)
+			return val_err(f, map_get(v, "cache"), e, "append '%s': state '%s' is already appended by "
+				       "'%s' (line %ld); a program appends each state once", o->name, c->name,
+				       m->ops[i].name, m->ops[i].line);
+	if (x->role == T_PARAM || x->role == T_STATE || x->rank != 3 || x->dtype != FMT_FP16 ||
+	    x->shape[0] != c->shape[0] || x->shape[2] != c->shape[2] || x->shape[1] > c->shape[1])
+		return val_err(f, map_get(v, "x"), e, "append '%s': x '%s' must be an fp16 activation [%lld, at most "
+			       "%lld, %lld], rows of state '%s'", o->name, x->name, (long long)c->shape[0],
+			       (long long)c->shape[1], (long long)c->shape[2], c->name);
+	if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], x, e))
+		return -1;
+	if (o->first >= 0 && o->first + x->shape[1] > c->shape[1])
+		return val_err(f, map_get(v, "first"), e, "append '%s': rows %lld to %lld pass the %lld positions of "
+			       "state '%s'", o->name, (long long)o->first, (long long)(o->first + x->shape[1] - 1),
+			       (long long)c->shape[1], c->name);
+	o->name = xstrdup(o->name);
+	m->ops = xrealloc(m->ops, (size_t)(m->nops + 1) * sizeof *m->ops);
+	m->ops[m->nops++] = *o;
+	return 0;
+}
+
+static int positive(const char *f, const Val *v, const char *key, int64_t *out, Err *e)
+{
+	return get_int(f, v, key, 1, INT64_C(1) << 30, out, e);
+}
+
+static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
+{
+	static const char *keys[OP_COUNT][11] = {
+		[OP_MATMUL] = { "op", "name", "a", "b", "bias", "out", NULL },
+		[OP_GELU] = { "op", "name", "x", "out", NULL },
+		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
+		[OP_LAYERNORM] = { "op", "name", "x", "scale", "bias", "eps", "out", NULL },
+		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
+		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
+		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
+		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "positions", "out",
+				   NULL },
+		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
+		[OP_SILU] = { "op", "name", "x", "out", NULL },
+		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
+		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
+		[OP_APPEND] = { "op", "name", "cache", "x", "positions", "first", NULL },
+		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
+		[OP_LAST] = { "op", "name", "x", "out", NULL },
+	};
+	const char *kind, *name;
+	const Val *kv, *outv;
+	MOp o;
+	int k;
+
+	memset(&o, 0, sizeof o);
+	o.in[0] = o.in[1] = o.in[2] = -1;
+	o.rep = rep;
+	o.line = v->line;
+	o.col = v->col;
+	if (v->kind != VAL_MAP)
+		return val_err(f, v, e, "expected an op mapping");
+	if (map_need(f, v, "op", &kv, e) || val_str(f, kv, &kind, e))
+		return -1;
+	for (k = 0; k < OP_COUNT; k++)
+		if (strcmp(kind, op_name((OpKind)k)) == 0)
+			break;
+	if (k == OP_COUNT)
+		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
+			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope, append, embed or last)", kind);
+	o.kind = (OpKind)k;
+	if (o.kind >= OP_APPEND && m->version < 5)
+		return val_err(f, kv, e, "op '%s' needs amp-model: 5 (this file is version %d)", kind, m->version);
+	if (o.kind >= OP_RMSNORM && m->version < 4)
+		return val_err(f, kv, e, "op '%s' needs amp-model: 4 (this file is version %d)", kind, m->version);
+	if (o.kind >= OP_PATCHIFY && m->version < 2)
+		return val_err(f, kv, e, "op '%s' needs amp-model: 2", kind);
+	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e))
+		return -1;
+	if (model_find_op(m, name) >= 0)
+		return val_err(f, map_get(v, "name"), e, "op '%s' is defined twice", name);
+	o.name = (char *)name;
+
+	const char *first = "x";        /* the key of in[0] */
+	switch (o.kind) {
+	case OP_MATMUL:
+		first = "a";
+		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
+			return -1;
+		if (map_get(v, "bias") && operand(m, f, v, "bias", rep, &o.in[2], e))
+			return -1;
+		o.nin = 3;
+		break;
+	case OP_GELU:
+	case OP_SILU:
+	case OP_LAST:
+	case OP_CAST:
+		if (operand(m, f, v, "x", rep, &o.in[0], e))
+			return -1;
+		o.nin = 1;
+		break;
+	case OP_PATCHIFY:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "patch", &o.patch, e))
+			return -1;
+		if (map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &o.cls, e))
+			return -1;
+		o.nin = 1;
+		break;
+	case OP_BROADCAST:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "batch", &o.batch, e))
+			return -1;
+		o.nin = 1;
+		break;
+	case OP_ADD:
+	case OP_MUL:
+		first = "a";
+		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
+			return -1;
+		o.nin = 2;
+		break;
+	case OP_LAYERNORM:
+	case OP_RMSNORM:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "scale", rep, &o.in[1], e))
+			return -1;
+		if (o.kind == OP_LAYERNORM && operand(m, f, v, "bias", rep, &o.in[2], e))
+			return -1;
+		o.nin = o.kind == OP_LAYERNORM ? 3 : 2;
+		o.eps = 1e-6;
+		if ((kv = map_get(v, "eps")) && val_f64(f, kv, &o.eps, e))
+			return -1;
+		if (!(o.eps > 0) || !isfinite(o.eps))
+			return val_err(f, kv, e, "%s eps must be positive", kind);
+		break;
+	case OP_ROPE:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
+		    positive(f, v, "heads", &o.heads, e) || positive(f, v, "head_dim", &o.head_dim, e))
+			return -1;
+		if (o.head_dim % 2)
+			return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is odd (each head's "
+				       "halves rotate together)", name, (long long)o.head_dim);
+		o.theta = 10000;
+		if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o.theta, e))
+			return -1;
+		if (!(o.theta > 1) || !isfinite(o.theta))
+			return val_err(f, kv, e, "rope '%s': theta must be a number above 1", name);
+		o.nin = 2;
+		break;
+	case OP_EMBED:
+		first = "ids";
+		if (operand(m, f, v, "ids", rep, &o.in[0], e) || operand(m, f, v, "table", rep, &o.in[1], e))
+			return -1;
+		if ((kv = map_get(v, "transposed")) && val_bool(f, kv, &o.transposed, e))
+			return -1;
+		if (rep >= 0)
+			return val_err(f, v, e, "embed '%s': an embed runs on the host, outside every repeat", name);
+		o.nin = 2;
+		break;
+	case OP_APPEND:
+		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
+		    operand(m, f, v, "cache", rep, &o.out, e))
+			return -1;
+		o.first = -1;
+		if (map_get(v, "first") && get_int(f, v, "first", 0, INT64_C(1) << 30, &o.first, e))
+			return -1;
+		o.nin = 2;
+		break;
+	case OP_ATTENTION:
+		if (map_get(v, "qkv")) {
+			first = "qkv";
+			if (map_get(v, "q") || map_get(v, "kv"))
+				return val_err(f, map_get(v, "qkv"), e,
+					       "attention '%s': give either qkv or q and kv", name);
+			if (operand(m, f, v, "qkv", rep, &o.in[0], e))
+				return -1;
+			o.in[1] = o.in[0];
+		} else {
+			first = "q";
+			if (operand(m, f, v, "q", rep, &o.in[0], e) || operand(m, f, v, "kv", rep, &o.in[1], e))
+				return -1;
+		}
+		if (positive(f, v, "heads", &o.heads, e))
+			return -1;
+		o.kv_heads = o.heads;
+		if ((map_get(v, "kv_heads") || map_get(v, "causal")) && m->version < 4)
+			return val_err(f, map_get(v, map_get(v, "kv_heads") ? "kv_heads" : "causal"), e,
+				       "attention '%s': %s needs amp-model: 4 (this file is version %d)", name,
+				       map_get(v, "kv_heads") ? "kv_heads" : "causal", m->version);
+		if (map_get(v, "kv_heads") && positive(f, v, "kv_heads", &o.kv_heads, e))
+			return -1;
+		if (o.heads % o.kv_heads)
+			return val_err(f, map_get(v, "kv_heads"), e, "attention '%s': %lld kv_heads do not divide "
+				       "%lld heads", name, (long long)o.kv_heads, (long long)o.heads);
+		if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o.causal, e))
+			return -1;
+		o.nin = 2;
+		if ((kv = map_get(v, "positions"))) {
+			if (m->version < 5)
+				return val_err(f, kv, e, "attention '%s': positions needs amp-model: 5 (this file is "
+					       "version %d)", name, m->version);
+			if (map_get(v, "causal") && !o.causal)
+				return val_err(f, map_get(v, "causal"), e, "attention '%s': positions make it causal "
+					       "(each query sees the keys up to its position)", name);
+			if (operand(m, f, v, "positions", rep, &o.in[2], e))
+				return -1;
+			o.causal = 1;
+			o.nin = 3;
+		}
+		break;
+	default:
+		break;
+	}
+
+	/* int32 tensors are positions, read by rope, append and attention
+	 * alone; a state is an append's cache or an attention's kv */
+	for (int k = 0; k < 3; k++) {
+		int pos = (o.kind == OP_ROPE || o.kind == OP_APPEND) ? k == 1 :
+			  o.kind == OP_ATTENTION ? k == 2 : o.kind == OP_EMBED && k == 0;
+		if (o.in[k] >= 0 && m->t[o.in[k]].dtype == FMT_I32 && !pos)
+			return val_err(f, v, e, "%s '%s': int32 '%s' can only be the positions of rope, append or "
+				       "attention, or an embed's ids", kind, name, m->t[o.in[k]].name);
+		if (o.in[k] >= 0 && m->t[o.in[k]].role == T_STATE && !(o.kind == OP_ATTENTION && k == 1 && o.in[0] != o.in[1]))
+			return val_err(f, v, e, "%s '%s': state '%s' can only be an append's cache or an attention's "
+				       "kv", kind, name, m->t[o.in[k]].name);
+	}
+	if (o.kind == OP_APPEND)
+		return append_op(m, f, v, &o, e);
+
+	/* Shape rules; the new tensor follows from them. */
+	MTensor out;
+	const MTensor *a = &m->t[o.in[0]];
+	memset(&out, 0, sizeof out);
+	out.role = T_ACT;
+	out.rank = 3;
+	memcpy(out.shape, a->shape, sizeof out.shape);
+	out.dtype = a->dtype;
+	out.count = 1;
+	out.rep = rep;
+	if (o.kind == OP_EMBED) {
+		const MTensor *tb = &m->t[o.in[1]];
+		if (a->dtype != FMT_I32 || a->role != T_INPUT || a->rank != 3 || a->shape[2] != 1)
+			return val_err(f, map_get(v, "ids"), e, "embed '%s': ids '%s' must be an int32 input [batch, "
+				       "tokens, 1]", o.name, a->name);
+		if (tb->role != T_PARAM || tb->rank != 2 || tb->dtype == FMT_I32 || tb->dtype == FMT_FP32)
+			return val_err(f, map_get(v, "table"), e, "embed '%s': table '%s' must be an fp16 or fp8 "
+				       "parameter [vocab, features] (or [features, vocab], transposed)", o.name, tb->name);
+		out.shape[2] = tb->shape[o.transposed ? 0 : 1];
+		out.dtype = FMT_FP16;
+	} else if (o.kind == OP_PATCHIFY) {
+		int64_t p = o.patch;
+		if (a->role != T_INPUT || a->rank != 4)
+			return val_err(f, map_get(v, "x"), e,
+				       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
+				       o.name, a->name);
+		if (a->shape[2] < p || a->shape[3] < p)      /* a remainder is dropped, as a valid convolution does */
+			return val_err(f, map_get(v, "patch"), e,
+				       "patchify '%s': patch %lld is larger than the image %lld x %lld",
+				       o.name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
+		out.shape[0] = a->shape[0];
+		out.shape[1] = o.cls + (a->shape[2] / p) * (a->shape[3] / p);
+		out.shape[2] = a->shape[1] * p * p;
+		out.shape[3] = 0;
+	} else if (o.kind == OP_BROADCAST) {
+		if (a->role != T_PARAM || a->rank != 2)
+			return val_err(f, map_get(v, "x"), e,
+				       "broadcast '%s': '%s' must be a [tokens, features] parameter", o.name, a->name);
+		out.shape[0] = o.batch;
+		out.shape[1] = a->shape[0];
+		out.shape[2] = a->shape[1];
+	} else if (activation(f, map_get(v, first), &o, a, e)) {
+		return -1;
+	} else if (o.kind == OP_ROPE) {
+		if (a->dtype != FMT_FP16)
+			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o.name, a->name);
+		if (positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[1]], a, e))
+			return -1;
+		if (o.heads * o.head_dim > a->shape[2])
+			return val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns pass the "
+				       "%lld of '%s'", o.name, (long long)o.heads, (long long)o.head_dim,
+				       (long long)a->shape[2], a->name);
+	}
+	if (o.kind == OP_MATMUL) {
+		const MTensor *b = &m->t[o.in[1]];
+		if (b->role != T_PARAM || b->rank != 2)
+			return val_err(f, map_get(v, "b"), e,
+				       "matmul '%s': b '%s' must be a [K, N] parameter", o.name, b->name);
+		if (b->dtype == FMT_FP32)
+			return val_err(f, map_get(v, "b"), e,
+				       "matmul '%s': b '%s' must be fp16 or fp8", o.name, b->name);
+		if (a->shape[2] != b->shape[0])
+			return val_err(f, map_get(v, "b"), e,
+				       "matmul '%s': inner dimensions differ: a '%s' has %lld features, b '%s' has %lld rows",
+				       o.name, a->name, (long long)a->shape[2], b->name, (long long)b->shape[0]);
+		if (o.in[2] >= 0 && vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], b->shape[1], e))
+			return -1;
+		if (o.in[2] >= 0 && m->t[o.in[2]].dtype != FMT_FP16)
+			return val_err(f, map_get(v, "bias"), e, "matmul '%s': bias '%s' must be fp16",
+				       o.name, m->t[o.in[2]].name);
+		out.shape[2] = b->shape[1];
+		out.dtype = FMT_FP16;
+	} else if (o.kind == OP_ADD) {
+		const MTensor *b = &m->t[o.in[1]];
+		if (b->role == T_PARAM) {       /* a table added to every batch entry */
+			if (b->rank != 2 || b->shape[0] != a->shape[1] || b->shape[1] != a->shape[2] ||
+			    b->dtype != a->dtype)
+				return val_err(f, map_get(v, "b"), e,
+					       "add '%s': parameter '%s' must be [%lld, %lld] %s, like a row of '%s'",
+					       o.name, b->name, (long long)a->shape[1], (long long)a->shape[2],
+					       fmt_name(a->dtype), a->name);
+		} else {
+			if (activation(f, map_get(v, "b"), &o, b, e))
+				return -1;
+			if (!model_same_shape(a, b) || a->dtype != b->dtype)
+				return val_err(f, map_get(v, "b"), e,
+					       "add '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
+		}
+	} else if (o.kind == OP_MUL) {
+		const MTensor *b = &m->t[o.in[1]];
+		if (activation(f, map_get(v, "b"), &o, b, e))
+			return -1;
+		if (!model_same_shape(a, b) || a->dtype != b->dtype)
+			return val_err(f, map_get(v, "b"), e,
+				       "mul '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
+	} else if (o.kind == OP_LAYERNORM || o.kind == OP_RMSNORM) {
+		if (vector(f, map_get(v, "scale"), &o, &m->t[o.in[1]], a->shape[2], e) ||
+		    (o.kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], a->shape[2], e)))
+			return -1;
+	} else if (o.kind == OP_LAST) {
+		out.shape[1] = 1;       /* each batch entry's last row */
+	} else if (o.kind == OP_CAST) {
+		if (model_dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out.dtype, e))
+			return -1;
+		if (!map_get(v, "to"))
+			return val_err(f, v, e, "missing key 'to'");
+	} else if (o.kind == OP_ATTENTION) {
+		const MTensor *kvt = &m->t[o.in[1]];
+		const Val *at = map_get(v, first);
+		int fused = o.in[0] == o.in[1];
+		int64_t H = o.heads, G = o.kv_heads, parts = H + 2 * G;    /* widths in head widths */
+		int64_t c = !fused ? a->shape[2] : G == H ? a->shape[2] / 3 : a->shape[2] / parts * H;
+		if (!fused && activation(f, map_get(v, "kv"), &o, kvt, e))
+			return -1;
+		if (fused && G == H && a->shape[2] % 3)
+			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not 3 x width",
+				       o.name, a->name, (long long)a->shape[2]);
+		if (fused && G < H && a->shape[2] % parts)
+			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not a whole number of "
+				       "(heads + 2 x kv_heads) = %lld head widths", o.name, a->name, (long long)a->shape[2],
+				       (long long)parts);
+		if (c % o.heads)
+			return val_err(f, map_get(v, "heads"), e,
+				       "attention '%s': %lld heads do not divide width %lld", o.name,
+				       (long long)o.heads, (long long)c);
+		if (!fused && (kvt->shape[2] != 2 * c / H * G || kvt->shape[0] != a->shape[0]))
+			return val_err(f, map_get(v, "kv"), e,
+				       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v: %lld kv head%s of "
+				       "%lld columns each)", o.name, kvt->name, (long long)a->shape[0],
+				       (long long)(2 * c / H * G), (long long)G, G > 1 ? "s" : "", (long long)(c / H));
+		if (o.causal && o.in[2] < 0 && a->shape[1] > kvt->shape[1])
+			return val_err(f, map_get(v, "causal"), e, "attention '%s': causal with %lld queries over "
+				       "%lld keys (the queries are the last of the keys' positions)", o.name,
+				       (long long)a->shape[1], (long long)kvt->shape[1]);
+		if (a->dtype != FMT_FP16 || (kvt->dtype != FMT_FP16 && !(kvt->dtype == FMT_FP8 && kvt->role == T_STATE)))
+			return val_err(f, at, e, "attention '%s': q, k and v must be fp16 (k and v fp8 only in a "
+				       "state)", o.name);
+		if (o.in[2] >= 0 && positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[2]], a, e))
+			return -1;
+		out.shape[2] = c;
+	}
+
+	if (map_need(f, v, "out", &outv, e))
+		return -1;
+	if (outv->kind != VAL_SCALAR)
+		return val_err(f, outv, e, "expected a tensor name");
+	MTensor *t = model_new_tensor(m, f, outv, e);
+	if (!t)
+		return -1;
+	char *keep = t->name;
+	*t = out;
+	t->name = keep;
+	t->line = outv->line;
+	t->col = outv->col;
+	o.out = m->nt - 1;
+	o.name = xstrdup(name);
+	m->ops = xrealloc(m->ops, (size_t)(m->nops + 1) * sizeof *m->ops);
+	m->ops[m->nops++] = o;
+	return 0;
+}
+
+/* The MAP head, `op: map`: a learned probe token attends over all tokens,
+ * then a layernorm and an MLP with a residual. It stands for ten ops, each
+ * named `<name>.<part>` and defining the tensor of that name (the last
+ * defines `out`), so every later stage sees the ops it is made of. */
+static int map_head(Model *m, const char *f, const Val *v, int rep, Err *e)
+{
+	static const char *keys[] = { "op", "name", "x", "probe", "heads", "wq", "bq", "wkv", "bkv",
+				      "wo", "bo", "scale", "bias", "eps", "w1", "b1", "w2", "b2",
+				      "out", NULL };
+	/* Each op: its kind and part, then key/value pairs: "@k" is the map
+	 * op's own value of key k, ".p" the tensor <name>.p, else a literal. */
+	static const char *ops[][12] = {
+		{ "broadcast", "probe", "x", "@probe", "batch", "#batch", NULL },
+		{ "matmul", "q", "a", ".probe", "b", "@wq", "bias", "@bq", NULL },
+		{ "matmul", "kv", "a", "@x", "b", "@wkv", "bias", "@bkv", NULL },
+		{ "attention", "attn", "q", ".q", "kv", ".kv", "heads", "@heads", NULL },
+		{ "matmul", "o", "a", ".attn", "b", "@wo", "bias", "@bo", NULL },
+		{ "layernorm", "ln", "x", ".o", "scale", "@scale", "bias", "@bias", "eps", "@eps", NULL },
+		{ "matmul", "up", "a", ".ln", "b", "@w1", "bias", "@b1", NULL },
+		{ "gelu", "act", "x", ".up", NULL },
+		{ "matmul", "down", "a", ".act", "b", "@w2", "bias", "@b2", NULL },
+		{ "add", "res", "a", ".o", "b", ".down", NULL },
+	};
+	const char *name;
+	const Val *xv;
+	int x;
+	char batch[32];
+
+	if (map_keys(f, v, keys, e) || get_str(f, v, "name", &name, e) ||
+	    map_need(f, v, "x", &xv, e) || model_visible(m, f, xv, rep, &x, e))
+		return -1;
+	for (const char **k = keys + 3; *k; k++)        /* every key but eps is required */
+		if (strcmp(*k, "eps") && !map_get(v, *k))
+			return val_err(f, v, e, "map '%s': missing key '%s'", name, *k);
+	snprintf(batch, sizeof batch, "%lld", (long long)m->t[x].shape[0]);
+	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+		Val items[24], op;
+		char text[12][200];
+		int n = 0, t = 0;
+		memset(items, 0, sizeof items);
+#define SCALAR(str) (items[n].kind = VAL_SCALAR, items[n].line = v->line, items[n].col = v->col, \
+		     items[n].s = (str), n++)
+		SCALAR("op"), SCALAR((char *)ops[i][0]);
+		snprintf(text[t], sizeof text[t], "%s.%s", name, ops[i][1]);
+		SCALAR("name"), SCALAR(text[t++]);
+		for (int k = 2; ops[i][k]; k += 2) {
+			const char *src = ops[i][k + 1];
+			const Val *u = src[0] == '@' ? map_get(v, src + 1) : NULL;
+			if (src[0] == '@' && !u)
+				continue;               /* eps, when absent */
+			SCALAR((char *)ops[i][k]);
+			if (u) {
+				items[n++] = *u;        /* the user's value, at its own mark */
+			} else if (src[0] == '.') {
+				snprintf(text[t], sizeof text[t], "%s.%s", name, src + 1);
+				SCALAR(text[t++]);
+			} else {
+				SCALAR(batch);
+			}
+		}
+		SCALAR("out");
+		if (i + 1 < sizeof ops / sizeof ops[0]) {
+			snprintf(text[t], sizeof text[t], "%s.%s", name, ops[i][1]);
+			SCALAR(text[t++]);
+		} else {
+			items[n++] = *map_get(v, "out");
+		}
+#undef SCALAR
+		op = *v;
+		op.items = items;
+		op.n = n / 2;
+		if (one_op(m, f, &op, rep, e))
+			return -1;
+	}
+	return 0;
+}
+
+/* An item of an ops list: the MAP head, or one op. */
+int model_an_op(Model *m, const char *f, const Val *v, int rep, Err *e)
+{
+	const Val *k = v->kind == VAL_MAP ? map_get(v, "op") : NULL;
+	if (!k || k->kind != VAL_SCALAR || strcmp(k->s, "map"))
+		return one_op(m, f, v, rep, e);
+	if (m->version < 2)
+		return val_err(f, k, e, "op 'map' needs amp-model: 2");
+	return map_head(m, f, v, rep, e);
+}

@@ -1,0 +1,290 @@
+/* run_model.c: the model's FP32 reference (lib/run/run.h), from its
+ * definition and data alone (run_model_reference): its inputs' and
+ * parameters' values (run_model_data; the program's own arrays when made
+ * the same way), each op on fp32 values with run_ref.c's arithmetic
+ * (run_model_op, which the per-op check runs too), repeats iterated; and
+ * the fp8 calibration from it (run_calibrate). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/run_int.h"
+
+/* ---- the reference from the model ---- */
+
+static int64_t mtensor_count(const MTensor *t)
+{
+	int64_t n = 1;
+	for (int a = 0; a < t->rank; a++)
+		n *= t->shape[a];
+	return n;
+}
+
+static DataSpec model_spec(const Model *m, const Scales *sc, int t)
+{
+	const MTensor *x = &m->t[t];
+	int scale = x->scale;
+	if (x->dtype == FMT_FP8)
+		scales_find(sc, x->name, &scale);
+	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->dtype, scale, model_dist(m, t) };
+}
+
+int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl, float *const *pval,
+		   ModelRef *r, Err *e)
+{
+	memset(r, 0, sizeof *r);
+	r->n = m->nt;
+	r->v = xcalloc((size_t)m->nt + 1, sizeof *r->v);
+	r->own = xcalloc((size_t)m->nt + 1, 1);
+	Lazy z;
+	lazy_init(&z, m->nt);
+	r->inst = z.buf, r->at = z.at;
+	r->sc = sc;
+	r->o = *o;
+	if (data_dir_ok(o, e))
+		return -1;
+	RunOpts oi = input_opts(o);
+	for (int i = 0; i < m->nt; i++) {
+		if (m->t[i].role == T_STATE) {
+			r->v[i] = state_values(o, m->t[i].name, mtensor_count(&m->t[i]) * m->t[i].count, 1);
+			r->own[i] = 1;
+		}
+		if (m->t[i].role == T_ACT || m->t[i].role == T_STATE)
+			continue;
+		DataSpec d = model_spec(m, sc, i);
+		const float *g = m->t[i].role == T_INPUT ? carry_find(o->given, d.name, spec_values(&d), 0) : NULL;
+		if (g) {
+			r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
+			memcpy(r->v[i], g, (size_t)spec_values(&d) * sizeof *r->v[i]);
+			r->own[i] = 1;
+			continue;
+		}
+		if (lazy_spec(&d, o))
+			continue;               /* made an instance at a time (minst) */
+		int t = pl && pval ? plan_find_tensor(pl, d.name) : -1;
+		if (t >= 0 && pval[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
+			DataSpec q = plan_spec(pl, t);
+			if (same_spec(&d, &q)) {        /* made the same way: the same values */
+				r->v[i] = pval[t];
+				continue;
+			}
+		}
+		r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
+		r->own[i] = 1;
+		if (tensor_data(&d, m->t[i].role == T_INPUT ? &oi : o, r->v[i], e))
+			return -1;
+	}
+	return 0;
+}
+
+/* Tensor t's values in iteration iter: a stacked parameter's instance. */
+static float *minst(const Model *m, ModelRef *r, int t, int64_t iter)
+{
+	if (!r->v[t] && m->t[t].count > 1 && m->t[t].role != T_ACT) {
+		Lazy z = { r->inst, r->at, r->n };     /* a lazy one */
+		DataSpec d = model_spec(m, r->sc, t);
+		return lazy_get(&z, t, &d, &r->o, iter);
+	}
+	return m->t[t].count > 1 ? r->v[t] + iter * mtensor_count(&m->t[t]) : r->v[t];
+}
+
+static void track(double *amax, int t, const float *y, int64_t n)
+{
+	for (int64_t i = 0; amax && i < n; i++)
+		if (fabs((double)y[i]) > amax[t])
+			amax[t] = fabs((double)y[i]);
+}
+
+static void mset(const Model *m, ModelRef *r, int t, float *y)
+{
+	if (r->own[t])
+		free(r->v[t]);
+	r->v[t] = y;
+	r->own[t] = 1;
+	track(r->amax, t, y, mtensor_count(&m->t[t]));
+}
+
+/* One op of the model on fp32 values (formats/model.md): no cast inside a
+ * matmul, a cast op keeps its input's values, every result fp32. */
+void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
+{
+	const MOp *op = &m->ops[k];
+	const MTensor *out = &m->t[op->out], *in = &m->t[op->in[0]];
+	int64_t n = mtensor_count(out), C = out->shape[out->rank - 1];
+	const float *x = minst(m, r, op->in[0], iter);
+	float *y;
+	if (op->kind == OP_MATMUL) {
+		const MTensor *b = &m->t[op->in[1]];
+		int64_t K = b->shape[0], N = b->shape[1], M = mtensor_count(in) / K;
+		y = xzeroed((size_t)(M * N), sizeof *y);   /* read before written */
+		ref_gemm2(x, minst(m, r, op->in[1], iter), op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL, y,
+			  M, K, N);
+		mset(m, r, op->out, y);
+		return;
+	}
+	y = xmalloc((size_t)n * sizeof *y);
+	switch (op->kind) {
+	case OP_GELU:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = gelu(x[i]);
+		break;
+	case OP_ADD:
+		ref_add(x, minst(m, r, op->in[1], iter), y, n, mtensor_count(&m->t[op->in[1]]));
+		break;
+	case OP_BROADCAST:
+		for (int64_t i = 0, nx = mtensor_count(in); i < n; i++)
+			y[i] = x[i % nx];
+		break;
+	case OP_LAYERNORM:
+		ref_layernorm(x, minst(m, r, op->in[1], iter), minst(m, r, op->in[2], iter), y, n / C, C, op->eps);
+		break;
+	case OP_RMSNORM:
+		ref_rmsnorm(x, minst(m, r, op->in[1], iter), y, n / C, C, op->eps);
+		break;
+	case OP_SILU:
+		ref_silu(x, y, n);
+		break;
+	case OP_MUL:
+		ref_mul(x, minst(m, r, op->in[1], iter), y, n);
+		break;
+	case OP_ROPE:
+		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->theta);
+		break;
+	case OP_LAST:
+		ref_last(x, y, in->shape[0], in->shape[1], C);
+		break;
+	case OP_APPEND:
+		ref_append(minst(m, r, op->out, iter), x, minst(m, r, op->in[1], iter), y, out->shape[0], in->shape[1],
+			   out->shape[1], out->shape[2]);
+		if (out->count > 1) {   /* a stacked state: this iteration's instance, in place */
+			memcpy(minst(m, r, op->out, iter), y, (size_t)n * sizeof *y);
+			track(r->amax, op->out, y, n);
+			free(y);
+			return;
+		}
+		break;
+	case OP_ATTENTION: {
+		const MTensor *kv = &m->t[op->in[1]];
+		const float *pos = op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL;
+		ref_attend(x, minst(m, r, op->in[1], iter), pos, y, in->shape[0], in->shape[1], kv->shape[1],
+			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->in[0] == op->in[1],
+			   1.0 / sqrt((double)(C / op->heads)));
+		break;
+	}
+	case OP_EMBED: {                /* the reference's own lookup (the machine's host op is embed_rows) */
+		const MTensor *tb = &m->t[op->in[1]];
+		const float *tab = minst(m, r, op->in[1], iter);
+		int64_t cols = tb->shape[1];    /* [V, C] rows, or [C, V]: column id */
+		for (int64_t q = 0; q < n; q++) {
+			int64_t row = q / C, c = q % C, id = (int64_t)x[row];
+			y[q] = op->transposed ? tab[c * cols + id] : tab[id * cols + c];
+		}
+		break;
+	}
+	case OP_PATCHIFY:
+		patchify(x, in->shape[0], in->shape[1], in->shape[2], in->shape[3], op->patch, op->cls, y);
+		break;
+	default:        /* cast: the reference keeps fp32 */
+		memcpy(y, x, (size_t)n * sizeof *y);
+		break;
+	}
+	mset(m, r, op->out, y);
+}
+
+void run_model_ops(const Model *m, ModelRef *r)
+{
+	for (int k = 0; k < m->nops; k++) {
+		int ri = m->ops[k].rep;
+		if (ri < 0) {
+			run_model_op(m, r, k, 0);
+			continue;
+		}
+		const MRepeat *rp = &m->rep[ri];
+		int64_t n = mtensor_count(&m->t[rp->carry]);
+		float *c = xmalloc((size_t)n * sizeof *c);
+		memcpy(c, r->v[rp->in], (size_t)n * sizeof *c);
+		mset(m, r, rp->carry, c);
+		for (int64_t it = 0; it < rp->count; it++) {
+			for (int b = rp->first; b <= rp->last; b++)
+				run_model_op(m, r, b, it);
+			memcpy(r->v[rp->carry], r->v[m->ops[rp->last].out], (size_t)n * sizeof *c);
+			track(r->amax, rp->carry, r->v[rp->carry], n);
+		}
+		k = rp->last;
+	}
+}
+
+int run_model_reference(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl,
+			float *const *pval, ModelRef *r, Err *e)
+{
+	if (run_model_data(m, sc, o, pl, pval, r, e))
+		return -1;
+	run_model_ops(m, r);
+	return 0;
+}
+
+void model_ref_free(ModelRef *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (r->own[i])
+			free(r->v[i]);
+		if (r->inst)
+			free(r->inst[i]);
+	}
+	free(r->inst);
+	free(r->at);
+	free(r->v);
+	free(r->own);
+	free(r->amax);
+	memset(r, 0, sizeof *r);
+}
+
+/* ---- calibration ---- */
+
+static double amax_of(const float *v, int64_t n)
+{
+	double m = 0;
+	for (int64_t i = 0; i < n; i++)
+		m = fmax(m, fabs(v[i]));
+	return m;
+}
+
+int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
+{
+	RunOpts raw = *ro;
+	ModelRef r;
+	int rc = -1;
+
+	raw.quantized = 0;
+	if (run_model_data(m, NULL, &raw, NULL, NULL, &r, e))
+		goto out;
+	/* fp8 parameters and inputs: from their own values, then quantized */
+	for (int t = 0; t < m->nt; t++) {
+		const MTensor *x = &m->t[t];
+		if (x->role == T_ACT || x->role == T_STATE)     /* (a state: from what its appends write, below) */
+			continue;
+		int scale = x->scale;
+		int64_t n = mtensor_count(x) * x->count;
+		if (x->dtype == FMT_FP8) {
+			scale = scale_for_amax(amax_of(r.v[t], n));
+			scales_add(sc, x->name, scale);
+		}
+		quantize_n(r.v[t], n, x->dtype, scale);
+	}
+	r.amax = xcalloc((size_t)m->nt + 1, sizeof *r.amax);
+	run_model_ops(m, &r);          /* amax over every iteration */
+	/* activations cast to fp8: a matmul's a when its b is fp8 (amp-plan's
+	 * <a>.fp8), and a cast op's fp8 result */
+	for (int t = 0; t < m->nt; t++) {
+		int cast = (m->t[t].role == T_ACT || m->t[t].role == T_STATE) && m->t[t].dtype == FMT_FP8;
+		for (int k = 0; !cast && k < m->nops; k++)
+			cast = m->ops[k].kind == OP_MATMUL && m->ops[k].in[0] == t &&
+			       m->t[m->ops[k].in[1]].dtype == FMT_FP8 && m->t[t].dtype != FMT_FP8;
+		if (cast)
+			scales_add(sc, m->t[t].name, scale_for_amax(r.amax[t]));
+	}
+	rc = 0;
+out:
+	model_ref_free(&r);
+	return rc;
+}
