@@ -20,8 +20,10 @@ for m in "$@"; do models+=("$(cd "$(dirname "$m")" && pwd)/$(basename "$m")"); d
 machine=$root/share/machines/amp1472.yaml
 for m in "${models[@]}"; do
 	name=$(basename "$m" .yaml); d=$out/$name; mkdir -p "$d"
-	# Relative names from here on: the outputs record their options.
+	# Relative names from here on: the outputs record their options, and
+	# amp-run names its model as given (a copy here, the same in any tree).
 	cd "$d"; d=.
+	cp "$m" "$name.yaml"; m=$name.yaml
 	echo "identical: $name" >&2
 	if ! "$bin"/amp-plan --machine "$machine" --explain -o "$d"/plan.yaml "$m" > "$d"/plan.txt 2> "$d"/plan.err; then
 		continue
