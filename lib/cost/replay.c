@@ -8,9 +8,15 @@ typedef struct {
 } Write;
 
 /* The writes a tile received in the phase, found by address: SRAM cut
- * into buckets of 2^BUCKET_BITS bytes, each listing the writes that touch
- * it, so a forward looks only at the writes near the bytes it sends. */
+ * into buckets of 2^shift bytes, each listing the writes that touch it, so
+ * a forward looks only at the writes near the bytes it sends. The buckets
+ * are 4 KiB (BUCKET_BITS), wider on a machine whose SRAM would need more
+ * than MAX_BUCKETS of them: a tile's index costs memory in proportion to
+ * the bucket count, not to SRAM (a 4 GiB study machine would otherwise
+ * take 16 MB a tile). The width only changes which writes a search looks
+ * at, never its answer. */
 #define BUCKET_BITS 12
+#define MAX_BUCKETS 1024
 
 typedef struct {
 	int *w;                 /* indices into the tile's writes */
@@ -30,6 +36,7 @@ struct Replay {
 	int64_t *rlo, *rhi;     /* per tile, when declared: the bytes its sends read (lo >= hi: none) */
 	TileWrites *tw;
 	int64_t nb;
+	int shift;              /* a bucket holds 2^shift bytes */
 	int64_t last;
 	int64_t *busy;          /* NULL, or per tile: end, send and receive cycles (3 x tiles) */
 };
@@ -38,7 +45,7 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static int64_t bucket_of(const Replay *r, int64_t addr)
 {
-	int64_t k = addr >> BUCKET_BITS;
+	int64_t k = addr >> r->shift;
 	return k < 0 ? 0 : k >= r->nb ? r->nb - 1 : k;
 }
 
@@ -107,7 +114,10 @@ Replay *replay_new(const Machine *m)
 	r->rfree = xcalloc((size_t)T, sizeof *r->rfree);
 	r->tw = xcalloc((size_t)T, sizeof *r->tw);
 	r->rlo = r->rhi = NULL;
-	r->nb = (sram > 0 ? sram - 1 : 0) / (1 << BUCKET_BITS) + 1;
+	r->shift = BUCKET_BITS;
+	while (((sram > 0 ? sram - 1 : 0) >> r->shift) + 1 > MAX_BUCKETS)
+		r->shift++;
+	r->nb = ((sram > 0 ? sram - 1 : 0) >> r->shift) + 1;
 	r->last = 0;
 	return r;
 }
