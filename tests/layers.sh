@@ -20,16 +20,16 @@ layers=$root/lib/LAYERS
 order=$(awk '!/^#/ && NF { print $1 }' "$layers")
 bad=0
 
-# Every file of lib/ sits in a listed layer.
-while IFS= read -r f; do
-	rel=${f#"$root"/lib/}
-	d=${rel%%/*}
-	if [ "$d" = "$rel" ]; then
-		echo "lib/$rel: not in a layer folder (lib/LAYER/$rel; layers: $(echo $order))"; bad=1
-	elif ! grep -qx "$d" <<< "$order"; then
-		echo "lib/$rel: lib/$d/ is not a layer of lib/LAYERS"; bad=1
-	fi
-done < <(find "$root/lib" -name '*.[ch]' | sort)
+# Every file of lib/ sits in a listed layer (one awk over the list: a
+# process per file is most of the check's time).
+out=$(cd "$root" && find lib -name '*.[ch]' | sort | awk -v order="$(echo $order)" '
+	BEGIN { n = split(order, o, " "); for (i = 1; i <= n; i++) rank[o[i]] = i }
+	{
+		rel = substr($0, 5); d = rel; sub(/\/.*/, "", d)
+		if (d == rel) printf "lib/%s: not in a layer folder (lib/LAYER/%s; layers: %s)\n", rel, rel, order
+		else if (!(d in rank)) printf "lib/%s: lib/%s/ is not a layer of lib/LAYERS\n", rel, d
+	}')
+[ -z "$out" ] || { echo "$out"; bad=1; }
 
 # 1. Includes.
 out=$(cd "$root" && find lib -name '*.[ch]' | sort | xargs awk -v order="$(echo $order)" '
@@ -58,11 +58,13 @@ objs=$(cd "$obj" 2>/dev/null && find lib -name '*.o' | sort || true)
 if [ -z "$objs" ]; then
 	echo "layers: no objects under $obj/lib; calls and circles not checked" >&2
 else
-	out=$(cd "$obj" && for o in $objs; do
-		src=${o%.o}.c
-		nm -g --defined-only "$o" | awk -v f="$src" 'NF == 3 && $2 ~ /[TDBRC]/ { print "D", $3, f }'
-		nm -u "$o" | awk -v f="$src" '{ print "U", $2, f }'
-	done | awk -v order="$(echo $order)" '
+	# (nm -A names each symbol's object: one nm for all definitions, one
+	# for all uses)
+	out=$(cd "$obj" && {
+		nm -A -g --defined-only $objs | awk '{ f = $1; sub(/:[^:]*$/, "", f); sub(/\.o$/, ".c", f) }
+			NF == 3 && $2 ~ /[TDBRC]/ { print "D", $3, f }'
+		nm -A -u $objs | awk '{ f = $1; sub(/:$/, "", f); sub(/\.o$/, ".c", f); print "U", $3, f }'
+	} | awk -v order="$(echo $order)" '
 		BEGIN { n = split(order, o, " "); for (i = 1; i <= n; i++) rank[o[i]] = i }
 		function layer(f,  p) { split(f, p, "/"); return p[2] }
 		$1 == "D" { def[$2] = $3; next }

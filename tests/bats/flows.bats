@@ -258,7 +258,9 @@ check_table() {
 	# an amp-emit that has started writing its report, then hangs
 	printf '#!/bin/sh\necho "emitting" >&2\nexec sleep 30\n' >"$BIN/amp-emit"
 	chmod +x "$BIN/amp-emit"
-	setsid make -C "$ROOT" --no-print-directory capture MODEL=$TINY "${SAN_ARG[@]}" BIN="$BIN" ARTIFACTS="$ARTS" \
+	# (a background job of a script starts with SIGINT ignored; env gives
+	# make, and the hanging amp-emit, the default action back)
+	setsid env --default-signal=INT make -C "$ROOT" --no-print-directory capture MODEL=$TINY "${SAN_ARG[@]}" BIN="$BIN" ARTIFACTS="$ARTS" \
 		>make.out 2>&1 &
 	local pid=$! i
 	for i in $(seq 100); do
