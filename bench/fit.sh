@@ -3,11 +3,14 @@
 # defaults, lowered, emitted at the machine's limits (amp-emit --report)
 # and captured. One row per model: the largest and median tile's table
 # bytes, the largest fragment count, the largest SRAM use (tensors +
-# tables), total modelled cycles beside the model's floor (amp-capture's
-# summary.floor: essential compute, the plan's movement and the fewest
-# syncs, spread over every tile) and the ratio, the exchange's ratio to
-# its per-phase floors, and whether amp-emit wrote the program
-# (or amp-plan's reason when no plan fits). Prints figures; not a test.
+# tables), total modelled cycles beside the model's bound (amp-capture's
+# summary.bound: what no plan of the model on the machine beats; the
+# plan-independent lower bound of formats/capture.md) and the ratio,
+# the exchange phases a run (and, for a repeat, those of one iteration of
+# its body), the parameter bytes received a run (every receiver counted),
+# the exchange's ratio to its per-phase floors, and whether amp-emit
+# wrote the program (or amp-plan's reason when no plan fits). Prints
+# figures; not a test.
 #
 # The compile column is amp-plan's and the lowering's wall seconds (plan,
 # compose, expand, exchange, group).
@@ -32,13 +35,13 @@ make -s all
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "machine: $machine"
-printf '| model | compile s | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | floor | x floor | exchange x phase floors | program |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| model | compile s | tables max / median | fragments max | SRAM (tensors + tables) max | total cycles | bound | x bound | phases (per body run) | parameter bytes moved | exchange x phase floors | program |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for m in "${models[@]}"; do
 	n=$(basename "$m" .yaml)
 	t0=$(date +%s.%N)
 	if ! bin/amp-plan --machine "$machine" -o "$tmp/plan.yaml" "$m" 2> "$tmp/err"; then
-		printf '| %s | - | - | - | - | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-160)"
+		printf '| %s | - | - | - | - | - | - | - | - | - | - | no plan: %s |\n' "$n" "$(tail -n 1 "$tmp/err" | sed 's/^amp-plan: [^ ]*: //' | cut -c1-160)"
 		continue
 	fi
 	bin/amp-compose "$tmp/plan.yaml" | bin/amp-expand | bin/amp-exchange | bin/amp-group > "$tmp/g.yaml"
@@ -48,5 +51,8 @@ for m in "${models[@]}"; do
 	sram=$(sed -n 's/^amp-emit: largest SRAM use: tile [0-9]*, \([0-9]*\) bytes.*/\1/p' "$tmp/emit")
 	bin/amp-capture --machine "$machine" -o "$tmp/c.json" "$tmp/g.yaml"
 	jq -r --arg n "$n" --arg s "${sram:--}" --arg w "$written" --arg c "$(printf '%.1f' "$secs")" \
-		'.summary | "| \($n) | \($c) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \(.floor.total_floor_cycles) | \(.floor.ratio) | \(.exchange_floor_ratio) | \($w) |"' "$tmp/c.json"
+		'.phases as $ph | ([$ph[] | select(.count > 1)] | length) as $body |
+		 ([.phase_traffic | to_entries[] | ($ph[.key | tonumber].count) as $k | .value[] |
+		   select(.movement == "parameter") | .receiver_payload_bytes * $k] | add // 0) as $param |
+		 .summary | "| \($n) | \($c) | \(.max_table_bytes) / \(.median_table_bytes) | \(.max_fragments) | \($s) | \(.total_cycles) | \(.bound.bound_cycles) | \(.bound.ratio) | \(.phases) (\($body)) | \($param) | \(.exchange_floor_ratio) | \($w) |"' "$tmp/c.json"
 done

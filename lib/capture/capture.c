@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cost/cost.h"
+#include "cost/bound.h"
 #include "cost/floor.h"
 #include "base/json.h"
 #include "cost/replay.h"
@@ -405,8 +406,8 @@ static void write_metrics(Json *j, const Metrics *m, int summary)
 }
 
 /* The phases' floors into ph[] and their sum x count into sum, and the
- * model's floor (lib/cost/floor.h). */
-static void floors(const Plan *pl, Metrics *ph, Metrics *sum, ModelFloor *mf)
+ * plan's movement floor (lib/cost/floor.h). */
+static void floors(const Plan *pl, Metrics *ph, Metrics *sum, PlanFloor *mf)
 {
 	int64_t *c = xcalloc((size_t)pl->nph + 1, sizeof *c), *t = xcalloc((size_t)pl->nph + 1, sizeof *t);
 	phase_floors(pl, c, t);
@@ -417,7 +418,7 @@ static void floors(const Plan *pl, Metrics *ph, Metrics *sum, ModelFloor *mf)
 	}
 	free(c);
 	free(t);
-	model_floor(pl, mf);
+	plan_movement_floor(pl, mf);
 }
 
 static void write_ops(Json *j, const Plan *pl, const Metrics *ph, const Metrics *st)
@@ -514,11 +515,13 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	const Machine *mc = &pl->machine;
 	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
 	Metrics *st = xcalloc((size_t)pl->ns + 1, sizeof *st);
-	ModelFloor mf;
+	PlanFloor mf;
+	ModelBound bd;
 	Json j;
 
 	capture_metrics(pl, ph, st, &sum);
 	floors(pl, ph, &sum, &mf);
+	model_bound(pl, &bd);
 	json_init(&j, out);
 	json_open(&j, '{', 0);
 	json_kstr(&j, "format", "amp-capture");
@@ -582,7 +585,19 @@ int capture_write(const Plan *pl, Output *out, Err *e)
 	json_key(&j, "summary");
 	json_open(&j, '{', 1);
 	write_metrics(&j, &sum, 1);
-	json_key(&j, "floor");
+	json_key(&j, "bound");
+	json_open(&j, '{', 1);
+	json_kint(&j, "bound_compute_cycles", bd.compute);
+	json_kint(&j, "bound_calls_cycles", bd.calls);
+	json_kint(&j, "bound_sync_cycles", bd.sync);
+	json_kint(&j, "bound_movement_cycles", bd.movement);
+	json_kint(&j, "bound_cycles", bd.total);
+	json_kint(&j, "bound_products", bd.products);
+	json_kint(&j, "bound_syncs", bd.syncs);
+	json_kint(&j, "bound_spread_products", bd.spread);
+	json_kratio(&j, "ratio", sum.total_cycles, bd.total);
+	json_close(&j, '}');
+	json_key(&j, "plan_floor");
 	json_open(&j, '{', 1);
 	json_kint(&j, "compute_floor_cycles", mf.compute);
 	json_kint(&j, "movement_floor_cycles", mf.movement);

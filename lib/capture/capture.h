@@ -20,7 +20,7 @@
 #include "base/json.h"
 #include "stage/plan.h"
 
-#define CAPTURE_VERSION 6        /* written; 5 (no clock), 4 (no floors) and 3 (no provenance) are still read */
+#define CAPTURE_VERSION 7        /* written; 6 (summary.floor, no bound), 5 (no clock), 4 (no floors) and 3 (no provenance) are still read */
 #define CAPTURE_VERSION_OLDEST 3
 #define TILES_VERSION 2          /* amp-capture --tiles; 2 adds busy_cycles */
 

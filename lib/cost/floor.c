@@ -114,7 +114,7 @@ void phase_floors(const Plan *pl, int64_t *cycles, int64_t *tile)
 	free(order);
 }
 
-/* ---- the model's floor ---- */
+/* ---- the plan's movement floor ---- */
 
 /* ceil((e + a / ra + b / rb) / t), exactly (ra, rb <= 2^30). */
 static int64_t ceil_work(int64_t e, int64_t a, int64_t ra, int64_t b, int64_t rb, int64_t t)
@@ -157,12 +157,11 @@ static int64_t gemm_count(const Plan *pl, const Gemm *g)
 	return 1;
 }
 
-void model_floor(const Plan *pl, ModelFloor *f)
+int64_t essential_compute(const Plan *pl)
 {
 	const Machine *mc = &pl->machine;
-	int64_t T = mc->tiles, cycles = 0, macs16 = 0, macs8 = 0, recv = 0, syncs = 0, local = 0;
+	int64_t cycles = 0, macs16 = 0, macs8 = 0, local = 0;
 
-	memset(f, 0, sizeof *f);
 	for (int i = 0; i < pl->ng; i++) {
 		const Gemm *g = &pl->g[i];
 		int64_t macs = g->m * g->k * g->n * gemm_count(pl, g);
@@ -173,7 +172,6 @@ void model_floor(const Plan *pl, ModelFloor *f)
 		int64_t count = plan_step_count(pl, s);
 		if (st->kind != STEP_COMPUTE)
 			continue;
-		syncs += needs_sync(pl, s) ? count : 0;
 		switch (st->compute) {
 		case C_ATTENTION: {     /* q [B, Tq, H x D], k [B, Tk, H x D] */
 			const Placement *q = &pl->p[st->in[0]], *k = &pl->p[st->in[1]];
@@ -204,14 +202,25 @@ void model_floor(const Plan *pl, ModelFloor *f)
 			break;
 		}
 	}
+	cycles += local / mc->local_copy_bytes_per_cycle;       /* bytes copied on tiles */
+	return ceil_work(cycles, macs16, mc->macs_fp16, macs8, mc->macs_fp8, mc->tiles);
+}
+
+void plan_movement_floor(const Plan *pl, PlanFloor *f)
+{
+	const Machine *mc = &pl->machine;
+	int64_t recv = 0, syncs = 0;
+
+	memset(f, 0, sizeof *f);
+	for (int s = 0; s < pl->ns; s++)
+		syncs += needs_sync(pl, s) ? plan_step_count(pl, s) : 0;
 	for (int i = 0; i < pl->nx; i++) {
 		const Xfer *x = &pl->x[i];
 		if (x->kind == X_SEND)
 			recv += x->len * x->nrecv * xfer_members(x) * plan_step_count(pl, x->step);
 	}
-	cycles += local / mc->local_copy_bytes_per_cycle;       /* bytes copied on tiles */
-	f->compute = ceil_work(cycles, macs16, mc->macs_fp16, macs8, mc->macs_fp8, T);
-	f->movement = cdiv(recv, mc->exchange_bytes_per_cycle * T);
+	f->compute = essential_compute(pl);
+	f->movement = cdiv(recv, mc->exchange_bytes_per_cycle * mc->tiles);
 	f->sync = mc->sync_cycles * syncs;
 	f->total = f->compute + f->movement + f->sync;
 }

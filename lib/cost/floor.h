@@ -18,12 +18,12 @@
  * tile's issue pipeline takes C_t, and each port's fragments serialize
  * after at least one control.
  *
- * Model floor. compute: the essential compute (matmul from the GEMM
- * records, attention, layernorm, gelu, add) of whole tensors at the
- * machine's rates, over every run, spread over all tiles; movement: the
- * plan's receiver payload over every run spread over every tile's receive
- * port; sync: one barrier per run of each op with a matmul or attention
- * step. Each is rounded up once; total is their sum.
+ * The plan's movement floor, an efficiency figure of this plan (not a
+ * bound on the model: lib/cost/bound.h is that). compute: the essential
+ * compute (essential_compute); movement: the plan's receiver payload over
+ * every run spread over every tile's receive port, so a plan that moves
+ * more raises it; sync: one barrier per run of each op with a matmul or
+ * attention step. Each is rounded up once; total is their sum.
  *
  * One pass over each phase's members; nothing walks bytes.
  */
@@ -42,8 +42,14 @@ void phase_floors(const Plan *pl, int64_t *cycles, int64_t *tile);
 
 typedef struct {
 	int64_t compute, movement, sync, total;
-} ModelFloor;
+} PlanFloor;
 
-void model_floor(const Plan *pl, ModelFloor *f);
+void plan_movement_floor(const Plan *pl, PlanFloor *f);
+
+/* The essential compute (matmul from the GEMM records, attention, norms,
+ * gelu, silu, rope, add, mul, append's new rows) of whole tensors at the
+ * machine's rates, over every run, spread over all tiles and rounded up
+ * once. It depends on the model alone, not on the plan. */
+int64_t essential_compute(const Plan *pl);
 
 #endif

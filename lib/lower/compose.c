@@ -75,6 +75,17 @@ static int touches(const Plan *pl, const Step *s, int t)
 	return pl->p[s->out].tensor == t;
 }
 
+/* Does compute step s write placement p (or, with reads, read it)? */
+static int uses(const Step *s, int p, int reads)
+{
+	if (s->out == p)
+		return 1;
+	for (int k = 0; reads && k < s->nin; k++)
+		if (s->in[k] == p)
+			return 1;
+	return 0;
+}
+
 int plan_hoist(Plan *pl)
 {
 	int moved = 0;
@@ -92,10 +103,15 @@ int plan_hoist(Plan *pl)
 		for (int k = i; ok && k <= j; k++) {
 			const Step *c = &pl->s[k];
 			const PTensor *t = &pl->t[pl->p[c->src].tensor];
-			ok = c->move == MOVE_PARAMETER && t->role == R_PARAM && t->rank == 1 &&
-			     pl->p[c->dst].tensor == pl->p[c->src].tensor;
-			for (int q = h; ok && q < i; q++)
-				ok = !touches(pl, &pl->s[q], pl->p[c->src].tensor);
+			if (c->move == MOVE_PARAMETER && t->role == R_PARAM && t->rank == 1 &&
+			    pl->p[c->dst].tensor == pl->p[c->src].tensor) {
+				for (int q = h; ok && q < i; q++)
+					ok = !touches(pl, &pl->s[q], pl->p[c->src].tensor);
+			} else {        /* a small activation: none of the computes writes its source or uses its destination */
+				ok = c->move == MOVE_ACTIVATION && place_max_bytes(&pl->p[c->dst]) <= HOIST_MAX_BYTES;
+				for (int q = h; ok && q < i; q++)
+					ok = !uses(&pl->s[q], c->src, 0) && !uses(&pl->s[q], c->dst, 1);
+			}
 		}
 		if (ok) {                       /* the copies, then the computes */
 			int nc = i - h, nr = j - i + 1;

@@ -87,9 +87,7 @@ static void *own_run(void *arg)
 		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], attempts[i].margin, price,
 				     w->memo, w->stop, i, &w->e[i]);
 		if (!i && !w->rc[0]) {
-			ModelFloor f;
-			model_floor(&w->pl[0], &f);
-			w->floor = f.compute;
+			w->floor = essential_compute(&w->pl[0]);
 		}
 		if (!w->rc[i])          /* (its cycles on this thread: they rank it, and start the descent) */
 			plan_fit(&w->pl[i], w->o.objective == OBJ_CYCLES ? FIT_CYCLES_IF_FITS : FIT_LIMITS, &w->fit[i]);

@@ -16,12 +16,97 @@ int past_stop(Stop *stop, int i)
 	return past;
 }
 
+/* ---- sibling products in step ---- */
+
+/* Which placements step s reads (rd) and writes (wr): -1 ends each. */
+static void step_access(const Step *s, int rd[5], int *wr)
+{
+	int n = 0;
+	if (s->kind == STEP_COPY) {
+		rd[n++] = s->src;
+		*wr = s->dst;
+	} else {
+		for (int k = 0; k < s->nin; k++)
+			if (s->in[k] >= 0)
+				rd[n++] = s->in[k];
+		*wr = s->out;
+	}
+	rd[n] = -1;
+}
+
+/* Must step b stay after step a (b reads what a writes, writes what a
+ * reads, or writes what a writes)? */
+static int after(const Step *a, const Step *b)
+{
+	int ra[5], rb[5], wa, wb;
+	step_access(a, ra, &wa);
+	step_access(b, rb, &wb);
+	if (wa == wb)
+		return 1;
+	for (int k = 0; rb[k] >= 0; k++)
+		if (rb[k] == wa)
+			return 1;
+	for (int k = 0; ra[k] >= 0; k++)
+		if (ra[k] == wb)
+			return 1;
+	return 0;
+}
+
+/* Two GEMMs of few rows that read the same a, one after the other in the
+ * model (q and k/v, gate and up): their steps [f0, f1) and [f1, f2) are
+ * zipped run by run (the computes of both, then the copies of both), so
+ * that their deliveries, partials and results share exchange phases: one
+ * sync each instead of two. Each keeps its own order, and a step of the
+ * second waits for any step of the first it depends on. */
+static void zip(Plan *pl, int f0, int f1, int f2)
+{
+	Step *out = xmalloc((size_t)(f2 - f0 + 1) * sizeof *out);
+	int i = f0, j = f1, n = 0;
+	while (i < f1 || j < f2) {
+		for (int copies = 0; copies < 2; copies++) {
+			StepKind k = copies ? STEP_COPY : STEP_COMPUTE;
+			while (i < f1 && pl->s[i].kind == k)
+				out[n++] = pl->s[i++];
+			for (;;) {
+				if (j >= f2 || pl->s[j].kind != k)
+					break;
+				int wait = 0;
+				for (int q = i; q < f1 && !wait; q++)
+					wait = after(&pl->s[q], &pl->s[j]);
+				if (wait)
+					break;
+				out[n++] = pl->s[j++];
+			}
+		}
+		if (i >= f1)            /* the rest of the second, in its order */
+			while (j < f2)
+				out[n++] = pl->s[j++];
+	}
+	memcpy(&pl->s[f0], out, (size_t)n * sizeof *out);
+	free(out);
+}
+
+void zip_siblings(Builder *b, const int *op_first)
+{
+	const Model *m = b->m;
+	for (int i = 0; i + 1 < m->nops; i++) {
+		const MOp *p = &m->ops[i], *q = &m->ops[i + 1];
+		const MTensor *a = &m->t[p->in[0]];
+		if (p->kind != OP_MATMUL || q->kind != OP_MATMUL || p->in[0] != q->in[0] || p->rep != q->rep ||
+		    a->rank != 3 || a->shape[0] * a->shape[1] * WIDE_MIN_COLS > b->mc->tiles)
+			continue;
+		zip(b->pl, op_first[i], op_first[i + 1], op_first[i + 2]);
+		i++;            /* a pair at a time */
+	}
+}
+
 /* One build; as attempt i of stop, abandoned between two ops once past
  * the first attempt that fit (its plan would not be read). */
 int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
 {
 	Builder b;
+	int *op_first = NULL;
 	memset(&b, 0, sizeof b);
 	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
 	b.price = price, b.memo = memo, b.prefix = -1;
@@ -44,6 +129,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		for (int k = 0; k < m->ops[i].nin; k++)
 			if (m->ops[i].in[k] >= 0)
 				b.last_use[m->ops[i].in[k]] = i;
+	b.wide = wide_tensors(m, mc);
 
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];
@@ -70,6 +156,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_INPUT && m->t[i].rank == 3)
 			canonical(&b, i);
+	op_first = xcalloc((size_t)m->nops + 2, sizeof *op_first);
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
 		int r = op->rep, first = -1, ns0 = pl->ns;
@@ -125,9 +212,11 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		}
 		if (first >= 0)
 			b.body = first;
+		op_first[i] = first >= 0 ? first : ns0;
 		/* What the op put on every tile's tables, for the ops after it. */
 		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 && trial_op(&b, op, ns0, e))
 			goto out;
+		op_first[i + 1] = pl->ns;
 		if (r >= 0 && m->rep[r].last == i) {
 			plan_carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
 			Repeat x = { xstrdup(m->rep[r].name), b.body, pl->ns - 1, m->rep[r].count };
@@ -135,6 +224,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			pl->r[pl->nr++] = x;
 		}
 	}
+	zip_siblings(&b, op_first);
 	if (plan_check(pl, m->file, e) || fit_check_memory(&b, e))
 		goto out;
 	rc = 0;
@@ -148,6 +238,8 @@ out:
 	free(b.scratch);
 	free(b.by);
 	free(b.last_use);
+	free(b.wide);
+	free(op_first);
 	if (rc)
 		plan_free(pl);
 	return rc;

@@ -68,6 +68,8 @@ typedef struct {
 	int64_t *base;          /* per tile: bytes of homes */
 	int64_t next_tile;      /* rotating pointer for homes */
 	int *last_use;          /* model tensor -> last op reading it */
+	unsigned char *wide;    /* model tensor -> 1: its canonical owners split its columns too
+				   (wide_tensors) */
 	int body;               /* first step of the repeat being built */
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
@@ -132,6 +134,11 @@ void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int d
 int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
 		int out, double eps);
 void canonical_of(const Builder *b, const PTensor *t, Placement *p);
+/* Which of the model's activations are owned wide (by token rows and
+ * column blocks): see planner_records.c. The result has m->nt entries. */
+unsigned char *wide_tensors(const Model *m, const Machine *mc);
+#define WIDE_UNIT 32            /* a wide owner's columns: whole fp8 strips, two fp16 strips */
+#define WIDE_MIN_COLS 16        /* tiles per token row a wide tensor needs */
 int canonical(Builder *b, int tensor);
 int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
 	      int64_t tile);
@@ -167,7 +174,9 @@ int fit_check_memory(Builder *b, Err *e);
 int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
 
 /* planner_build.c: one build (stop may be NULL); is attempt i past the
- * first that fit? */
+ * first that fit? zip_siblings: two GEMMs of few rows reading the same a
+ * (op_first[i]: op i's first step) share their phases. */
+void zip_siblings(Builder *b, const int *op_first);
 int past_stop(Stop *stop, int i);
 int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);

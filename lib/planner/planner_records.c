@@ -105,17 +105,103 @@ int64_t largest_uniform(int64_t n, int64_t limit)
  * tiles over, the batch is split across owners too (as far as the tiles
  * allow and the cut is uniform), unless the plan keeps it together
  * (--ownership tokens, or auto resolved to it by plan_build). Owner (b, t)
- * sits on tile base + b*owners_t + t. */
+ * sits on tile base + b*owners_t + t. A wide tensor (wide_tensors) is cut
+ * into column blocks of whole 32-column units too, as many as the tiles
+ * left over allow: owner (b, t, c) sits on tile (b*owners_t + t)*cols + c. */
 void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
 	int64_t tiles = b->mc->tiles, owners = largest_uniform(t->shape[1], tiles);
 	int split = b->o->ownership == OWN_BATCH;      /* auto is resolved by plan_build */
-	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1;
+	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1, nc = 1;
+	int64_t i = t - b->pl->t, units = cdiv(t->shape[2], WIDE_UNIT);
+	if (i < b->m->nt && b->wide && b->wide[i])
+		nc = largest_uniform(units, tiles / (bs * owners));
 	memset(p, 0, sizeof *p);
 	p->layout = LAYOUT_ROW_MAJOR;
-	p->split[0] = bs, p->split[1] = owners, p->split[2] = 1;
-	p->block[0] = cdiv(t->shape[0], bs), p->block[1] = cdiv(t->shape[1], owners), p->block[2] = t->shape[2];
-	p->stride[0] = bs > 1 ? owners : 0, p->stride[1] = 1;
+	p->split[0] = bs, p->split[1] = owners, p->split[2] = nc;
+	p->block[0] = cdiv(t->shape[0], bs), p->block[1] = cdiv(t->shape[1], owners);
+	p->block[2] = nc > 1 ? cdiv(units, nc) * WIDE_UNIT : t->shape[2];
+	p->stride[0] = bs > 1 ? owners * nc : 0, p->stride[1] = owners > 1 ? nc : 1;
+	p->stride[2] = nc > 1 ? 1 : 0;
+}
+
+/* Does op read tensor t, and as which input? (-1: it does not) */
+static int reads(const MOp *op, int t)
+{
+	for (int k = 0; k < op->nin; k++)
+		if (op->in[k] == t)
+			return k;
+	return -1;
+}
+
+/* Can every reader of t (and of what elementwise ops make of it) take it
+ * cut into column blocks? silu, gelu and mul work element by element; a
+ * matmul takes it as a (its delivery intersects any cut); mul's other
+ * input must be cut alike (wide too). Anything else (a norm, an add into
+ * the residual, rope, attention, the repeat's carry, an output) wants
+ * whole rows. */
+static int wide_ok(const Model *m, const unsigned char *w, int t)
+{
+	if (m->t[t].output)
+		return 0;
+	for (int r = 0; r < m->nrep; r++)
+		if (m->rep[r].in == t || m->rep[r].carry == t || m->ops[m->rep[r].last].out == t)
+			return 0;
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		int k = reads(op, t);
+		if (k < 0)
+			continue;
+		if (op->kind == OP_MATMUL && k == 0)
+			continue;
+		if (op->kind == OP_MUL) {
+			int other = op->in[1 - k];
+			if (!w[other] || m->t[other].rank != 3)
+				return 0;
+			for (int d = 0; d < 3; d++)
+				if (m->t[other].shape[d] != m->t[t].shape[d])
+					return 0;
+		} else if (op->kind != OP_SILU && op->kind != OP_GELU)
+			return 0;
+		if (!wide_ok(m, w, op->out))
+			return 0;
+	}
+	return 1;
+}
+
+/* The row-local work of a few token rows (a decode step's) crowds their
+ * few owners: a GEMM's result whose rows leave at least WIDE_MIN_COLS
+ * tiles each, and whose readers all work element by element (wide_ok),
+ * is owned wide, and so is what silu, gelu and mul make of it. Decided
+ * once per model, the same for every ownership and attempt. */
+unsigned char *wide_tensors(const Model *m, const Machine *mc)
+{
+	unsigned char *cand = xcalloc((size_t)m->nt + 1, 1), *w = xcalloc((size_t)m->nt + 1, 1);
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		const MTensor *t = &m->t[op->out];
+		if (op->kind == OP_MATMUL && t->role == T_ACT && t->rank == 3 &&
+		    t->shape[0] * t->shape[1] * WIDE_MIN_COLS <= mc->tiles && t->shape[2] >= 2 * WIDE_UNIT)
+			cand[op->out] = 1;
+	}
+	/* w: the candidates and what silu, gelu and mul make of them (in op
+	 * order); a candidate some reader cannot take wide is dropped, and
+	 * with it what was made of it, until none is. */
+	for (int changed = 1; changed;) {
+		changed = 0;
+		memset(w, 0, (size_t)m->nt + 1);
+		for (int i = 0; i < m->nops; i++) {
+			const MOp *op = &m->ops[i];
+			if (cand[op->out] ||
+			    ((op->kind == OP_SILU || op->kind == OP_GELU || op->kind == OP_MUL) && w[op->in[0]]))
+				w[op->out] = 1;
+		}
+		for (int i = 0; i < m->nt; i++)
+			if (cand[i] && !wide_ok(m, w, i))
+				cand[i] = 0, changed = 1;
+	}
+	free(cand);
+	return w;
 }
 
 int canonical(Builder *b, int tensor)

@@ -49,9 +49,16 @@ static int ratio_ok(const char *f, const Val *v, Err *e)
 	return 0;
 }
 
-/* The figures of map m (the summary, or its floor object in version 5):
+/* The figures of map m (the summary, or one of its objects: floor in
+ * versions 5 and 6, bound and plan_floor from version 7):
  * integers kept; ratios, and version 6's microseconds and throughput,
  * checked and left out. */
+static int summary_object(const char *k, int64_t version)
+{
+	return (version >= 5 && version <= 6 && !strcmp(k, "floor")) ||
+	       (version >= 7 && (!strcmp(k, "bound") || !strcmp(k, "plan_floor")));
+}
+
 static int read_figs(Cap *c, const char *f, const Val *m, int64_t version, int nested, Err *e)
 {
 	for (int i = 0; i < m->n; i++) {
@@ -76,9 +83,9 @@ static int read_figs(Cap *c, const char *f, const Val *m, int64_t version, int n
 				return val_err(f, v, e, "expected 'throughput' to be an object or null");
 			continue;
 		}
-		if (version >= 5 && !nested && !strcmp(k, "floor")) {
+		if (!nested && summary_object(k, version)) {
 			if (v->kind != VAL_MAP)
-				return val_err(f, v, e, "expected 'floor' to be an object");
+				return val_err(f, v, e, "expected '%s' to be an object", k);
 			if (read_figs(c, f, v, version, 1, e))
 				return -1;
 			continue;
@@ -122,8 +129,13 @@ int cap_load_input(Cap *c, Input *in, Err *e)
 		return -1;
 	if (c->summary->kind != VAL_MAP)
 		return val_err(f, c->summary, e, "expected 'summary' to be an object");
-	const Val *fl = version >= 5 ? map_get(c->summary, "floor") : NULL;
-	c->figs = xcalloc((size_t)c->summary->n + (fl && fl->kind == VAL_MAP ? (size_t)fl->n : 0) + 1, sizeof *c->figs);
+	size_t nf = (size_t)c->summary->n + 1;
+	for (int i = 0; i < c->summary->n; i++) {
+		const Val *o = &c->summary->items[2 * i + 1];
+		if (summary_object(c->summary->items[2 * i].s, version) && o->kind == VAL_MAP)
+			nf += (size_t)o->n;
+	}
+	c->figs = xcalloc(nf, sizeof *c->figs);
 	if (read_figs(c, f, c->summary, version, 0, e))
 		return -1;
 	if (c->ops->kind != VAL_SEQ)

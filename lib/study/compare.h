@@ -1,12 +1,13 @@
 /* compare: the capture reader of amp-compare (formats/capture.md): a
  * capture read whole and checked for the figures compared.
  *
- * Versions 3 to 5 are read. Every summary figure is an integer, except in
- * version 5 a ratio (a key ending in "_ratio": a non-negative number or
- * null) and the `floor` object (integer figures and its `ratio`). The
- * figures compared are the summary's integers in order, the floor's
- * flattened in at its place; ratios are left out (they derive from the
- * integers).
+ * Versions 3 to 7 are read. Every summary figure is an integer, except
+ * from version 5 a ratio (a key ending in "_ratio": a non-negative number
+ * or null) and the `floor` object (versions 5 and 6), `bound` and
+ * `plan_floor` (version 7): integer figures and a `ratio`; version 6's
+ * microseconds and throughput are checked and left out. The figures
+ * compared are the summary's integers in order, each object's flattened in
+ * at its place; ratios are left out (they derive from the integers).
  *
  * Beside the figures, the two captures are lined up (formats/compare.md):
  * their phases by label (cmp_phases, through lib/study/compare_match.h) and

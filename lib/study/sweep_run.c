@@ -194,7 +194,8 @@ static int fig(const char *f, const Val *m, const char *key, int64_t *x, Err *e)
 	return get_int(f, m, key, INT64_MIN, INT64_MAX, x, e);
 }
 
-/* The capture summary's integer figures, the floor object's flattened in
+/* The capture summary's integer figures, its objects' (floor before
+ * version 7; bound and plan_floor) flattened in
  * at its place; ratios (numbers with decimals, or null), microseconds and
  * throughput are left out. */
 static int summary_figs(Json *j, const char *f, const Val *sum, int nested, Err *e)
@@ -204,7 +205,8 @@ static int summary_figs(Json *j, const char *f, const Val *sum, int nested, Err 
 		const Val *v = &sum->items[2 * i + 1];
 		size_t n = strlen(k);
 		int64_t x;
-		if (!nested && v->kind == VAL_MAP && !strcmp(k, "floor")) {
+		if (!nested && v->kind == VAL_MAP &&
+		    (!strcmp(k, "floor") || !strcmp(k, "bound") || !strcmp(k, "plan_floor"))) {
 			if (summary_figs(j, f, v, 1, e))
 				return -1;
 			continue;

@@ -25,8 +25,10 @@ row("exchange"; "\($s.exchange_cycles | cycles)\($s.exchange_cycles | time)\($s.
 	if ($s.exchange_floor_cycles // null) != null then "; the phases' floors \($s.exchange_floor_cycles | cycles)" else "" end)"),
 row("sync"; "\($s.sync_cycles | cycles)\($s.sync_cycles | time)\($s.sync_cycles | share)"),
 row("local copies"; "\($s.local_copy_cycles | cycles)\($s.local_copy_cycles | time)\($s.local_copy_cycles | share)"),
-(if ($s.floor // null) != null then row("floor"; "\($s.floor.total_floor_cycles | cycles)\($s.floor.total_floor_cycles | time)\(
-	if $s.floor.ratio != null then "; total is \($s.floor.ratio)× the floor" else "" end)") else empty end),
+(if ($s.bound // null) != null then row("bound"; "\($s.bound.bound_cycles | cycles)\($s.bound.bound_cycles | time)\(
+	if $s.bound.ratio != null then "; total is \($s.bound.ratio)× the bound" else "" end): <span class=\"note\">no plan of this model on this machine runs faster: compute \($s.bound.bound_compute_cycles | cycles), matmul calls \($s.bound.bound_calls_cycles | cycles), sync \($s.bound.bound_sync_cycles | cycles), movement \($s.bound.bound_movement_cycles | cycles)</span>") else empty end),
+(($s.plan_floor // $s.floor) // null | if . != null then row("this plan's movement floor"; "\(.total_floor_cycles | cycles)\(.total_floor_cycles | time)\(
+	if .ratio != null then "; total is \(.ratio)× it" else "" end): <span class=\"note\">an efficiency figure: it counts this plan's own movement, so it grows when the plan moves more</span>") else empty end),
 row("bytes sent"; "\($s.bytes | bytes_exact) in \($s.transfers | commas) transfers over \($s.phases) phase runs: <span class=\"note\">each send counted once, however many tiles receive it (what the senders' ports move)</span>"),
 row("bytes received"; "\($received | bytes_exact)\(if $s.bytes > 0 then ", \($received / $s.bytes * 100 | round / 100)× the bytes sent" else "" end): <span class=\"note\">every receiver counted (a multicast to k tiles counts k times; what the receivers' ports move, and the movement classes' receiver payload)</span>"),
 row("tables per tile"; "max \($s.max_table_bytes | bytes_exact) on tile \($s.max_table_tile), median \($s.median_table_bytes | bytes), budget \($m.table_budget_bytes | bytes_exact): \(over($s.max_table_bytes; $m.table_budget_bytes))"),

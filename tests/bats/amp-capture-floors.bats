@@ -54,16 +54,6 @@ phase_floors() {
 # the stage's records: GEMMs (m k n, format), the compute steps of kind
 # attention, layernorm, gelu and add on their placements' shapes (a
 # window's extent, else its tensor's shape), each times its repeat's count.
-# study STAGE SED OUT: STAGE with its machine header edited by SED, as a
-# study of another machine (capture takes its rates from a machine file,
-# never from a header): the edited header written as OUT.machine, a
-# machine file of its own, and no machine file recorded in OUT's provenance
-study() {
-	sed -e "$2" -e '/^- {tool: amp-plan, /s/, {role: machine, [^}]*}//' "$1" >"$3"
-	sed -n '3s/^machine: {/{amp-machine: 2, /p' "$3" >"$3.machine"
-	! cmp -s "$1" "$3" && [ -s "$3.machine" ] || fail "study: nothing edited in $1"
-}
-
 compute_floor() {
 	awk '
 	function val(k,   s) { s = $0; if (!sub(".*[{ ]" k ": ", "", s)) return ""; sub("[,}].*", "", s); return s }
@@ -145,16 +135,16 @@ compute_floor() {
 		stage=${pair%%:*} cap=${pair#*:}
 		want=$(compute_floor "$stage")
 		assert [ "$want" -gt 0 ]
-		assert_equal "compute $(jq .summary.floor.compute_floor_cycles "$cap")" "compute $want"
+		assert_equal "compute $(jq .summary.plan_floor.compute_floor_cycles "$cap")" "compute $want"
 		# the receivers' bytes over every run, spread over every tile's port
 		want=$(jq '. as $c | ([$c.phases[] | .count as $n | $c.phase_traffic[.id | tostring][].receiver_payload_bytes * $n] | add)
 			as $b | $c.machine as $m | ($b + $m.exchange_bytes_per_cycle * $m.tiles - 1) / ($m.exchange_bytes_per_cycle * $m.tiles) | floor' "$cap")
-		assert_equal "movement $(jq .summary.floor.movement_floor_cycles "$cap")" "movement $want"
+		assert_equal "movement $(jq .summary.plan_floor.movement_floor_cycles "$cap")" "movement $want"
 		# one sync per run of each op with a matmul or attention step
 		want=$(jq '[.compute[] | select(.compute == "matmul" or .compute == "attention")] | unique_by(.op)
 			| map(.count) | add * $s' --argjson s "$(jq .machine.sync_cycles "$cap")" "$cap")
-		assert_equal "sync $(jq .summary.floor.sync_floor_cycles "$cap")" "sync $want"
-		run jq -c '.summary as $s | $s.floor as $f | [
+		assert_equal "sync $(jq .summary.plan_floor.sync_floor_cycles "$cap")" "sync $want"
+		run jq -c '.summary as $s | $s.plan_floor as $f | [
 			$f.total_floor_cycles == $f.compute_floor_cycles + $f.movement_floor_cycles + $f.sync_floor_cycles,
 			$f.total_floor_cycles < $s.total_cycles, $f.ratio >= 1,
 			$f.compute_floor_cycles <= $s.compute_cycles,
@@ -176,14 +166,14 @@ compute_floor() {
 	run amp-capture --machine costly.yaml.machine costly.yaml -o costly.json
 	assert_success
 	run jq -n --slurpfile a "$VIT_CAPTURE" --slurpfile b costly.json \
-		'$b[0].summary.compute_cycles > $a[0].summary.compute_cycles and $b[0].summary.floor == ($a[0].summary.floor | .ratio = $b[0].summary.floor.ratio)'
+		'$b[0].summary.compute_cycles > $a[0].summary.compute_cycles and $b[0].summary.plan_floor == ($a[0].summary.plan_floor | .ratio = $b[0].summary.plan_floor.ratio)'
 	assert_output true
 	# and a rate it uses does move it: more fp8 MACs per cycle, a smaller compute floor
 	study "$VIT" '3s/fp8: \([0-9]*\)}/fp8: 1024}/' fast.yaml
 	run amp-capture --machine fast.yaml.machine fast.yaml -o fast.json
 	assert_success
-	assert [ "$(jq .summary.floor.compute_floor_cycles fast.json)" -lt "$(jq .summary.floor.compute_floor_cycles "$VIT_CAPTURE")" ]
-	assert_equal "$(jq .summary.floor.compute_floor_cycles fast.json)" "$(compute_floor fast.yaml)"
+	assert [ "$(jq .summary.plan_floor.compute_floor_cycles fast.json)" -lt "$(jq .summary.plan_floor.compute_floor_cycles "$VIT_CAPTURE")" ]
+	assert_equal "$(jq .summary.plan_floor.compute_floor_cycles fast.json)" "$(compute_floor fast.yaml)"
 }
 
 @test "capture's phase floor: a single send's is the replay's, 100 small sends' their receiver's controls" {

@@ -98,11 +98,11 @@ commas() {
 	echo "$n$out"
 }
 
-@test "summary-head.jq prints the model, machine, totals, each limit with its worst tile, the time and the floors in ten lines" {
+@test "summary-head.jq prints the model, machine, totals, each limit with its worst tile, the time, the bound and the floors in eleven lines" {
 	siglip_ok
 	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$SIGLIP_CAPTURE"
 	assert_success
-	assert_equal "${#lines[@]}" 10
+	assert_equal "${#lines[@]}" 11
 	assert_line --index 0 'model siglip-mlp on amp1472 (1472 tiles)'
 	read -r ph tr by <<< "$(jq -r '.summary | "\(.phases) \(.transfers) \(.bytes)"' "$SIGLIP_CAPTURE")"
 	assert_line --index 1 "phases run $ph, transfers $(commas "$tr"), bytes sent $(commas "$by") (each send once, however many tiles receive it)"
@@ -112,9 +112,21 @@ commas() {
 	assert_line --index 4 --regexp '^fragments per tile: max [0-9]+ \(tile [0-9]+, most in phase [0-9]+\) against the limit 16384: ok$'
 	assert_line --index 5 --regexp '^SRAM per tile: tensors at their peak max [0-9]+ \(tile [0-9]+, step [0-9]+\); with tables max [0-9]+ \(tile [0-9]+\) against 586960 available: (ok|OVER)$'
 	assert_line --index 6 "$(jq -r '.summary | "modelled cycles: compute \(.compute_cycles), exchange \(.exchange_cycles), sync \(.sync_cycles), local copies \(.local_copy_cycles), total \(.total_cycles)"' "$SIGLIP_CAPTURE")"
-	# the floor, its parts in the unit of its size, and the total's ratio to it
-	local c m s t tot ex exf unit div part want=""
-	read -r c m s t tot ex exf <<< "$(jq -r '.summary | "\(.floor.compute_floor_cycles) \(.floor.movement_floor_cycles) \(.floor.sync_floor_cycles) \(.floor.total_floor_cycles) \(.total_cycles) \(.exchange_cycles) \(.exchange_floor_cycles)"' "$SIGLIP_CAPTURE")"
+	# the bound and this plan's movement floor, their parts in the unit of
+	# their size, and the total's ratio to each
+	local c m s t tot ex exf unit div part want="" bc bk bs bm bt
+	read -r bc bk bs bm bt <<< "$(jq -r '.summary.bound | "\(.bound_compute_cycles) \(.bound_calls_cycles) \(.bound_sync_cycles) \(.bound_movement_cycles) \(.bound_cycles)"' "$SIGLIP_CAPTURE")"
+	if [ "$bt" -ge 1000000 ]; then unit=M div=100000; elif [ "$bt" -ge 1000 ]; then unit=K div=100; else unit=""; fi
+	for part in "$bc" "$bk" "$bs" "$bm"; do
+		if [ -n "$unit" ]; then
+			part=$(((2 * part + div) / (2 * div)))
+			part="$((part / 10)).$((part % 10))$unit"
+		fi
+		want+="${want:+:}$part"
+	done
+	IFS=: read -r bc bk bs bm <<< "$want"
+	want=""
+	read -r c m s t tot ex exf <<< "$(jq -r '.summary | "\(.plan_floor.compute_floor_cycles) \(.plan_floor.movement_floor_cycles) \(.plan_floor.sync_floor_cycles) \(.plan_floor.total_floor_cycles) \(.total_cycles) \(.exchange_cycles) \(.exchange_floor_cycles)"' "$SIGLIP_CAPTURE")"
 	if [ "$t" -ge 1000000 ]; then unit=M div=100000; elif [ "$t" -ge 1000 ]; then unit=K div=100; else unit=""; fi
 	for part in "$c" "$m" "$s"; do
 		if [ -n "$unit" ]; then
@@ -127,8 +139,9 @@ commas() {
 	# 1.5 GHz: microseconds = cycles / 1500; siglip-mlp serves its batch of 2 images
 	local us=$(thousandths "$tot" 1500) ips=$(((2 * 2 * 1500000000 + tot) / (2 * tot)))
 	assert_line --index 7 "time at 1.5 GHz: $us us per run, $(commas "$ips") images/s"
-	assert_line --index 8 "floor: $(commas "$t") cycles (compute $c, movement $m, sync $s); total is $(thousandths "$tot" "$t")x the floor"
-	assert_line --index 9 "exchange: $(commas "$ex") cycles, $(thousandths "$ex" "$exf")x the per-phase floors ($(commas "$exf") cycles)"
+	assert_line --index 8 "bound: $(commas "$bt") cycles (compute $bc, matmul calls $bk, sync $bs, movement $bm); total is $(thousandths "$tot" "$bt")x the bound"
+	assert_line --index 9 "this plan's movement floor: $(commas "$t") cycles (compute $c, its movement $m, sync $s); total is $(thousandths "$tot" "$t")x it"
+	assert_line --index 10 "exchange: $(commas "$ex") cycles, $(thousandths "$ex" "$exf")x the per-phase floors ($(commas "$exf") cycles)"
 	# a capture of version 4 (no floors) gives the first seven lines alone
 	run jq -r -f "$ROOT/share/jq/summary-head.jq" "$ROOT/tests/fuzz/capture/tiny-mlp.json"
 	assert_success

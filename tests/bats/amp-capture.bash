@@ -79,3 +79,13 @@ replay() {
 	amp-capture r.yaml -o r.json || return 1
 	jq -r '.phases[] | select(.steps == [4, 4]) | "\(.cycles) \(.transfers)"' r.json
 }
+
+# study STAGE SED OUT: STAGE with its machine header edited by SED, as a
+# study of another machine (capture takes its rates from a machine file,
+# never from a header): the edited header written as OUT.machine, a
+# machine file of its own, and no machine file recorded in OUT's provenance
+study() {
+	sed -e "$2" -e '/^- {tool: amp-plan, /s/, {role: machine, [^}]*}//' "$1" >"$3"
+	sed -n '3s/^machine: {/{amp-machine: 2, /p' "$3" >"$3.machine"
+	! cmp -s "$1" "$3" && [ -s "$3.machine" ] || fail "study: nothing edited in $1"
+}

@@ -190,7 +190,7 @@ setup_file() {
 		run jq -c 'keys_unsorted' "$f"
 		assert_output '["format","version","model","machine","provenance","summary","ops","compute","memory","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
-		assert_output '["amp-capture",6]'
+		assert_output '["amp-capture",7]'
 	done
 	run jq -r .model "$TINY_CAPTURE"
 	assert_output tiny-mlp
@@ -213,13 +213,14 @@ setup_file() {
 			def q(v): if v == null then null else (v * 1000 | round) end;
 			[(.phases[] | select(q(.floor_ratio) != r(.cycles; .floor_cycles)) | "phase \(.id)"),
 			 (.summary | select(q(.exchange_floor_ratio) != r(.exchange_cycles; .exchange_floor_cycles)) | "exchange"),
-			 (.summary | select(q(.floor.ratio) != r(.total_cycles; .floor.total_floor_cycles)) | "floor"),
+			 (.summary | select(q(.plan_floor.ratio) != r(.total_cycles; .plan_floor.total_floor_cycles)) | "plan floor"),
+			 (.summary | select(q(.bound.ratio) != r(.total_cycles; .bound.bound_cycles)) | "bound"),
 			 (. as $c | .summary | select(q(.microseconds) != r(.total_cycles * 1000000; $c.machine.clock_hz)) | "microseconds"),
 			 (. as $c | .summary | select(q(.throughput.per_second) !=
 				r(.throughput.items * $c.machine.clock_hz; .total_cycles)) | "throughput")]' "$f"
 		# and the file holds them with exactly three decimals
 		run grep -oE '"(floor_ratio|exchange_floor_ratio|ratio)": ([0-9]+\.[0-9]{3}|null)[,}]' "$f"
-		assert_equal "${#lines[@]}" "$(jq '.phases | length + 2' "$f")"
+		assert_equal "${#lines[@]}" "$(jq '.phases | length + 3' "$f")"
 	done
 }
 
@@ -261,9 +262,11 @@ setup_file() {
 	siglip_ok
 	for f in "$TINY_CAPTURE" "$SIGLIP_CAPTURE"; do
 		run jq -c '.summary | keys_unsorted' "$f"
-		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles","exchange_floor_cycles","exchange_floor_ratio","floor","microseconds","throughput"]'
-		run jq -c '.summary.floor | keys_unsorted' "$f"
+		assert_output '["phases","transfers","bytes","max_row_bytes","max_table_bytes","max_table_tile","max_table_phase","median_table_bytes","max_fragments","max_fragments_tile","max_fragments_phase","max_tensor_bytes","max_tensor_tile","max_tensor_step","max_sram_bytes","max_sram_tile","exchange_cycles","sync_cycles","local_copy_cycles","compute_cycles","total_cycles","exchange_floor_cycles","exchange_floor_ratio","bound","plan_floor","microseconds","throughput"]'
+		run jq -c '.summary.plan_floor | keys_unsorted' "$f"
 		assert_output '["compute_floor_cycles","movement_floor_cycles","sync_floor_cycles","total_floor_cycles","ratio"]'
+		run jq -c '.summary.bound | keys_unsorted' "$f"
+		assert_output '["bound_compute_cycles","bound_calls_cycles","bound_sync_cycles","bound_movement_cycles","bound_cycles","bound_products","bound_syncs","bound_spread_products","ratio"]'
 	done
 }
 

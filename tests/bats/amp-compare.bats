@@ -32,10 +32,11 @@ setup() {
 	assert_line --index 0 "A: a.json (model siglip-mlp on amp1472)"
 	assert_line --index 1 "B: b.json (model siglip-mlp on amp1472)"
 	local k x y line
-	# the summary's integer figures, the floor's in its place; no ratio
-	for k in $(jq -r '.summary | to_entries[] | if .key == "floor" then .value | keys_unsorted[] | select(. != "ratio")
+	# the summary's integer figures, the bound's and the plan floor's in their place; no ratio
+	for k in $(jq -r '.summary | to_entries[] | if .key == "bound" or .key == "plan_floor" then .value | keys_unsorted[] | select(. != "ratio")
 			elif (.key | endswith("_ratio")) or .key == "microseconds" or .key == "throughput" then empty else .key end' a.json); do
-		x=$(jq ".summary.$k // .summary.floor.$k" a.json) y=$(jq ".summary.$k // .summary.floor.$k" b.json)
+		x=$(jq ".summary.$k // .summary.plan_floor.$k // .summary.bound.$k" a.json)
+		y=$(jq ".summary.$k // .summary.plan_floor.$k // .summary.bound.$k" b.json)
 		line=$(grep -E "^$k +" <<<"$output") || fail "no row for $k"
 		read -r -a f <<<"$line"
 		assert_equal "${f[*]:0:3}" "$k $x $y"
@@ -46,11 +47,12 @@ setup() {
 		fi
 	done
 	assert_line --regexp '^total_floor_cycles +[0-9]+ +[0-9]+ '
-	refute_line --regexp 'ratio|^floor '
+	assert_line --regexp '^bound_cycles +[0-9]+ +[0-9]+ '
+	refute_line --regexp 'ratio|^floor |^bound |^plan_floor '
 }
 
 @test "compare reads a version 4 capture (no floors) beside a version 5 one, and checks a ratio's form" {
-	jq 'del(.summary.exchange_floor_cycles, .summary.exchange_floor_ratio, .summary.floor,
+	jq 'del(.summary.exchange_floor_cycles, .summary.exchange_floor_ratio, .summary.plan_floor, .summary.bound,
 		.summary.microseconds, .summary.throughput, .machine.clock_hz, .machine.clock_source,
 		.phases[].floor_cycles, .phases[].floor_tile, .phases[].floor_ratio) | .version = 4' a.json > v4.json
 	run --separate-stderr amp-compare v4.json b.json
@@ -61,14 +63,15 @@ setup() {
 	run --separate-stderr amp-compare --json b.json v4.json
 	assert_success
 	run jq -c '[.summary[].figure]' <<<"$output"
-	assert_output "$(jq -c '[.summary | keys_unsorted[] | select(test("floor") | not)]' v4.json)"
+	assert_output "$(jq -c '[.summary | keys_unsorted[] | select(test("floor|bound") | not)]' v4.json)"
 	# a ratio is a number, 0 or more, or null; a floor is an object; v4 has no ratios
-	jq '.summary.exchange_floor_ratio = null | .summary.floor.ratio = null' a.json > nulls.json
+	jq '.summary.exchange_floor_ratio = null | .summary.plan_floor.ratio = null' a.json > nulls.json
 	run --separate-stderr amp-compare nulls.json b.json
 	assert_success
 	local bad
-	for bad in '.summary.exchange_floor_ratio = "x"' '.summary.floor.ratio = -1' '.summary.floor = 3' \
-		'.summary.floor.total_floor_cycles = 1.5' '.version = 4' '.summary.microseconds = -1' \
+	for bad in '.summary.exchange_floor_ratio = "x"' '.summary.plan_floor.ratio = -1' '.summary.plan_floor = 3' '.summary.bound = 3' \
+		'.summary.bound.bound_cycles = -2' \
+		'.summary.plan_floor.total_floor_cycles = 1.5' '.version = 4' '.summary.microseconds = -1' \
 		'.summary.throughput = 3'; do
 		jq "$bad" a.json > bad.json
 		run --separate-stderr amp-compare bad.json b.json

@@ -176,9 +176,10 @@ mtimes() {
 		total=$(cut -f"$col" <<<"$(grep "^$id" m.tsv)")
 		assert_equal "$total" "$(jq .summary.total_cycles "sw/jobs/$id/capture.json")"
 	done < <(tail -n +2 m.tsv)
-	# a result's summary: the capture's integer figures, the floor's in its place, no ratio
+	# a result's summary: the capture's integer figures, the bound's and the plan floor's in their place, no ratio
 	run jq -n --slurpfile r sw/jobs/000001/result.json --slurpfile c sw/jobs/000001/capture.json \
-		'$r[0].summary == ($c[0].summary | del(.exchange_floor_ratio, .floor, .microseconds, .throughput) + (.floor | del(.ratio)))
+		'$r[0].summary == ($c[0].summary | del(.exchange_floor_ratio, .bound, .plan_floor, .microseconds, .throughput)
+			+ (.bound | del(.ratio)) + (.plan_floor | del(.ratio)))
 		 and ($r[0].summary | keys_unsorted | index("total_floor_cycles") > index("exchange_floor_cycles"))'
 	assert_output true
 	amp-sweep merge --rank total_floor_cycles -o f.tsv sw

@@ -179,8 +179,9 @@ check_table() {
 	for op in ln mlp_up act mlp_down residual; do
 		assert_line --regexp "^$op +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+$"
 	done
-	# the floors beside the totals
-	assert_line --regexp "^floor: [0-9,]+ cycles \(compute [0-9.]+[MK]?, movement [0-9.]+[MK]?, sync [0-9.]+[MK]?\); total is [0-9]+\.[0-9]{3}x the floor$"
+	# the bound and the floors beside the totals
+	assert_line --regexp "^bound: [0-9,]+ cycles \(compute [0-9.]+[MK]?, matmul calls [0-9.]+[MK]?, sync [0-9.]+[MK]?, movement [0-9.]+[MK]?\); total is [0-9]+\.[0-9]{3}x the bound$"
+	assert_line --regexp "^this plan's movement floor: [0-9,]+ cycles \(compute [0-9.]+[MK]?, its movement [0-9.]+[MK]?, sync [0-9.]+[MK]?\); total is [0-9]+\.[0-9]{3}x it$"
 	assert_line --regexp "^exchange: [0-9,]+ cycles, [0-9]+\.[0-9]{3}x the per-phase floors \([0-9,]+ cycles\)$"
 	assert_line 'phases (transfers, bytes, max_row, max_frag and cycles per run; total_cycles and floor over every run; ratio: cycles / floor)'
 	assert_line --regexp '^phase +labels +runs +transfers +bytes +max_row +max_frag +cycles +total_cycles +floor +ratio$'

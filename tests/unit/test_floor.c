@@ -268,8 +268,8 @@ static void model_floors(void)
 	b.pl.nx = 3;
 	build_done(&b);
 
-	ModelFloor f;
-	model_floor(&b.pl, &f);
+	PlanFloor f;
+	plan_movement_floor(&b.pl, &f);
 	int64_t reps = 5;
 	/* every term over the common denominator 128 (the fp8 rate, a multiple of fp16's) */
 	int64_t elem = reps * (B * T * C * m->reduction_cycles_per_element            /* layernorm */
@@ -297,7 +297,7 @@ static void model_floors(void)
 		b.pl.machine.reduction_cycles_per_element = t_pick(0, 3);
 		b.pl.g[0].m = t_pick(1, 30), b.pl.g[0].k = t_pick(1, 30), b.pl.g[0].n = t_pick(1, 30);
 		b.pl.g[1].m = t_pick(1, 30), b.pl.g[1].k = t_pick(1, 30), b.pl.g[1].n = t_pick(1, 30);
-		model_floor(&b.pl, &f);
+		plan_movement_floor(&b.pl, &f);
 		int64_t r16 = m->macs_fp16, r8 = m->macs_fp8, l = r16 / gcd(r16, r8) * r8;
 		int64_t e = reps * (B * T * C * m->reduction_cycles_per_element + B * T * F * m->elementwise_cycles_per_element +
 				    B * T * C * m->elementwise_cycles_per_element +

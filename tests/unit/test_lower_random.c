@@ -224,9 +224,11 @@ static int conflict(const Step *a, const Step *b)
 }
 
 /* Could the copy run starting at step i (after a compute) still move,
- * by the rule, brute force: every copy of the run a parameter vector's, no
- * compute of the run before it touching that tensor, a copy before those
- * computes in the same repeat region. */
+ * by the rule, brute force: every copy of the run a parameter vector's (no
+ * compute of the run before it touching that tensor) or a small
+ * activation's (at most HOIST_MAX_BYTES a tile; no compute before it
+ * writing its source placement or reading or writing its destination), a
+ * copy before those computes in the same repeat region. */
 static int could_move(const Plan *pl, int i)
 {
 	int h = i, j = i;
@@ -242,6 +244,18 @@ static int could_move(const Plan *pl, int i)
 	for (int k = i; k <= j; k++) {
 		const Step *c = &pl->s[k];
 		int t = pl->p[c->src].tensor;
+		if (c->move == MOVE_ACTIVATION && place_max_bytes(&pl->p[c->dst]) <= HOIST_MAX_BYTES) {
+			for (int q = h; q < i; q++) {
+				int r[4], nr, w;
+				step_sets(&pl->s[q], r, &nr, &w);
+				if (w == c->src || w == c->dst)
+					return 0;
+				for (int m = 0; m < nr; m++)
+					if (r[m] == c->dst)
+						return 0;
+			}
+			continue;
+		}
 		if (c->move != MOVE_PARAMETER || pl->t[t].role != R_PARAM || pl->t[t].rank != 1 ||
 		    pl->p[c->dst].tensor != t)
 			return 0;
@@ -279,7 +293,8 @@ static void hoisting(void)
 		plan_join(&pl);
 		if (i % 4 == 3) {
 			/* A compute before a movable run that reads the run's
-			 * parameter (a plan edited by hand): the run stays. */
+			 * parameter, or its activation's destination (a plan
+			 * edited by hand): the run stays. */
 			int s = 1;
 			while (s < pl.ns && !(pl.s[s].kind == STEP_COPY && pl.s[s - 1].kind == STEP_COMPUTE &&
 					      could_move(&pl, s)))
@@ -287,9 +302,9 @@ static void hoisting(void)
 			if (s < pl.ns && pl.s[s - 1].nin > 0) {
 				Step *c = &pl.s[s - 1];
 				const char *op = pl.s[s].op;
-				c->in[c->nin - 1] = pl.s[s].src;
+				c->in[c->nin - 1] = pl.s[s].move == MOVE_ACTIVATION ? pl.s[s].dst : pl.s[s].src;
 				plan_hoist(&pl);
-				t_case("a run whose parameter a compute before it reads stays after it");
+				t_case("a run whose parameter (or destination) a compute before it reads stays after it");
 				CHECK(pl.s[s].op == op, "%s: step %d moved", desc, s);
 				plan_free(&pl);
 				continue;
@@ -323,20 +338,23 @@ static void hoisting(void)
 					ok = 0;
 		CHECK(ok, "%s: an order between two steps changed", desc);
 
-		t_case("hoisting moves every run the rule allows, and only parameter copies");
+		t_case("hoisting moves every run the rule allows, and only parameter vectors and small activations");
 		int moved_copies = 0;
 		for (int s = 0; s < ns; s++)
 			if (at[s] != s && old[s].kind == STEP_COPY && at[s] < s)
-				moved_copies++, ok &= old[s].move == MOVE_PARAMETER;
+				moved_copies++, ok &= old[s].move == MOVE_PARAMETER ||
+						     (old[s].move == MOVE_ACTIVATION &&
+						      place_max_bytes(&pl.p[old[s].dst]) <= HOIST_MAX_BYTES);
 		for (int s = 1; s < pl.ns && ok; s++)
 			if (pl.s[s].kind == STEP_COPY && pl.s[s - 1].kind == STEP_COMPUTE)
 				ok = !could_move(&pl, s);
 		CHECK(ok && moved_copies == moved && plan_hoist(&pl) == 0, "%s: moved %d (%d), ok %d", desc, moved,
 		      moved_copies, ok);
-		for (int s = 0; s < ns; s++)    /* only parameter vectors move */
+		for (int s = 0; s < ns; s++)    /* only parameter vectors and small activations move */
 			if (at[s] < s)
-				ok &= old[s].kind == STEP_COPY && pl.t[pl.p[old[s].src].tensor].rank == 1;
-		CHECK(ok, "%s: a copy of a tensor of rank above 1 moved", desc);
+				ok &= old[s].kind == STEP_COPY && (pl.t[pl.p[old[s].src].tensor].rank == 1 ||
+								   old[s].move == MOVE_ACTIVATION);
+		CHECK(ok, "%s: a copy of a parameter of rank above 1 moved", desc);
 		CHECK(plan_check(&pl, "hoisted", &e) == 0, "%s: %s", desc, e.msg);
 next:
 		free(old);
