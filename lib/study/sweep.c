@@ -395,6 +395,19 @@ static void add_override(Derive *d, const Val *at, int64_t n)
 	d->n++;
 }
 
+/* The leading dimension of every tensor of mapping ts (inputs, states). */
+static void leading_batches(Derive *d, const Val *ts, int64_t batch)
+{
+	for (int i = 0; ts && ts->kind == VAL_MAP && i < ts->n; i++) {
+		const Val *sh = map_get(&ts->items[2 * i + 1], "shape");
+		if (sh && sh->kind == VAL_SEQ && sh->n)
+			add_override(d, &sh->items[0], batch);
+	}
+}
+
+/* Every broadcast op's batch, and every state's leading dimension (a KV
+ * cache holds a block of positions per batch entry), in ops and in the
+ * repeats among them. */
 static void broadcast_batches(Derive *d, const Val *ops, int64_t batch)
 {
 	for (int i = 0; ops && ops->kind == VAL_SEQ && i < ops->n; i++) {
@@ -403,8 +416,10 @@ static void broadcast_batches(Derive *d, const Val *ops, int64_t batch)
 			continue;
 		if (k && k->kind == VAL_SCALAR && !strcmp(k->s, "broadcast") && bt && bt->kind == VAL_SCALAR)
 			add_override(d, bt, batch);
-		if (map_get(op, "repeat"))
+		if (map_get(op, "repeat")) {
+			leading_batches(d, map_get(op, "state"), batch);
 			broadcast_batches(d, map_get(op, "ops"), batch);
+		}
 	}
 }
 
@@ -440,11 +455,8 @@ char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64
 	const Val *in = map_get(root, "inputs"), *ops = map_get(root, "ops");
 
 	if (batch >= 0) {
-		for (int i = 0; in && in->kind == VAL_MAP && i < in->n; i++) {
-			const Val *sh = map_get(&in->items[2 * i + 1], "shape");
-			if (sh && sh->kind == VAL_SEQ && sh->n)
-				add_override(&d, &sh->items[0], batch);
-		}
+		leading_batches(&d, in, batch);
+		leading_batches(&d, map_get(root, "state"), batch);
 		broadcast_batches(&d, ops, batch);
 	}
 	for (int i = 0; layers >= 0 && ops && ops->kind == VAL_SEQ && i < ops->n; i++) {

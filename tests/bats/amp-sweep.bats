@@ -557,3 +557,24 @@ sweep_rejects() {
 	# every tests/bad/sweep-* file is one of these
 	assert_equal "$(ls "$BAD"/sweep-*.yaml | wc -l)" 17
 }
+
+@test "sweep: batch sets every state's leading dimension with the inputs', so a decoder's cache follows the batch" {
+	cat > dec.yaml <<EOF2
+amp-sweep: 1
+name: dec
+models: [$MODELS/qwen2.5-0.5b-1layer-decode.yaml]
+batch: [2, 3]
+EOF2
+	run --separate-stderr amp-sweep jobs -o study dec.yaml
+	assert_success
+	local b
+	for b in 2 3; do
+		run grep -c "tok: {shape: \[$b, 1, 1\]\|pos: {shape: \[$b, 1, 1\]\|cache: {shape: \[$b, 2048, 256\]" \
+			study/models/qwen2.5-0.5b-1layer-decode-b$b.yaml
+		assert_output 3
+	done
+	# the shipped batch study's spec is whole: its twelve jobs are written
+	run --separate-stderr amp-sweep jobs -o batch "$ROOT/sweeps/decode-batch.yaml"
+	assert_success
+	assert_equal "$stderr" "amp-sweep: 12 jobs in batch/jobs.txt"
+}
