@@ -35,32 +35,28 @@ awk -F'\t' 'NR > 1 && $4 != "ok" { printf "| %s | %s | %s | - | - | - | - |\n", 
 for m in $(cut -d' ' -f1 "$tmp/ok.dat" | uniq); do
 	awk -v m="$m" '$1 == m' "$tmp/ok.dat" > "$tmp/$m.dat"
 done
+# plot COLUMN [BOUND_COLUMN]: one line per model, its bound dashed beside it
+plot() {
+	local f m sep='' i=0
+	printf 'plot '
+	for f in "$tmp"/*.dat; do
+		[ "$(basename "$f")" = ok.dat ] && continue
+		m=$(basename "$f" .dat) i=$((i + 1))
+		printf "%s'%s' using 2:%d with linespoints lc %d title '%s'" "$sep" "$f" "$1" "$i" "$m"
+		[ -z "${2:-}" ] || printf ", '%s' using 2:%d with lines lc %d dashtype 2 title '%s bound'" "$f" "$2" "$i" "$m"
+		sep=', '
+	done
+	echo
+}
 {
 	echo 'set terminal pngcairo size 1000,420 font "sans,10"'
 	echo "set output '$tmp/out.png'"
 	echo 'set multiplot layout 1,2'
 	echo 'set logscale x 2; set xlabel "batch (sequences, one token each)"; set grid; set key top left'
 	echo 'set title "decode step at context 2,048 (amp1472, 1.5 GHz)"; set ylabel "microseconds per step"; set yrange [0:*]'
-	printf 'plot '
-	sep='' i=0
-	for f in "$tmp"/*.dat; do
-		[ "$(basename "$f")" = ok.dat ] && continue
-		m=$(basename "$f" .dat) i=$((i + 1))
-		printf "%s'%s' using 2:5 with linespoints lc %d title '%s', '%s' using 2:7 with lines lc %d dashtype 2 title '%s bound'" \
-			"$sep" "$f" "$i" "$m" "$f" "$i" "$m"
-		sep=', '
-	done
-	echo
+	plot 5 7
 	echo 'set title "throughput (larger batches do not fit at this context)"; set ylabel "tokens/s"; set yrange [0:*]'
-	printf 'plot '
-	sep='' i=0
-	for f in "$tmp"/*.dat; do
-		[ "$(basename "$f")" = ok.dat ] && continue
-		m=$(basename "$f" .dat) i=$((i + 1))
-		printf "%s'%s' using 2:6 with linespoints lc %d title '%s'" "$sep" "$f" "$i" "$m"
-		sep=', '
-	done
-	echo
+	plot 6
 	echo 'unset multiplot'
 } > "$tmp/plot.gp"
 gnuplot "$tmp/plot.gp"
