@@ -180,7 +180,7 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc)
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
 		const MTensor *t = &m->t[op->out];
-		if (op->kind == OP_MATMUL && t->role == T_ACT && t->rank == 3 &&
+		if ((op->kind == OP_MATMUL || op->kind == OP_ATTENTION) && t->role == T_ACT && t->rank == 3 &&
 		    t->shape[0] * t->shape[1] * WIDE_MIN_COLS <= mc->tiles && t->shape[2] >= 2 * WIDE_UNIT)
 			cand[op->out] = 1;
 	}
