@@ -18,7 +18,7 @@ static const char usage[] =
 	"Turn one compile into a study (formats/sweep.md, docs/sweeps.md).\n"
 	"\n"
 	"jobs: read the sweep spec SPEC (amp-sweep: 1), whose axes - models, batch,\n"
-	"layers, machines, pins, plan_flags, group_flags, limits - multiply to the\n"
+	"tokens, layers, machines, pins, plan_flags, group_flags, limits - multiply to the\n"
 	"candidates, and write DIR: the derived model files (models/), the machine\n"
 	"files (machines/), one job directory per candidate (jobs/NNNNNN/job.yaml),\n"
 	"index.tsv (each job's axis values), jobs.txt (one command per job, for GNU\n"
@@ -41,7 +41,7 @@ static const char usage[] =
 	"JSON document with --json.\n"
 	"\n"
 	"plot: a PNG of the summary FIGURE of DIR's finished jobs against the axis\n"
-	"AXIS (batch, layers, machines, ... as index.tsv names them), one line per\n"
+	"AXIS (batch, tokens, layers, ... as index.tsv names them), one line per\n"
 	"combination of the other axes' values, drawn by gnuplot (Debian package\n"
 	"gnuplot-nox; $GNUPLOT names another). The same results give the same bytes.\n";
 

@@ -23,11 +23,11 @@
 #include "base/num.h"
 #include "study/sweep_int.h"
 
-const char *const sweep_axis_names[AX_COUNT] = { "model", "batch", "layers", "machine", "pins", "plan_flags",
-						 "group_flags", "limits" };
+const char *const sweep_axis_names[AX_COUNT] = { "model", "batch", "tokens", "layers", "machine", "pins",
+						 "plan_flags", "group_flags", "limits" };
 /* the spec's key for each axis */
-static const char *const axis_keys[AX_COUNT] = { "models", "batch", "layers", "machines", "pins", "plan_flags",
-						 "group_flags", "limits" };
+static const char *const axis_keys[AX_COUNT] = { "models", "batch", "tokens", "layers", "machines", "pins",
+						 "plan_flags", "group_flags", "limits" };
 const char *const sweep_limit_opts[3] = { "--table-budget", "--fragment-limit", "--sram-limit" };
 const char *const sweep_limit_keys[3] = { "table_budget", "fragment_limit", "sram_limit" };
 const char *const sweep_limit_names[3] = { "tables", "fragments", "sram" };
@@ -447,8 +447,18 @@ static int pins_spread(const Val *pins)
 /* The derived model's text: a header line naming what was changed, then
  * the base model with batch (-1: kept), layers (-1: kept) and pins (NULL:
  * none) applied. */
-char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64_t layers, const Val *pins,
-			  const char *pins_label)
+/* The second dimension (the tokens) of every input of rank 3 in mapping ts. */
+static void token_counts(Derive *d, const Val *ts, int64_t tokens)
+{
+	for (int i = 0; ts && ts->kind == VAL_MAP && i < ts->n; i++) {
+		const Val *sh = map_get(&ts->items[2 * i + 1], "shape");
+		if (sh && sh->kind == VAL_SEQ && sh->n == 3)
+			add_override(d, &sh->items[1], tokens);
+	}
+}
+
+char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64_t tokens, int64_t layers,
+			  const Val *pins, const char *pins_label)
 {
 	Derive d = { NULL, 0, pins };
 	Buf b = { NULL, 0, 0 };
@@ -459,6 +469,8 @@ char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64
 		leading_batches(&d, map_get(root, "state"), batch);
 		broadcast_batches(&d, ops, batch);
 	}
+	if (tokens >= 0)
+		token_counts(&d, in, tokens);
 	for (int i = 0; layers >= 0 && ops && ops->kind == VAL_SEQ && i < ops->n; i++) {
 		const Val *c = ops->items[i].kind == VAL_MAP && map_get(&ops->items[i], "repeat") ?
 				       map_get(&ops->items[i], "count") : NULL;
@@ -471,6 +483,8 @@ char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64
 	bprintf(&b, "# Derived by amp-sweep from %s", base);
 	if (batch >= 0)
 		bprintf(&b, ", batch %" PRId64, batch);
+	if (tokens >= 0)
+		bprintf(&b, ", %" PRId64 " tokens", tokens);
 	if (layers >= 0)
 		bprintf(&b, ", %" PRId64 " layers", layers);
 	if (pins_label)
@@ -500,7 +514,7 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 	SweepAxis *ax = &s->ax[a];
 	ax->present = 1;
 	ax->line = v->line, ax->col = v->col;
-	int list = a == AX_MODEL || a == AX_BATCH || a == AX_LAYERS || a == AX_MACHINE;
+	int list = a == AX_MODEL || a == AX_BATCH || a == AX_TOKENS || a == AX_LAYERS || a == AX_MACHINE;
 	if (list ? need_seq(f, v, key, e) : need_map(f, v, key, e))
 		return -1;
 	ax->n = v->n;
@@ -519,8 +533,8 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 			if (!safe(x->label, 0))
 				return val_err(f, item, e, "file name '%s' is not letters, digits and . _ + - "
 					       "(not starting with '-')", x->label);
-		} else if (a == AX_BATCH || a == AX_LAYERS) {
-			if (val_int(f, item, 1, a == AX_BATCH ? 65536 : 1048576, &x->n, e))
+		} else if (a == AX_BATCH || a == AX_TOKENS || a == AX_LAYERS) {
+			if (val_int(f, item, 1, a == AX_LAYERS ? 1048576 : 65536, &x->n, e))
 				return -1;
 			x->label = xasprintf("%" PRId64, x->n);
 		} else {
@@ -552,7 +566,7 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 
 int sweep_load(Sweep *s, const char *path, Err *e)
 {
-	static const char *const keys[] = { "amp-sweep", "name", "models", "batch", "layers", "machines", "pins",
+	static const char *const keys[] = { "amp-sweep", "name", "models", "batch", "tokens", "layers", "machines", "pins",
 					    "plan_flags", "group_flags", "limits", NULL };
 	const Val *v;
 	int64_t version;
@@ -608,7 +622,16 @@ int sweep_load(Sweep *s, const char *path, Err *e)
 		m->doc = xcalloc(1, sizeof *m->doc);
 		if (yr_open(m->doc, m->path, e) || yr_node(m->doc, &m->root, e))
 			return -1;
-		int nrep = count_repeats(m->root);
+		int nrep = count_repeats(m->root), rank3 = 0;
+		const Val *ins = map_get(m->root, "inputs");
+		for (int k = 0; ins && ins->kind == VAL_MAP && k < ins->n; k++) {
+			const Val *sh = map_get(&ins->items[2 * k + 1], "shape");
+			rank3 += sh && sh->kind == VAL_SEQ && sh->n == 3;
+		}
+		if (s->ax[AX_TOKENS].present && !rank3)
+			return err_at(e, f, s->ax[AX_TOKENS].line, s->ax[AX_TOKENS].col,
+				      "model '%s' has no input [batch, tokens, features]; 'tokens' sets their tokens",
+				      m->label);
 		if (s->ax[AX_LAYERS].present && nrep != 1)
 			return err_at(e, f, s->ax[AX_LAYERS].line, s->ax[AX_LAYERS].col,
 				      "model '%s' has %d repeats; 'layers' sets the count of exactly one", m->label, nrep);
@@ -626,17 +649,19 @@ int sweep_load(Sweep *s, const char *path, Err *e)
 			return -1;
 	}
 	int nb = s->ax[AX_BATCH].present ? s->ax[AX_BATCH].n : 1, nl = s->ax[AX_LAYERS].present ? s->ax[AX_LAYERS].n : 1,
-	    np = s->ax[AX_PINS].present ? s->ax[AX_PINS].n : 1;
+	    np = s->ax[AX_PINS].present ? s->ax[AX_PINS].n : 1, nt = s->ax[AX_TOKENS].present ? s->ax[AX_TOKENS].n : 1;
 	for (int i = 0; i < s->ax[AX_MODEL].n; i++)
-		for (int b = 0; b < nb; b++)
+		for (int bt = 0; bt < nb * nt; bt++)
 			for (int l = 0; l < nl; l++)
 				for (int p = 0; p < np; p++) {
+					int b = bt / nt, t = bt % nt;
 					SweepValue *m = &s->ax[AX_MODEL].v[i];
 					SweepValue *bv = s->ax[AX_BATCH].present ? &s->ax[AX_BATCH].v[b] : NULL;
+					SweepValue *tv = s->ax[AX_TOKENS].present ? &s->ax[AX_TOKENS].v[t] : NULL;
 					SweepValue *lv = s->ax[AX_LAYERS].present ? &s->ax[AX_LAYERS].v[l] : NULL;
 					SweepValue *pv = s->ax[AX_PINS].present ? &s->ax[AX_PINS].v[p] : NULL;
-					char *text = sweep_derive_model(m->root, m->v->s, bv ? bv->n : -1, lv ? lv->n : -1,
-								  pv ? pv->v : NULL, pv ? pv->label : NULL);
+					char *text = sweep_derive_model(m->root, m->v->s, bv ? bv->n : -1, tv ? tv->n : -1,
+								  lv ? lv->n : -1, pv ? pv->v : NULL, pv ? pv->label : NULL);
 					Model mo;
 					Err me;
 					int rc = model_load_input(&mo, input_open_mem("derived model", text, strlen(text), &me),
@@ -646,16 +671,18 @@ int sweep_load(Sweep *s, const char *path, Err *e)
 						model_free(&mo);
 						continue;
 					}
-					const Val *at = pv ? pv->v : lv ? lv->v : bv ? bv->v : m->v;
+					const Val *at = pv ? pv->v : lv ? lv->v : tv ? tv->v : bv ? bv->v : m->v;
 					const char *msg = me.msg;
 					if (!strncmp(msg, "derived model:", 14)) {       /* its own location is no help */
 						for (int colons = 0; *msg && colons < 3; msg++)
 							colons += *msg == ':';
 						msg += *msg == ' ';
 					}
-					return val_err(f, at, e, "model '%s'%s%s%s%s%s%s%s: %s", m->label, bv ? " at batch " : "",
-						       bv ? bv->label : "", lv ? " with " : "", lv ? lv->label : "",
-						       lv ? " layers" : "", pv ? " and pins " : "", pv ? pv->label : "", msg);
+					return val_err(f, at, e, "model '%s'%s%s%s%s%s%s%s%s%s%s: %s", m->label,
+						       bv ? " at batch " : "", bv ? bv->label : "", tv ? " with " : "",
+						       tv ? tv->label : "", tv ? " tokens" : "", lv ? " with " : "",
+						       lv ? lv->label : "", lv ? " layers" : "", pv ? " and pins " : "",
+						       pv ? pv->label : "", msg);
 				}
 	return 0;
 }

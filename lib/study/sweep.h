@@ -35,7 +35,7 @@ typedef struct {
 	char *label;
 	const Val *v;           /* its value in the spec (pins: op -> pin map) */
 	char *path;             /* models, machines: the file, as opened */
-	int64_t n;              /* batch, layers */
+	int64_t n;              /* batch, tokens, layers */
 	char **words;           /* flag sets: the words */
 	int nwords;
 	int64_t lim[3];         /* limits: table budget, fragment limit, SRAM limit; -1 unset */
@@ -43,7 +43,7 @@ typedef struct {
 	Val *root;
 } SweepValue;
 
-enum { AX_MODEL, AX_BATCH, AX_LAYERS, AX_MACHINE, AX_PINS, AX_PLAN, AX_GROUP, AX_LIMITS, AX_COUNT };
+enum { AX_MODEL, AX_BATCH, AX_TOKENS, AX_LAYERS, AX_MACHINE, AX_PINS, AX_PLAN, AX_GROUP, AX_LIMITS, AX_COUNT };
 
 typedef struct {
 	int present;

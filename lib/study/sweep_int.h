@@ -74,8 +74,9 @@ static inline int safe(const char *s, int slash)
  * result records and the merge checks against the directory it is in. */
 int sweep_job_hash(const char *jobdir, char hex[17], Err *e);
 
-/* The base model rewritten with its batch, layer count and pins. */
-char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64_t layers, const Val *pins,
-			  const char *pins_label);
+/* The base model rewritten with its batch, tokens (every rank-3 input's
+ * second dimension), layer count and pins (-1, NULL: kept). */
+char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64_t tokens, int64_t layers,
+			  const Val *pins, const char *pins_label);
 
 #endif

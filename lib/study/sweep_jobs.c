@@ -78,6 +78,8 @@ static char *variant_name(const Sweep *s, const int idx[AX_COUNT])
 	bprintf(&b, "%s", s->ax[AX_MODEL].v[idx[AX_MODEL]].label);
 	if (idx[AX_BATCH] >= 0)
 		bprintf(&b, "-b%s", s->ax[AX_BATCH].v[idx[AX_BATCH]].label);
+	if (idx[AX_TOKENS] >= 0)
+		bprintf(&b, "-t%s", s->ax[AX_TOKENS].v[idx[AX_TOKENS]].label);
 	if (idx[AX_LAYERS] >= 0)
 		bprintf(&b, "-l%s", s->ax[AX_LAYERS].v[idx[AX_LAYERS]].label);
 	if (idx[AX_PINS] >= 0)
@@ -179,6 +181,7 @@ static int build_files(const Sweep *s, const char *dir, const char *runner, File
 			const SweepValue *m = &s->ax[AX_MODEL].v[idx[AX_MODEL]];
 			const SweepValue *pv = idx[AX_PINS] >= 0 ? &s->ax[AX_PINS].v[idx[AX_PINS]] : NULL;
 			char *text = sweep_derive_model(m->root, m->v->s, idx[AX_BATCH] >= 0 ? s->ax[AX_BATCH].v[idx[AX_BATCH]].n : -1,
+						  idx[AX_TOKENS] >= 0 ? s->ax[AX_TOKENS].v[idx[AX_TOKENS]].n : -1,
 						  idx[AX_LAYERS] >= 0 ? s->ax[AX_LAYERS].v[idx[AX_LAYERS]].n : -1,
 						  pv ? pv->v : NULL, pv ? pv->label : NULL);
 			add_file(fs, xasprintf("models/%s.yaml", model), text, strlen(text));

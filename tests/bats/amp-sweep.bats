@@ -554,8 +554,9 @@ sweep_rejects() {
 	sweep_rejects bad-label 5:3 "label 'direct weights' is not letters, digits and . _ + - (not starting with '-')"
 	sweep_rejects flag-quote 5:6 "a character a shell or make would change"
 	sweep_rejects model-missing 3:44 "cannot open model"
+	sweep_rejects tokens-no-input 4:9 "model 'siglip-so400m-1layer' has no input [batch, tokens, features]"
 	# every tests/bad/sweep-* file is one of these
-	assert_equal "$(ls "$BAD"/sweep-*.yaml | wc -l)" 17
+	assert_equal "$(ls "$BAD"/sweep-*.yaml | wc -l)" 18
 }
 
 @test "sweep: batch sets every state's leading dimension with the inputs', so a decoder's cache follows the batch" {
@@ -577,4 +578,33 @@ EOF2
 	run --separate-stderr amp-sweep jobs -o batch "$ROOT/sweeps/decode-batch.yaml"
 	assert_success
 	assert_equal "$stderr" "amp-sweep: 12 jobs in batch/jobs.txt"
+}
+
+@test "sweep: tokens sets every [batch, tokens, features] input's tokens, and names the derived model with -tN" {
+	cat > pre.yaml <<EOF2
+amp-sweep: 1
+name: pre
+models: [$MODELS/qwen2.5-0.5b-1layer-prefill.yaml]
+batch: [1, 2]
+tokens: [16, 64]
+EOF2
+	run --separate-stderr amp-sweep jobs -o study pre.yaml
+	assert_success
+	assert_equal "$stderr" "amp-sweep: 4 jobs in study/jobs.txt"
+	assert_equal "$(head -1 study/index.tsv)" "$(printf 'job\tmodel\tbatch\ttokens')"
+	local b t
+	for b in 1 2; do
+		for t in 16 64; do
+			run grep -c "tok: {shape: \[$b, $t, 1\]\|pos: {shape: \[$b, $t, 1\]\|cache: {shape: \[$b, 2048, 256\]" \
+				"study/models/qwen2.5-0.5b-1layer-prefill-b$b-t$t.yaml"
+			assert_output 3
+			run head -1 "study/models/qwen2.5-0.5b-1layer-prefill-b$b-t$t.yaml"
+			assert_output --partial ", batch $b, $t tokens."
+		done
+	done
+	# without the axis, the index has no tokens column
+	sed '/^tokens:/d' pre.yaml > plain.yaml
+	run --separate-stderr amp-sweep jobs -o plain plain.yaml
+	assert_success
+	assert_equal "$(head -1 plain/index.tsv)" "$(printf 'job\tmodel\tbatch')"
 }
