@@ -19,11 +19,13 @@ static const char usage[] =
 	"transfers, bytes, largest row, fragments, modelled cycles and floor\n"
 	"(the fewest cycles any order of its transfers allows); per compute\n"
 	"step its modelled cycles (the machine's compute cost model); per op\n"
-	"and in total compute, exchange, sync and local-copy cycles; the\n"
-	"model's floor (essential compute, movement and syncs spread over\n"
-	"every tile) beside the total; and phase_traffic, one record per\n"
-	"movement class. Query it with jq (share/jq/). With the machine's clock\n"
-	"(machine file version 3), microseconds per run and images/s or tokens/s.\n";
+	"and in total compute, exchange, sync and local-copy cycles; beside the\n"
+	"total, the model's bound, which no plan of it beats (compute over\n"
+	"every tile, a matmul call per chained product, forced syncs, a\n"
+	"Loomis-Whitney movement term), and this plan's movement floor (an\n"
+	"efficiency figure); and phase_traffic, one record per movement class.\n"
+	"Query it with jq (share/jq/). With the machine's clock (machine file\n"
+	"version 3), microseconds per run and images/s or tokens/s.\n";
 
 static const char epilogue[] =
 	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
