@@ -86,16 +86,18 @@ static void zip(Plan *pl, int f0, int f1, int f2)
 	free(out);
 }
 
-void zip_siblings(Builder *b, const int *op_first)
+void zip_siblings(Builder *b, const int *op_first, const int *op_end)
 {
 	const Model *m = b->m;
 	for (int i = 0; i + 1 < m->nops; i++) {
 		const MOp *p = &m->ops[i], *q = &m->ops[i + 1];
 		const MTensor *a = &m->t[p->in[0]];
+		/* adjacent: no repeat's carry between them (nor after: op_end) */
 		if (p->kind != OP_MATMUL || q->kind != OP_MATMUL || p->in[0] != q->in[0] || p->rep != q->rep ||
-		    a->rank != 3 || a->shape[0] * a->shape[1] * WIDE_MIN_COLS > b->mc->tiles)
+		    a->rank != 3 || a->shape[0] * a->shape[1] * WIDE_MIN_COLS > b->mc->tiles ||
+		    op_end[i] != op_first[i + 1])
 			continue;
-		zip(b->pl, op_first[i], op_first[i + 1], op_first[i + 2]);
+		zip(b->pl, op_first[i], op_first[i + 1], op_end[i + 1]);
 		i++;            /* a pair at a time */
 	}
 }
@@ -106,7 +108,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
 {
 	Builder b;
-	int *op_first = NULL;
+	int *op_first = NULL, *op_end = NULL;
 	memset(&b, 0, sizeof b);
 	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
 	b.price = price, b.memo = memo, b.prefix = -1;
@@ -156,7 +158,8 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_INPUT && m->t[i].rank == 3)
 			canonical(&b, i);
-	op_first = xcalloc((size_t)m->nops + 2, sizeof *op_first);
+	op_first = xcalloc((size_t)m->nops + 1, sizeof *op_first);
+	op_end = xcalloc((size_t)m->nops + 1, sizeof *op_end);
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
 		int r = op->rep, first = -1, ns0 = pl->ns;
@@ -216,7 +219,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		/* What the op put on every tile's tables, for the ops after it. */
 		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 && trial_op(&b, op, ns0, e))
 			goto out;
-		op_first[i + 1] = pl->ns;
+		op_end[i] = pl->ns;             /* before a repeat's closing carry */
 		if (r >= 0 && m->rep[r].last == i) {
 			plan_carry(&b, m->rep[r].name, op->out, m->rep[r].carry);
 			Repeat x = { xstrdup(m->rep[r].name), b.body, pl->ns - 1, m->rep[r].count };
@@ -224,7 +227,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			pl->r[pl->nr++] = x;
 		}
 	}
-	zip_siblings(&b, op_first);
+	zip_siblings(&b, op_first, op_end);
 	if (plan_check(pl, m->file, e) || fit_check_memory(&b, e))
 		goto out;
 	rc = 0;
@@ -240,6 +243,7 @@ out:
 	free(b.last_use);
 	free(b.wide);
 	free(op_first);
+	free(op_end);
 	if (rc)
 		plan_free(pl);
 	return rc;

@@ -175,8 +175,9 @@ int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
 
 /* planner_build.c: one build (stop may be NULL); is attempt i past the
  * first that fit? zip_siblings: two GEMMs of few rows reading the same a
- * (op_first[i]: op i's first step) share their phases. */
-void zip_siblings(Builder *b, const int *op_first);
+ * share their phases (op i's steps are [op_first[i], op_end[i]), a
+ * repeat's carries outside every op's). */
+void zip_siblings(Builder *b, const int *op_first, const int *op_end);
 int past_stop(Stop *stop, int i);
 int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);

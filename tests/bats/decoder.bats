@@ -269,3 +269,21 @@ positions_npy() {
 	assert_success
 	assert_line --index 0 'movement: byte-exact after every phase (18 phases)'
 }
+
+@test "decoder: sibling GEMMs that end a repeat's body share their phases and leave its carry last" {
+	local m=$ROOT/tests/models/siblings-end.yaml
+	amp-plan "$m" -o p.yaml
+	# the body is steps 1..11: m1's and m2's deliveries together, then their
+	# products, and the carry last (m1's reduce and result come after m2's result)
+	run grep -c '^- {repeat: layers, steps: \[1, 11\], count: 3}$' p.yaml
+	assert_output 1
+	run sed -n 's/^- {step: \([0-9]*\), \(copy\|compute\): \([a-z]*\), op: \([a-z0-9]*\),.*/\1 \3 \4/p' p.yaml
+	assert_line --index 11 '11 carry layers'
+	assert_line --index 12 '12 gelu act'
+	assert_line --index 3 '3 activation m2'
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-emit --model "$m" g.yaml -o p.amp
+	run --separate-stderr amp-run --model "$m" p.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+}
