@@ -15,7 +15,7 @@ typedef struct {
 /* Does the kind's cost read the input shard, or the output shard alone? */
 static int reads_input(ComputeKind k)
 {
-	return k == C_MATMUL || k == C_LAYERNORM || k == C_RMSNORM || k == C_REDUCE || k == C_ATTENTION ||
+	return k == C_MATMUL || k == C_LAYERNORM || k == C_RMSNORM || k == C_SUMSQ || k == C_REDUCE || k == C_ATTENTION ||
 	       k == C_MERGE || k == C_APPEND;
 }
 
@@ -31,6 +31,7 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 	}
 	case C_LAYERNORM:
 	case C_RMSNORM:
+	case C_SUMSQ:
 	case C_REDUCE:
 	case C_MERGE:
 		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;

@@ -211,8 +211,87 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
  * headroom, is built, and kept when it fits: the fastest fitting plan
  * found. Without a fit verdict (--no-fit-check and no o->fit) there is
  * nothing to fall back on. */
+static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+		     Explain *ex, Err *e);
+
+/* Homes cut as their GEMMs want them. A GEMM of one row block keeps its
+ * weights where they are (build_matmul's weight-stationary case) only
+ * when its b blocks are its home's, and param_home cuts a home into as
+ * many shards as the tiles allow, which the GEMM's own choice (by exact
+ * lowering) may not be. So when the plan has such a GEMM whose b, a
+ * parameter no other op reads, is cut otherwise, the model is planned
+ * again with that home cut as the GEMM's grid cuts it, and the faster of
+ * the two plans that fit is kept (ties: the first). */
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
+{
+	int rc = build_cut(pl, m, mc, o, ex, e);
+	if (rc || o->home_cut || o->objective != OBJ_CYCLES)
+		return rc;
+	int64_t *cut = xcalloc((size_t)(2 * m->nt + 2), sizeof *cut);
+	int any = 0;
+	for (int g = 0; g < pl->ng; g++) {
+		const Gemm *G = &pl->g[g];
+		int t = model_find(m, pl->t[G->b].name), home = -1, readers = 0;
+		for (int i = 0; t >= 0 && i < m->nops; i++)
+			for (int k = 0; k < m->ops[i].nin; k++)
+				readers += m->ops[i].in[k] == t;
+		for (int i = 0; i < pl->np && home < 0; i++)
+			if (pl->p[i].tensor == G->b && !strcmp(strrchr(pl->p[i].name, '@'), "@home"))
+				home = i;
+		if (G->grid[0] != 1 || t < 0 || m->t[t].role != T_PARAM || readers != 1 || home < 0 ||
+		    pl->p[home].layout != LAYOUT_TRANSPOSED_RIGHT ||
+		    (pl->p[home].split[0] == G->grid[1] && pl->p[home].split[1] == G->grid[2]))
+			continue;
+		cut[2 * t] = G->grid[1], cut[2 * t + 1] = G->grid[2], any = 1;
+	}
+	if (!any) {
+		free(cut);
+		return 0;
+	}
+	PlanOpts c = *o;
+	Err fit2 = { 0 };
+	int fell2 = 0;
+	Descent d2 = { 0 };
+	c.home_cut = cut;
+	c.fit = o->fit ? &fit2 : NULL, c.fell_back = o->fell_back ? &fell2 : NULL;
+	c.descent = o->descent ? &d2 : NULL;
+	Plan p2;
+	Err e2;
+	Fit f1, f2;
+	Explain *ex2 = ex ? xcalloc((size_t)m->nops + 1, sizeof *ex2) : NULL;
+	int rc2 = build_cut(&p2, m, mc, &c, ex2, &e2);
+	if (!rc2) {
+		plan_fit(pl, FIT_CYCLES, &f1);
+		plan_fit(&p2, FIT_CYCLES, &f2);
+		if (fit_ok(&f2) && (!fit_ok(&f1) || f2.cycles < f1.cycles)) {
+			plan_free(pl);
+			*pl = p2;
+			if (o->fit)
+				*o->fit = fit2;
+			if (o->fell_back)
+				*o->fell_back = fell2;
+			if (o->descent) {
+				descent_free(o->descent);
+				*o->descent = d2, d2 = (Descent){ 0 };
+			}
+			for (int i = 0; ex && i < m->nops; i++) {
+				Explain x = ex[i];
+				ex[i] = ex2[i], ex2[i] = x;
+			}
+		} else {
+			plan_free(&p2);
+		}
+	}
+	descent_free(&d2);
+	explain_free(ex2, ex2 ? m->nops : 0);
+	free(ex2);
+	free(cut);
+	return 0;
+}
+
+static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+		     Explain *ex, Err *e)
 {
 	Err fit = { 0 };
 	PlanOpts c = *o;

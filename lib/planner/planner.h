@@ -66,6 +66,10 @@ typedef struct {
 	Descent *descent;       /* cycles, when set: the descent's tries (descent_free) */
 	PlanProgress progress;  /* or NULL */
 	void *progress_ctx;
+	/* plan_build's own second pass (NULL from its callers): per model
+	 * tensor t, home_cut[2t] and [2t + 1] the K and column cut of a GEMM
+	 * operand b's home (0: param_home's own) */
+	const int64_t *home_cut;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

@@ -132,6 +132,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			if (m->ops[i].in[k] >= 0)
 				b.last_use[m->ops[i].in[k]] = i;
 	b.wide = wide_tensors(m, mc);
+	b.resident_norms = 1;
 
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];
@@ -146,13 +147,15 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		int pt = add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
 		pl->t[pt].count = t->count;
 	}
-	for (int i = 0; i < m->nt; i++)
-		if (m->t[i].role == T_PARAM && !param_host_only(m, i))
-			param_home(&b, i, param_consumed_as_b(m, i));
+	/* States first: their homes are fixed (state_home), and the
+	 * parameters' then go where room is left. */
 	int64_t top = mc->tiles;
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_STATE)
 			top = state_home(&b, i, top);
+	for (int i = 0; i < m->nt; i++)
+		if (m->t[i].role == T_PARAM && !param_host_only(m, i))
+			param_home(&b, i, param_consumed_as_b(m, i));
 	if (fit_check_params(&b, e))
 		goto out;
 	for (int i = 0; i < m->nt; i++)

@@ -195,7 +195,10 @@ int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 	for (int i = 0; i < pl->np; i++) {
 		int home = plan_state_home(pl, i);      /* resident too: a state's home */
 		if ((pl->t[pl->p[i].tensor].role == R_PARAM && plan_writer(pl, i) < 0) || home)
-			params += place_total_bytes(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+			/* each byte once: a home kept beside several owners (a
+			 * resident norm vector) is this plan's choice, not a need */
+			params += place_total_bytes(&pl->p[i]) / place_replicas(&pl->p[i]) *
+				  pl->t[pl->p[i].tensor].count;
 		state |= home;
 	}
 	next_steps(pl, f, cdiv(params, T), next, sizeof next);

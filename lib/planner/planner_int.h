@@ -67,6 +67,7 @@ typedef struct {
 	int *canon;             /* plan tensor -> its canonical/home placement */
 	int64_t *base;          /* per tile: bytes of homes */
 	int64_t next_tile;      /* rotating pointer for homes */
+	int resident_norms;     /* norm vectors of few rows homed on their owners (norm_resident) */
 	int *last_use;          /* model tensor -> last op reading it */
 	unsigned char *wide;    /* model tensor -> 1: its canonical owners split its columns too
 				   (wide_tensors) */
@@ -150,6 +151,8 @@ int64_t largest_uniform(int64_t n, int64_t limit);
  * home from tile top on, returning the next free tile; is parameter t read
  * by the host alone; is it some GEMM's b? */
 int param_home(Builder *b, int tensor, int panels);
+int norm_resident(const Builder *b, int t, Placement *p);
+void owners_vector(const Placement *o, int64_t n, Placement *p);
 int64_t state_home(Builder *b, int tensor, int64_t top);
 int param_host_only(const Model *m, int t);
 int param_consumed_as_b(const Model *m, int t);

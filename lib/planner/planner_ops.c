@@ -14,6 +14,15 @@ static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int ow
 	Placement p;
 	int existed, st, rep;
 
+	if (b->resident_norms && norm_resident(b, tensor, &p))
+		return b->canon[tensor];        /* its home is this placement (param_home) */
+	if (pl->p[owners_of].split[2] > 1) {   /* wide owners: each tile its block, from the home */
+		owners_vector(&pl->p[owners_of], pl->t[tensor].shape[0], &p);
+		rep = add_place(pl, &p, tensor, "owners", &existed);
+		if (!existed)
+			add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], rep);
+		return rep;
+	}
 	memset(&p, 0, sizeof p);
 	p.layout = LAYOUT_ROW_MAJOR;
 	p.split[0] = 1;
@@ -55,6 +64,36 @@ static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, i
 	return d;
 }
 
+/* A wide rmsnorm's rows are cut into column blocks (x's canonical
+ * placement): each block's tile sums its squares (sumsq, into an fp32
+ * partial [B, T, blocks] cut like x), and every tile of a row receives
+ * all of its row's sums (the partial whole per row, replicated over the
+ * row's tiles): the norm's third input. */
+static int row_sums(Builder *b, const char *op, int x)
+{
+	Plan *pl = b->pl;
+	const Placement xc = pl->p[x];          /* a copy: add_place may move pl->p */
+	const PTensor *xt = &pl->t[xc.tensor];
+	int64_t nc = xc.split[2], shape[3] = { xt->shape[0], xt->shape[1], nc };
+	size_t len = strlen(op) + 16;
+	char *name = xmalloc(len);
+	snprintf(name, len, "%s.sumsq", op);
+	for (int k = 2; plan_find_tensor(pl, name) >= 0; k++)
+		snprintf(name, len, "%s.sumsq.%d", op, k);
+	int t = add_tensor(pl, name, R_PARTIAL, 3, shape, FMT_FP32, 0), existed;
+	free(name);
+	Placement p = xc;
+	p.name = NULL;
+	p.block[2] = 1;
+	int part = add_place(pl, &p, t, "part", &existed);
+	add_compute(pl, op, C_SUMSQ, &x, 1, part, 0);
+	p.split[2] = 1, p.block[2] = nc, p.stride[2] = 0;
+	p.nrep = 1, p.rep[0] = nc, p.rstride[0] = xc.stride[2];
+	int row = add_place(pl, &p, t, "rows", &existed);
+	add_copy(pl, op, OPD_PARTIAL, MOVE_REDUCTION, part, row);
+	return row;
+}
+
 void plan_rowlocal(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
@@ -78,6 +117,8 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		for (int k = 1; k < op->nin; k++)
 			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
 					      plan_find_tensor(pl, m->t[op->in[k]].name), in[0]);
+	if (op->kind == OP_RMSNORM && pl->p[in[0]].split[2] > 1)
+		in[nin++] = row_sums(b, op->name, in[0]);
 	p = pl->p[in[0]];
 	p.name = NULL;
 	b->canon[out] = add_place(pl, &p, out, "canon", &existed);

@@ -125,82 +125,104 @@ void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 	p->stride[2] = nc > 1 ? 1 : 0;
 }
 
-/* Does op read tensor t, and as which input? (-1: it does not) */
-static int reads(const MOp *op, int t)
+/* Union-find over tensors: the classes whose members must be cut alike. */
+static int uf_find(int *c, int x)
 {
-	for (int k = 0; k < op->nin; k++)
-		if (op->in[k] == t)
-			return k;
-	return -1;
+	while (c[x] != x)
+		x = c[x] = c[c[x]];
+	return x;
 }
 
-/* Can every reader of t (and of what elementwise ops make of it) take it
- * cut into column blocks? silu, gelu and mul work element by element; a
- * matmul takes it as a (its delivery intersects any cut); mul's other
- * input must be cut alike (wide too). Anything else (a norm, an add into
- * the residual, rope, attention, the repeat's carry, an output) wants
- * whole rows. */
-static int wide_ok(const Model *m, const unsigned char *w, int t)
+static void uf_join(int *c, int a, int b)
 {
-	if (m->t[t].output)
-		return 0;
-	for (int r = 0; r < m->nrep; r++)
-		if (m->rep[r].in == t || m->rep[r].carry == t || m->ops[m->rep[r].last].out == t)
-			return 0;
-	for (int i = 0; i < m->nops; i++) {
-		const MOp *op = &m->ops[i];
-		int k = reads(op, t);
-		if (k < 0)
-			continue;
-		if (op->kind == OP_MATMUL && k == 0)
-			continue;
-		if (op->kind == OP_MUL) {
-			int other = op->in[1 - k];
-			if (!w[other] || m->t[other].rank != 3)
-				return 0;
-			for (int d = 0; d < 3; d++)
-				if (m->t[other].shape[d] != m->t[t].shape[d])
-					return 0;
-		} else if (op->kind != OP_SILU && op->kind != OP_GELU)
-			return 0;
-		if (!wide_ok(m, w, op->out))
-			return 0;
-	}
-	return 1;
+	a = uf_find(c, a), b = uf_find(c, b);
+	if (a != b)
+		c[a > b ? a : b] = a < b ? a : b;
 }
 
 /* The row-local work of a few token rows (a decode step's) crowds their
- * few owners: a GEMM's result whose rows leave at least WIDE_MIN_COLS
- * tiles each, and whose readers all work element by element (wide_ok),
- * is owned wide, and so is what silu, gelu and mul make of it. Decided
- * once per model, the same for every ownership and attempt. */
+ * few owners, so their tensors are owned wide where every reader allows
+ * it. Tensors that must be cut alike form classes: what a row-local op
+ * makes sits where its first input does (silu, gelu, cast, mul, add,
+ * rmsnorm), mul's and add's two inputs are cut alike, and a repeat's
+ * input, carry and body result are one. A class is wide when each of
+ * its tensors is a [batch, tokens, features] activation (or input) of
+ * few rows (rows x WIDE_MIN_COLS <= tiles), at least 2 x WIDE_UNIT
+ * wide, no output, and read only by ops that take column blocks: the
+ * row-local ops above (rmsnorm through its rows' sums of squares,
+ * plan_rowlocal), a matmul as a; and when some member is a matmul's or
+ * attention's result, made where the class wants it. Anything else (a
+ * layernorm, rope, attention, an add of a table, an append) wants whole
+ * rows. Decided once per model, the same for every ownership and attempt. */
 unsigned char *wide_tensors(const Model *m, const Machine *mc)
 {
-	unsigned char *cand = xcalloc((size_t)m->nt + 1, 1), *w = xcalloc((size_t)m->nt + 1, 1);
+	int n = m->nt;
+	int *c = xmalloc((size_t)(n + 1) * sizeof *c);
+	unsigned char *bad = xcalloc((size_t)n + 1, 1), *seed = xcalloc((size_t)n + 1, 1);
+	unsigned char *w = xcalloc((size_t)n + 1, 1);
+	for (int t = 0; t < n; t++) {
+		const MTensor *x = &m->t[t];
+		c[t] = t;
+		bad[t] = x->rank != 3 || (x->role != T_ACT && x->role != T_INPUT) || x->output ||
+			 x->shape[0] * x->shape[1] * WIDE_MIN_COLS > mc->tiles || x->shape[2] < 2 * WIDE_UNIT;
+	}
+	for (int r = 0; r < m->nrep; r++) {
+		uf_join(c, m->rep[r].in, m->rep[r].carry);
+		uf_join(c, m->rep[r].carry, m->ops[m->rep[r].last].out);
+	}
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
-		const MTensor *t = &m->t[op->out];
-		if ((op->kind == OP_MATMUL || op->kind == OP_ATTENTION) && t->role == T_ACT && t->rank == 3 &&
-		    t->shape[0] * t->shape[1] * WIDE_MIN_COLS <= mc->tiles && t->shape[2] >= 2 * WIDE_UNIT)
-			cand[op->out] = 1;
-	}
-	/* w: the candidates and what silu, gelu and mul make of them (in op
-	 * order); a candidate some reader cannot take wide is dropped, and
-	 * with it what was made of it, until none is. */
-	for (int changed = 1; changed;) {
-		changed = 0;
-		memset(w, 0, (size_t)m->nt + 1);
-		for (int i = 0; i < m->nops; i++) {
-			const MOp *op = &m->ops[i];
-			if (cand[op->out] ||
-			    ((op->kind == OP_SILU || op->kind == OP_GELU || op->kind == OP_MUL) && w[op->in[0]]))
-				w[op->out] = 1;
+		switch (op->kind) {
+		case OP_MUL:
+		case OP_ADD:
+			if (m->t[op->in[1]].role == T_PARAM || m->t[op->in[1]].rank != 3 ||
+			    memcmp(m->t[op->in[1]].shape, m->t[op->in[0]].shape, 3 * sizeof *m->t[0].shape))
+				bad[op->in[0]] = bad[op->in[1]] = 1;
+			else
+				uf_join(c, op->in[0], op->in[1]);
+			/* fall through */
+		case OP_SILU:
+		case OP_GELU:
+		case OP_CAST:
+		case OP_RMSNORM:
+			uf_join(c, op->in[0], op->out);
+			break;
+		case OP_MATMUL:
+			seed[op->out] = 1;      /* a (in[0]) any cut; b is a parameter */
+			break;
+		case OP_ATTENTION:
+			seed[op->out] = 1;
+			for (int k = 0; k < op->nin; k++)
+				if (op->in[k] >= 0)
+					bad[op->in[k]] = 1;
+			break;
+		case OP_EMBED:                  /* made on the host, where its owners want it */
+			break;
+		case OP_LAYERNORM:
+		case OP_ROPE:
+			uf_join(c, op->in[0], op->out);
+			/* fall through */
+		default:
+			for (int k = 0; k < op->nin; k++)
+				if (op->in[k] >= 0)
+					bad[op->in[k]] = 1;
+			if (op->out >= 0)
+				bad[op->out] = 1;
+			break;
 		}
-		for (int i = 0; i < m->nt; i++)
-			if (cand[i] && !wide_ok(m, w, i))
-				cand[i] = 0, changed = 1;
 	}
-	free(cand);
+	unsigned char *cbad = xcalloc((size_t)n + 1, 1), *cseed = xcalloc((size_t)n + 1, 1);
+	for (int t = 0; t < n; t++) {
+		cbad[uf_find(c, t)] |= bad[t];
+		cseed[uf_find(c, t)] |= seed[t];
+	}
+	for (int t = 0; t < n; t++)
+		w[t] = !cbad[uf_find(c, t)] && cseed[uf_find(c, t)];
+	free(c);
+	free(bad);
+	free(seed);
+	free(cbad);
+	free(cseed);
 	return w;
 }
 
@@ -219,6 +241,93 @@ static void add_home_bytes(Builder *b, const Placement *p);
 /* A parameter's home: transposed-right panels when a matmul consumes it as
  * b, row-major otherwise; cut on panel (or 16-element) boundaries into as
  * many shards as the tiles allow, placed from the rotating pointer. */
+/* A home's first tile: of every shift of p around the tiles, the one
+ * whose busiest tile (homes so far, b->base, plus p's shards, every
+ * stacked instance) is least loaded; ties go to the first from the
+ * rotating pointer on. Placing homes where there is room, not merely
+ * next, leaves a GEMM free to keep its weights where its home is
+ * (build_matmul's weight-stationary case) without one tile overflowing
+ * where the homes happen to pile up. */
+static int64_t least_loaded_base(const Builder *b, Placement *p, int tensor)
+{
+	int64_t T = b->mc->tiles, best = -1, bestmax = INT64_MAX;
+	int64_t *own = xcalloc((size_t)T, sizeof *own);
+	const PTensor *pt = &b->pl->t[tensor];
+	p->base = 0;
+	p->tensor = tensor, p->fmt = pt->fmt, p->rank = pt->rank;
+	memcpy(p->shape, pt->shape, sizeof p->shape);
+	place_each(p, T, add_bytes, own);
+	int64_t n = 0, *at = xmalloc((size_t)T * sizeof *at);
+	for (int64_t t = 0; t < T; t++)
+		if (own[t])
+			own[n] = own[t] * pt->count, at[n++] = t;
+	for (int64_t k = 0; k < T; k++) {
+		int64_t s = (b->next_tile + k) % T, worst = 0;
+		for (int64_t j = 0; j < n && worst < bestmax; j++) {
+			int64_t v = b->base[(at[j] + s) % T] + own[j];
+			worst = v > worst ? v : worst;
+		}
+		if (worst < bestmax)
+			bestmax = worst, best = s;
+	}
+	free(own);
+	free(at);
+	return best;
+}
+
+/* A vector of n features beside every owner row of o (a canonical
+ * [B, T, C] placement): whole on each owner, replicated once per owner;
+ * or, o wide (column blocks), cut like o's columns and replicated once
+ * per row, so each tile holds the features of its own block. */
+void owners_vector(const Placement *o, int64_t n, Placement *p)
+{
+	int64_t rows = o->split[0] * o->split[1], nc = o->split[2];
+	memset(p, 0, sizeof *p);
+	p->layout = LAYOUT_ROW_MAJOR;
+	p->base = o->base;
+	if (nc > 1)
+		p->split[0] = nc, p->block[0] = o->block[2], p->stride[0] = o->stride[2];
+	else
+		p->split[0] = 1, p->block[0] = n;
+	if (rows > 1)                   /* rows lie at a uniform stride: canonical_of */
+		p->nrep = 1, p->rep[0] = rows, p->rstride[0] = o->split[1] > 1 ? o->stride[1] : o->stride[0];
+}
+
+/* Is parameter t read only by norms, as their scale or bias, of wide
+ * rows (a decode step's, wide_tensors), all of them owned alike? Then *p
+ * is owners_vector's placement beside those rows, where it stays: a few
+ * kilobytes a tile that would otherwise cross every layer. */
+int norm_resident(const Builder *b, int t, Placement *p)
+{
+	const Model *m = b->m;
+	int n = 0;
+	Placement o;
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		for (int k = 0; k < op->nin; k++) {
+			if (op->in[k] != t)
+				continue;
+			const MTensor *x = &m->t[op->in[0]];
+			if ((op->kind != OP_RMSNORM && op->kind != OP_LAYERNORM) || k == 0 || x->rank != 3 ||
+			    x->shape[0] * x->shape[1] * WIDE_MIN_COLS > b->mc->tiles)
+				return 0;
+			Placement c;
+			canonical_of(b, &b->pl->t[op->in[0]], &c);
+			c.rank = 3;
+			if (c.split[2] < 2)
+				return 0;               /* rows owned whole: copied, as before */
+			if (n++ && (c.base != o.base || memcmp(c.split, o.split, sizeof c.split) ||
+				    memcmp(c.block, o.block, sizeof c.block) || memcmp(c.stride, o.stride, sizeof c.stride)))
+				return 0;
+			o = c;
+		}
+	}
+	if (!n || m->t[t].rank != 1)
+		return 0;
+	owners_vector(&o, m->t[t].shape[0], p);
+	return 1;
+}
+
 int param_home(Builder *b, int tensor, int panels)
 {
 	const PTensor *t = &b->pl->t[tensor];
@@ -226,10 +335,18 @@ int param_home(Builder *b, int tensor, int panels)
 	Placement p;
 	int existed;
 
+	if (!panels && b->resident_norms && norm_resident(b, tensor, &p)) {
+		int i = add_place(b->pl, &p, tensor, "home", &existed);
+		b->canon[tensor] = i;
+		add_home_bytes(b, &b->pl->p[i]);
+		return i;
+	}
 	memset(&p, 0, sizeof p);
 	if (panels) {
 		int64_t ks = cdiv(t->shape[0], fmt_mu(t->fmt)), cg = cdiv(t->shape[1], 16);
 		int64_t pc = largest_uniform(cg, T), pk = largest_uniform(ks, T / pc);
+		if (b->o->home_cut && b->o->home_cut[2 * tensor])      /* the cut its GEMM wants */
+			pk = b->o->home_cut[2 * tensor], pc = b->o->home_cut[2 * tensor + 1];
 		p.layout = LAYOUT_TRANSPOSED_RIGHT;
 		p.split[0] = pk, p.block[0] = cdiv(ks, pk) * fmt_mu(t->fmt), p.stride[0] = pc;
 		p.split[1] = pc, p.block[1] = cdiv(cg, pc) * 16, p.stride[1] = 1;
@@ -243,7 +360,7 @@ int param_home(Builder *b, int tensor, int panels)
 			p.split[0] = pr, p.block[0] = cdiv(t->shape[0], pr), p.stride[0] = pc;
 		}
 	}
-	p.base = b->next_tile;
+	p.base = least_loaded_base(b, &p, tensor);
 	int i = add_place(b->pl, &p, tensor, "home", &existed);
 	b->canon[tensor] = i;
 	b->next_tile = (b->next_tile + place_shards(&b->pl->p[i])) % T;

@@ -27,7 +27,7 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_GELU: return c == C_GELU;
 	case OP_ADD: return c == C_ADD;
 	case OP_LAYERNORM: return c == C_LAYERNORM;
-	case OP_RMSNORM: return c == C_RMSNORM;
+	case OP_RMSNORM: return c == C_RMSNORM || c == C_SUMSQ;
 	case OP_SILU: return c == C_SILU;
 	case OP_MUL: return c == C_MUL;
 	case OP_ROPE: return c == C_ROPE;
@@ -48,6 +48,20 @@ static ComputeKind primary(OpKind k)
 		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE, [OP_APPEND] = C_APPEND,
 		[OP_LAST] = C_LAST };
 	return p[k];
+}
+
+/* Is rmsnorm step st's third input the sums of squares that a sumsq step
+ * of the same op made from st's own rows (a copy of them, moved)? */
+static int sums_of(const Plan *pl, const Step *st, const char *op)
+{
+	int t = pl->p[st->in[2]].tensor;
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *q = &pl->s[s];
+		if (q->kind == STEP_COMPUTE && q->compute == C_SUMSQ && !strcmp(q->op, op) &&
+		    pl->p[q->out].tensor == t && pl->p[q->in[0]].tensor == pl->p[st->in[0]].tensor)
+			return 1;
+	}
+	return 0;
 }
 
 int run_check_steps(const Plan *pl, const Model *m, Err *e)
@@ -93,7 +107,11 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 		/* the model's operands in order (attention reads k and v from in[1],
 		 * then its positions) */
 		int nin = op->kind == OP_ATTENTION ? op->nin + 1 : op->nin;
-		if (st->nin != nin)
+		if (op->kind == OP_RMSNORM && st->nin == nin + 1 && !sums_of(pl, st, op->name))
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as its rows' sums of "
+				      "squares, which no sumsq step of the op makes from '%s'", op->name, found,
+				      held(pl, st->in[nin]), held(pl, st->in[0]));
+		if (st->nin != nin && !(op->kind == OP_RMSNORM && st->nin == nin + 1))
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads %d operands, the model %d",
 				      op->name, found, st->nin, nin);
 		for (int k = 0; k < nin; k++) {

@@ -194,17 +194,35 @@ static void *compute_tiles(void *arg)
 			free(b);
 			break;
 		}
+		case C_SUMSQ:                   /* each row's sum of squares over the shard's columns */
+			for (int64_t r = 0; r < R; r++) {
+				float ss = 0;
+				for (int64_t c = 0; c < la.cols; c++)
+					ss += a[r * la.cols + c] * a[r * la.cols + c];
+				res[r * C] = ss;
+			}
+			break;
 		case C_RMSNORM: {
+			/* over the row's C columns, or (a third input) over the whole
+			 * row whose column blocks' sums of squares it holds */
 			float *g = run_read_shard(m, st->in[1], t, &lb);
+			float *sums = st->nin > 2 ? run_read_shard(m, st->in[2], t, &lc) : NULL;
+			const PTensor *xt = &m->pl->t[m->pl->p[st->in[0]].tensor];
+			float width = (float)(sums ? xt->shape[xt->rank - 1] : C);
 			for (int64_t r = 0; r < R; r++) {
 				const float *x = a + r * C;
 				float ss = 0;
-				for (int64_t c = 0; c < C; c++)
-					ss += x[c] * x[c];
-				float inv = 1.0f / sqrtf(ss / (float)C + (float)st->eps);
+				if (sums)
+					for (int64_t k = 0; k < lc.cols; k++)
+						ss += sums[r * lc.cols + k];
+				else
+					for (int64_t c = 0; c < C; c++)
+						ss += x[c] * x[c];
+				float inv = 1.0f / sqrtf(ss / width + (float)st->eps);
 				for (int64_t c = 0; c < C; c++)
 					res[r * C + c] = x[c] * inv * g[c];
 			}
+			free(sums);
 			free(g);
 			break;
 		}

@@ -369,7 +369,8 @@ int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **r
 		int g = pl->s[s].kind == STEP_COMPUTE ? is_gemm_op(pl, pl->s[s].op) : -1;
 		gemm_at[s] = -1;
 		skip[s] = pl->s[s].kind != STEP_COMPUTE || (g >= 0 && seen[g]) ||
-			  pl->s[s].compute == C_MERGE;  /* its attention step stands for the op */
+			  pl->s[s].compute == C_MERGE ||        /* its attention step stands for the op */
+			  pl->s[s].compute == C_SUMSQ;          /* and its rmsnorm step for a norm */
 		if (g >= 0 && !seen[g])
 			gemm_at[s] = g, seen[g] = 1;
 	}

@@ -63,6 +63,16 @@ int gemm_scatter_axis(const GemmShape *s, const int64_t g[3], int64_t *parts, in
 	}
 	*block = cdiv(bt, K);
 	*parts = cdiv(s->tokens, *block);
+	/* One row block of fewer token parts than the batch has entries (a
+	 * decode step: one token, K above the batch): the batch in its
+	 * largest divisor of parts below K, on the first of the K tiles. */
+	int64_t d = s->batch < K ? s->batch : K;
+	while (s->batch % d)
+		d--;
+	if (g[0] == 1 && d > *parts) {
+		*parts = d, *block = s->batch / d;
+		return 0;
+	}
 	return 1;
 }
 
@@ -101,7 +111,7 @@ void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COU
 		int64_t parts, blk;
 		if (gemm_scatter_axis(s, g, &parts, &blk) == 0) {
 			osplit[0] = parts, oblock[0] = blk, ostride[0] = C;
-			rowparts = R * K;
+			rowparts = R * parts;   /* parts < K only when R is 1 */
 		} else {
 			osplit[1] = parts, oblock[1] = blk, ostride[1] = C;
 			rowparts = parts;
@@ -320,7 +330,7 @@ void gemm_score_from(const GemmShape *s, const Machine *m, GemmFigures *f, Candi
 		if (gemm_scatter_axis(s, c->grid, &parts, &blk))
 			runs *= s->batch;       /* a token part is a run per batch entry and strip */
 		c->rows += R * K * C;
-		frags += 2 * R * K * C * K * runs;
+		frags += 2 * R * K * C * parts * runs;
 		xbytes += max[GP_RED] - max[GP_RED] / K;
 		local += max[GP_RED];
 		phases += 1;

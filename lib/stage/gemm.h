@@ -82,7 +82,10 @@ int64_t gemm_stage_pieces(const GemmShape *s, const int64_t grid[3]);
 /* Fills pl[GP_COUNT]; tensor fields are left -1 for the planner to set. */
 void gemm_placements(const GemmShape *s, const Candidate *c, Placement pl[GP_COUNT]);
 /* Reduce scatter's cut of a block's rows over its K tiles: the batch when
- * K divides it (axis 0), else the tokens (axis 1), in parts of *block. */
+ * K divides it (axis 0), else the tokens (axis 1), in parts of *block;
+ * but one row block whose tokens make fewer parts than the batch's
+ * largest divisor below K cuts the batch in that many parts (axis 0), on
+ * the first parts of its K tiles. */
 int gemm_scatter_axis(const GemmShape *s, const int64_t grid[3], int64_t *parts, int64_t *block);
 void gemm_score(const GemmShape *s, const Machine *m, Candidate *c);
 /* gemm_score in parts, for scoring every staging of one grid: the

@@ -15,7 +15,7 @@ const char *const move_names[MOVE_COUNT] = { "parameter", "activation", "reducti
 const char *const compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
 					      "add", "layernorm", "attention", "broadcast", "carry",
 					      "merge", "rmsnorm", "silu", "mul", "rope", "append",
-					      "last" };
+					      "last", "sumsq" };
 const char *const operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale", "q", "k", "v", "positions" };
 

@@ -22,9 +22,10 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 9           /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
-				 * silu or mul), 7 (no state, append, embed or attention positions) and 8 (attention
-				 * tiles of one head, partials unchunked) are still read */
+#define PLAN_VERSION 10          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
+				 * tiles of one head, partials unchunked) and 9 (no sumsq, rmsnorm on whole rows)
+				 * are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -77,7 +78,7 @@ typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_RELAY, MOVE_COUNT } Movement;
 typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
 	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_ROPE, C_APPEND,
-	       C_LAST, C_COUNT } ComputeKind;
+	       C_LAST, C_SUMSQ, C_COUNT } ComputeKind;
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
 	       OPD_Q, OPD_K, OPD_V, OPD_POS, OPD_COUNT } Operand;
 

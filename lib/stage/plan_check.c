@@ -67,6 +67,18 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 			return errf(e, "last reads an activation [B, T, C] and writes [B, 1, C] (from '%s' to '%s')",
 				    in->name, out->name);
 		break;
+	case C_SUMSQ:
+		if (s->nin != 1 || out->fmt != FMT_FP32 || in->rank != 3 || out->rank != 3 ||
+		    pl->t[out->tensor].role != R_PARTIAL || in->shape[0] != out->shape[0] ||
+		    in->shape[1] != out->shape[1])
+			return errf(e, "sumsq reads an activation [B, T, C] and writes an fp32 partial [B, T, "
+				    "blocks] (from '%s' to '%s')", in->name, out->name);
+		break;
+	case C_RMSNORM:
+		if (s->nin == 3 && (P[s->in[2]].fmt != FMT_FP32 || pl->t[P[s->in[2]].tensor].role != R_PARTIAL))
+			return errf(e, "rmsnorm's third input '%s' is not an fp32 partial of sums of squares",
+				    P[s->in[2]].name);
+		break;
 	case C_MERGE:
 		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)
 			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2)] and writes fp16 "

@@ -279,6 +279,9 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		    ref_enum(f, r, "compute", compute_names, C_COUNT, &k, e))
 			return -1;
 		s.compute = (ComputeKind)k;
+		if (s.compute == C_SUMSQ && version < 10)
+			return val_err(f, map_get(r, "compute"), e, "compute 'sumsq' needs version 10 (this file is "
+				       "version %d)", version);
 		if (s.compute >= C_RMSNORM && version < 7)
 			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 7 (this file is version %d)",
 				       compute_names[k], version);
@@ -289,6 +292,9 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 			return -1;
 		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 4)
 			return val_err(f, v, e, "expected a list of 1 to 4 placements");
+		if (v->n == 3 && s.compute == C_RMSNORM && version < 10)
+			return val_err(f, v, e, "rmsnorm reading its rows' sums of squares (3 placements) needs "
+				       "version 10 (this file is version %d)", version);
 		if (v->n == 4 && (s.compute != C_ATTENTION || version < 8))
 			return val_err(f, v, e, "only attention reads 4 placements (its positions; version 8)");
 		for (int i = 0; i < v->n; i++)

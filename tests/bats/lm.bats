@@ -115,7 +115,7 @@ ids_npy() {
 @test "lm: a version 7 stage with an embed is refused at the host record" {
 	amp-plan "$DEC" -o p.yaml
 	# keep the state out of it: the host record is read first
-	sed 's/^version: 9$/version: 7/; /role: state/d' p.yaml > p7.yaml
+	sed 's/^version: 10$/version: 7/; /role: state/d' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
@@ -143,4 +143,48 @@ ids_npy() {
 	assert_line --index 5 --regexp '^run 2 \(tiny-lm2-decode, position 8\): output logits: '
 	assert_line --index 6 --regexp '^run 3 \(tiny-lm2-decode, position 9\): state cache: cosine 0\.99'
 	cosines_at_least 0.99
+}
+
+@test "lm: the decode step's norms run over column blocks, through their rows' sums of squares" {
+	amp-plan "$DEC" -o p.yaml
+	# each norm: sumsq on the wide tiles, the sums to every tile of the row, then rmsnorm with them
+	run grep -c '^- {step: [0-9]*, compute: sumsq, op: n1, in: \[x@canon\], out: n1.sumsq@part}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, copy: reduction, op: n1, operand: partial, map: [a-z-]*, src: n1.sumsq@part, dst: n1.sumsq@rows}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: n1, in: \[x@canon, g1@home, n1.sumsq@rows\], out: xn@canon, eps: 1e-06}$' p.yaml
+	assert_output 1
+	# its scale stays home, cut like the rows' columns beside each row
+	run grep -c '^- {name: g1@home, tensor: g1, layout: row-major, split: \[2\], block: \[32\], base: 0, stride: \[1\], rep: \[2\], rstride: \[2\]}$' p.yaml
+	assert_output 1
+}
+
+@test "lm: a version 9 stage with a norm over column blocks is refused at sumsq" {
+	amp-plan "$DEC" -o p.yaml
+	sed 's/^version: 10$/version: 9/' p.yaml > p9.yaml
+	run --separate-stderr amp-compose p9.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p9.yaml:[0-9]+:[0-9]+:\ compute\ \'sumsq\'\ needs\ version\ 10\ \(this\ file\ is\ version\ 9\)$ ]] ||
+		fail "unexpected: $stderr"
+}
+
+@test "lm: amp-run refuses a norm over column blocks that drops its rows' sums, or reads sums its op did not make" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	# without the sums each tile normalises its own 32 columns: wrong, and the op check says so
+	sed 's/in: \[x@canon, g1@home, n1.sumsq@rows\]/in: [x@canon, g1@home]/' g.yaml > nosums.yaml
+	run cmp -s g.yaml nosums.yaml
+	assert_failure
+	amp-emit --model "$DEC" nosums.yaml -o nosums.amp
+	run --separate-stderr amp-run nosums.amp
+	assert_failure 1
+	[[ $stderr == *"op 'n1': the machine's result differs from the FP32 reference"* ]] || fail "unexpected: $stderr"
+	# n2's sums read by n1: refused before it runs
+	sed 's/in: \[x@canon, g1@home, n1.sumsq@rows\]/in: [x@canon, g1@home, n2.sumsq@rows]/' g.yaml > other.yaml
+	run cmp -s g.yaml other.yaml
+	assert_failure
+	run --separate-stderr amp-emit --model "$DEC" other.yaml -o other.amp
+	if [ "$status" = 0 ]; then run --separate-stderr amp-run other.amp; fi
+	assert_failure 1
+	[[ $stderr == *"sums of squares, which no sumsq step of the op makes"* || $stderr == *"before it is written"* ]] ||
+		fail "unexpected: $stderr"
 }

@@ -35,9 +35,27 @@ static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (ui
 
 static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 {
-	int64_t B = pick(1, 2), T = pick(2, 24), D = pick(8, 72), H = pick(8, 96);
+	/* A quarter are one-token steps over a batch of up to 8 rows (a
+	 * decode step's shape): norm vectors resident on the owners, and
+	 * reduce scatter cutting the batch in fewer parts than K. */
+	int64_t T = next() % 4 ? pick(2, 24) : 1, B = T == 1 ? pick(2, 8) : pick(1, 2);
+	int64_t D = pick(8, 72), H = pick(8, 96);
 	const char *f1 = next() % 3 ? "fp8" : "fp16", *f2 = next() % 3 ? "fp8" : "fp16";
 	int gated = next() % 2 == 0;    /* the decoders' block: rmsnorm, silu(m1) * m3 */
+	/* Most one-token steps are gated, and three in four of those go on
+	 * to a final norm and a head, so that the residual is no output: the
+	 * residual stream, both norms and the adds then own their rows wide
+	 * (column blocks, each norm through its rows' sums of squares) when
+	 * D leaves two blocks. Drawn from a stream of their own, so that the
+	 * other cases stay the ones they were. */
+	static uint64_t rng2 = 0x9E3779B97F4A7C15u;
+	rng2 ^= rng2 << 13, rng2 ^= rng2 >> 7, rng2 ^= rng2 << 17;
+	gated |= T == 1 && rng2 % 4 != 0;
+	int head = gated && T == 1 && (rng2 >> 8) % 4 != 0;
+	if (head) {
+		D = 48 + (int64_t)((rng2 >> 16) % 89);
+		B = B * 16 <= tiles ? B : tiles / 16 > 1 ? tiles / 16 : 1;     /* rows the tiles can widen */
+	}
 	FILE *f = fopen(path, "w");
 	fprintf(f, "amp-model: %d\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
 		"params:\n  s: {shape: [%lld], dtype: fp16}\n  o: {shape: [%lld], dtype: fp16}\n"
@@ -45,6 +63,8 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 		"  w2: {shape: [%lld, %lld], dtype: %s}\n",
 		gated ? 4 : 3, (long long)B, (long long)T, (long long)D, (long long)D, (long long)D, (long long)D,
 		(long long)H, f1, (long long)H, (long long)H, (long long)D, f2);
+	if (head)
+		fprintf(f, "  w4: {shape: [%lld, 16], dtype: fp16}\n", (long long)D);
 	if (gated)
 		fprintf(f, "  w3: {shape: [%lld, %lld], dtype: %s}\nops:\n"
 			"  - {op: rmsnorm, name: ln, x: x, scale: s, eps: 1e-5, out: xn}\n"
@@ -58,11 +78,16 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 			"  - {op: matmul, name: m1, a: xn, b: w1, bias: b1, out: h}\n"
 			"  - {op: gelu, name: act, x: h, out: g}\n");
 	fprintf(f, "  - {op: matmul, name: m2, a: g, b: w2, out: y}\n"
-		"  - {op: add, name: res, a: x, b: y, out: z}\noutputs: [z]\npins:\n");
+		"  - {op: add, name: res, a: x, b: y, out: z}\n");
+	if (head)
+		fprintf(f, "  - {op: rmsnorm, name: ln2, x: z, scale: s, eps: 1e-5, out: zn}\n"
+			"  - {op: matmul, name: m4, a: zn, b: w4, out: zo}\noutputs: [zo]\npins:\n");
+	else
+		fprintf(f, "outputs: [z]\npins:\n");
 	int64_t K[2] = { D, H }, N[2] = { H, D };
 	const char *fm[2] = { f1, f2 };
-	size_t u = (size_t)snprintf(desc, dn, "B%lld T%lld D%lld H%lld %s/%s%s", (long long)B, (long long)T,
-				    (long long)D, (long long)H, f1, f2, gated ? " gated" : "");
+	size_t u = (size_t)snprintf(desc, dn, "B%lld T%lld D%lld H%lld %s/%s%s%s", (long long)B, (long long)T,
+				    (long long)D, (long long)H, f1, f2, gated ? " gated" : "", head ? " head" : "");
 	for (int i = 0; i < 2; i++) {
 		int64_t mu = strcmp(fm[i], "fp8") ? 16 : 32;
 		int64_t r = t_parts(T, pick(1, 4)), k = t_parts((K[i] + mu - 1) / mu, pick(1, 3)),
@@ -319,7 +344,7 @@ int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
-	int homes = 0, chunked = 0;
+	int homes = 0, chunked = 0, wide_norms = 0, resident = 0;
 	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
@@ -337,7 +362,7 @@ int main(void)
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
-		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL };
+		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL };
 		Err e;
 
 		int kind = i < n ? (int)(next() % 4) : 1;
@@ -457,6 +482,12 @@ int main(void)
 			program_free(&prog);
 			for (int g = 0; !rc && g < pl.ng; g++)
 				spread += pl.g[g].staging == STAGING_SPREAD;
+			for (int s = 0; !rc && s < pl.ns; s++)     /* norms over column blocks that ran */
+				wide_norms += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_RMSNORM &&
+					      pl.s[s].nin == 3;
+			for (int p = 0; !rc && p < pl.np; p++)     /* norm vectors resident beside their rows */
+				resident += pl.p[p].nrep && pl.t[pl.p[p].tensor].role == R_PARAM &&
+					    plan_writer(&pl, p) < 0 && pl.t[pl.p[p].tensor].rank == 1;
 			for (int s = 0; !rc && s < pl.ns; s++)     /* causal and grouped-query attention that ran */
 				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ATTENTION) {
 					int blocks = pl.t[pl.p[pl.s[s].out].tensor].role == R_PARTIAL;
@@ -483,6 +514,9 @@ int main(void)
 	      "of %d random models", causal_blocks, causal_one, grouped, n);
 	t_case("random models: attention on a cache's home (every head on a tile, partials chunked) ran byte-exact");
 	CHECK(homes >= 2 && chunked >= 1, "%d on a home, %d chunked, of %d random models", homes, chunked, n);
+	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");
+	CHECK(wide_norms >= 3 && resident >= 3, "%d wide norms, %d resident norm vectors, of %d random models",
+	      wide_norms, resident, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");
 	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
