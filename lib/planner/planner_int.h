@@ -69,8 +69,8 @@ typedef struct {
 	int64_t next_tile;      /* rotating pointer for homes */
 	int resident_norms;     /* norm vectors of few rows homed on their owners (norm_resident) */
 	int *last_use;          /* model tensor -> last op reading it */
-	unsigned char *wide;    /* model tensor -> 1: its canonical owners split its columns too
-				   (wide_tensors) */
+	unsigned char *wide;    /* model tensor -> its canonical owners split its columns too, in
+				   units of this many 32 columns; 0: whole rows (wide_tensors) */
 	int body;               /* first step of the repeat being built */
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */

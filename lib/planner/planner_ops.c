@@ -64,6 +64,16 @@ static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, i
 	return d;
 }
 
+/* *p: cols columns of x's rows (a wide canonical placement) whole on
+ * each of the row's tiles, replicated over its column blocks. */
+static void beside_rows(const Placement *x, int64_t cols, Placement *p)
+{
+	*p = *x;
+	p->name = NULL;
+	p->split[2] = 1, p->block[2] = cols, p->stride[2] = 0;
+	p->nrep = 1, p->rep[0] = x->split[2], p->rstride[0] = x->stride[2];
+}
+
 /* A wide rmsnorm's rows are cut into column blocks (x's canonical
  * placement): each block's tile sums its squares (sumsq, into an fp32
  * partial [B, T, blocks] cut like x), and every tile of a row receives
@@ -87,8 +97,7 @@ static int row_sums(Builder *b, const char *op, int x)
 	p.block[2] = 1;
 	int part = add_place(pl, &p, t, "part", &existed);
 	add_compute(pl, op, C_SUMSQ, &x, 1, part, 0);
-	p.split[2] = 1, p.block[2] = nc, p.stride[2] = 0;
-	p.nrep = 1, p.rep[0] = nc, p.rstride[0] = xc.stride[2];
+	beside_rows(&xc, nc, &p);
 	int row = add_place(pl, &p, t, "rows", &existed);
 	add_copy(pl, op, OPD_PARTIAL, MOVE_REDUCTION, part, row);
 	return row;
@@ -113,6 +122,14 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	}
 	if (op->kind == OP_MUL || op->kind == OP_ROPE)      /* the other activation, or the positions */
 		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
+	if (op->kind == OP_ROPE && pl->p[in[0]].split[2] > 1) {    /* wide: the positions beside each row's heads */
+		Placement xc = pl->p[in[0]];
+		beside_rows(&xc, 1, &p);
+		int pos = add_place(pl, &p, pl->p[in[1]].tensor, "rows", &existed);
+		if (!existed)
+			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, in[1], pos);
+		in[1] = pos;
+	}
 	if (op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM)
 		for (int k = 1; k < op->nin; k++)
 			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,

@@ -106,21 +106,23 @@ int64_t largest_uniform(int64_t n, int64_t limit)
  * allow and the cut is uniform), unless the plan keeps it together
  * (--ownership tokens, or auto resolved to it by plan_build). Owner (b, t)
  * sits on tile base + b*owners_t + t. A wide tensor (wide_tensors) is cut
- * into column blocks of whole 32-column units too, as many as the tiles
+ * into column blocks of whole units too (32 columns, or the least
+ * multiple of 32 that holds whole heads of a rope), as many as the tiles
  * left over allow: owner (b, t, c) sits on tile (b*owners_t + t)*cols + c. */
 void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
 	int64_t tiles = b->mc->tiles, owners = largest_uniform(t->shape[1], tiles);
 	int split = b->o->ownership == OWN_BATCH;      /* auto is resolved by plan_build */
 	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1, nc = 1;
-	int64_t i = t - b->pl->t, units = cdiv(t->shape[2], WIDE_UNIT);
+	int64_t i = t - b->pl->t, unit = WIDE_UNIT * (i < b->m->nt && b->wide && b->wide[i] ? b->wide[i] : 1);
+	int64_t units = cdiv(t->shape[2], unit);
 	if (i < b->m->nt && b->wide && b->wide[i])
 		nc = largest_uniform(units, tiles / (bs * owners));
 	memset(p, 0, sizeof *p);
 	p->layout = LAYOUT_ROW_MAJOR;
 	p->split[0] = bs, p->split[1] = owners, p->split[2] = nc;
 	p->block[0] = cdiv(t->shape[0], bs), p->block[1] = cdiv(t->shape[1], owners);
-	p->block[2] = nc > 1 ? cdiv(units, nc) * WIDE_UNIT : t->shape[2];
+	p->block[2] = nc > 1 ? cdiv(units, nc) * unit : t->shape[2];
 	p->stride[0] = bs > 1 ? owners * nc : 0, p->stride[1] = owners > 1 ? nc : 1;
 	p->stride[2] = nc > 1 ? 1 : 0;
 }
@@ -144,27 +146,44 @@ static void uf_join(int *c, int a, int b)
  * few owners, so their tensors are owned wide where every reader allows
  * it. Tensors that must be cut alike form classes: what a row-local op
  * makes sits where its first input does (silu, gelu, cast, mul, add,
- * rmsnorm), mul's and add's two inputs are cut alike, and a repeat's
- * input, carry and body result are one. A class is wide when each of
- * its tensors is a [batch, tokens, features] activation (or input) of
- * few rows (rows x WIDE_MIN_COLS <= tiles), at least 2 x WIDE_UNIT
+ * rmsnorm, rope), mul's and add's two inputs are cut alike, and a
+ * repeat's input, carry and body result are one. A class is wide when
+ * each of its tensors is a [batch, tokens, features] activation (or
+ * input) of few rows (rows x WIDE_MIN_COLS <= tiles), at least two units
  * wide, no output, and read only by ops that take column blocks: the
  * row-local ops above (rmsnorm through its rows' sums of squares,
- * plan_rowlocal), a matmul as a; and when some member is a matmul's or
- * attention's result, made where the class wants it. Anything else (a
- * layernorm, rope, attention, an add of a table, an append) wants whole
- * rows. Decided once per model, the same for every ownership and attempt. */
+ * plan_rowlocal; rope on whole heads), a matmul as a (its cast there),
+ * attention as q and append as its rows (both copied from any cut); when
+ * some member is a matmul's or attention's result, made where the class
+ * wants it; and when some member is read by work the blocks spread (a
+ * row-local op, or a matmul's cast): a class that is only copied gains
+ * nothing. Anything else (a layernorm, an add of a table, attention's
+ * keys and values) wants whole rows. A class that a rope reads is cut
+ * in units of whole heads (the least multiple of 32 columns that holds
+ * some), so that each tile rotates its own. Decided once per model, the
+ * same for every ownership and attempt. Returns each tensor's unit in
+ * 32 columns, 0 when it is owned by whole rows. */
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b)
+		a %= b, a ^= b, b ^= a, a ^= b;
+	return a;
+}
+
 unsigned char *wide_tensors(const Model *m, const Machine *mc)
 {
 	int n = m->nt;
 	int *c = xmalloc((size_t)(n + 1) * sizeof *c);
 	unsigned char *bad = xcalloc((size_t)n + 1, 1), *seed = xcalloc((size_t)n + 1, 1);
+	unsigned char *work = xcalloc((size_t)n + 1, 1);     /* read by work that column blocks spread */
 	unsigned char *w = xcalloc((size_t)n + 1, 1);
+	int64_t *unit = xcalloc((size_t)n + 1, sizeof *unit);     /* per tensor: a rope's need */
 	for (int t = 0; t < n; t++) {
 		const MTensor *x = &m->t[t];
 		c[t] = t;
 		bad[t] = x->rank != 3 || (x->role != T_ACT && x->role != T_INPUT) || x->output ||
 			 x->shape[0] * x->shape[1] * WIDE_MIN_COLS > mc->tiles || x->shape[2] < 2 * WIDE_UNIT;
+		unit[t] = WIDE_UNIT;
 	}
 	for (int r = 0; r < m->nrep; r++) {
 		uf_join(c, m->rep[r].in, m->rep[r].carry);
@@ -186,20 +205,28 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc)
 		case OP_CAST:
 		case OP_RMSNORM:
 			uf_join(c, op->in[0], op->out);
+			work[op->in[0]] = 1;
 			break;
 		case OP_MATMUL:
-			seed[op->out] = 1;      /* a (in[0]) any cut; b is a parameter */
+			seed[op->out] = 1;      /* a (in[0]) any cut, cast to b's format there; b is a parameter */
+			work[op->in[0]] = 1;
 			break;
-		case OP_ATTENTION:
+		case OP_ROPE:                   /* whole heads on each tile, positions beside them */
+			uf_join(c, op->in[0], op->out);
+			work[op->in[0]] = 1;
+			unit[op->in[0]] = unit[op->in[0]] / gcd64(unit[op->in[0]], op->head_dim) * op->head_dim;
+			break;
+		case OP_ATTENTION:              /* q copied from any cut (not a fused qkv) */
 			seed[op->out] = 1;
 			for (int k = 0; k < op->nin; k++)
-				if (op->in[k] >= 0)
+				if (op->in[k] >= 0 && (k > 0 || op->in[1] < 0 || op->in[1] == op->in[0]))
 					bad[op->in[k]] = 1;
+			break;
+		case OP_APPEND:                 /* its rows copied from any cut */
 			break;
 		case OP_EMBED:                  /* made on the host, where its owners want it */
 			break;
 		case OP_LAYERNORM:
-		case OP_ROPE:
 			uf_join(c, op->in[0], op->out);
 			/* fall through */
 		default:
@@ -212,12 +239,23 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc)
 		}
 	}
 	unsigned char *cbad = xcalloc((size_t)n + 1, 1), *cseed = xcalloc((size_t)n + 1, 1);
+	int64_t *cu = xcalloc((size_t)n + 1, sizeof *cu);
 	for (int t = 0; t < n; t++) {
-		cbad[uf_find(c, t)] |= bad[t];
-		cseed[uf_find(c, t)] |= seed[t];
+		int r = uf_find(c, t);
+		cbad[r] |= bad[t];
+		cseed[r] |= seed[t] ? 1 : 0;
+		cseed[r] |= work[t] ? 2 : 0;
+		cu[r] = cu[r] ? cu[r] / gcd64(cu[r], unit[t]) * unit[t] : unit[t];
 	}
-	for (int t = 0; t < n; t++)
-		w[t] = !cbad[uf_find(c, t)] && cseed[uf_find(c, t)];
+	for (int t = 0; t < n; t++)         /* two units at least, each a multiple of 32 below 256 of them */
+		cbad[uf_find(c, t)] |= m->t[t].rank == 3 && m->t[t].shape[2] < 2 * cu[uf_find(c, t)];
+	for (int t = 0; t < n; t++) {
+		int r = uf_find(c, t);
+		w[t] = !cbad[r] && cseed[r] == 3 && cu[r] / WIDE_UNIT < 256 ? (unsigned char)(cu[r] / WIDE_UNIT) : 0;
+	}
+	free(unit);
+	free(cu);
+	free(work);
 	free(c);
 	free(bad);
 	free(seed);

@@ -188,3 +188,18 @@ ids_npy() {
 	[[ $stderr == *"sums of squares, which no sumsq step of the op makes"* || $stderr == *"before it is written"* ]] ||
 		fail "unexpected: $stderr"
 }
+
+@test "lm: the decode step's ropes rotate column blocks of whole heads, the positions beside each row's blocks" {
+	amp-plan "$DEC" -o p.yaml
+	run grep -c '^- {name: q0@canon, tensor: q0, layout: row-major, split: \[2, 1, 2\], block: \[1, 1, 32\], base: 0, stride: \[2, 1, 1\], rep: \[\], rstride: \[\]}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, copy: activation, op: rq, operand: positions, map: [a-z-]*, src: pos@canon, dst: pos@rows}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: rope, op: rq, in: \[q0@canon, pos@rows\], out: q@canon, heads: 4, head_dim: 16, theta: 1e+06}$' p.yaml
+	assert_output 1
+	# and a step of it at a later position runs byte-exact, every op within its tolerance
+	program "$DEC" dec.amp
+	run --separate-stderr amp-run dec.amp --position 7
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+}

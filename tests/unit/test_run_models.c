@@ -33,7 +33,8 @@ static uint64_t rng = 0xD1B54A32D192ED03u;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next() % (uint64_t)(hi - lo + 1)); }
 
-static void model(const char *path, int64_t tiles, char *desc, size_t dn)
+/* Returns the first position of its rope's rows (a head model's), or -1. */
+static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 {
 	/* A quarter are one-token steps over a batch of up to 8 rows (a
 	 * decode step's shape): norm vectors resident on the owners, and
@@ -52,16 +53,22 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 	rng2 ^= rng2 << 13, rng2 ^= rng2 >> 7, rng2 ^= rng2 << 17;
 	gated |= T == 1 && rng2 % 4 != 0;
 	int head = gated && T == 1 && (rng2 >> 8) % 4 != 0;
+	/* the head rotates whole heads of 16 or 32 columns of the final norm's
+	 * rows (those past the last whole head unrotated) at a random position */
+	int64_t hd = 16 << ((rng2 >> 24) % 2), at = (int64_t)((rng2 >> 32) % 1000);
 	if (head) {
 		D = 48 + (int64_t)((rng2 >> 16) % 89);
 		B = B * 16 <= tiles ? B : tiles / 16 > 1 ? tiles / 16 : 1;     /* rows the tiles can widen */
 	}
 	FILE *f = fopen(path, "w");
-	fprintf(f, "amp-model: %d\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n"
+	char pos[80] = "";
+	if (head)
+		snprintf(pos, sizeof pos, "  pos: {shape: [%lld, 1, 1], dtype: int32}\n", (long long)B);
+	fprintf(f, "amp-model: %d\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n%s"
 		"params:\n  s: {shape: [%lld], dtype: fp16}\n  o: {shape: [%lld], dtype: fp16}\n"
 		"  w1: {shape: [%lld, %lld], dtype: %s}\n  b1: {shape: [%lld], dtype: fp16}\n"
 		"  w2: {shape: [%lld, %lld], dtype: %s}\n",
-		gated ? 4 : 3, (long long)B, (long long)T, (long long)D, (long long)D, (long long)D, (long long)D,
+		gated ? 4 : 3, (long long)B, (long long)T, (long long)D, pos, (long long)D, (long long)D, (long long)D,
 		(long long)H, f1, (long long)H, (long long)H, (long long)D, f2);
 	if (head)
 		fprintf(f, "  w4: {shape: [%lld, 16], dtype: fp16}\n", (long long)D);
@@ -81,7 +88,10 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 		"  - {op: add, name: res, a: x, b: y, out: z}\n");
 	if (head)
 		fprintf(f, "  - {op: rmsnorm, name: ln2, x: z, scale: s, eps: 1e-5, out: zn}\n"
-			"  - {op: matmul, name: m4, a: zn, b: w4, out: zo}\noutputs: [zo]\npins:\n");
+			"  - {op: rope, name: rot, x: zn, positions: pos, heads: %lld, head_dim: %lld, theta: 10000, "
+			"out: zr}\n"
+			"  - {op: matmul, name: m4, a: zr, b: w4, out: zo}\noutputs: [zo]\npins:\n",
+			(long long)(D / hd), (long long)hd);
 	else
 		fprintf(f, "outputs: [z]\npins:\n");
 	int64_t K[2] = { D, H }, N[2] = { H, D };
@@ -112,6 +122,7 @@ static void model(const char *path, int64_t tiles, char *desc, size_t dn)
 				      (long long)k, (long long)c, cast, st, out, red);
 	}
 	fclose(f);
+	return head ? at : -1;
 }
 
 /* run_program's own checks of a program's rows against the plan it is
@@ -344,7 +355,7 @@ int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
-	int homes = 0, chunked = 0, wide_norms = 0, resident = 0;
+	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0;
 	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
@@ -366,7 +377,7 @@ int main(void)
 		Err e;
 
 		int kind = i < n ? (int)(next() % 4) : 1;
-		int64_t room = -1;
+		int64_t room = -1, at = -1;
 		Carry carry;
 		memset(&carry, 0, sizeof carry);
 		if (kind == 0)
@@ -374,7 +385,7 @@ int main(void)
 		else if (kind == 1)
 			dec_model(path, tiles, i >= n, desc, sizeof desc, &room);
 		else
-			model(path, tiles, desc, sizeof desc);
+			at = model(path, tiles, desc, sizeof desc);
 		if (model_load(&md, path, &e)) {
 			t_case("random model loads");
 			CHECK(0, "%s: %s", desc, e.msg);
@@ -398,6 +409,10 @@ int main(void)
 			ro.carry = &carry;
 			ro.position = pick(0, room);
 			snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " at %lld", (long long)ro.position);
+		}
+		if (at >= 0) {          /* a head model's rope rotates by position */
+			ro.position = at;
+			snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " rope at %lld", (long long)at);
 		}
 		t_case("random model: calibrates from the model alone");
 		CHECK(run_calibrate(&md, &ro, &sc, &e) == 0, "%s: %s", desc, e.msg);
@@ -482,12 +497,14 @@ int main(void)
 			program_free(&prog);
 			for (int g = 0; !rc && g < pl.ng; g++)
 				spread += pl.g[g].staging == STAGING_SPREAD;
-			for (int s = 0; !rc && s < pl.ns; s++)     /* norms over column blocks that ran */
-				wide_norms += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_RMSNORM &&
-					      pl.s[s].nin == 3;
-			for (int p = 0; !rc && p < pl.np; p++)     /* norm vectors resident beside their rows */
-				resident += pl.p[p].nrep && pl.t[pl.p[p].tensor].role == R_PARAM &&
-					    plan_writer(&pl, p) < 0 && pl.t[pl.p[p].tensor].rank == 1;
+			for (int s = 0; !rc && s < pl.ns; s++)     /* norms over column blocks that ran, */
+				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_RMSNORM && pl.s[s].nin == 3) {
+					wide_norms++;
+					resident += plan_writer(&pl, pl.s[s].in[1]) < 0;   /* their scales read at home */
+				}
+			for (int s = 0; !rc && s < pl.ns; s++)     /* and ropes over column blocks of whole heads */
+				wide_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
+					      pl.p[pl.s[s].in[0]].split[2] > 1;
 			for (int s = 0; !rc && s < pl.ns; s++)     /* causal and grouped-query attention that ran */
 				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ATTENTION) {
 					int blocks = pl.t[pl.p[pl.s[s].out].tensor].role == R_PARTIAL;
@@ -517,6 +534,8 @@ int main(void)
 	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");
 	CHECK(wide_norms >= 3 && resident >= 3, "%d wide norms, %d resident norm vectors, of %d random models",
 	      wide_norms, resident, n);
+	t_case("random models: rope over column blocks of whole heads ran byte-exact");
+	CHECK(wide_ropes >= 3, "%d wide ropes of %d random models", wide_ropes, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");
 	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
