@@ -282,10 +282,12 @@ static void add_home_bytes(Builder *b, const Placement *p);
 /* A home's first tile: of every shift of p around the tiles, the one
  * whose busiest tile (homes so far, b->base, plus p's shards, every
  * stacked instance) is least loaded; ties go to the first from the
- * rotating pointer on. Placing homes where there is room, not merely
- * next, leaves a GEMM free to keep its weights where its home is
- * (build_matmul's weight-stationary case) without one tile overflowing
- * where the homes happen to pile up. */
+ * rotating pointer on. For the weights of few-row GEMMs, which keep
+ * them where their homes are (build_matmul's weight-stationary case):
+ * placed where there is room, not merely next, they do not pile up on
+ * one tile. (Other homes are only the source of a delivery; they keep
+ * the rotating pointer, whose plans a least-loaded placement changed,
+ * not always for the better.) */
 static int64_t least_loaded_base(const Builder *b, Placement *p, int tensor)
 {
 	int64_t T = b->mc->tiles, best = -1, bestmax = INT64_MAX;
@@ -329,6 +331,25 @@ void owners_vector(const Placement *o, int64_t n, Placement *p)
 		p->split[0] = 1, p->block[0] = n;
 	if (rows > 1)                   /* rows lie at a uniform stride: canonical_of */
 		p->nrep = 1, p->rep[0] = rows, p->rstride[0] = o->split[1] > 1 ? o->stride[1] : o->stride[0];
+}
+
+/* Is parameter t a GEMM operand b that stays where its home is: read as
+ * b by matmuls of few rows only (rows x WIDE_MIN_COLS <= tiles, a decode
+ * step's, whose one row block keeps b in place), and by nothing else? */
+static int stationary_b(const Model *m, const Machine *mc, int t)
+{
+	int n = 0;
+	for (int i = 0; i < m->nops; i++)
+		for (int k = 0; k < m->ops[i].nin; k++) {
+			if (m->ops[i].in[k] != t)
+				continue;
+			const MTensor *a = &m->t[m->ops[i].in[0]];
+			if (m->ops[i].kind != OP_MATMUL || k != 1 || a->rank != 3 ||
+			    a->shape[0] * a->shape[1] * WIDE_MIN_COLS > mc->tiles)
+				return 0;
+			n++;
+		}
+	return n > 0;
 }
 
 /* Is parameter t read only by norms, as their scale or bias, of wide
@@ -398,7 +419,7 @@ int param_home(Builder *b, int tensor, int panels)
 			p.split[0] = pr, p.block[0] = cdiv(t->shape[0], pr), p.stride[0] = pc;
 		}
 	}
-	p.base = least_loaded_base(b, &p, tensor);
+	p.base = panels && stationary_b(b->m, b->mc, tensor) ? least_loaded_base(b, &p, tensor) : b->next_tile;
 	int i = add_place(b->pl, &p, tensor, "home", &existed);
 	b->canon[tensor] = i;
 	b->next_tile = (b->next_tile + place_shards(&b->pl->p[i])) % T;
