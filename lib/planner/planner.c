@@ -219,9 +219,11 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
  * when its b blocks are its home's, and param_home cuts a home into as
  * many shards as the tiles allow, which the GEMM's own choice (by exact
  * lowering) may not be. So when the plan has such a GEMM whose b, a
- * parameter no other op reads, is cut otherwise, the model is planned
- * again with that home cut as the GEMM's grid cuts it, and the faster of
- * the two plans that fit is kept (ties: the first). */
+ * stacked parameter (a repeat's: moved every iteration) that no other op
+ * reads, is cut otherwise, the model is planned again with that home
+ * cut as the GEMM's grid cuts it, and the faster of the two plans that
+ * fit is kept (ties: the first). A weight moved once a run is not worth
+ * a second plan. */
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
@@ -240,6 +242,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			if (pl->p[i].tensor == G->b && !strcmp(strrchr(pl->p[i].name, '@'), "@home"))
 				home = i;
 		if (G->grid[0] != 1 || t < 0 || m->t[t].role != T_PARAM || readers != 1 || home < 0 ||
+		    pl->t[G->b].count < 2 ||   /* moved once a run: not worth a second plan */
 		    pl->p[home].layout != LAYOUT_TRANSPOSED_RIGHT ||
 		    (pl->p[home].split[0] == G->grid[1] && pl->p[home].split[1] == G->grid[2]))
 			continue;
