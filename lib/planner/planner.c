@@ -204,13 +204,6 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 	return rc;
 }
 
-/* Under cycles, the trials rank by cycles and keep only the machine's
- * limits: when no plan they lead to fits (the whole plan's tables pass
- * what the trials saw at every attempt) or none is built (no candidate
- * of an op fits), the memory objective's plan, which keeps the most
- * headroom, is built, and kept when it fits: the fastest fitting plan
- * found. Without a fit verdict (--no-fit-check and no o->fit) there is
- * nothing to fall back on. */
 static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		     Explain *ex, Err *e);
 
@@ -239,7 +232,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			for (int k = 0; k < m->ops[i].nin; k++)
 				readers += m->ops[i].in[k] == t;
 		for (int i = 0; i < pl->np && home < 0; i++)
-			if (pl->p[i].tensor == G->b && !strcmp(strrchr(pl->p[i].name, '@'), "@home"))
+			if (pl->p[i].tensor == G->b && plan_writer(pl, i) < 0)
 				home = i;
 		if (G->grid[0] != 1 || t < 0 || m->t[t].role != T_PARAM || readers != 1 || home < 0 ||
 		    pl->t[G->b].count < 2 ||   /* moved once a run: not worth a second plan */
@@ -293,6 +286,13 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	return 0;
 }
 
+/* Under cycles, the trials rank by cycles and keep only the machine's
+ * limits: when no plan they lead to fits (the whole plan's tables pass
+ * what the trials saw at every attempt) or none is built (no candidate
+ * of an op fits), the memory objective's plan, which keeps the most
+ * headroom, is built, and kept when it fits: the fastest fitting plan
+ * found. Without a fit verdict (--no-fit-check and no o->fit) there is
+ * nothing to fall back on. */
 static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		     Explain *ex, Err *e)
 {

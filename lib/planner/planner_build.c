@@ -132,7 +132,6 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			if (m->ops[i].in[k] >= 0)
 				b.last_use[m->ops[i].in[k]] = i;
 	b.wide = wide_tensors(m, mc);
-	b.resident_norms = 1;
 
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];

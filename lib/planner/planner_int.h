@@ -67,7 +67,6 @@ typedef struct {
 	int *canon;             /* plan tensor -> its canonical/home placement */
 	int64_t *base;          /* per tile: bytes of homes */
 	int64_t next_tile;      /* rotating pointer for homes */
-	int resident_norms;     /* norm vectors of few rows homed on their owners (norm_resident) */
 	int *last_use;          /* model tensor -> last op reading it */
 	unsigned char *wide;    /* model tensor -> its canonical owners split its columns too, in
 				   units of this many 32 columns; 0: whole rows (wide_tensors) */

@@ -14,7 +14,7 @@ static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int ow
 	Placement p;
 	int existed, st, rep;
 
-	if (b->resident_norms && norm_resident(b, tensor, &p))
+	if (norm_resident(b, tensor, &p))
 		return b->canon[tensor];        /* its home is this placement (param_home) */
 	if (pl->p[owners_of].split[2] > 1) {   /* wide owners: each tile its block, from the home */
 		owners_vector(&pl->p[owners_of], pl->t[tensor].shape[0], &p);

@@ -142,6 +142,15 @@ static void uf_join(int *c, int a, int b)
 		c[a > b ? a : b] = a < b ? a : b;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t r = a % b;
+		a = b, b = r;
+	}
+	return a;
+}
+
 /* The row-local work of a few token rows (a decode step's) crowds their
  * few owners, so their tensors are owned wide where every reader allows
  * it. Tensors that must be cut alike form classes: what a row-local op
@@ -163,13 +172,6 @@ static void uf_join(int *c, int a, int b)
  * some), so that each tile rotates its own. Decided once per model, the
  * same for every ownership and attempt. Returns each tensor's unit in
  * 32 columns, 0 when it is owned by whole rows. */
-static int64_t gcd64(int64_t a, int64_t b)
-{
-	while (b)
-		a %= b, a ^= b, b ^= a, a ^= b;
-	return a;
-}
-
 unsigned char *wide_tensors(const Model *m, const Machine *mc)
 {
 	int n = m->nt;
@@ -276,9 +278,6 @@ int canonical(Builder *b, int tensor)
 
 static void add_home_bytes(Builder *b, const Placement *p);
 
-/* A parameter's home: transposed-right panels when a matmul consumes it as
- * b, row-major otherwise; cut on panel (or 16-element) boundaries into as
- * many shards as the tiles allow, placed from the rotating pointer. */
 /* A home's first tile: of every shift of p around the tiles, the one
  * whose busiest tile (homes so far, b->base, plus p's shards, every
  * stacked instance) is least loaded; ties go to the first from the
@@ -387,6 +386,11 @@ int norm_resident(const Builder *b, int t, Placement *p)
 	return 1;
 }
 
+/* A parameter's home: transposed-right panels when a matmul consumes it as
+ * b, row-major otherwise; cut on panel (or 16-element) boundaries into as
+ * many shards as the tiles allow, placed from the rotating pointer (a
+ * few-row GEMM's weights: least_loaded_base; norm vectors of wide rows:
+ * norm_resident's placement). */
 int param_home(Builder *b, int tensor, int panels)
 {
 	const PTensor *t = &b->pl->t[tensor];
@@ -394,7 +398,7 @@ int param_home(Builder *b, int tensor, int panels)
 	Placement p;
 	int existed;
 
-	if (!panels && b->resident_norms && norm_resident(b, tensor, &p)) {
+	if (!panels && norm_resident(b, tensor, &p)) {
 		int i = add_place(b->pl, &p, tensor, "home", &existed);
 		b->canon[tensor] = i;
 		add_home_bytes(b, &b->pl->p[i]);
