@@ -22,11 +22,8 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
-#include "lower/compose.h"
 #include "cost/cost.h"
-#include "lower/exchange.h"
-#include "lower/expand.h"
-#include "lower/group.h"
+#include "lower/lower.h"
 #include "planner/planner.h"
 #include "stage/plan_memory.h"
 #include "stage/table.h"
@@ -100,8 +97,7 @@ static void measure(const char *what, const char *op, const char *model_text, co
 		printf("  %-9s %-14s %-9s %-6s %-7s  (no plan: %s)\n", what, "", "", "", "", e.msg);
 		return;
 	}
-	plan_compose(&pl);
-	if (plan_expand(&pl, &e) || plan_exchange(&pl, &e) || plan_group(&pl, WEIGHTS_DEFAULT, &e)) {
+	if (lower_plan(&pl, NULL, &e)) {
 		printf("  %-9s (lowering fails: %s)\n", what, e.msg);
 		plan_free(&pl);
 		return;

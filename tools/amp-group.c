@@ -5,7 +5,7 @@
 
 #include "lower/group.h"
 #include "stage/plan.h"
-#include "lower/schedule.h"
+#include "lower/lower.h"
 #include "tool.h"
 
 static const char usage[] =
@@ -64,14 +64,10 @@ static void option(int c, const char *arg)
 
 static int run(Plan *pl, Err *e)
 {
-	if (plan_group(pl, weights, e))
-		return -1;
-	if (!greedy)
-		return 0;
 	ScheduleStats st;
-	if (plan_schedule(pl, SCHEDULE_CYCLES_PER_RECORD, &st, e))
+	if (lower_group(pl, weights, greedy, &st, e))
 		return -1;
-	if (verbose)
+	if (verbose && greedy)
 		fprintf(stderr, "amp-group: %d of %d phases reordered; exchange %lld -> %lld cycles (each phase once)\n",
 			st.phases, pl->nph, (long long)st.before, (long long)st.after);
 	return 0;

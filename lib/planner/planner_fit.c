@@ -3,6 +3,7 @@
  * with its "Next:" advice, and the progress callback (planner_int.h). */
 #include "planner/planner_int.h"
 #include "cost/floor.h"
+#include "lower/lower.h"
 #include "stage/plan_check.h"
 #include "stage/plan_memory.h"
 
@@ -84,8 +85,9 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 
 	memset(f, 0, sizeof *f);
 	plan_dup(&q, pl);
-	plan_compose(&q);
-	if (plan_expand(&q, &le) || plan_exchange(&q, &le) || trial_group(&q, WEIGHTS_DEFAULT, &le)) {
+	Lowering lw = lowering_default();       /* record order: lib/lower/lower.h */
+	lw.schedule = 0, lw.group = trial_group;
+	if (lower_plan(&q, &lw, &le)) {
 		snprintf(f->why, sizeof f->why, "%s", le.msg);
 		f->excess = 1e30;
 		goto out;

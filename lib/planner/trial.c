@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/compose.h"
 #include "cost/cost.h"
 #include "lower/exchange.h"
 #include "lower/expand.h"
+#include "lower/lower.h"
 #include "lower/group.h"
 #include "base/keytab.h"
 #include "cost/replay.h"
@@ -278,6 +278,65 @@ static Kept *phase_kept(const Plan *q, int p, int weights)
 	return x;
 }
 
+/* A trial's allocator (Lowering.alloc), in place of plan_alloc: copies
+ * that may alias share their source's buffer, every other buffer sits
+ * apart from all others. */
+static int trial_alloc(Plan *pl, Err *e)
+{
+	(void)e;
+	int np = pl->np;
+	int *fi = xmalloc((size_t)(np + 1) * sizeof *fi), *la = xmalloc((size_t)(np + 1) * sizeof *la);
+	int *alias = xmalloc((size_t)(np + 1) * sizeof *alias);
+	plan_lifetimes(pl, fi, la, alias);
+	/* A copy destination that may alias its source takes the source's
+	 * buffer (its root's, along a chain of such copies). */
+	int *root = xmalloc((size_t)(np + 1) * sizeof *root);
+	for (int i = 0; i < np; i++)
+		root[i] = i;
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind == STEP_COPY && alias[st->dst] == st->src &&
+		    pl->p[st->src].layout == pl->p[st->dst].layout && can_share(pl, st->src, st->dst))
+			root[st->dst] = root[st->src];
+	}
+	/* Every other buffer apart from all others: no receive continues into
+	 * another buffer (each holds its placements' largest shard, every
+	 * instance of a stacked home). Where they sit changes no figure, only
+	 * the replay's lookups by address (lib/cost/replay.c): the buffers the
+	 * trial's copies read are packed from address 0 on 4 KiB boundaries
+	 * with 4 KiB between them, so a send looks only at writes to its own
+	 * buffer; the others sit far beyond, each 4 GiB from the next. */
+	int64_t *span = xcalloc((size_t)np + 1, sizeof *span);
+	char *read = xcalloc((size_t)np + 1, 1);
+	for (int s = 0; s < pl->ns; s++)
+		if (pl->s[s].kind == STEP_COPY)
+			read[root[pl->s[s].src]] = 1;
+	for (int i = 0; i < np; i++) {
+		int64_t b = place_instance(&pl->p[i]) * pl->t[pl->p[i].tensor].count;
+		span[root[i]] = b > span[root[i]] ? b : span[root[i]];
+	}
+	int64_t at = 0;
+	for (int i = 0; i < np; i++) {
+		if (root[i] != i)
+			continue;
+		if (!read[i]) {
+			pl->p[i].addr = ((int64_t)1 << 50) + ((int64_t)i << 32);
+			continue;
+		}
+		pl->p[i].addr = at;
+		at += cdiv(span[i], 4096) * 4096 + 4096;
+	}
+	for (int i = 0; i < np; i++)
+		pl->p[i].addr = pl->p[root[i]].addr;
+	free(root);
+	free(span);
+	free(read);
+	free(fi);
+	free(la);
+	free(alias);
+	return 0;
+}
+
 static int trial(const Plan *pl, int first, int last, int weights, int64_t *table,
 		 int64_t *frags, int64_t *cycles, int exact, Err *e)
 {
@@ -312,61 +371,9 @@ static int trial(const Plan *pl, int first, int last, int weights, int64_t *tabl
 		q.r[q.nr].first = f - first, q.r[q.nr].last = l - first;
 		q.nr++;
 	}
-	plan_compose(&q);
-
-	int np = q.np;
-	int *fi = xmalloc((size_t)(np + 1) * sizeof *fi), *la = xmalloc((size_t)(np + 1) * sizeof *la);
-	int *alias = xmalloc((size_t)(np + 1) * sizeof *alias);
-	plan_lifetimes(&q, fi, la, alias);
-	/* A copy destination that may alias its source takes the source's
-	 * buffer (its root's, along a chain of such copies). */
-	int *root = xmalloc((size_t)(np + 1) * sizeof *root);
-	for (int i = 0; i < np; i++)
-		root[i] = i;
-	for (int s = 0; s < q.ns; s++) {
-		const Step *st = &q.s[s];
-		if (st->kind == STEP_COPY && alias[st->dst] == st->src &&
-		    q.p[st->src].layout == q.p[st->dst].layout && can_share(&q, st->src, st->dst))
-			root[st->dst] = root[st->src];
-	}
-	/* Every other buffer apart from all others: no receive continues into
-	 * another buffer (each holds its placements' largest shard, every
-	 * instance of a stacked home). Where they sit changes no figure, only
-	 * the replay's lookups by address (lib/cost/replay.c): the buffers the
-	 * trial's copies read are packed from address 0 on 4 KiB boundaries
-	 * with 4 KiB between them, so a send looks only at writes to its own
-	 * buffer; the others sit far beyond, each 4 GiB from the next. */
-	int64_t *span = xcalloc((size_t)np + 1, sizeof *span);
-	char *read = xcalloc((size_t)np + 1, 1);
-	for (int s = 0; s < q.ns; s++)
-		if (q.s[s].kind == STEP_COPY)
-			read[root[q.s[s].src]] = 1;
-	for (int i = 0; i < np; i++) {
-		int64_t b = place_instance(&q.p[i]) * q.t[q.p[i].tensor].count;
-		span[root[i]] = b > span[root[i]] ? b : span[root[i]];
-	}
-	int64_t at = 0;
-	for (int i = 0; i < np; i++) {
-		if (root[i] != i)
-			continue;
-		if (!read[i]) {
-			q.p[i].addr = ((int64_t)1 << 50) + ((int64_t)i << 32);
-			continue;
-		}
-		q.p[i].addr = at;
-		at += cdiv(span[i], 4096) * 4096 + 4096;
-	}
-	for (int i = 0; i < np; i++)
-		q.p[i].addr = q.p[root[i]].addr;
-	free(root);
-	free(span);
-	free(read);
-	free(fi);
-	free(la);
-	free(alias);
-	q.stage = STAGE_EXPAND;
-	if (plan_expand_steps(&q, 0, q.ns - 1, e) || plan_exchange(&q, e) ||
-	    trial_group(&q, weights, e))
+	Lowering lw = lowering_default();       /* record order: lib/lower/lower.h */
+	lw.weights = weights, lw.schedule = 0, lw.alloc = trial_alloc, lw.group = trial_group;
+	if (lower_plan(&q, &lw, e))
 		goto out;
 	if (cycles)
 		*cycles = local_copy_cycles(&q, 0, q.ns - 1, NULL);

@@ -16,6 +16,7 @@
 #include "lower/exchange.h"
 #include "lower/expand.h"
 #include "lower/group.h"
+#include "lower/lower.h"
 #include "base/num.h"
 #include "planner/planner.h"
 #include "lower/program.h"
@@ -422,13 +423,13 @@ int main(void)
 		int ok = plan_build(&pl, &md, &mc, &po, NULL, &e) == 0;
 		CHECK(ok, "%s: plan: %s", desc, e.msg);
 		if (ok) {
-			if (next() % 2)
-				plan_compose(&pl);
 			ScheduleStats ss = { 0, 0, 0 };
-			int sched = i % 4 != 0;         /* record order, or scheduled (every faster order taken) */
-			ok = plan_expand(&pl, &e) == 0 && plan_exchange(&pl, &e) == 0 &&
-			     plan_group(&pl, (int)(next() % 3), &e) == 0 &&
-			     (!sched || plan_schedule(&pl, 0, &ss, &e) == 0) && program_build(&pl, &prog, &e) == 0;
+			Lowering lw = lowering_default();
+			lw.compose = (int)(next() % 2);
+			lw.weights = (int)(next() % 3);
+			lw.schedule = i % 4 != 0;       /* record order, or scheduled (every faster order taken) */
+			lw.per_record = 0, lw.stats = &ss;
+			ok = lower_plan(&pl, &lw, &e) == 0 && program_build(&pl, &prog, &e) == 0;
 			scheduled += ss.phases;
 			CHECK(ok, "%s: lowering: %s", desc, e.msg);
 		}

@@ -9,6 +9,7 @@
 #include "lower/exchange.h"
 #include "lower/expand.h"
 #include "lower/group.h"
+#include "lower/lower.h"
 #include "planner/planner.h"
 #include "lower/program.h"
 #include "run/run.h"
@@ -73,8 +74,7 @@ static void independence(const char *path)
 		t_case("a stage corruption that runs byte-exact fools the stage's reference, not the model's");
 		int ok = model_load(&md, path, &e) == 0 && run_calibrate(&md, &ro, &sc, &e) == 0 &&
 			 plan_build(&pl, &md, &mc, &po, NULL, &e) == 0;
-		ok = ok && plan_expand(&pl, &e) == 0 && plan_exchange(&pl, &e) == 0 &&
-		     plan_group(&pl, WEIGHTS_DEFAULT, &e) == 0 && program_build(&pl, &prog, &e) == 0;
+		ok = ok && lower_plan(&pl, NULL, &e) == 0 && program_build(&pl, &prog, &e) == 0;
 		CHECK(ok, "%s: %s", kinds[k], e.msg);
 		if (!ok)
 			continue;
