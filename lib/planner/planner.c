@@ -204,6 +204,19 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 	return rc;
 }
 
+/* *pl (built: holds a plan) becomes src, and the ops' explanations
+ * (when kept) src's: ex and sex swap, so the caller frees the old ones. */
+static void take_plan(Plan *pl, int built, Plan *src, Explain *ex, Explain *sex, int nops)
+{
+	if (built)
+		plan_free(pl);
+	*pl = *src;
+	for (int i = 0; ex && i < nops; i++) {
+		Explain x = ex[i];
+		ex[i] = sex[i], sex[i] = x;
+	}
+}
+
 static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		     Explain *ex, Err *e);
 
@@ -261,8 +274,7 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		plan_fit(pl, FIT_CYCLES, &f1);
 		plan_fit(&p2, FIT_CYCLES, &f2);
 		if (fit_ok(&f2) && (!fit_ok(&f1) || f2.cycles < f1.cycles)) {
-			plan_free(pl);
-			*pl = p2;
+			take_plan(pl, 1, &p2, ex, ex2, m->nops);
 			if (o->fit)
 				*o->fit = fit2;
 			if (o->fell_back)
@@ -270,10 +282,6 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			if (o->descent) {
 				descent_free(o->descent);
 				*o->descent = d2, d2 = (Descent){ 0 };
-			}
-			for (int i = 0; ex && i < m->nops; i++) {
-				Explain x = ex[i];
-				ex[i] = ex2[i], ex2[i] = x;
 			}
 		} else {
 			plan_free(&p2);
@@ -284,6 +292,40 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	free(ex2);
 	free(cut);
 	return 0;
+}
+
+/* A cycles search at the default wide unit (WIDE_UNIT) that found no
+ * plan that fits is tried again at WIDE_UNIT_WIDER, when the model has
+ * wide tensors, and with every result returned to its canonical owners
+ * (no maker's cuts): fewer, wider column blocks, so fewer fragments and
+ * table bytes on the tiles that gather them. Its plan, when that search
+ * itself fits (not its memory fallback), replaces *pl (built: crc == 0)
+ * and returns 0; else -1 and *pl is as it was. */
+static int wider_units(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
+{
+	int *cls = xmalloc((size_t)(m->nt + 1) * sizeof *cls), any = 0;
+	unsigned char *w = wide_tensors(m, mc, WIDE_UNIT, cls);
+	for (int t = 0; t < m->nt; t++)
+		any |= w[t] != 0;
+	free(w);
+	free(cls);
+	if (o->wide_unit || !any)
+		return -1;
+	PlanOpts wo = *o;
+	Err wfit = { 0 }, we;
+	int fell = 0;
+	Plan pw;
+	Explain *wex = ex ? xcalloc((size_t)m->nops + 1, sizeof *wex) : NULL;
+	wo.wide_unit = WIDE_UNIT_WIDER, wo.no_fit_check = 1, wo.fit = &wfit, wo.fell_back = &fell;
+	wo.descent = NULL;
+	int rc = build_cut(&pw, m, mc, &wo, wex, &we), take = !rc && !fell && !wfit.msg[0];
+	if (take)
+		take_plan(pl, !crc, &pw, ex, wex, m->nops);
+	else if (!rc)
+		plan_free(&pw);
+	explain_free(wex, wex ? m->nops : 0);
+	free(wex);
+	return take ? 0 : -1;
 }
 
 /* Under cycles, the trials rank by cycles and keep only the machine's
@@ -321,6 +363,10 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		explain_free(dex, m->nops);
 		free(dex);
 	}
+	if (!wider_units(pl, m, mc, o, ex, crc)) {
+		fit.msg[0] = 0;
+		goto fits;
+	}
 	Plan pm;
 	Err me, mfit = { 0 };
 	Explain *mex = ex ? xcalloc((size_t)m->nops + 1, sizeof *mex) : NULL;
@@ -332,13 +378,7 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 	 * failing: memory's error. */
 	int take = !mrc && (!mfit.msg[0] || crc);
 	if (take) {
-		if (!crc)
-			plan_free(pl);
-		*pl = pm;
-		for (int i = 0; ex && i < m->nops; i++) {
-			Explain x = ex[i];
-			ex[i] = mex[i], mex[i] = x;
-		}
+		take_plan(pl, !crc, &pm, ex, mex, m->nops);
 		fit = mfit;
 		if (o->fell_back && !fit.msg[0])
 			*o->fell_back = 1;

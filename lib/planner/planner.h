@@ -70,6 +70,9 @@ typedef struct {
 	 * tensor t, home_cut[2t] and [2t + 1] the K and column cut of a GEMM
 	 * operand b's home (0: param_home's own) */
 	const int64_t *home_cut;
+	/* build_cut's own retry (0 from its callers: WIDE_UNIT): the columns
+	 * of a wide tensor's unit */
+	int wide_unit;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

@@ -131,7 +131,15 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		for (int k = 0; k < m->ops[i].nin; k++)
 			if (m->ops[i].in[k] >= 0)
 				b.last_use[m->ops[i].in[k]] = i;
-	b.wide = wide_tensors(m, mc);
+	b.cls = xmalloc((size_t)(m->nt + 1) * sizeof *b.cls);
+	b.cls_place = xmalloc((size_t)(m->nt + 1) * sizeof *b.cls_place);
+	for (int i = 0; i < m->nt; i++)
+		b.cls_place[i] = -1;
+	b.wunit = o->wide_unit ? o->wide_unit : WIDE_UNIT;
+	b.maker_cuts = !o->wide_unit;
+	b.wide = wide_tensors(m, mc, b.wunit, b.cls);
+	for (int i = 0; !b.maker_cuts && i < m->nt; i++)
+		b.cls[i] = -1;
 
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];
@@ -244,6 +252,8 @@ out:
 	free(b.by);
 	free(b.last_use);
 	free(b.wide);
+	free(b.cls);
+	free(b.cls_place);
 	free(op_first);
 	free(op_end);
 	if (rc)

@@ -206,6 +206,58 @@ static int choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	return 0;
 }
 
+/* A few-row GEMM's reduction may write its result straight in the cut
+ * its readers want: when the result's class is free and nothing of it is
+ * placed yet, this result's cut, written row-major, becomes the class's
+ * (returns 2: class_claim once placed); when the class's first maker
+ * claimed a cut, or the class is not free and its canonical owners are
+ * cut (wide: canonical_of), in blocks that are this reduction's (the same
+ * rows and column blocks), the reduction moves onto those tiles (returns
+ * 1). Either way the result needs no copy back to canonical owners, a
+ * phase fewer. 0: neither. */
+static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *gp)
+{
+	Placement *o = &gp[GP_OUT], *r = &gp[GP_RED];
+	if (!b->maker_cuts || c->grid[1] < 2 || c->unpack || r->split[0] != 1 || r->base != o->base || o->nrep ||
+	    r->nrep)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		if (r->split[k + 1] != o->split[k] || (o->split[k] > 1 && r->stride[k + 1] != o->stride[k]))
+			return 0;
+	const Placement *cp = class_placement(b, out);
+	Placement canon;
+	if (!cp && class_open(b, out)) {
+		o->layout = LAYOUT_ROW_MAJOR;
+		return 2;
+	}
+	if (!cp && out < b->m->nt && b->wide && b->wide[out]) {   /* its canonical owners' cut, fixed */
+		canonical_of(b, &b->pl->t[out], &canon);
+		canon.rank = 3;
+		cp = &canon;
+	}
+	if (!cp)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		if (cp->split[k] != o->split[k] || cp->block[k] != o->block[k] || cp->off[k] != o->off[k])
+			return 0;
+	if (c->grid[0] > 1 || (cp->split[0] > 1 && cp->split[1] > 1 && cp->stride[0] != cp->split[1] * cp->stride[1]))
+		return 0;               /* a bias could not follow (owners_vector's rows at one stride) */
+	r->base = cp->base;
+	for (int k = 0; k < 3; k++)
+		r->stride[k + 1] = cp->stride[k];
+	*o = *cp;
+	o->name = NULL;
+	if (gp[GP_BIAS_OP].rank) {      /* the bias the reduction adds: beside its new blocks */
+		Placement v;
+		owners_vector(o, gp[GP_BIAS_OP].shape[0], &v);
+		v.fmt = gp[GP_BIAS_OP].fmt, v.rank = 1, memcpy(v.shape, gp[GP_BIAS_OP].shape, sizeof v.shape);
+		gp[GP_BIAS_OP] = v;
+		v.nrep = 0, memset(v.rep, 0, sizeof v.rep), memset(v.rstride, 0, sizeof v.rstride);
+		gp[GP_BIAS_STAGE] = v;
+	}
+	return 1;
+}
+
 static void build_matmul(Builder *b, const MOp *op, const GemmShape *gs, const Candidate *c);
 static int trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain *ex, Err *e);
 
@@ -292,6 +344,7 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 			     (gb->split[k] == 1 || gb->stride[k] == h->stride[k]);
 	for (int i = 0; i < GP_COUNT; i++)
 		gp[i].base = stationary ? h->base : op_start(b, op);
+	int at_class = reduce_at_class(b, out, &c, gp);
 	char where[160];
 #define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
 			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
@@ -364,6 +417,10 @@ static void build_matmul(Builder *b, const MOp *op, const GemmShape *gsp, const 
 			read |= o->in[k] == op->out;
 	if (b->m->t[op->out].output && !read && pl->t[out].shape[1] == 1 && op->rep < 0) {
 		b->canon[out] = idx[GP_OUT];
+		return;
+	}
+	if (at_class == 1 || (at_class == 2 && class_claim(b, out, idx[GP_OUT]))) {
+		b->canon[out] = idx[GP_OUT];    /* where its readers want it: no copy back */
 		return;
 	}
 	canonical_of(b, &pl->t[out], &cp2);

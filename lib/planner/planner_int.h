@@ -69,7 +69,13 @@ typedef struct {
 	int64_t next_tile;      /* rotating pointer for homes */
 	int *last_use;          /* model tensor -> last op reading it */
 	unsigned char *wide;    /* model tensor -> its canonical owners split its columns too, in
-				   units of this many 32 columns; 0: whole rows (wide_tensors) */
+				   units of this many wunit columns; 0: whole rows (wide_tensors) */
+	int64_t wunit;          /* a wide tensor's least unit of columns (PlanOpts.wide_unit) */
+	int maker_cuts;         /* results written where their readers want them (class_claim,
+				   reduce_at_class); off at a retry's wider unit: the plans before them */
+	int *cls;               /* model tensor -> its class when it may take its maker's cut
+				   (wide_tensors), else -1 */
+	int *cls_place;         /* class -> the placement its first maker wrote (class_claim), or -1 */
 	int body;               /* first step of the repeat being built */
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
@@ -136,8 +142,19 @@ int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
 void canonical_of(const Builder *b, const PTensor *t, Placement *p);
 /* Which of the model's activations are owned wide (by token rows and
  * column blocks): see planner_records.c. The result has m->nt entries. */
-unsigned char *wide_tensors(const Model *m, const Machine *mc);
-#define WIDE_UNIT 32            /* a wide owner's columns: whole fp8 strips, two fp16 strips */
+unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t unit, int *cls);
+/* The cut a free class's members take once a maker claimed it, or NULL. */
+const Placement *class_placement(const Builder *b, int t);
+/* Is t's class free, its cut not claimed, and none of it placed yet? */
+int class_open(const Builder *b, int t);
+/* Placement pi (of tensor t, which a reduction or a merge just wrote)
+ * becomes the canonical cut of t's class when the class is free, nothing
+ * of it is placed yet, and pi is whole rows and column blocks without
+ * replicas; then t's canonical placement is pi itself. Returns 1 then. */
+int class_claim(Builder *b, int t, int pi);
+#define WIDE_UNIT 16            /* a wide owner's columns: a GEMM's column group, so that a reduction's
+				   blocks can be its result's canonical ones */
+#define WIDE_UNIT_WIDER 32      /* when no plan at WIDE_UNIT fits: whole fp8 strips, fewer fragments */
 #define WIDE_MIN_COLS 16        /* tiles per token row a wide tensor needs */
 int canonical(Builder *b, int tensor);
 int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,

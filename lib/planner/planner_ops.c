@@ -424,6 +424,8 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	pl->s[st].causal = op->causal;
 	pl->s[st].scratch = scratch;
 	pl->s[st].chunks = chunks;
+	if (pp && class_claim(b, out, op_out))
+		return;                 /* the merge's cut is its class's: no copy back */
 	Placement cp;
 	canonical_of(b, &pl->t[out], &cp);
 	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);

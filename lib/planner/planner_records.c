@@ -106,15 +106,21 @@ int64_t largest_uniform(int64_t n, int64_t limit)
  * allow and the cut is uniform), unless the plan keeps it together
  * (--ownership tokens, or auto resolved to it by plan_build). Owner (b, t)
  * sits on tile base + b*owners_t + t. A wide tensor (wide_tensors) is cut
- * into column blocks of whole units too (32 columns, or the least
- * multiple of 32 that holds whole heads of a rope), as many as the tiles
+ * into column blocks of whole units too (b->wunit columns, or the least
+ * multiple of it that holds whole heads of a rope), as many as the tiles
  * left over allow: owner (b, t, c) sits on tile (b*owners_t + t)*cols + c. */
 void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
 	int64_t tiles = b->mc->tiles, owners = largest_uniform(t->shape[1], tiles);
 	int split = b->o->ownership == OWN_BATCH;      /* auto is resolved by plan_build */
 	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1, nc = 1;
-	int64_t i = t - b->pl->t, unit = WIDE_UNIT * (i < b->m->nt && b->wide && b->wide[i] ? b->wide[i] : 1);
+	int64_t i = t - b->pl->t, unit = b->wunit * (i < b->m->nt && b->wide && b->wide[i] ? b->wide[i] : 1);
+	const Placement *cp = class_placement(b, (int)i);
+	if (cp) {                       /* the cut its class's first maker wrote (class_claim) */
+		*p = *cp;
+		p->name = NULL, p->addr = 0;
+		return;
+	}
 	int64_t units = cdiv(t->shape[2], unit);
 	if (i < b->m->nt && b->wide && b->wide[i])
 		nc = largest_uniform(units, tiles / (bs * owners));
@@ -125,6 +131,33 @@ void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 	p->block[2] = nc > 1 ? cdiv(units, nc) * unit : t->shape[2];
 	p->stride[0] = bs > 1 ? owners * nc : 0, p->stride[1] = owners > 1 ? nc : 1;
 	p->stride[2] = nc > 1 ? 1 : 0;
+}
+
+const Placement *class_placement(const Builder *b, int t)
+{
+	if (t < 0 || t >= b->m->nt || !b->cls || b->cls[t] < 0 || b->cls_place[b->cls[t]] < 0)
+		return NULL;
+	return &b->pl->p[b->cls_place[b->cls[t]]];
+}
+
+int class_open(const Builder *b, int t)
+{
+	if (t < 0 || t >= b->m->nt || !b->cls || b->cls[t] < 0 || b->cls_place[b->cls[t]] >= 0)
+		return 0;
+	for (int u = 0; u < b->m->nt; u++)
+		if (b->cls[u] == b->cls[t] && b->canon[u] >= 0)
+			return 0;       /* a member already placed by the formula */
+	return 1;
+}
+
+int class_claim(Builder *b, int t, int pi)
+{
+	const Placement *p = &b->pl->p[pi];
+	if (!class_open(b, t) || p->rank != 3 || p->layout != LAYOUT_ROW_MAJOR || p->nrep || place_windowed(p))
+		return 0;
+	b->cls_place[b->cls[t]] = pi;
+	b->canon[t] = pi;
+	return 1;
 }
 
 /* Union-find over tensors: the classes whose members must be cut alike. */
@@ -168,11 +201,15 @@ static int64_t gcd64(int64_t a, int64_t b)
  * row-local op, or a matmul's cast): a class that is only copied gains
  * nothing. Anything else (a layernorm, an add of a table, attention's
  * keys and values) wants whole rows. A class that a rope reads is cut
- * in units of whole heads (the least multiple of 32 columns that holds
+ * in units of whole heads (the least multiple of wunit columns that holds
  * some), so that each tile rotates its own. Decided once per model, the
  * same for every ownership and attempt. Returns each tensor's unit in
- * 32 columns, 0 when it is owned by whole rows. */
-unsigned char *wide_tensors(const Model *m, const Machine *mc)
+ * wunit columns, 0 when it is owned by whole rows; cls[t] is t's class when
+ * the class is free to take the cut its first maker writes (class_claim:
+ * no member an input, a repeat's input, carry or result, made by other
+ * than a matmul, attention or elementwise op, or read by a norm or a
+ * rope), else -1. */
+unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, int *cls)
 {
 	int n = m->nt;
 	int *c = xmalloc((size_t)(n + 1) * sizeof *c);
@@ -180,16 +217,29 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc)
 	unsigned char *work = xcalloc((size_t)n + 1, 1);     /* read by work that column blocks spread */
 	unsigned char *w = xcalloc((size_t)n + 1, 1);
 	int64_t *unit = xcalloc((size_t)n + 1, sizeof *unit);     /* per tensor: a rope's need */
+	unsigned char *fixed = xcalloc((size_t)n + 1, 1);   /* its cut is not its maker's to choose */
 	for (int t = 0; t < n; t++) {
 		const MTensor *x = &m->t[t];
 		c[t] = t;
 		bad[t] = x->rank != 3 || (x->role != T_ACT && x->role != T_INPUT) || x->output ||
-			 x->shape[0] * x->shape[1] * WIDE_MIN_COLS > mc->tiles || x->shape[2] < 2 * WIDE_UNIT;
-		unit[t] = WIDE_UNIT;
+			 x->shape[0] * x->shape[1] * WIDE_MIN_COLS > mc->tiles || x->shape[2] < 2 * wunit;
+		unit[t] = wunit;
 	}
 	for (int r = 0; r < m->nrep; r++) {
 		uf_join(c, m->rep[r].in, m->rep[r].carry);
 		uf_join(c, m->rep[r].carry, m->ops[m->rep[r].last].out);
+		fixed[m->rep[r].in] = fixed[m->rep[r].carry] = fixed[m->ops[m->rep[r].last].out] = 1;
+	}
+	for (int t = 0; t < n; t++)
+		fixed[t] |= m->t[t].role == T_INPUT;
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *op = &m->ops[i];
+		OpKind k = op->kind;
+		if (op->out >= 0 && k != OP_MATMUL && k != OP_ATTENTION && k != OP_SILU && k != OP_GELU &&
+		    k != OP_MUL && k != OP_ADD && k != OP_CAST)
+			fixed[op->out] = 1;
+		if ((k == OP_RMSNORM || k == OP_LAYERNORM || k == OP_ROPE) && op->in[0] >= 0)
+			fixed[op->in[0]] = 1;
 	}
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
@@ -241,20 +291,25 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc)
 		}
 	}
 	unsigned char *cbad = xcalloc((size_t)n + 1, 1), *cseed = xcalloc((size_t)n + 1, 1);
+	unsigned char *cfixed = xcalloc((size_t)n + 1, 1);
 	int64_t *cu = xcalloc((size_t)n + 1, sizeof *cu);
 	for (int t = 0; t < n; t++) {
 		int r = uf_find(c, t);
 		cbad[r] |= bad[t];
 		cseed[r] |= seed[t] ? 1 : 0;
 		cseed[r] |= work[t] ? 2 : 0;
+		cfixed[r] |= fixed[t];
 		cu[r] = cu[r] ? cu[r] / gcd64(cu[r], unit[t]) * unit[t] : unit[t];
 	}
-	for (int t = 0; t < n; t++)         /* two units at least, each a multiple of 32 below 256 of them */
+	for (int t = 0; t < n; t++)         /* two units at least, each a multiple of wunit below 256 of them */
 		cbad[uf_find(c, t)] |= m->t[t].rank == 3 && m->t[t].shape[2] < 2 * cu[uf_find(c, t)];
 	for (int t = 0; t < n; t++) {
 		int r = uf_find(c, t);
-		w[t] = !cbad[r] && cseed[r] == 3 && cu[r] / WIDE_UNIT < 256 ? (unsigned char)(cu[r] / WIDE_UNIT) : 0;
+		w[t] = !cbad[r] && cseed[r] == 3 && cu[r] / wunit < 256 ? (unsigned char)(cu[r] / wunit) : 0;
+		cls[t] = w[t] && !cfixed[r] ? r : -1;
 	}
+	free(fixed);
+	free(cfixed);
 	free(unit);
 	free(cu);
 	free(work);

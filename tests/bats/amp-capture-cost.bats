@@ -64,7 +64,7 @@ tiles_of() {
 @test "capture costs tiny-mlp's steps by formats/machine.md: elements x per-element cycles, MACs / rate + call" {
 	# x, xn, z canonical [2, 1, 80] per owner; h, g owned wide (a GEMM's
 	# result that only gelu and a matmul read, 74 rows: formats/plan.md),
-	# [2, 1, 32] per owner, 200 columns in 7 blocks of 32. mlp_up: fp8
+	# [2, 1, 16] per owner, 200 columns in 13 blocks of 16. mlp_up: fp8
 	# [74 x 80] x [80 x 200] on one tile. mlp_down: grid [3, 2, 5], late cast:
 	# a blocks [2, 13, 128] cast on 30 tiles, partials 26 x 128 x 16, then
 	# [2 partials, 2, 13, 16] reduced per block.
@@ -72,7 +72,7 @@ tiles_of() {
 	local want="2 layernorm $((2 * 80 * red))
 3 cast $((2 * 80 * ew))
 7 matmul $(( (74 * 80 * 200 + fp8 - 1) / fp8 + call ))
-9 gelu $((2 * 32 * ew))
+9 gelu $((2 * 16 * ew))
 11 cast $((2 * 13 * 128 * ew))
 14 matmul $(( (26 * 128 * 16 + fp8 - 1) / fp8 + call ))
 16 reduce $((2 * 2 * 13 * 16 * red))
@@ -90,7 +90,7 @@ tiles_of() {
 	run amp-capture --machine costly.yaml costly.grouped -o costly.json
 	assert_success
 	run jq -r '[.compute[].cycles] | map(tostring) | join(" ")' costly.json
-	assert_output "$((160 * 5)) $((160 * 3)) $((74 * 80 * 200 / 128)) $((64 * 3)) $((3328 * 3)) $((26 * 128 * 16 / 128)) $((832 * 5)) $((160 * 3))"
+	assert_output "$((160 * 5)) $((160 * 3)) $((74 * 80 * 200 / 128)) $((32 * 3)) $((3328 * 3)) $((26 * 128 * 16 / 128)) $((832 * 5)) $((160 * 3))"
 	run jq -c '.machine | [.matmul_call_cycles, .elementwise_cycles_per_element, .reduction_cycles_per_element]' costly.json
 	assert_output '[0,3,5]'
 	run diff <(jq -S '{phases, phase_traffic}' "$TINY_CAPTURE") <(jq -S '{phases, phase_traffic}' costly.json)

@@ -155,7 +155,7 @@ ids_npy() {
 	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: n1, in: \[x@canon, g1@home, n1.sumsq@rows\], out: xn@canon, eps: 1e-06}$' p.yaml
 	assert_output 1
 	# its scale stays home, cut like the rows' columns beside each row
-	run grep -c '^- {name: g1@home, tensor: g1, layout: row-major, split: \[2\], block: \[32\], base: 0, stride: \[1\], rep: \[2\], rstride: \[2\]}$' p.yaml
+	run grep -c '^- {name: g1@home, tensor: g1, layout: row-major, split: \[4\], block: \[16\], base: 0, stride: \[1\], rep: \[2\], rstride: \[4\]}$' p.yaml
 	assert_output 1
 }
 
@@ -170,7 +170,7 @@ ids_npy() {
 
 @test "lm: amp-run refuses a norm over column blocks that drops its rows' sums, or reads sums its op did not make" {
 	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
-	# without the sums each tile normalises its own 32 columns: wrong, and the op check says so
+	# without the sums each tile normalises its own 16 columns: wrong, and the op check says so
 	sed 's/in: \[x@canon, g1@home, n1.sumsq@rows\]/in: [x@canon, g1@home]/' g.yaml > nosums.yaml
 	run cmp -s g.yaml nosums.yaml
 	assert_failure
@@ -191,11 +191,13 @@ ids_npy() {
 
 @test "lm: the decode step's ropes rotate column blocks of whole heads, the positions beside each row's blocks" {
 	amp-plan "$DEC" -o p.yaml
-	run grep -c '^- {name: q0@canon, tensor: q0, layout: row-major, split: \[2, 1, 2\], block: \[1, 1, 32\], base: 0, stride: \[2, 1, 1\], rep: \[\], rstride: \[\]}$' p.yaml
+	# q's reduction writes q0 on its canonical owners (their blocks are its
+	# own, formats/plan.md), whole heads of 16 on each of 4 tiles a row
+	run grep -c '^- {name: q0@q.out, tensor: q0, layout: row-major, split: \[2, 1, 4\], block: \[1, 1, 16\], base: 0, stride: \[4, 1, 1\], rep: \[\], rstride: \[\]}$' p.yaml
 	assert_output 1
 	run grep -c '^- {step: [0-9]*, copy: activation, op: rq, operand: positions, map: [a-z-]*, src: pos@canon, dst: pos@rows}$' p.yaml
 	assert_output 1
-	run grep -c '^- {step: [0-9]*, compute: rope, op: rq, in: \[q0@canon, pos@rows\], out: q@canon, heads: 4, head_dim: 16, theta: 1e+06}$' p.yaml
+	run grep -c '^- {step: [0-9]*, compute: rope, op: rq, in: \[q0@q.out, pos@rows\], out: q@canon, heads: 4, head_dim: 16, theta: 1e+06}$' p.yaml
 	assert_output 1
 	# and a step of it at a later position runs byte-exact, every op within its tolerance
 	program "$DEC" dec.amp

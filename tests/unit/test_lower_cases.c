@@ -28,7 +28,7 @@ static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
 	close(fd);
 	Model m;
 	Machine mc = test_machine(tiles);
-	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL };
+	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
 	int rc = model_load(&m, path, e);
 	if (!rc) {
 		rc = plan_build(pl, &m, &mc, &po, NULL, e);

@@ -57,6 +57,10 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 	/* the head rotates whole heads of 16 or 32 columns of the final norm's
 	 * rows (those past the last whole head unrotated) at a random position */
 	int64_t hd = 16 << ((rng2 >> 24) % 2), at = (int64_t)((rng2 >> 32) % 1000);
+	/* half the one-token steps add a bias at m2, left to the planner,
+	 * whose reduction may then land on the residual stream's owners: the
+	 * bias follows it */
+	int b2 = T == 1 && (rng2 >> 44) % 2;
 	if (head) {
 		D = 48 + (int64_t)((rng2 >> 16) % 89);
 		B = B * 16 <= tiles ? B : tiles / 16 > 1 ? tiles / 16 : 1;     /* rows the tiles can widen */
@@ -73,6 +77,8 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 		(long long)H, f1, (long long)H, (long long)H, (long long)D, f2);
 	if (head)
 		fprintf(f, "  w4: {shape: [%lld, 16], dtype: fp16}\n", (long long)D);
+	if (b2)
+		fprintf(f, "  b2: {shape: [%lld], dtype: fp16}\n", (long long)D);
 	if (gated)
 		fprintf(f, "  w3: {shape: [%lld, %lld], dtype: %s}\nops:\n"
 			"  - {op: rmsnorm, name: ln, x: x, scale: s, eps: 1e-5, out: xn}\n"
@@ -85,8 +91,8 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 		fprintf(f, "ops:\n  - {op: layernorm, name: ln, x: x, scale: s, bias: o, out: xn}\n"
 			"  - {op: matmul, name: m1, a: xn, b: w1, bias: b1, out: h}\n"
 			"  - {op: gelu, name: act, x: h, out: g}\n");
-	fprintf(f, "  - {op: matmul, name: m2, a: g, b: w2, out: y}\n"
-		"  - {op: add, name: res, a: x, b: y, out: z}\n");
+	fprintf(f, "  - {op: matmul, name: m2, a: g, b: w2%s, out: y}\n"
+		"  - {op: add, name: res, a: x, b: y, out: z}\n", b2 ? ", bias: b2" : "");
 	if (head)
 		fprintf(f, "  - {op: rmsnorm, name: ln2, x: z, scale: s, eps: 1e-5, out: zn}\n"
 			"  - {op: rope, name: rot, x: zn, positions: pos, heads: %lld, head_dim: %lld, theta: 10000, "
@@ -117,6 +123,10 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 		if (!strcmp(st, "spread") && (c < 2 || sk % c || (K[i] + sk / c * mu - 1) / (sk / c * mu) != k * c))
 			st = "pack-once";       /* no grid near it can spread */
 		const char *out = next() % 2 ? "unpack" : "direct", *red = next() % 2 ? "scatter" : "gather";
+		if (b2 && i == 1) {     /* the planner's own (the draws made all the same) */
+			u += (size_t)snprintf(desc + u, dn - u, " m2:auto");
+			continue;
+		}
 		fprintf(f, "  m%d: {grid: [%lld, %lld, %lld], cast: %s, staging: %s, out_staging: %s, reduce: %s}\n",
 			i + 1, (long long)r, (long long)k, (long long)c, cast, st, out, red);
 		u += (size_t)snprintf(desc + u, dn - u, " m%d:[%lld,%lld,%lld]/%s/%s/%s/%s", i + 1, (long long)r,
@@ -356,7 +366,7 @@ int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
-	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0;
+	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
@@ -374,7 +384,7 @@ int main(void)
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
-		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL };
+		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
 		Err e;
 
 		int kind = i < n ? (int)(next() % 4) : 1;
@@ -422,6 +432,19 @@ int main(void)
 		t_case("random model: plans and lowers with its calibrated scales");
 		int ok = plan_build(&pl, &md, &mc, &po, NULL, &e) == 0;
 		CHECK(ok, "%s: plan: %s", desc, e.msg);
+		/* as planned, before amp-compose may join a copy back into the next copy */
+		for (int s = 0; ok && s < pl.ns; s++) {    /* reductions and merges whose result another */
+			const Step *st = &pl.s[s];              /* op's compute reads where they wrote it */
+			int read = 0;
+			if (st->kind != STEP_COMPUTE || (st->compute != C_REDUCE && st->compute != C_MERGE))
+				continue;
+			for (int c = 0; c < pl.ns; c++)
+				for (int k = 0; pl.s[c].kind == STEP_COMPUTE && k < pl.s[c].nin; k++)
+					read |= pl.s[c].in[k] == st->out && strcmp(pl.s[c].op, st->op) != 0;
+			landed += read && st->compute == C_REDUCE;
+			biased += read && st->compute == C_REDUCE && st->nin > 1;
+			merged += read && st->compute == C_MERGE;
+		}
 		if (ok) {
 			ScheduleStats ss = { 0, 0, 0 };
 			Lowering lw = lowering_default();
@@ -535,6 +558,9 @@ int main(void)
 	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");
 	CHECK(wide_norms >= 3 && resident >= 3, "%d wide norms, %d resident norm vectors, of %d random models",
 	      wide_norms, resident, n);
+	t_case("random models: GEMM reductions and attention merges written where the next op reads them ran byte-exact");
+	CHECK(landed >= 4 && merged >= 1 && biased >= 1, "%d reductions (%d adding a bias) and %d merges read in place, "
+	      "of %d random models", landed, biased, merged, n);
 	t_case("random models: rope over column blocks of whole heads ran byte-exact");
 	CHECK(wide_ropes >= 3, "%d wide ropes of %d random models", wide_ropes, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");

@@ -66,7 +66,7 @@ int main(void)
 		Machine mc = test_machine(tiles);
 		Model md;
 		Plan pl, q;
-		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1, NULL, NULL, NULL, NULL, NULL, NULL };
+		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
 		Err e;
 
 		vit_model(path, desc, sizeof desc);
