@@ -15,8 +15,10 @@ static const char usage[] =
 	"the grouped stage (formats/group.md). Then order every phase's transfers\n"
 	"to shorten its modelled exchange (the replay): within each copy step,\n"
 	"of every (sender, first receiver) pair's next fragments the one that can\n"
-	"start earliest goes first; steps keep program order on every tile, and a\n"
-	"step that forwards bytes it receives keeps record order. A phase takes\n"
+	"start earliest goes first, or the fragments go in an all-to-all's rounds\n"
+	"(by receiver's offset from sender), whichever replays faster; steps keep\n"
+	"program order on every tile, and a step that forwards bytes it receives\n"
+	"keeps record order. A phase takes\n"
 	"the new order only when it is faster by at least a cycle (one run) for\n"
 	"each record it adds; when the tables would then pass a limit of\n"
 	"the machine, only orders that grow no tile's row are taken.\n";

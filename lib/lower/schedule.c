@@ -306,20 +306,34 @@ static void list_schedule(Replay *r, Items *v, int64_t *out, int64_t T, int exac
  * the highest of the fragments before it on any of its tiles), then
  * record order: fragments that run side by side sit together in their
  * old order, which folds back into families. */
-static _Thread_local int64_t *lv;
+static _Thread_local const int64_t *sort_key;
 
-static int by_lv(const void *a, const void *b)
+static int by_key(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	if (lv[x] != lv[y])
-		return lv[x] < lv[y] ? -1 : 1;
+	if (sort_key[x] != sort_key[y])
+		return sort_key[x] < sort_key[y] ? -1 : 1;
 	return (x > y) - (x < y);
+}
+
+/* order: v's items by (key[their seq], seq). */
+static void order_by(const Items *v, const int64_t *key, int64_t *order)
+{
+	int64_t *seq = xmalloc((size_t)(v->n + 1) * sizeof *seq), *pos = xmalloc((size_t)(v->n + 1) * sizeof *pos);
+	for (int64_t k = 0; k < v->n; k++)
+		seq[k] = k, pos[v->it[k].seq] = k;
+	sort_key = key;
+	qsort(seq, (size_t)v->n, sizeof *seq, by_key);
+	for (int64_t k = 0; k < v->n; k++)
+		order[k] = pos[seq[k]];
+	free(pos);
+	free(seq);
 }
 
 static void by_level(Items *v, int64_t *order, int64_t T)
 {
 	int64_t *last = xcalloc((size_t)T, sizeof *last);
-	int64_t *level = xmalloc((size_t)(v->n + 1) * sizeof *level), *seq = xmalloc((size_t)(v->n + 1) * sizeof *seq);
+	int64_t *level = xmalloc((size_t)(v->n + 1) * sizeof *level);
 	for (int64_t k = 0; k < v->n; k++) {
 		const Frag *f = &v->it[order[k]].f;
 		int64_t l = last[f->src];
@@ -333,18 +347,51 @@ static void by_level(Items *v, int64_t *order, int64_t T)
 			last[tile_mod(f->dst_tile + j * f->recv_step, T)] = l;
 		level[v->it[order[k]].seq] = l;
 	}
-	/* sort the items' record-order positions by level; map back */
-	int64_t *pos = xmalloc((size_t)(v->n + 1) * sizeof *pos);
-	for (int64_t k = 0; k < v->n; k++)
-		seq[k] = k, pos[v->it[k].seq] = k;
-	lv = level;
-	qsort(seq, (size_t)v->n, sizeof *seq, by_lv);
-	for (int64_t k = 0; k < v->n; k++)
-		order[k] = pos[seq[k]];
-	free(pos);
-	free(seq);
+	order_by(v, level, order);
 	free(level);
 	free(last);
+}
+
+/* Rounds: the items in the order of an all-to-all's rounds. G is the
+ * widest span of tiles that send to one receiver or that one sender
+ * sends to; an item's round is its first receiver's offset from its
+ * sender, modulo G, so that the items of one round share no sender and
+ * no receiver where the step's tiles form groups of G, and a step whose
+ * senders all start with the same receiver (an all-to-all in record
+ * order) is spread over the receivers instead. Ties: record order, so a
+ * pair keeps its own. */
+typedef struct {
+	int64_t lo, hi;
+} Span;
+
+static void by_rounds(const Items *v, int64_t *order, int64_t T)
+{
+	Span *snd = xmalloc((size_t)T * sizeof *snd), *rcv = xmalloc((size_t)T * sizeof *rcv);
+	for (int64_t t = 0; t < T; t++)
+		snd[t] = rcv[t] = (Span){ INT64_MAX, INT64_MIN };
+	for (int64_t i = 0; i < v->n; i++) {
+		const Frag *f = &v->it[i].f;
+		Span *a = &snd[f->src], *b = &rcv[f->dst_tile];
+		a->lo = f->dst_tile < a->lo ? f->dst_tile : a->lo, a->hi = f->dst_tile > a->hi ? f->dst_tile : a->hi;
+		b->lo = f->src < b->lo ? f->src : b->lo, b->hi = f->src > b->hi ? f->src : b->hi;
+	}
+	int64_t G = 1;
+	for (int64_t t = 0; t < T; t++) {
+		if (snd[t].hi >= snd[t].lo && snd[t].hi - snd[t].lo + 1 > G)
+			G = snd[t].hi - snd[t].lo + 1;
+		if (rcv[t].hi >= rcv[t].lo && rcv[t].hi - rcv[t].lo + 1 > G)
+			G = rcv[t].hi - rcv[t].lo + 1;
+	}
+	int64_t *rd = xmalloc((size_t)(v->n + 1) * sizeof *rd);
+	for (int64_t i = 0; i < v->n; i++) {
+		const Item *it = &v->it[i];
+		int64_t d = it->f.dst_tile - it->f.src;
+		rd[it->seq] = ((d % G) + G) % G;
+	}
+	order_by(v, rd, order);
+	free(rd);
+	free(snd);
+	free(rcv);
 }
 
 /* Does a send of records x[0..n) read bytes of the step's destination? */
@@ -406,8 +453,16 @@ static void schedule_step(const Plan *pl, Replay *r, const Xfer *x, int n, int e
 	if (at < 0)
 		return;
 	int64_t *order = xmalloc((size_t)(v.n + 1) * sizeof *order);
-	list_schedule(r, &v, order, T, exact);
-	by_level(&v, order, T);
+	if (exact == 2) {
+		by_rounds(&v, order, T);
+		for (int64_t k = 0; k < v.n; k++) {
+			Xfer u = unit_of(&v, &v.it[order[k]]);
+			xfer_each(&u, T, issue_member, r);
+		}
+	} else {
+		list_schedule(r, &v, order, T, exact == 1);
+		by_level(&v, order, T);
+	}
 	/* The sends, flat in their new order, go where the first send was. */
 	Out s = { NULL, 0, 0 };
 	for (int64_t k = 0; k < v.n; k++) {
@@ -463,8 +518,8 @@ static int64_t order_phase(const Plan *pl, int lo, int hi, int exact, Out *o)
 typedef struct {
 	int lo, hi, sends;
 	int64_t old;            /* record order's cycles */
-	Out o[2];               /* [0] parked, [1] exact */
-	int64_t now[2];
+	Out o[3];               /* [0] parked, [1] exact, [2] parked, ties by skew */
+	int64_t now[3];
 } Order;
 
 /* The phases, shared by the threads that order them: each takes the
@@ -490,7 +545,7 @@ static void *order_run(void *arg)
 		if (!f->sends)
 			continue;
 		f->old = replay_records(w->pl, w->pl->x + f->lo, f->hi - f->lo);
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < 3; k++)
 			f->now[k] = order_phase(w->pl, f->lo, f->hi, k, &f->o[k]);
 	}
 }
@@ -538,7 +593,7 @@ static void order_all(const Plan *pl, Work *w)
 static void order_free(Work *w)
 {
 	for (int p = 0; p < w->n; p++)
-		free(w->ph[p].o[0].x), free(w->ph[p].o[1].x);
+		free(w->ph[p].o[0].x), free(w->ph[p].o[1].x), free(w->ph[p].o[2].x);
 	free(w->ph);
 }
 
@@ -557,7 +612,7 @@ static void pick_pass(const Plan *pl, const Work *w, int strict, int64_t per_rec
 			put(all, &pl->x[i++]);
 		int lo = f->lo, hi = f->hi, pick = -1;
 		int64_t old = f->old, best = old;
-		for (int k = 0; f->sends && k < 2; k++)
+		for (int k = 0; f->sends && k < 3; k++)
 			if (f->now[k] < best && worth(pl, p, lo, hi, old, &f->o[k], f->now[k], strict, per_record, ra, rb))
 				best = f->now[k], pick = k;
 		st.before += old;

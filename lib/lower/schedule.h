@@ -36,8 +36,13 @@
  * same cycles, tables and fragments as 8 (before staging spread the
  * 27-layer SigLIP lost up to 6,912 cycles at 4; its spread gathers'
  * steps of 52,448 one-fragment units use the whole budget, and halving
- * it saves about a second of amp-group). The faster of the two (by the
- * replay of the order written) is a candidate.
+ * it saves about a second of amp-group). A third order is no list
+ * schedule: an all-to-all's rounds, each unit's round its first
+ * receiver's offset from its sender modulo the widest span of tiles one
+ * receiver hears from or one sender sends to, then record order; in a
+ * step whose tiles form groups of that span (attention's partials), the
+ * units of a round share no tile. The fastest of the three (by the
+ * replay of the order written) is the candidate.
  *
  * A phase takes the candidate only when its replay is faster than record
  * order's, by at least per_record cycles (one run of the phase: a repeat

@@ -3,10 +3,12 @@
  * in order, a forwarding step untouched, never slower than record order,
  * and costed the same whatever the SRAM the replay indexes;
  * and all-to-all reductions, whose record order sends every block's first
- * fragment to one receiver, scheduled to their floor. */
+ * fragment to one receiver, and groups gathering small partials, scheduled
+ * to their floor. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/floor.h"
 #include "cost/replay.h"
 #include "lower/schedule.h"
 #include "stage/table.h"
@@ -261,6 +263,41 @@ static void reduction(void)
 	}
 }
 
+/* Attention's partials: the tiles in groups of G, each sending its part
+ * r (L bytes) to the group's tile r for r < R (the merge tiles; not to
+ * itself), one record a sender, so in record order every sender of a
+ * group first sends to the group's first tile. Receivers are the
+ * bottleneck: G - 1 fragments each. */
+#define G 8
+#define R 5
+static Plan partials(int64_t L)
+{
+	Plan pl = phase_plan(1);
+	pl.x = calloc((size_t)T * R, sizeof *pl.x);
+	for (int64_t s = 0; s < T; s++)
+		for (int64_t r = 0, g = s / G * G; r < R; r++)
+			if (g + r != s)
+				pl.x[pl.nx++] = send(0, s, r * L, g + r, W + (s - g) * L, 1, L);
+	return pl;
+}
+
+static void gathers(void)
+{
+	for (int64_t L = 8; L <= 512; L *= 4) {
+		Plan pl = partials(L);
+		int n0 = pl.nx;
+		int64_t c0 = phase_cycles(&pl, 0), floor = phase_floor(&pl, 0, NULL);
+		Err e;
+		ScheduleStats st;
+		plan_schedule(&pl, 0, &st, &e);
+		int64_t c1 = phase_cycles(&pl, 0);
+		t_case("groups gathering small partials are scheduled to within 10% of their floor, in no more records");
+		CHECK(c1 * 10 <= floor * 11 && c1 < c0 && pl.nx <= n0, "L %lld: %lld cycles, record order %lld, floor %lld; %d records, %d before",
+		      (long long)L, (long long)c1, (long long)c0, (long long)floor, pl.nx, n0);
+		plan_done(&pl);
+	}
+}
+
 /* A new order that adds records must save per_record cycles for each. */
 static void per_record(void)
 {
@@ -276,9 +313,16 @@ static void per_record(void)
 	CHECK(saved > 0 && added > 0 && st.phases == 1, "saved %lld cycles, %lld records added", (long long)saved,
 	      (long long)added);
 	plan_done(&pl);
+	t_case("an order taken saves per_record cycles for each record it adds");
+	pl = all_to_all(512);
+	int64_t pr = saved / added + 1;
+	plan_schedule(&pl, pr, &st, &e);
+	CHECK(st.before - st.after >= pr * (pl.nx - n0), "%lld cycles saved, %d records added at %lld a record",
+	      (long long)(st.before - st.after), pl.nx - n0, (long long)pr);
+	plan_done(&pl);
 	t_case("a faster order that adds records is not taken when it saves too little a record");
 	pl = all_to_all(512);
-	plan_schedule(&pl, saved / added + 1, &st, &e);
+	plan_schedule(&pl, 1000000, &st, &e);
 	CHECK(pl.nx == n0 && !memcmp(pl.x, x0, (size_t)n0 * sizeof *x0) && st.phases == 0 && st.after == st.before,
 	      "%d records, %d phases reordered", pl.nx, st.phases);
 	plan_done(&pl);
@@ -345,6 +389,7 @@ int main(void)
 {
 	random_phases();
 	reduction();
+	gathers();
 	per_record();
 	limits();
 	no_gain();
