@@ -371,8 +371,9 @@ static void by_rounds(const Items *v, int64_t *order, int64_t T)
 		snd[t] = rcv[t] = (Span){ INT64_MAX, INT64_MIN };
 	for (int64_t i = 0; i < v->n; i++) {
 		const Frag *f = &v->it[i].f;
-		Span *a = &snd[f->src], *b = &rcv[f->dst_tile];
-		a->lo = f->dst_tile < a->lo ? f->dst_tile : a->lo, a->hi = f->dst_tile > a->hi ? f->dst_tile : a->hi;
+		int64_t d = tile_mod(f->dst_tile, T);
+		Span *a = &snd[f->src], *b = &rcv[d];
+		a->lo = d < a->lo ? d : a->lo, a->hi = d > a->hi ? d : a->hi;
 		b->lo = f->src < b->lo ? f->src : b->lo, b->hi = f->src > b->hi ? f->src : b->hi;
 	}
 	int64_t G = 1;
@@ -385,7 +386,7 @@ static void by_rounds(const Items *v, int64_t *order, int64_t T)
 	int64_t *rd = xmalloc((size_t)(v->n + 1) * sizeof *rd);
 	for (int64_t i = 0; i < v->n; i++) {
 		const Item *it = &v->it[i];
-		int64_t d = it->f.dst_tile - it->f.src;
+		int64_t d = tile_mod(it->f.dst_tile, T) - it->f.src;
 		rd[it->seq] = ((d % G) + G) % G;
 	}
 	order_by(v, rd, order);
