@@ -12,11 +12,19 @@ Lowering lowering_default(void)
 	return lw;
 }
 
+/* The sequence's tail, amp-group's part: group (by group, or plan_group),
+ * then, with schedule, the schedule at per_record. */
+static int group_schedule(Plan *pl, int (*group)(Plan *, int, Err *), int weights, int schedule, int64_t per_record,
+			  ScheduleStats *stats, Err *e)
+{
+	if ((group ? group : plan_group)(pl, weights, e))
+		return -1;
+	return schedule ? plan_schedule(pl, per_record, stats, e) : 0;
+}
+
 int lower_group(Plan *pl, int weights, int schedule, ScheduleStats *stats, Err *e)
 {
-	if (plan_group(pl, weights, e))
-		return -1;
-	return schedule ? plan_schedule(pl, SCHEDULE_CYCLES_PER_RECORD, stats, e) : 0;
+	return group_schedule(pl, NULL, weights, schedule, SCHEDULE_CYCLES_PER_RECORD, stats, e);
 }
 
 int lower_plan(Plan *pl, const Lowering *lw, Err *e)
@@ -31,7 +39,5 @@ int lower_plan(Plan *pl, const Lowering *lw, Err *e)
 	pl->stage = STAGE_EXPAND;
 	if (plan_expand_steps(pl, 0, pl->ns - 1, e) || plan_exchange(pl, e))
 		return -1;
-	if ((lw->group ? lw->group : plan_group)(pl, lw->weights, e))
-		return -1;
-	return lw->schedule ? plan_schedule(pl, lw->per_record, lw->stats, e) : 0;
+	return group_schedule(pl, lw->group, lw->weights, lw->schedule, lw->per_record, lw->stats, e);
 }
