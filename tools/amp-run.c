@@ -127,16 +127,17 @@ static void free_vals(float **v, int n)
 static int save(const char *dir, const char *name, const char *suffix, const PTensor *t,
 		const float *v, Err *e)
 {
-	char path[4096];
 	Npy a;
 	memset(&a, 0, sizeof a);
-	snprintf(path, sizeof path, "%s/%s%s.npy", dir, name, suffix);
+	char *path = xasprintf("%s/%s%s.npy", dir, name, suffix);
 	a.type = NPY_F32;
 	a.rank = t->rank;
 	memcpy(a.shape, t->shape, (size_t)t->rank * sizeof *t->shape);
 	a.data = (void *)v;
 	a.bytes = (size_t)tensor_count(t) * sizeof *v;
-	return npy_write(path, &a, e);
+	int rc = npy_write(path, &a, e);
+	free(path);
+	return rc;
 }
 
 /* Scales from the reference's amax, for a model the machine (machine_path,
@@ -159,7 +160,7 @@ static void calibrate(const char *model_path, const char *machine_path, const ch
 /* The model (and scales) the program claims to lower: --model (--scales)
  * or the ones amp-emit --model embedded. 0 when there is none. */
 static int claimed_model(const Program *prog, const Plan *pl, const char *in_path, const char *model_path,
-			 const char *scales_path, Model *md, Scales *sc, int *has_sc, char *name, size_t nn)
+			 const char *scales_path, Model *md, Scales *sc, int *has_sc, char **name)
 {
 	Err e;
 	const char *p = in_path ? in_path : "<stdin>";
@@ -177,7 +178,7 @@ static int claimed_model(const Program *prog, const Plan *pl, const char *in_pat
 			check_planned_file(pl, k ? "scales" : "model", text, len, path, in_path);
 			free(text);
 		}
-		snprintf(name, nn, "%s", model_path);
+		*name = xstrdup(model_path);
 		if (model_load(md, model_path, &e) || (scales_path && scales_load(sc, scales_path, &e)))
 			fail(&e);
 		*has_sc = scales_path != NULL;
@@ -188,15 +189,14 @@ static int claimed_model(const Program *prog, const Plan *pl, const char *in_pat
 	check_planned_file(pl, "model", prog->model, prog->model_len, "<embedded MODEL>", in_path);
 	if (prog->scales)
 		check_planned_file(pl, "scales", prog->scales, prog->scales_len, "<embedded SCALES>", in_path);
-	char mname[4200], sname[4200];
-	snprintf(mname, sizeof mname, "%s(MODEL)", p);
-	snprintf(sname, sizeof sname, "%s(SCALES)", p);
-	snprintf(name, nn, "%s", mname);
-	if (model_load_input(md, input_open_mem(mname, prog->model, prog->model_len, &e), &e))
+	*name = xasprintf("%s(MODEL)", p);
+	if (model_load_input(md, input_open_mem(*name, prog->model, prog->model_len, &e), &e))
 		fail(&e);
 	if (prog->scales) {
+		char *sname = xasprintf("%s(SCALES)", p);
 		if (scales_load_input(sc, input_open_mem(sname, prog->scales, prog->scales_len, &e), &e))
 			fail(&e);
+		free(sname);
 		*has_sc = 1;
 	}
 	return 1;
@@ -253,7 +253,7 @@ typedef struct {
 	Model md;
 	Scales sc;
 	int has_model, has_sc;
-	char mname[4200];
+	char *mname;            /* the model's name in messages, or NULL */
 	OpCheck *opcheck;
 	int ids, logits;        /* an embed's token ids, and the output over its vocabulary (-1: none) */
 } Prog;
@@ -304,7 +304,7 @@ static void load_prog(Prog *p, const char *path, const char *model_path, const c
 	}
 	check_machine(&p->pl, machine_path, path);
 	p->has_model = claimed_model(&p->prog, &p->pl, path, model_path, scales_path, &p->md, &p->sc, &p->has_sc,
-				     p->mname, sizeof p->mname);
+				     &p->mname);
 	if (p->has_model && run_check_model(&p->pl, &p->md, p->has_sc ? &p->sc : NULL, &e))
 		fail(&e);
 	if (!p->has_model)
@@ -325,6 +325,7 @@ static void free_prog(Prog *p)
 	}
 	program_free(&p->prog);
 	plan_free(&p->pl);
+	free(p->mname);
 }
 
 /* The tokens of one run: the rows of the program's first int32 input
@@ -470,10 +471,10 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	}
 	for (int t = 0; t < pl->nt; t++)        /* parameters go on to the next run, made once */
 		if (pl->t[t].role == R_PARAM && val[t]) {
-			char key[300];
-			param_key(&pl->t[t], key, sizeof key);
+			char *key = param_key(&pl->t[t]);
 			if (!carry_find(params, key, tensor_values(&pl->t[t]), 0))
 				carry_take(params, key, val[t], tensor_values(&pl->t[t]));
+			free(key);
 			val[t] = NULL;
 		}
 	free_vals(val, pl->nt);

@@ -71,3 +71,18 @@ char *xstrdup(const char *s)
 	size_t n = strlen(s) + 1;
 	return memcpy(xmalloc(n), s, n);
 }
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();        /* an invalid format: a bug of the caller */
+	char *s = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}

@@ -33,5 +33,8 @@ void *xcalloc(size_t n, size_t size);
 void *xzeroed(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* The printf of fmt in a new string of its measured length (free it):
+ * for names built from names, which have no length limit. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

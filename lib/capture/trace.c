@@ -134,12 +134,12 @@ static void counter(Trace *tr, int k, int s)
 static void unit(Trace *tr, UnitKind k, int i, int64_t iter)
 {
 	const Plan *pl = tr->pl;
-	char name[320];
+	char *name;             /* made to its measured length: names have none */
 	int64_t T = tr->T;
 	if (k == U_COMPUTE) {
 		const Step *s = &pl->s[i];
 		int64_t c = tr->st[i].compute_cycles;
-		snprintf(name, sizeof name, "%s %s", s->op, compute_name(s->compute));
+		name = xasprintf("%s %s", s->op, compute_name(s->compute));
 		for (int n = 0; n < tr->n; n++)
 			counter(tr, n, i);
 		slice(tr, 0, name, "compute", tr->t, c);
@@ -161,12 +161,14 @@ static void unit(Trace *tr, UnitKind k, int i, int64_t iter)
 			slice_end(tr);
 		}
 		tr->t += c;
+		free(name);
 		return;
 	}
 	if (k == U_LOCAL) {
 		int64_t c = tr->st[i].local_copy_cycles;
-		snprintf(name, sizeof name, "%s local copies", pl->s[i].op);
+		name = xasprintf("%s local copies", pl->s[i].op);
 		slice(tr, 0, name, "local", tr->t, c);
+		free(name);
 		json_kint(&tr->j, "step", i);
 		json_kint(&tr->j, "cycles", c);
 		slice_end(tr);
@@ -187,7 +189,7 @@ static void unit(Trace *tr, UnitKind k, int i, int64_t iter)
 		slice_end(tr);
 	}
 	tr->t += m->sync_cycles;
-	snprintf(name, sizeof name, "phase %d: %s", i, pl->ph[i].label);
+	name = xasprintf("phase %d: %s", i, pl->ph[i].label);
 	slice(tr, 0, name, "exchange", tr->t, m->cycles);
 	json_kint(&tr->j, "phase", i);
 	json_kint(&tr->j, "cycles", m->cycles);
@@ -208,9 +210,11 @@ static void unit(Trace *tr, UnitKind k, int i, int64_t iter)
 		slice_end(tr);
 	}
 	tr->t += m->cycles;
+	free(name);
 	if (m->local_copy_cycles) {
-		snprintf(name, sizeof name, "phase %d local copies", i);
-		slice(tr, 0, name, "local", tr->t, m->local_copy_cycles);
+		char lname[48];
+		snprintf(lname, sizeof lname, "phase %d local copies", i);
+		slice(tr, 0, lname, "local", tr->t, m->local_copy_cycles);
 		json_kint(&tr->j, "phase", i);
 		json_kint(&tr->j, "cycles", m->local_copy_cycles);
 		slice_end(tr);
@@ -304,7 +308,7 @@ int trace_write(const Plan *pl, const char *sel_in, Output *out, Err *e)
 		tr.last_mem[k] = -1;
 
 	Json *j = &tr.j;
-	char text[400];
+	char text[48];
 	json_init(j, out);
 	json_open(j, '{', 0);
 	json_kstr(j, "displayTimeUnit", "ns");
@@ -316,12 +320,10 @@ int trace_write(const Plan *pl, const char *sel_in, Output *out, Err *e)
 	json_kstr(j, "machine", pl->machine.name);
 	json_kint(j, "tiles", T);
 	json_kint(j, "total_cycles", tr.sum.total_cycles);
-	if (tr.hz)
-		snprintf(text, sizeof text, "microseconds at %lld Hz (%s)", (long long)tr.hz,
-			 pl->machine.clock_source);
-	else
-		snprintf(text, sizeof text, "one cycle per microsecond (the machine file has no clock)");
-	json_kstr(j, "time", text);
+	char *time = tr.hz ? xasprintf("microseconds at %lld Hz (%s)", (long long)tr.hz, pl->machine.clock_source) :
+			     xstrdup("one cycle per microsecond (the machine file has no clock)");
+	json_kstr(j, "time", time);
+	free(time);
 	json_close(j, '}');
 	json_key(j, "traceEvents");
 	json_open(j, '[', 0);

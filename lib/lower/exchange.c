@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void step_label(const Plan *pl, int s, char *buf, size_t n)
+char *step_label(const Plan *pl, int s)
 {
-	snprintf(buf, n, "%s.%s", pl->s[s].op, operand_name(pl->s[s].operand));
+	return xasprintf("%s.%s", pl->s[s].op, operand_name(pl->s[s].operand));
 }
 
 static void drop_inner(Xfer *x)
@@ -59,7 +59,6 @@ int plan_exchange(Plan *pl, Err *e)
 {
 	Xfer *old = pl->x;
 	int nold = pl->nx;
-	char label[256];
 
 	pl->x = NULL;
 	pl->nx = 0;
@@ -80,10 +79,9 @@ int plan_exchange(Plan *pl, Err *e)
 		if (pl->x[i].kind != X_SEND || pl->x[i].step == s)
 			continue;
 		s = pl->x[i].step;
-		step_label(pl, s, label, sizeof label);
 		pl->ph = xrealloc(pl->ph, (size_t)(pl->nph + 1) * sizeof *pl->ph);
 		pl->ph[pl->nph].first = pl->ph[pl->nph].last = s;
-		pl->ph[pl->nph].label = xstrdup(label);
+		pl->ph[pl->nph].label = step_label(pl, s);
 		pl->nph++;
 	}
 	pl->stage = STAGE_EXCHANGE;

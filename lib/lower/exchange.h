@@ -18,7 +18,7 @@
 int plan_exchange(Plan *pl, Err *e);
 /* Joins and cuts one family; writes 1 or 2 records to out (body, tail). */
 int xfer_fragment(const Xfer *x, int64_t max_bytes, Xfer out[2]);
-/* The phase label of copy step s: "op.operand". */
-void step_label(const Plan *pl, int s, char *buf, size_t n);
+/* The phase label of copy step s: "op.operand", in a new string. */
+char *step_label(const Plan *pl, int s);
 
 #endif

@@ -488,9 +488,9 @@ static int read_mem(const char *name, const char *data, size_t len, Program *p, 
 	p->stage[size[SEC_STAGE]] = 0;
 	p->stage_len = size[SEC_STAGE];
 	if (pl) {
-		char sname[1100];
-		snprintf(sname, sizeof sname, "%s(STAGE)", name);
+		char *sname = xasprintf("%s(STAGE)", name);
 		Input *in = input_open_mem(sname, p->stage, p->stage_len, e);
+		free(sname);
 		if (!in || stage_read_input(pl, in, STAGE_GROUP, e))
 			goto out;
 		for (int i = 0; i < p->nent; i++)

@@ -56,8 +56,33 @@ int model_find_op(const Model *m, const char *name)
 	return -1;
 }
 
+/* The suffixes of the tensors amp makes: a precision cast's, a K-split's
+ * or an attention's partial, a norm's sums of squares. */
+static const char *const reserved[] = { ".fp8", ".fp16", ".fp32", ".int32", ".partial", ".sumsq", NULL };
+
+int model_name_ok(const char *f, const Val *v, const char *what, int tensor, Err *e)
+{
+	const char *s = v->s;
+	size_t n = strlen(s);
+	if (!n || n > MODEL_NAME_MAX)
+		return val_err(f, v, e, "%s name of %zu bytes: a name has 1 to %d", what, n, MODEL_NAME_MAX);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c < 0x20 || *c == 0x7f || *c == '@')
+			return val_err(f, v, e, "%s name '%s' holds %s: names hold no control character and no '@'",
+				       what, *c == '@' ? s : "(a control character)", *c == '@' ? "'@'" : "a control character");
+	for (int i = 0; tensor && reserved[i]; i++) {
+		size_t k = strlen(reserved[i]);
+		if (n > k && strcmp(s + n - k, reserved[i]) == 0)
+			return val_err(f, v, e, "tensor name '%s' ends in '%s', which amp gives the tensors it makes "
+				       "(.fp8, .fp16, .fp32, .int32, .partial, .sumsq)", s, reserved[i]);
+	}
+	return 0;
+}
+
 MTensor *model_new_tensor(Model *m, const char *f, const Val *key, Err *e)
 {
+	if (model_name_ok(f, key, "tensor", 1, e))
+		return NULL;
 	if (model_find(m, key->s) >= 0) {
 		val_err(f, key, e, "tensor '%s' is defined twice", key->s);
 		return NULL;

@@ -113,6 +113,7 @@ int64_t model_tensor_bytes(const MTensor *t);
 /* At most MODEL_MAX_ELEMENTS elements in any tensor: the model reader's
  * bound, so that no size computed from a shape overflows. */
 #define MODEL_MAX_ELEMENTS (INT64_C(1) << 48)
+#define MODEL_NAME_MAX 256      /* bytes of a tensor's, an op's or a repeat's name (formats/model.md) */
 /* 0 when the parameters (resident for the whole program) and every op's
  * operands and result (live at once) each fit in the machine's SRAM
  * (tiles x available bytes); else an error at the parameters or the op

@@ -23,8 +23,15 @@
 
 /* The op named name, or -1. */
 int model_find_op(const Model *m, const char *name);
+/* Is the name at v one a model may give (a tensor's when tensor, else an
+ * op's or a repeat's; what says which in the error): 1 to MODEL_NAME_MAX
+ * bytes (libyaml has checked that they are UTF-8), no control character,
+ * no '@' (a stage's placement is named tensor@place), and a tensor's no
+ * suffix amp gives the tensors it makes (model_reserved)? */
+int model_name_ok(const char *f, const Val *v, const char *what, int tensor, Err *e);
 /* A new tensor named by key (at its mark), role and shape left for the
- * caller; NULL, with the error, when the name is defined already. */
+ * caller; NULL, with the error, when the name is defined already or is
+ * not one a model may give (model_name_ok). */
 MTensor *model_new_tensor(Model *m, const char *f, const Val *key, Err *e);
 /* A dtype's name at v (fp32, fp16, fp8 or int32) into *fmt. */
 int model_dtype(const char *f, const Val *v, Format *fmt, Err *e);

@@ -130,7 +130,8 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 4 (this file is version %d)", kind, m->version);
 	if (o.kind >= OP_PATCHIFY && m->version < 2)
 		return val_err(f, kv, e, "op '%s' needs amp-model: 2", kind);
-	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e))
+	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e) ||
+	    model_name_ok(f, map_get(v, "name"), "op", 0, e))
 		return -1;
 	if (model_find_op(m, name) >= 0)
 		return val_err(f, map_get(v, "name"), e, "op '%s' is defined twice", name);
@@ -470,21 +471,25 @@ static int map_head(Model *m, const char *f, const Val *v, int rep, Err *e)
 	char batch[32];
 
 	if (map_keys(f, v, keys, e) || get_str(f, v, "name", &name, e) ||
+	    model_name_ok(f, map_get(v, "name"), "op", 0, e) ||
 	    map_need(f, v, "x", &xv, e) || model_visible(m, f, xv, rep, &x, e))
 		return -1;
+	if (strlen(name) + 6 > MODEL_NAME_MAX)         /* its ops' names: name.probe, name.attn, ... */
+		return val_err(f, map_get(v, "name"), e, "map name of %zu bytes: the names of its ops add up to 6 "
+			       "more, and a name has at most %d", strlen(name), MODEL_NAME_MAX);
 	for (const char **k = keys + 3; *k; k++)        /* every key but eps is required */
 		if (strcmp(*k, "eps") && !map_get(v, *k))
 			return val_err(f, v, e, "map '%s': missing key '%s'", name, *k);
 	snprintf(batch, sizeof batch, "%lld", (long long)m->t[x].shape[0]);
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
 		Val items[24], op;
-		char text[12][200];
+		char *text[12];
 		int n = 0, t = 0;
 		memset(items, 0, sizeof items);
 #define SCALAR(str) (items[n].kind = VAL_SCALAR, items[n].line = v->line, items[n].col = v->col, \
 		     items[n].s = (str), n++)
 		SCALAR("op"), SCALAR((char *)ops[i][0]);
-		snprintf(text[t], sizeof text[t], "%s.%s", name, ops[i][1]);
+		text[t] = xasprintf("%s.%s", name, ops[i][1]);
 		SCALAR("name"), SCALAR(text[t++]);
 		for (int k = 2; ops[i][k]; k += 2) {
 			const char *src = ops[i][k + 1];
@@ -495,7 +500,7 @@ static int map_head(Model *m, const char *f, const Val *v, int rep, Err *e)
 			if (u) {
 				items[n++] = *u;        /* the user's value, at its own mark */
 			} else if (src[0] == '.') {
-				snprintf(text[t], sizeof text[t], "%s.%s", name, src + 1);
+				text[t] = xasprintf("%s.%s", name, src + 1);
 				SCALAR(text[t++]);
 			} else {
 				SCALAR(batch);
@@ -503,7 +508,7 @@ static int map_head(Model *m, const char *f, const Val *v, int rep, Err *e)
 		}
 		SCALAR("out");
 		if (i + 1 < sizeof ops / sizeof ops[0]) {
-			snprintf(text[t], sizeof text[t], "%s.%s", name, ops[i][1]);
+			text[t] = xasprintf("%s.%s", name, ops[i][1]);
 			SCALAR(text[t++]);
 		} else {
 			items[n++] = *map_get(v, "out");
@@ -512,7 +517,10 @@ static int map_head(Model *m, const char *f, const Val *v, int rep, Err *e)
 		op = *v;
 		op.items = items;
 		op.n = n / 2;
-		if (one_op(m, f, &op, rep, e))
+		int rc = one_op(m, f, &op, rep, e);
+		while (t > 0)
+			free(text[--t]);
+		if (rc)
 			return -1;
 	}
 	return 0;

@@ -73,7 +73,7 @@ static int repeat(Model *m, const char *f, const Val *v, Err *e)
 	r.line = v->line;
 	r.col = v->col;
 	if (map_keys(f, v, keys, e) || get_str(f, v, "repeat", &name, e) ||
-	    map_need(f, v, "count", &x, e))
+	    model_name_ok(f, map_get(v, "repeat"), "repeat", 0, e) || map_need(f, v, "count", &x, e))
 		return -1;
 	if (val_int(f, x, 1, 1 << 20, &r.count, e))
 		return val_err(f, x, e, "repeat '%s': count must be an integer from 1 to %d", name, 1 << 20);

@@ -182,9 +182,9 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			goto out;
 		}
 		if (o->progress) {
-			char what[96];
-			snprintf(what, sizeof what, "attempt %d: %s", attempt + 1, op->name);
+			char *what = xasprintf("attempt %d: %s", attempt + 1, op->name);
 			plan_progress(o, what, i + 1, m->nops);
+			free(what);
 		}
 		trial_reset(&b);
 		switch (op->kind) {

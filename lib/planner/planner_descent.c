@@ -99,9 +99,9 @@ static void *try_run(void *arg)
 		if (i < 0)
 			break;
 		if (w->o->progress) {
-			char what[96];
-			snprintf(what, sizeof what, "descent: %s", w->m->ops[w->t[i].op[0]].name);
+			char *what = xasprintf("descent: %s", w->m->ops[w->t[i].op[0]].name);
 			plan_progress(w->o, what, i + 1, w->n);
+			free(what);
 		}
 		try_build(w, &w->t[i]);
 	}

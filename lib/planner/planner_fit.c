@@ -108,8 +108,12 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 		plan_memory_parts(&q, f->ws, peak_step[f->ws], part);
 		f->big_step = peak_step[f->ws];
 		for (int i = 0; i < q.np; i++)
-			if (part[i] > f->big_bytes)
-				f->big_bytes = part[i], snprintf(f->big, sizeof f->big, "%s", q.p[i].name);
+			if (part[i] > f->big_bytes) {
+				int w = plan_writer(&q, i);
+				f->big_bytes = part[i];
+				snprintf(f->big, sizeof f->big, "%s", q.p[i].name);
+				snprintf(f->big_op, sizeof f->big_op, "%s", w >= 0 ? q.s[w].op : "");
+			}
 		free(part);
 	}
 	if (want_cycles == FIT_CYCLES || (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
@@ -168,14 +172,11 @@ void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size)
  * tile (placement names are tensor@op.operand). */
 static void next_steps(const Plan *pl, const Fit *f, int64_t per_tile, char *out, size_t size)
 {
-	char op[64] = "";
 	if (per_tile > machine_avail(&pl->machine)) {
 		snprintf(out, size, "%s", NEXT_NO_PLAN);
 		return;
 	}
-	const char *at = strchr(f->big, '@'), *dot = at ? strchr(at, '.') : NULL;
-	if (f->big_bytes && dot)
-		snprintf(op, sizeof op, "%.*s", (int)(dot - at - 1), at + 1);
+	const char *op = f->big_bytes ? f->big_op : "";
 	int n = snprintf(out, size, "%s", "");
 	if (f->big_bytes)
 		n = snprintf(out, size, " Tile %lld holds most for '%s' (%lld bytes at step %lld).", (long long)f->ws,

@@ -10,14 +10,17 @@ static int cast_tensor(Builder *b, const char *op, int src, Format to, int scale
 {
 	scales_find(b->o->scales, b->pl->t[src].name, &scale);
 	Plan *pl = b->pl;
-	char name[200];
 	int t, out, existed, in;
 	Placement p;
 
-	snprintf(name, sizeof name, "%s.%s", pl->t[src].name, fmt_name(to));
-	if ((t = plan_find_tensor(pl, name)) >= 0 && b->canon[t] >= 0)
+	char *name = xasprintf("%s.%s", pl->t[src].name, fmt_name(to));
+	t = plan_find_tensor(pl, name);
+	if (t >= 0 && b->canon[t] >= 0) {
+		free(name);
 		return t;
+	}
 	t = add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
+	free(name);
 	in = canonical(b, src);
 	p = pl->p[in];
 	p.name = NULL;
@@ -33,18 +36,17 @@ static int deliver(Builder *b, const char *op, Operand opd, int tensor, Placemen
 		   Placement *dst, const char *what)
 {
 	Plan *pl = b->pl;
-	char where[160], swhere[160];
 	int existed, src = b->canon[tensor];
 
-	snprintf(where, sizeof where, "%s.%s", op, what);
-	snprintf(swhere, sizeof swhere, "%s.%s.stage", op, what);
 	if (dst->nrep) {
-		int st = add_place(pl, stage, tensor, swhere, &existed);
+		char *swhat = xasprintf("%s.stage", what);
+		int st = add_place_of(pl, stage, tensor, op, swhat, &existed);
+		free(swhat);
 		if (!existed)
 			add_copy(pl, op, opd, MOVE_PARAMETER, src, st);
 		src = st;
 	}
-	int d = add_place(pl, dst, tensor, where, &existed);
+	int d = add_place_of(pl, dst, tensor, op, what, &existed);
 	if (!existed)
 		add_copy(pl, op, opd, MOVE_PARAMETER, src, d);
 	return d;
@@ -339,9 +341,7 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	for (int i = 0; i < GP_COUNT; i++)
 		gp[i].base = stationary ? h->base : op_start(b, op);
 	int at_class = reduce_at_class(b, out, &c, gp);
-	char where[160];
-#define PLACE(i, t, suffix) (snprintf(where, sizeof where, "%s.%s", op->name, suffix), \
-			     idx[i] = add_place(pl, &gp[i], t, where, &existed))
+#define PLACE(i, t, suffix) (idx[i] = add_place_of(pl, &gp[i], t, op->name, suffix, &existed))
 	int rep_a = c.grid[2] > 1;
 	if (c.staging == STAGING_PACK_ONCE || c.staging == STAGING_SPREAD) {
 		PLACE(GP_A_STAGE, moved, "a.stage");
@@ -361,14 +361,14 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	}
 	idx[GP_A_OP] = idx[GP_A_MOVED];
 	if (c.cast == CAST_LATE) {
-		char name[200];
-		snprintf(name, sizeof name, "%s.%s", pl->t[a].name, fmt_name(gs.fmt));
+		char *name = xasprintf("%s.%s", pl->t[a].name, fmt_name(gs.fmt));
 		int t8 = plan_find_tensor(pl, name);
 		if (t8 < 0) {
 			int sc = 0;
 			scales_find(b->o->scales, pl->t[a].name, &sc);
 			t8 = add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, sc);
 		}
+		free(name);
 		PLACE(GP_A_OP, t8, "a");
 		if (!existed)
 			add_compute(pl, op->name, C_CAST, &idx[GP_A_MOVED], 1, idx[GP_A_OP], 0);
@@ -384,9 +384,9 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	int in[3] = { idx[GP_A_OP], idx[GP_B_OP], bias >= 0 ? idx[GP_BIAS_OP] : -1 };
 	PLACE(GP_OUT, out, "out");
 	if (c.grid[1] > 1) {
-		char name[200];
-		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		char *name = xasprintf("%s.partial", pl->t[out].name);
 		int pt = add_tensor(pl, name, R_PARTIAL, 4, gp[GP_PARTIAL].shape, FMT_FP16, 0);
+		free(name);
 		PLACE(GP_PARTIAL, pt, "partial");
 		add_compute(pl, op->name, C_MATMUL, in, 2, idx[GP_PARTIAL], 0);
 		PLACE(GP_RED, pt, "reduce");

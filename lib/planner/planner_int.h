@@ -110,9 +110,12 @@ typedef struct {
 	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
 	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
 	int64_t cycles;                 /* total modelled cycles (when asked for) */
-	/* over the SRAM: the largest placement on tile ws at its peak step */
+	/* over the SRAM: the largest placement on tile ws at its peak step,
+	 * and the op that writes it. The planner names a placement
+	 * tensor@op.what from the model's names, each at most MODEL_NAME_MAX
+	 * bytes (model_name_ok), and its own suffixes, so these hold it whole. */
 	int64_t big_bytes, big_step;
-	char big[128];
+	char big[2 * MODEL_NAME_MAX + 64], big_op[MODEL_NAME_MAX + 16];
 	char why[sizeof ((Err *)0)->msg];
 } Fit;
 
@@ -136,6 +139,8 @@ typedef struct Stop {
 int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
 	       Format fmt, int scale);
 int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
+/* add_place under the name op.what (op's own: any length). */
+int add_place_of(Plan *pl, Placement *p, int tensor, const char *op, const char *what, int *existed);
 void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst);
 int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
 		int out, double eps);

@@ -401,20 +401,16 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	Plan *pl = b->pl;
 	int out = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
 	int64_t D = pl->t[out].shape[2] / op->heads;
-	char where[160];
-	snprintf(where, sizeof where, "%s.out", op->name);
-	int op_out = add_place(pl, o, out, where, &existed);
+	int op_out = add_place_of(pl, o, out, op->name, "out", &existed);
 	if (!pp) {
 		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
 	} else {
-		char name[200];
-		snprintf(name, sizeof name, "%s.partial", pl->t[out].name);
+		char *name = xasprintf("%s.partial", pl->t[out].name);
 		int pt = add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP32, 0);
-		snprintf(where, sizeof where, "%s.partial", op->name);
-		int pi = add_place(pl, pp, pt, where, &existed);
+		free(name);
+		int pi = add_place_of(pl, pp, pt, op->name, "partial", &existed);
 		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
-		snprintf(where, sizeof where, "%s.merge", op->name);
-		int ri = add_place(pl, rp, pt, where, &existed);
+		int ri = add_place_of(pl, rp, pt, op->name, "merge", &existed);
 		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
 		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
 	}
@@ -445,7 +441,6 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 		if (D % c == 0 && H * c <= KB)
 			n = c;
 	int64_t dc = D / n;
-	char where[160];
 	int nin = op->in[2] >= 0 ? 4 : 3;
 
 	for (int k = 0; k < nin; k += 3) {      /* q, then the positions */
@@ -459,8 +454,7 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 		if (KB > 1)
 			p.nrep = 1, p.rep[0] = KB, p.rstride[0] = s1;
 		p.base = h.base;
-		snprintf(where, sizeof where, "%s.%s", op->name, k ? "positions" : "q");
-		idx[k] = add_place(pl, &p, t, where, &existed);
+		idx[k] = add_place_of(pl, &p, t, op->name, k ? "positions" : "q", &existed);
 		if (!existed)
 			add_copy(pl, op->name, k ? OPD_POS : OPD_Q, MOVE_ACTIVATION, canonical(b, t), idx[k]);
 	}
@@ -516,7 +510,6 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	int tensor[3] = { q, kv, kv }, idx[4];
 	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
 	static const char *what[3] = { "q", "k", "v" };
-	char where[160];
 
 	for (int k = 0; k < 3; k++) {
 		const PTensor *t = &pl->t[tensor[k]];
@@ -548,18 +541,17 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 			 * relayed whole to the others (replica 0 is that buffer) */
 			Placement st = p;
 			st.nrep = 0, st.rep[0] = 0, st.rstride[0] = 0;
-			snprintf(where, sizeof where, "%s.%s.stage", op->name, what[k]);
-			int si = add_place(pl, &st, tensor[k], where, &existed);
+			char *swhat = xasprintf("%s.stage", what[k]);
+			int si = add_place_of(pl, &st, tensor[k], op->name, swhat, &existed);
+			free(swhat);
 			if (!existed)
 				add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], si);
-			snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
-			idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+			idx[k] = add_place_of(pl, &p, tensor[k], op->name, what[k], &existed);
 			if (!existed)
 				add_copy(pl, op->name, opd[k], MOVE_RELAY, si, idx[k]);
 			continue;
 		}
-		snprintf(where, sizeof where, "%s.%s", op->name, what[k]);
-		idx[k] = add_place(pl, &p, tensor[k], where, &existed);
+		idx[k] = add_place_of(pl, &p, tensor[k], op->name, what[k], &existed);
 		if (!existed)
 			add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
 	}
@@ -576,8 +568,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		if (KB > 1)
 			p.rep[p.nrep] = KB, p.rstride[p.nrep++] = 1;
 		p.base = base;
-		snprintf(where, sizeof where, "%s.positions", op->name);
-		idx[3] = add_place(pl, &p, pt, where, &existed);
+		idx[3] = add_place_of(pl, &p, pt, op->name, "positions", &existed);
 		if (!existed)
 			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, canonical(b, pt), idx[3]);
 		nin = 4;

@@ -28,7 +28,6 @@ int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *
 int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed)
 {
 	const PTensor *t = &pl->t[tensor];
-	char buf[256];
 
 	p->tensor = tensor;
 	p->fmt = t->fmt;
@@ -43,20 +42,28 @@ int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed
 			*existed = 1;
 			return i;
 		}
-	snprintf(buf, sizeof buf, "%s@%s", t->name, name);
+	char *buf = xasprintf("%s@%s", t->name, name);
 	for (int n = 2;; n++) {
 		int clash = 0;
-		for (int i = 0; i < pl->np; i++)
-			if (strcmp(pl->p[i].name, buf) == 0)
-				clash = 1;
+		for (int i = 0; i < pl->np && !clash; i++)
+			clash = strcmp(pl->p[i].name, buf) == 0;
 		if (!clash)
 			break;
-		snprintf(buf, sizeof buf, "%s@%s.%d", t->name, name, n);
+		free(buf);
+		buf = xasprintf("%s@%s.%d", t->name, name, n);
 	}
-	p->name = xstrdup(buf);
+	p->name = buf;
 	pl->p = xrealloc(pl->p, (size_t)(pl->np + 1) * sizeof *pl->p);
 	pl->p[pl->np] = *p;
 	return pl->np++;
+}
+
+int add_place_of(Plan *pl, Placement *p, int tensor, const char *op, const char *what, int *existed)
+{
+	char *name = xasprintf("%s.%s", op, what);
+	int i = add_place(pl, p, tensor, name, existed);
+	free(name);
+	return i;
 }
 
 void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst)

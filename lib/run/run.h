@@ -66,8 +66,9 @@ void carry_free(Carry *c);
 void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref);
 /* The same, taking v over (the machine's values) instead of copying it. */
 void carry_take(Carry *c, const char *name, float *v, int64_t n);
-/* A parameter's key in RunOpts.params: its name, format and scale. */
-void param_key(const PTensor *x, char *key, size_t n);
+/* A parameter's key in RunOpts.params: its name, format and scale, in a
+ * new string (free it). */
+char *param_key(const PTensor *x);
 /* Values of name (n of them) in c (NULL: none), the machine's (ref 0) or
  * the reference's (ref 1), or NULL. */
 float *carry_find(const Carry *c, const char *name, int64_t n, int ref);

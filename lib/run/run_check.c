@@ -183,14 +183,14 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 		if (x->output != (y->role == R_OUTPUT))
 			return err_at(e, f, x->line, x->col, "tensor '%s' is %san output of the model but %san "
 				      "output of the stage", x->name, x->output ? "" : "not ", x->output ? "not " : "");
-		char cast[300];
-		snprintf(cast, sizeof cast, "%s.fp8", x->name);
+		char *cast = xasprintf("%s.fp8", x->name);
 		int c = plan_find_tensor(pl, cast), cw = 0;
+		free(cast);
 		scales_find(sc, x->name, &cw);
 		if (c >= 0 && pl->t[c].scale != cw)
 			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's cast '%s' has fp8 scale %d, "
-				      "%s %d", x->name, cast, pl->t[c].scale, sc ? "the scales file's" : "the default",
-				      cw);
+				      "%s %d", x->name, pl->t[c].name, pl->t[c].scale, sc ? "the scales file's" :
+				      "the default", cw);
 	}
 	for (int t = 0; t < pl->nt; t++) {
 		int known = 0;

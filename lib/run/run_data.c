@@ -143,12 +143,17 @@ int64_t spec_values(const DataSpec *x)
 	return n;
 }
 
-/* Whether --data has DIR/<name>.npy for x (its path in path). */
-static int data_file(const DataSpec *x, const RunOpts *o, char *path, size_t n)
+/* DIR/<name>.npy for x when --data has it (free it), else NULL. */
+static char *data_file(const DataSpec *x, const RunOpts *o)
 {
 	struct stat st;
-	snprintf(path, n, "%s/%s.npy", o->data_dir ? o->data_dir : "", x->name);
-	return o->data_dir && stat(path, &st) == 0;
+	if (!o->data_dir)
+		return NULL;
+	char *path = xasprintf("%s/%s.npy", o->data_dir, x->name);
+	if (stat(path, &st) == 0)
+		return path;
+	free(path);
+	return NULL;
 }
 
 /* A stacked parameter made from the seed is kept by no one whole: each
@@ -156,8 +161,11 @@ static int data_file(const DataSpec *x, const RunOpts *o, char *path, size_t n)
  * weights never sit in memory as floats. */
 int lazy_spec(const DataSpec *x, const RunOpts *o)
 {
-	char path[4096];
-	return x->count > 1 && o->quantized && !data_file(x, o, path, sizeof path);
+	if (x->count < 2 || !o->quantized)
+		return 0;
+	char *path = data_file(x, o);
+	free(path);
+	return path == NULL;
 }
 
 void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab)
@@ -337,44 +345,54 @@ void lazy_free(Lazy *z)
 	memset(z, 0, sizeof *z);
 }
 
+/* v: x's n values from the .npy at path, quantized into x's format when
+ * o asks. */
+static int file_data(const char *path, const DataSpec *x, const RunOpts *o, float *v, int64_t n, Err *e)
+{
+	Npy a;
+	float *f;
+	if (npy_read(path, &a, e))
+		return -1;
+	int stk = x->count > 1;     /* stacked: [count, shape...] */
+	int same = a.rank == x->rank + stk && (!stk || a.shape[0] == x->count);
+	for (int k = 0; same && k < x->rank; k++)
+		same = a.shape[k + stk] == x->shape[k];
+	if (!same) {
+		npy_free(&a);
+		return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path, x->name,
+			    stk ? " (a stacked parameter: [count, ...])" : "");
+	}
+	if (npy_floats(&a, &f, e)) {
+		char why[sizeof e->msg];
+		memcpy(why, e->msg, sizeof why);
+		npy_free(&a);
+		return errf(e, "'%s': %s (tensor '%s' needs floats)", path, why, x->name);
+	}
+	memcpy(v, f, (size_t)n * sizeof *f);
+	free(f);
+	npy_free(&a);
+	if (o->quantized)
+		quantize_n(v, n, x->fmt, x->scale);
+	return 0;
+}
+
 /* v: x's values from DIR/<name>.npy when --data has it, else generated
  * from the seed; quantized into x's format when o asks. */
 int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 {
 	int64_t n = spec_values(x);
-	char path[4096];
-	if (data_file(x, o, path, sizeof path)) {
-		Npy a;
-		float *f;
-		if (npy_read(path, &a, e))
-			return -1;
-		int stk = x->count > 1;     /* stacked: [count, shape...] */
-		int same = a.rank == x->rank + stk && (!stk || a.shape[0] == x->count);
-		for (int k = 0; same && k < x->rank; k++)
-			same = a.shape[k + stk] == x->shape[k];
-		if (!same) {
-			npy_free(&a);
-			return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path, x->name,
-				    stk ? " (a stacked parameter: [count, ...])" : "");
-		}
-		if (npy_floats(&a, &f, e)) {
-			char why[sizeof e->msg];
-			memcpy(why, e->msg, sizeof why);
-			npy_free(&a);
-			return errf(e, "'%s': %s (tensor '%s' needs floats)", path, why, x->name);
-		}
-		memcpy(v, f, (size_t)n * sizeof *f);
-		free(f);
-		npy_free(&a);
-		if (o->quantized)
-			quantize_n(v, n, x->fmt, x->scale);
-	} else if (x->fmt == FMT_I32 && x->d.vocab) {
-		token_ids(v, 0, n, o->seed, x->name, x->d.vocab);
-	} else if (x->fmt == FMT_I32) {
-		positions(x, v, NULL, 0, n, o->position);
-	} else {
-		normals(v, NULL, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
+	char *path = data_file(x, o);
+	if (path) {
+		int rc = file_data(path, x, o, v, n, e);
+		free(path);
+		return rc;
 	}
+	if (x->fmt == FMT_I32 && x->d.vocab)
+		token_ids(v, 0, n, o->seed, x->name, x->d.vocab);
+	else if (x->fmt == FMT_I32)
+		positions(x, v, NULL, 0, n, o->position);
+	else
+		normals(v, NULL, 0, n, o->seed, x->name, x->d.mean, x->d.sd, x->fmt, x->scale, o->quantized);
 	return 0;
 }
 
@@ -429,9 +447,9 @@ float *state_values(const RunOpts *o, const char *name, int64_t n, int ref)
 	return v;
 }
 
-void param_key(const PTensor *x, char *key, size_t n)
+char *param_key(const PTensor *x)
 {
-	snprintf(key, n, "%s %s %d", x->name, fmt_name(x->fmt), x->scale);
+	return xasprintf("%s %s %d", x->name, fmt_name(x->fmt), x->scale);
 }
 
 /* Every position an append step reads names a row of its state. */
@@ -478,9 +496,10 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 		DataSpec d = plan_spec(pl, t);
 		if (lazy_spec(&d, o))
 			continue;               /* made an instance at a time by its users */
-		char key[300];
-		param_key(x, key, sizeof key);
-		if (x->role == R_PARAM && (val[t] = carry_find(o->params, key, tensor_values(x), 0)))
+		char *key = param_key(x);
+		val[t] = x->role == R_PARAM ? carry_find(o->params, key, tensor_values(x), 0) : NULL;
+		free(key);
+		if (val[t])
 			continue;               /* an earlier run's: parameters do not change */
 		val[t] = xmalloc((size_t)tensor_values(x) * sizeof **val);
 		const float *g = x->role == R_INPUT ? carry_find(o->given, x->name, tensor_values(x), 0) : NULL;

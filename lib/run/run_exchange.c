@@ -83,16 +83,12 @@ static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int
 	free(fi);
 	free(la);
 	free(al);
-	char what[300];
-	if (owner >= 0)
-		snprintf(what, sizeof what, "placement '%s' (%s at this step)", pl->p[owner].name,
-			 live ? "live" : "dead");
-	else
-		snprintf(what, sizeof what, "memory no placement owns");
 	const char *who = xf->kind == X_SEND ? "a receive" : xf->kind == X_LOCAL ? "a local copy" : "a zero fill";
 	return errf(m->e, "tile %lld, phase %d: %s writes bytes %lld..%lld outside the destination "
-		    "'%s' of its step %d, into %s", (long long)t, x->phase, who, (long long)addr,
-		    (long long)(addr + len), pl->p[dst].name, xf->step, what);
+		    "'%s' of its step %d, into %s%s%s%s", (long long)t, x->phase, who, (long long)addr,
+		    (long long)(addr + len), pl->p[dst].name, xf->step, owner >= 0 ? "placement '" : "",
+		    owner >= 0 ? pl->p[owner].name : "memory no placement owns",
+		    owner >= 0 ? "' (" : "", owner >= 0 ? (live ? "live at this step)" : "dead at this step)") : "");
 }
 
 static Instr *next_instr(Exchange *x, int64_t t)

@@ -42,20 +42,6 @@ static inline void bprintf(Buf *b, const char *fmt, ...)
 	b->n += (size_t)k;
 }
 
-static inline char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int k = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	char *s = xmalloc((size_t)k + 1);
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)k + 1, fmt, ap);
-	va_end(ap);
-	return s;
-}
-
 /* A label, file name part or path: letters, digits and . _ + - (and / in
  * paths), not starting with '-', so it is safe in a file name, a make
  * target and a shell word, and no command takes it for an option. */
