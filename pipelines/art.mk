@@ -1,6 +1,21 @@
 # Where the flows write, and one make at a time in each place (included
 # first by the top-level Makefile).
 
+# Paths make cannot quote are refused before anything runs: a recipe puts
+# a path in single quotes or none, so a space, tab or newline would split
+# it (`rm -rf $(ART)` of "d/experiments 2" removes d/experiments), a glob
+# character match other files, '$' be expanded by make itself (MODEL=m$x
+# reads m.yaml) and a quote, backquote or backslash end the quoting. The
+# check reads each variable's own text ($(value)), before make expands it.
+amp_bad_chars := \ * ? [ ] $$ " ' `
+amp_path_vars := MODEL MACHINE ARTIFACTS ART A B ATILES BTILES CMP_OUT EXP_MODEL STAGING_MODEL PREFILL
+# amp_unsafe VAR: non-empty when VAR (set by the user) holds such a character
+amp_unsafe = $(if $(filter undefined default,$(origin $(1))),,$(strip $(if $(word 2,$(value $(1))),x)$(if \
+	$(findstring $(value $(1)),$(strip $(value $(1)))),,x)$(foreach c,$(amp_bad_chars),$(findstring $(c),$(value $(1))))))
+$(foreach v,$(amp_path_vars),$(if $(call amp_unsafe,$(v)),$(error $(v): a path with a space, tab, \
+	newline, glob character (* ? [ ]), '$$', quote, backquote or backslash, which make cannot quote \
+	safely; rename or link it to a plain path)))
+
 MODEL   ?= share/models/siglip-mlp.yaml
 MACHINE ?= share/machines/amp1472.yaml
 # MACHINE=NAME, when no file NAME exists, is share/machines/NAME.yaml (as

@@ -7,7 +7,8 @@
 #       inputs.flags holds their sha256) or its tool changed. When amp-plan
 #       fails, plan.failed.txt keeps its --explain output and nothing made
 #       from an earlier plan stays. ART=DIR writes to DIR instead
-#       (ARTIFACTS=DIR: DIR/X).
+#       (ARTIFACTS=DIR: DIR/X). A path make cannot quote is refused
+#       (pipelines/art.mk).
 #   make demo      compiles and captures the 27-layer SigLIP-so400m (a line
 #                  per stage, then summary.txt), validates the 1-layer
 #                  model with amp-run (byte-exact movement and the cosine),

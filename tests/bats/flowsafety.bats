@@ -125,3 +125,28 @@ flow() {
 	assert_success
 	[ -s "$ART/summary.txt" ] && [ -s "$ART/plan.txt" ] || fail "the rerun did not finish"
 }
+
+@test "a path make cannot quote is refused before anything runs, and nothing is deleted" {
+	mkdir -p d/experiments d/figures
+	touch d/experiments/keep d/figures/keep m.yaml
+	local v bad
+	# the issue's cases (rm -rf of d/experiments, m$x.yaml read as m.yaml),
+	# then every forbidden character in each path variable
+	local d=$BATS_TEST_TMPDIR/d
+	for v in "ART=$d/experiments 2" "CMP_OUT=$d/figures v2" "MODEL=$BATS_TEST_TMPDIR/m\$x.yaml"; do
+		run --separate-stderr make -C "$ROOT" --no-print-directory "${SAN_ARG[@]}" BIN="$BIN" \
+			capture "$v"
+		assert_failure
+		[[ $stderr == *"${v%%=*}: a path with a space, tab, newline, glob character"* ]] ||
+			fail "$v: not refused as unquotable: $stderr"
+	done
+	for bad in ' ' $'\t' $'\n' '*' '?' '[' ']' '$' '"' "'" '`' '\'; do
+		for v in MODEL MACHINE ART ARTIFACTS A B CMP_OUT PREFILL; do
+			run --separate-stderr make -C "$ROOT" --no-print-directory -n capture "$v=$d/a${bad}b"
+			assert_failure
+			[[ $stderr == *"$v: a path with a space"* ]] || fail "$v with '$bad': $stderr"
+		done
+	done
+	[ -e d/experiments/keep ] && [ -e d/figures/keep ] || fail "a file outside amp's own was deleted"
+	[ ! -e "$ROOT/artifacts/m" ] || fail "a flow ran"
+}
