@@ -9,8 +9,8 @@
 # check reads each variable's own text ($(value)), before make expands it.
 amp_bad_chars := \ * ? [ ] $$ " ' `
 amp_path_vars := MODEL MACHINE ARTIFACTS ART A B ATILES BTILES CMP_OUT EXP_MODEL STAGING_MODEL PREFILL
-# amp_unsafe VAR: non-empty when VAR (set by the user) holds such a character
-amp_unsafe = $(if $(filter undefined default,$(origin $(1))),,$(strip $(if $(word 2,$(value $(1))),x)$(if \
+# amp_unsafe VAR: non-empty when VAR (set by the user, not empty) holds such a character
+amp_unsafe = $(if $(filter undefined default,$(origin $(1)))$(if $(value $(1)),,empty),,$(strip $(if $(word 2,$(value $(1))),x)$(if \
 	$(findstring $(value $(1)),$(strip $(value $(1)))),,x)$(foreach c,$(amp_bad_chars),$(findstring $(c),$(value $(1))))))
 $(foreach v,$(amp_path_vars),$(if $(call amp_unsafe,$(v)),$(error $(v): a path with a space, tab, \
 	newline, glob character (* ? [ ]), '$$', quote, backquote or backslash, which make cannot quote \

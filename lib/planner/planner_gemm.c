@@ -257,43 +257,6 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 	return 1;
 }
 
-int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
-{
-	Plan *pl = b->pl;
-	const Model *m = b->m;
-	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
-	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
-	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
-	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
-			 bias >= 0, 0, 0, 0, 0 };
-	Candidate c;
-	int ain = canonical(b, a);
-
-	gs.owners = place_shards(&pl->p[ain]);
-	gs.owner_batch = pl->p[ain].block[0];
-	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
-	gs.bias_home_shards = bias >= 0 ? place_shards(&pl->p[b->canon[bias]]) : 0;
-	if (op->grid[0] && gemm_grid_ok(&gs, op->grid, b->mc->tiles, e)) {
-		char why[sizeof e->msg];
-		memcpy(why, e->msg, sizeof why);
-		return err_at(e, m->file, op->pin_line, op->pin_col, "pin for '%s': %s",
-			      op->name, why);
-	}
-	if (op->grid[0] && op->staging == STAGING_SPREAD && gemm_stage_pieces(&gs, op->grid) == 1)
-		return err_at(e, m->file, op->pin_line, op->pin_col,
-			      "pin for '%s': staging spread needs grid cols > 1 that cut each K block's "
-			      "strips into whole-strip pieces, none empty; grid [%lld, %lld, %lld] has K blocks "
-			      "of %lld %s strips", op->name, (long long)op->grid[0], (long long)op->grid[1],
-			      (long long)op->grid[2],
-			      (long long)cdiv(cdiv(gs.k, fmt_mu(gs.fmt)), op->grid[1]), fmt_name(gs.fmt));
-	if (b->o->objective >= OBJ_MEMORY)
-		return matmul_trial_choose(b, op, &gs, ex, e);
-	if (matmul_choose(b, op, &gs, &c, ex, e))
-		return -1;
-	matmul_build(b, op, &gs, &c);
-	return 0;
-}
-
 /* Builds the placements and steps of matmul op with candidate c. */
 void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candidate *cp)
 {

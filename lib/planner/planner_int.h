@@ -213,20 +213,19 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 
 /* planner_gemm.c */
 int64_t op_start(const Builder *b, const MOp *op);
+/* planner_gemm_trial.c: a matmul's GEMM plan, chosen and built */
 int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
 /* planner_gemm.c's parts the trials (planner_gemm_trial.c) share: every
  * candidate its pins allow, scored, to fn in one fixed order (may, when
  * not NULL, says which cannot matter to fn: neither scored nor given;
  * returns how many there are); the formula's choice; the build of one
- * candidate. matmul_trial_choose: the memory and cycles objectives'
- * choice, built. */
+ * candidate. */
 typedef void (*MatmulEachFn)(void *ctx, const Candidate *c);
 typedef int (*MatmulMayFn)(void *ctx, const Candidate *c);
 int64_t matmul_each(const Builder *b, const MOp *op, const GemmShape *gs, MatmulEachFn fn, MatmulMayFn may,
 		    void *ctx);
 int matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best, Explain *ex, Err *e);
 void matmul_build(Builder *b, const MOp *op, const GemmShape *gs, const Candidate *c);
-int matmul_trial_choose(Builder *b, const MOp *op, const GemmShape *gs, Explain *ex, Err *e);
 
 /* planner_cost.c */
 double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
