@@ -215,6 +215,15 @@ static void release(List *l, int64_t pair)
 	}
 }
 
+/* Issues the units order[0..n) of v, in that order, on r. */
+static void issue_units(Replay *r, const Items *v, const int64_t *order, int64_t n, int64_t T)
+{
+	for (int64_t k = 0; k < n; k++) {
+		Xfer u = unit_of(v, &v->it[order[k]]);
+		xfer_each(&u, T, issue_member, r);
+	}
+}
+
 /* The list schedule of v's items on r: writes their new order to out
  * (item indices) and issues them. Of every pair's next unit the one that
  * can start earliest is issued (ties: record order). Start times only
@@ -284,10 +293,7 @@ static void list_schedule(Replay *r, Items *v, int64_t *out, int64_t T, int exac
 			for (; l.cur[p] < l.first[p + 1]; l.cur[p]++)
 				out[k++] = l.cur[p];
 		seq_sort(v, out + k0, k - k0);
-		for (int64_t q = k0; q < k; q++) {
-			Xfer u = unit_of(v, &v->it[out[q]]);
-			xfer_each(&u, T, issue_member, r);
-		}
+		issue_units(r, v, out + k0, k - k0, T);
 	}
 	for (int64_t t = 0; t < T; t++)
 		free(l.park[t].p);
@@ -395,6 +401,10 @@ static void by_rounds(const Items *v, int64_t *order, int64_t T)
 	free(rcv);
 }
 
+/* The three candidate orders of a phase: the list schedule with pairs
+ * waiting on one tile parked, the exact list schedule, and rounds. */
+typedef enum { ORDER_PARKED, ORDER_EXACT, ORDER_ROUNDS, ORDER_MODES } OrderMode;
+
 /* Does a send of records x[0..n) read bytes of the step's destination? */
 static int reads_dst(const Plan *pl, int step, const Xfer *x, int n)
 {
@@ -424,7 +434,7 @@ static void put(Out *o, const Xfer *x)
 }
 
 /* Step records x[0..n): the step's sends scheduled on r, written to o. */
-static void schedule_step(const Plan *pl, Replay *r, const Xfer *x, int n, int exact, Out *o)
+static void schedule_step(const Plan *pl, Replay *r, const Xfer *x, int n, OrderMode mode, Out *o)
 {
 	int64_t T = pl->machine.tiles;
 	if (reads_dst(pl, x[0].step, x, n)) {   /* a forward: record order */
@@ -454,14 +464,11 @@ static void schedule_step(const Plan *pl, Replay *r, const Xfer *x, int n, int e
 	if (at < 0)
 		return;
 	int64_t *order = xmalloc((size_t)(v.n + 1) * sizeof *order);
-	if (exact == 2) {
+	if (mode == ORDER_ROUNDS) {
 		by_rounds(&v, order, T);
-		for (int64_t k = 0; k < v.n; k++) {
-			Xfer u = unit_of(&v, &v.it[order[k]]);
-			xfer_each(&u, T, issue_member, r);
-		}
+		issue_units(r, &v, order, v.n, T);
 	} else {
-		list_schedule(r, &v, order, T, exact == 1);
+		list_schedule(r, &v, order, T, mode == ORDER_EXACT);
 		by_level(&v, order, T);
 	}
 	/* The sends, flat in their new order, go where the first send was. */
@@ -497,10 +504,9 @@ static void row_sizes(const Plan *pl, int p, Xfer *x, int n, int64_t *rows)
 	phase_row_sums(&q, p, rows, NULL);
 }
 
-/* Phase p's records [lo, hi) ordered by the list schedule (exact: every
- * pair examined; else pairs waiting on one tile parked), into o; returns
- * the new order's replay. */
-static int64_t order_phase(const Plan *pl, int lo, int hi, int exact, Out *o)
+/* Phase p's records [lo, hi) in the order of mode, into o; returns the
+ * new order's replay. */
+static int64_t order_phase(const Plan *pl, int lo, int hi, OrderMode mode, Out *o)
 {
 	Replay *r = replay_new(&pl->machine);
 	replay_reads(r, pl->x + lo, hi - lo);
@@ -508,19 +514,19 @@ static int64_t order_phase(const Plan *pl, int lo, int hi, int exact, Out *o)
 		int b = a;
 		while (b < hi && pl->x[b].step == pl->x[a].step)
 			b++;
-		schedule_step(pl, r, pl->x + a, b - a, exact, o);
+		schedule_step(pl, r, pl->x + a, b - a, mode, o);
 		a = b;
 	}
 	replay_free(r);
 	return replay_records(pl, o->x, o->n);
 }
 
-/* One phase's work: record order's replay and both list schedules. */
+/* One phase's work: record order's replay and its candidate orders. */
 typedef struct {
 	int lo, hi, sends;
 	int64_t old;            /* record order's cycles */
-	Out o[3];               /* [0] parked, [1] exact, [2] parked, ties by skew */
-	int64_t now[3];
+	Out o[ORDER_MODES];     /* by OrderMode */
+	int64_t now[ORDER_MODES];
 } Order;
 
 /* The phases, shared by the threads that order them: each takes the
@@ -546,8 +552,8 @@ static void *order_run(void *arg)
 		if (!f->sends)
 			continue;
 		f->old = replay_records(w->pl, w->pl->x + f->lo, f->hi - f->lo);
-		for (int k = 0; k < 3; k++)
-			f->now[k] = order_phase(w->pl, f->lo, f->hi, k, &f->o[k]);
+		for (int k = 0; k < ORDER_MODES; k++)
+			f->now[k] = order_phase(w->pl, f->lo, f->hi, (OrderMode)k, &f->o[k]);
 	}
 }
 
@@ -568,7 +574,7 @@ static int worth(const Plan *pl, int p, int lo, int hi, int64_t old, const Out *
 	return take;
 }
 
-/* Every phase of pl, its records [lo, hi) ordered both ways, on two
+/* Every phase of pl, its records [lo, hi) in each candidate order, on two
  * threads. */
 static void order_all(const Plan *pl, Work *w)
 {
@@ -594,7 +600,8 @@ static void order_all(const Plan *pl, Work *w)
 static void order_free(Work *w)
 {
 	for (int p = 0; p < w->n; p++)
-		free(w->ph[p].o[0].x), free(w->ph[p].o[1].x), free(w->ph[p].o[2].x);
+		for (int k = 0; k < ORDER_MODES; k++)
+			free(w->ph[p].o[k].x);
 	free(w->ph);
 }
 
@@ -613,7 +620,7 @@ static void pick_pass(const Plan *pl, const Work *w, int strict, int64_t per_rec
 			put(all, &pl->x[i++]);
 		int lo = f->lo, hi = f->hi, pick = -1;
 		int64_t old = f->old, best = old;
-		for (int k = 0; f->sends && k < 3; k++)
+		for (int k = 0; f->sends && k < ORDER_MODES; k++)
 			if (f->now[k] < best && worth(pl, p, lo, hi, old, &f->o[k], f->now[k], strict, per_record, ra, rb))
 				best = f->now[k], pick = k;
 		st.before += old;
