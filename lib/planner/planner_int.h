@@ -160,7 +160,9 @@ int class_claim(Builder *b, int t, int pi);
 #define WIDE_UNIT 16            /* a wide owner's columns: a GEMM's column group, so that a reduction's
 				   blocks can be its result's canonical ones */
 #define WIDE_UNIT_WIDER 32      /* when no plan at WIDE_UNIT fits: whole fp8 strips, fewer fragments */
-#define WIDE_MIN_COLS 16        /* tiles per token row a wide tensor needs */
+#define WIDE_MIN_COLS 16        /* tiles per token row of a few-row GEMM (a decode step's): its weights
+				   stay home, sibling GEMMs zip, norm parameters stay beside the rows */
+#define WIDE_MIN_PARTS 2        /* tiles per token row a wide tensor needs: at least two column blocks */
 int canonical(Builder *b, int tensor);
 int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
 	      int64_t tile);

@@ -191,14 +191,15 @@ static int64_t gcd64(int64_t a, int64_t b)
 	return a;
 }
 
-/* The row-local work of a few token rows (a decode step's) crowds their
- * few owners, so their tensors are owned wide where every reader allows
- * it. Tensors that must be cut alike form classes: what a row-local op
- * makes sits where its first input does (silu, gelu, cast, mul, add,
- * rmsnorm, rope), mul's and add's two inputs are cut alike, and a
- * repeat's input, carry and body result are one. A class is wide when
- * each of its tensors is a [batch, tokens, features] activation (or
- * input) of few rows (rows x WIDE_MIN_COLS <= tiles), at least two units
+/* The row-local work of token rows that leave tiles over (a decode
+ * step's few, a 512-token prefill's) crowds their owners, so their
+ * tensors are owned wide where every reader allows it. Tensors that
+ * must be cut alike form classes: what a row-local op makes sits where
+ * its first input does (silu, gelu, cast, mul, add, rmsnorm, rope), mul's
+ * and add's two inputs are cut alike, and a repeat's input, carry and
+ * body result are one. A class is wide when each of its tensors is a
+ * [batch, tokens, features] activation (or input) of rows that leave a
+ * second tile each (rows x WIDE_MIN_PARTS <= tiles), at least two units
  * wide, no output, and read only by ops that take column blocks: the
  * row-local ops above (rmsnorm through its rows' sums of squares,
  * plan_rowlocal; rope on whole heads), a matmul as a (its cast there),
@@ -229,7 +230,7 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 		const MTensor *x = &m->t[t];
 		c[t] = t;
 		bad[t] = x->rank != 3 || (x->role != T_ACT && x->role != T_INPUT) || x->output ||
-			 x->shape[0] * x->shape[1] * WIDE_MIN_COLS > mc->tiles || x->shape[2] < 2 * wunit;
+			 x->shape[0] * x->shape[1] * WIDE_MIN_PARTS > mc->tiles || x->shape[2] < 2 * wunit;
 		unit[t] = wunit;
 	}
 	for (int r = 0; r < m->nrep; r++) {
