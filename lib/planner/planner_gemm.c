@@ -257,6 +257,24 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 	return 1;
 }
 
+/* The first tile of matmul op's grid under candidate c: its own
+ * (op_start), but when an earlier sibling (one of the run of adjacent
+ * matmuls of the same a just before it, such as a decoder's gate before
+ * up) was built with the same grid, cast and staging, the earliest such
+ * sibling's: their a placements are then one, and a reaches their tiles
+ * once (a trial of the later one sees that copy made already). */
+static int64_t gemm_start(const Builder *b, const MOp *op, const Candidate *c)
+{
+	const Plan *pl = b->pl;
+	const MOp *first = op;
+	for (const MOp *p = op; p > b->m->ops && p[-1].kind == OP_MATMUL && p[-1].in[0] == op->in[0]; p--)
+		for (int i = 0; i < pl->ng; i++)
+			if (!strcmp(pl->g[i].op, p[-1].name) && !memcmp(pl->g[i].grid, c->grid, sizeof c->grid) &&
+			    pl->g[i].cast == c->cast && pl->g[i].staging == c->staging)
+				first = p - 1;
+	return op_start(b, first);
+}
+
 /* Builds the placements and steps of matmul op with candidate c. */
 void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candidate *cp)
 {
@@ -302,7 +320,7 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 		stationary = gb->split[k] == h->split[k] && gb->block[k] == h->block[k] && gb->off[k] == h->off[k] &&
 			     (gb->split[k] == 1 || gb->stride[k] == h->stride[k]);
 	for (int i = 0; i < GP_COUNT; i++)
-		gp[i].base = stationary ? h->base : op_start(b, op);
+		gp[i].base = stationary ? h->base : gemm_start(b, op, &c);
 	int at_class = reduce_at_class(b, out, &c, gp);
 #define PLACE(i, t, suffix) (idx[i] = add_place_of(pl, &gp[i], t, op->name, suffix, &existed))
 	int rep_a = c.grid[2] > 1;

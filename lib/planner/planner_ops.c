@@ -254,11 +254,11 @@ static int64_t attn_bytes(int64_t Tq, int64_t Tk, int64_t D, int64_t QB, int64_t
 /* The fewest key blocks whose tile fits beside what is in use (with the
  * table budget kept free), then the most query blocks; when none fits,
  * the smallest tile. */
-static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op)
+static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op, int64_t kb_min)
 {
 	int64_t room = machine_avail(b->mc) - base_load(b, op) - b->mc->table_budget_bytes;
 	AttnGrid best = { 0, 0, 0, 0, INT64_MAX }, small = best;
-	for (int64_t KB = 1; KB <= Tk && KB <= per; KB++) {
+	for (int64_t KB = kb_min; KB <= Tk && KB <= per; KB++) {
 		if (!uniform_ok(Tk, KB))
 			continue;
 		for (int64_t QB = per / KB; QB >= 1; QB--) {
@@ -323,7 +323,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		return err_at(e, m->file, op->line, op->col,
 			      "attention '%s': %lld batch entries x %lld heads need more tiles than the "
 			      "machine's %lld", op->name, (long long)B, (long long)H, (long long)T);
-	AttnGrid ag = attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops));
+	AttnGrid ag = attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), 1);
 	if (op->grid[0]) {
 		int64_t QB = op->grid[0], KB = op->grid[1];
 		const char *why = QB > Tq ? "more query blocks than query tokens" :
@@ -358,23 +358,32 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 	if (at.home)
 		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
+		/* Candidates: direct and relay at the fewest key blocks that fit
+		 * and at the fewest of at least 2 and 4 times as many (each
+		 * tile then receives fewer keys, and merges more partials), then
+		 * the state's home. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
-		Candidate c[3];
+		AttnTry t[2 * ATTN_KB_TRIES + 1];
+		Candidate c[2 * ATTN_KB_TRIES + 1];
+		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		tile_load(b, (int)(op - m->ops), load);
-		int n = HB ? 3 : 2, best = 0;
-		for (int r = 0; r < n; r++) {
-			AttnTry t = { ag, r == 1, r == 2 };
-			if (r == 2)
-				t.ag.QB = 1, t.ag.KB = HB;
-			OpChoice k = { { t.ag.QB, t.ag.KB, r, -1, -1, -1, -1 } };
-			trial_build(b, op, build_attention, &t, &k, load, NULL, NULL, &c[r]);
-			if (r && candidate_cmp(&c[r], &c[best], b->o->objective) < 0)
-				best = r;       /* ties: the earlier */
+		for (int g = 0; g < ATTN_KB_TRIES; g++) {
+			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), ag.KB << g) : ag;
+			if (g && (!gg.QB || gg.KB == t[n - 1].ag.KB))
+				break;          /* no more key blocks to try */
+			for (int r = 0; r < 2; r++)
+				t[n++] = (AttnTry){ gg, r, 0 };
 		}
-		at = (AttnTry){ ag, best == 1, best == 2 };
-		if (best == 2)
-			at.ag.QB = 1, at.ag.KB = HB;
+		if (HB)
+			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0 }, 0, 1 };
+		for (int i = 0; i < n; i++) {
+			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, -1, -1, -1, -1 } };
+			trial_build(b, op, build_attention, &t[i], &k, load, NULL, NULL, &c[i]);
+			if (i && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
+				best = i;       /* ties: the earlier */
+		}
+		at = t[best];
 		free(load);
 	}
 	build_attention(b, op, &at);
@@ -573,30 +582,37 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, canonical(b, pt), idx[3]);
 		nin = 4;
 	}
+	/* With key blocks, each head's columns are cut into n = KB chunks
+	 * (each with its own m and l) when they cut D evenly, ATTN_CHUNK_MIN
+	 * columns wide at least: chunk c merges on the kb = c tile of its
+	 * query block and head, so every key block's tile merges a share
+	 * (and receives one). Otherwise the kb = 0 tile merges them all. */
+	int64_t n = KB > 1 && D % KB == 0 && D / KB >= ATTN_CHUNK_MIN ? KB : 1, dc = D / n;
 	Placement o;
 	memset(&o, 0, sizeof o);
 	o.layout = LAYOUT_ROW_MAJOR;
 	o.split[0] = B, o.block[0] = 1, o.stride[0] = sb;
 	o.split[1] = QB, o.block[1] = tq, o.stride[1] = sq;
-	o.split[2] = H, o.block[2] = D, o.stride[2] = sh;
+	o.split[2] = H * n, o.block[2] = dc, o.stride[2] = n > 1 ? 1 : sh;   /* chunk h*n + c: tile h*KB + c */
 	o.base = base;
 	if (KB == 1) {
 		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * tk, 1);
 		return;
 	}
-	/* [KB, B, Tq, H*(D+2)] fp32: per query row m, l, then o. */
-	int64_t shape[4] = { KB, B, Tq, H * (D + 2) };
+	/* [KB, B, Tq, H*(D+2n)] fp32: per query row and chunk m, l, then o. */
+	int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
 	Placement pp, rp;
 	memset(&pp, 0, sizeof pp);
 	pp.layout = LAYOUT_ROW_MAJOR;
 	pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = 1;
 	pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = sb;
 	pp.split[2] = QB, pp.block[2] = tq, pp.stride[2] = sq;
-	pp.split[3] = H, pp.block[3] = D + 2, pp.stride[3] = sh;
+	pp.split[3] = H, pp.block[3] = D + 2 * n, pp.stride[3] = sh;
 	pp.base = base;
 	rp = pp;
 	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
-	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * tk, 1);
+	rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = n > 1 ? 1 : sh;
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * tk, n);
 }
 
 /* The carried activation of a repeat: a local copy on its owners. */

@@ -81,7 +81,7 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		break;
 	case C_MERGE:
 		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)
-			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2)] and writes fp16 "
+			return errf(e, "merge reads one fp32 partial [KB, B, T, H*(D+2*chunks)] and writes fp16 "
 				    "output (from '%s' to '%s')", in->name, out->name);
 		break;
 	default:

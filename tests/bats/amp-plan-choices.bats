@@ -320,3 +320,20 @@ Try 'amp-plan --help' for more information."
 	run diff <(tiles p0.plan | grep '@embed\.') <(tiles p1.plan | grep '@embed\.')
 	assert_failure
 }
+
+@test "plan: sibling matmuls (gate and up of one a) start on one tile, so that with one grid a reaches them once" {
+	# tiny-prefill: gate and up read hn. Pinned to one grid, up reads
+	# gate's copy of hn (no activation copy of its own); pinned to
+	# another, up gets its own copy.
+	local m=$ROOT/tests/models/tiny-prefill.yaml
+	{ cat "$m"; printf 'pins:\n  gate: {grid: [8, 2, 11]}\n  up: {grid: [8, 2, 11]}\n'; } > same.yaml
+	amp-plan -o p.plan same.yaml
+	run grep -c 'copy: activation, op: \(gate\|up\), operand: a,' p.plan
+	assert_output 1
+	run grep -c 'compute: matmul, op: up, in: \[hn.fp8@gate.a, ' p.plan
+	assert_output 1
+	{ cat "$m"; printf 'pins:\n  gate: {grid: [8, 2, 11]}\n  up: {grid: [8, 1, 11]}\n'; } > other.yaml
+	amp-plan -o q.plan other.yaml
+	run grep -c 'copy: activation, op: \(gate\|up\), operand: a,' q.plan
+	assert_output 2
+}

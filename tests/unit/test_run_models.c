@@ -365,7 +365,7 @@ static void cache_rows(const Plan *pl, float *const *val, const float *kv0, int6
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
-	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0;
+	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0, spread_merges = 0;
 	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
@@ -537,6 +537,8 @@ int main(void)
 					grouped += pl.s[s].kv_heads < pl.s[s].heads;
 					homes += pl.s[s].in[1] == pl.s[s].in[2];  /* on a cache's home, every head */
 					chunked += plan_chunks(&pl.s[s]) > 1;
+					/* key blocks of copied keys, each block's tile merging a chunk */
+					spread_merges += plan_chunks(&pl.s[s]) > 1 && pl.s[s].in[1] != pl.s[s].in[2];
 				}
 		}
 		if (ok || pl.nt)
@@ -555,6 +557,8 @@ int main(void)
 	      "of %d random models", causal_blocks, causal_one, grouped, n);
 	t_case("random models: attention on a cache's home (every head on a tile, partials chunked) ran byte-exact");
 	CHECK(homes >= 2 && chunked >= 1, "%d on a home, %d chunked, of %d random models", homes, chunked, n);
+	t_case("random models: key blocks' partials cut in chunks, each merged on its own block's tile, ran byte-exact");
+	CHECK(spread_merges >= 2, "%d attentions merged on every key block's tile, of %d random models", spread_merges, n);
 	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");
 	CHECK(wide_norms >= 3 && resident >= 3, "%d wide norms, %d resident norm vectors, of %d random models",
 	      wide_norms, resident, n);

@@ -19,7 +19,7 @@
 
 static void vit_model(const char *path, char *desc, size_t dn)
 {
-	int64_t B = t_pick(1, 2), heads = t_pick(1, 4), hd = t_pick(1, 20), D = heads * hd;
+	int64_t B = t_pick(1, 2), heads = t_pick(1, 4), hd = t_pick(1, 24), D = heads * hd;
 	int64_t M = t_pick(4, 80), count = t_pick(1, 3), T, P;
 	int patchify = t_rnd() % 2, pos = t_rnd() % 2, map = t_rnd() % 2;
 	int64_t p = t_pick(1, 4), gh = t_pick(1, 5), gw = t_pick(1, 4), cls = t_rnd() % 2;
@@ -86,7 +86,9 @@ static void vit_model(const char *path, char *desc, size_t dn)
 	else
 		fprintf(f, "outputs: [enc]\n");
 	/* Half the models split the keys of their attention into blocks
-	 * (online-softmax merge), when the cut is uniform. */
+	 * (online-softmax merge), when the cut is uniform (head dims up to
+	 * 24, so that 2 or 3 blocks may cut a head into chunks of 8 or more,
+	 * each merged on its own block's tile). */
 	int64_t kb = t_pick(2, 3), kc = (T + kb - 1) / kb;
 	int keys = t_rnd() % 2 && T >= kb && (T + kc - 1) / kc == kb;
 	const char *kvs = t_rnd() % 2 ? "relay" : "direct";      /* keys and values relayed or not */
