@@ -359,16 +359,16 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
 		/* Candidates: direct and relay at the fewest key blocks that fit
-		 * and at the fewest of at least 2 and 4 times as many (each
-		 * tile then receives fewer keys, and merges more partials), then
-		 * the state's home. */
+		 * (or the pinned ones) and, unpinned, at the fewest of at least 2
+		 * and 4 times as many (each tile then receives fewer keys, and
+		 * merges more partials), then the state's home. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
 		AttnTry t[2 * ATTN_KB_TRIES + 1];
 		Candidate c[2 * ATTN_KB_TRIES + 1];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		tile_load(b, (int)(op - m->ops), load);
-		for (int g = 0; g < ATTN_KB_TRIES; g++) {
+		for (int g = 0; g < (op->grid[0] ? 1 : ATTN_KB_TRIES); g++) {      /* pinned blocks: those */
 			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), ag.KB << g) : ag;
 			if (g && (!gg.QB || gg.KB == t[n - 1].ag.KB))
 				break;          /* no more key blocks to try */
