@@ -176,6 +176,7 @@ help:
 	@echo 'make plan|lower|capture|validate MODEL=FILE [MACHINE=FILE] [PLAN_FLAGS=] [GROUP_FLAGS=] [LIMITS=]'
 	@echo '                  the flows, into artifacts/NAME/ (ART=DIR, ARTIFACTS=DIR to move it); a path'
 	@echo '                  with a space, glob character, $$, quote or backslash is refused (make cannot quote it)'
+	@echo '                  a directory amp did not make (no .amp-artifacts in it, not empty) is refused'
 	@echo 'make report MODEL=FILE  capture, then artifacts/NAME/report.html: heatmaps, flow graph, tables'
 	@echo 'make trace MODEL=FILE [TRACE_TILES=0-45,775]  artifacts/NAME/trace.json.gz: the timeline for Perfetto'
 	@echo 'make experiment-weights|experiment-compose|experiment-staging [EXP_MODEL=FILE]'

@@ -16,6 +16,19 @@ $(foreach v,$(amp_path_vars),$(if $(call amp_unsafe,$(v)),$(error $(v): a path w
 	newline, glob character (* ? [ ]), '$$', quote, backquote or backslash, which make cannot quote \
 	safely; rename or link it to a plain path)))
 
+# amp_claim DIR: a recipe's shell command that makes DIR amp's own before
+# anything is written or deleted there. amp marks each output directory
+# it makes with a file .amp-artifacts; a DIR that exists without one and
+# is not empty (a file, or a directory of the user's) is refused, so no
+# flow removes a report/, *.tmp or summary.txt that amp did not write. An
+# empty directory is taken (and marked).
+amp_mark := .amp-artifacts
+amp_claim = if [ -e '$(1)' ] && [ ! -e '$(1)/$(amp_mark)' ] && [ -n "$$(ls -A '$(1)' 2>/dev/null || echo x)" ]; then \
+	echo "make: $(1) exists and amp did not make it (no $(amp_mark) in it): amp writes and deletes only in" \
+		"directories it made; name a new or empty directory" >&2; exit 1; fi; \
+	mkdir -p '$(1)' && { [ -e '$(1)/$(amp_mark)' ] || \
+		echo 'amp made this directory: its make flows write and delete here' > '$(1)/$(amp_mark)'; }
+
 MODEL   ?= share/models/siglip-mlp.yaml
 MACHINE ?= share/machines/amp1472.yaml
 # MACHINE=NAME, when no file NAME exists, is share/machines/NAME.yaml (as
@@ -33,7 +46,7 @@ ART     ?= $(ARTIFACTS)/$(NAME)
 
 # The flows' goals need their inputs: a missing MODEL or MACHINE is an
 # error before anything runs, never an older model's results.
-FLOW_GOALS := plan lower capture validate report
+FLOW_GOALS := plan lower capture validate report trace
 ifneq ($(filter $(FLOW_GOALS),$(MAKECMDGOALS)),)
 ifeq ($(wildcard $(MODEL)),)
 $(error MODEL=$(MODEL): no such file)
@@ -43,7 +56,8 @@ $(error MACHINE=$(MACHINE): no such file, nor a machine name (known: $(basename 
 endif
 endif
 
-# A flow goal runs under an exclusive lock on ART/.lock (flock(1)): this
+# A flow goal claims ART (amp_claim: refused when it is not amp's), then
+# runs under an exclusive lock on ART/.lock (flock(1)): this
 # make only takes the lock, waiting (and saying so) while another make
 # writes ART, then removes the temporaries an interrupted or killed run
 # left there (X.tmp, a tool's X.tmp.PID, report.tmp/: none can be a live
@@ -55,7 +69,7 @@ FLOW_LOCK_WRAP := $(if $(AMP_FLOW_LOCKED),,$(filter $(FLOW_GOALS),$(MAKECMDGOALS
 ifneq ($(FLOW_LOCK_WRAP),)
 .PHONY: $(MAKECMDGOALS)
 $(firstword $(MAKECMDGOALS)):
-	@mkdir -p '$(ART)'
+	@$(call amp_claim,$(ART))
 	@exec 9>'$(ART)/.lock'; \
 	if ! flock -n 9; then \
 		echo "make: another make is writing $(ART); waiting for it (ART=DIR writes elsewhere)" >&2; \

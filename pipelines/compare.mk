@@ -35,7 +35,9 @@ $(foreach f,$(CMP_A) $(ATILES) $(CMP_B) $(BTILES),$(if $(wildcard $(f)),,$(error
 
 CMP_FILES := $(addprefix $(CMP_OUT)/,compare.txt compare.tsv received_diff.dat received_diff.gp received_diff.png)
 
-# pipelines/compare.sh writes into CMP_OUT/report-compare.tmp/, whose
+# CMP_OUT is claimed first (amp_claim, pipelines/art.mk): a directory
+# amp did not make is refused. pipelines/compare.sh writes into
+# CMP_OUT/report-compare.tmp/, whose
 # files replace CMP_OUT's when it succeeds; when it fails, CMP_OUT's
 # earlier files are removed too (they compared other inputs: nothing
 # stale is left to be taken for the comparison of these). The temporary
@@ -43,6 +45,7 @@ CMP_FILES := $(addprefix $(CMP_OUT)/,compare.txt compare.tsv received_diff.dat r
 # is touched.
 CMP_TMP := $(CMP_OUT)/report-compare.tmp
 $(CMP_FILES) &: $(CMP_A) $(ATILES) $(CMP_B) $(BTILES) pipelines/compare.sh pipelines/grid.sh $(BIN)/amp-compare | report-deps
+	@$(call amp_claim,$(CMP_OUT))
 	@trap 'rm -rf $(CMP_TMP)' EXIT; trap 'exit 130' INT TERM HUP; \
 	rm -rf $(CMP_TMP); \
 	if bash pipelines/compare.sh $(BIN) $(CMP_A) $(ATILES) $(CMP_B) $(BTILES) $(CMP_TMP); then \

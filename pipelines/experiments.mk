@@ -49,7 +49,7 @@ $(EXP)/inputs.flags: FORCE | $(EXP)
 	$(call inputs_flags,$(EXP_MODEL),$(MACHINE),remove $(EXP))
 
 $(EXP) $(EXP_ROOT):
-	mkdir -p $@
+	@$(call amp_claim,$@)
 
 $(EXP)/plan.yaml: $(EXP_MODEL) $(MACHINE) $(BIN)/amp-plan $(EXP)/inputs.flags | $(EXP)
 	$(BIN)/amp-plan --machine $(MACHINE) -o $@ $<

@@ -61,7 +61,7 @@ $(ART)/inputs.flags: FORCE | $(ART)
 	$(call inputs_flags,$(MODEL),$(MACHINE),set ART=DIR to keep them apart$(comma) or remove $(ART))
 
 $(ART):
-	mkdir -p $@
+	@$(call amp_claim,$@)
 
 # When amp-plan fails after planning (the model does not fit), its
 # --explain output is kept as plan.failed.txt (plan.txt is a target, which

@@ -150,3 +150,62 @@ flow() {
 	[ -e d/experiments/keep ] && [ -e d/figures/keep ] || fail "a file outside amp's own was deleted"
 	[ ! -e "$ROOT/artifacts/m" ] || fail "a flow ran"
 }
+
+@test "an existing directory amp did not make is refused as ART or CMP_OUT, and nothing in it changes" {
+	# a directory of the user's, with names a flow would remove or overwrite
+	mkdir -p mine/report
+	touch mine/report.html mine/plan.yaml mine/summary.txt mine/x.tmp mine/report/keep
+	( cd mine && find . -type f | sort | xargs sha256sum ) > before.sum
+	local g
+	for g in plan capture report trace validate; do
+		ART=$BATS_TEST_TMPDIR/mine
+		flow "$g" MODEL=$TINY
+		assert_failure
+		[[ $stderr == *"mine exists and amp did not make it (no .amp-artifacts in it)"* ]] ||
+			fail "$g: not refused: $stderr"
+	done
+	( cd mine && find . -type f | sort | xargs sha256sum ) > after.sum
+	cmp before.sum after.sum || fail "the user's directory changed"
+	[ ! -e mine/.lock ] && [ ! -e mine/.amp-artifacts ] || fail "amp wrote into it"
+	# a file in ART's place is refused the same way
+	echo data > afile
+	ART=$BATS_TEST_TMPDIR/afile
+	flow capture MODEL=$TINY
+	assert_failure
+	[ "$(cat afile)" = data ] || fail "the file changed"
+	# CMP_OUT: make report-compare into the user's directory
+	ART=$BATS_TEST_TMPDIR/art
+	flow capture MODEL=$TINY
+	assert_success
+	run --separate-stderr make -C "$ROOT" --no-print-directory "${SAN_ARG[@]}" BIN="$BIN" \
+		report-compare A="$ART" B="$ART" CMP_OUT="$BATS_TEST_TMPDIR/mine"
+	assert_failure
+	[[ $stderr == *"mine exists and amp did not make it"* ]] || fail "CMP_OUT not refused: $stderr"
+	( cd mine && find . -type f | sort | xargs sha256sum ) > after.sum
+	cmp before.sum after.sum || fail "the user's directory changed"
+}
+
+@test "a directory amp made is marked and taken again; an empty one is taken and marked" {
+	flow capture MODEL=$TINY
+	assert_success
+	[ -s "$ART/.amp-artifacts" ] || fail "no mark in ART"
+	flow capture MODEL=$TINY
+	assert_success
+	mkdir empty
+	ART=$BATS_TEST_TMPDIR/empty
+	flow plan MODEL=$TINY
+	assert_success
+	[ -s empty/.amp-artifacts ] && [ -s empty/plan.yaml ] || fail "the empty directory was not taken"
+}
+
+@test "make trace waits for the lock of a make writing the same artifacts" {
+	flow capture MODEL=$TINY
+	assert_success
+	flock "$ART/.lock" sleep 2 &
+	sleep 0.3
+	flow trace MODEL=$TINY
+	assert_success
+	wait
+	[[ $stderr == *"make: another make is writing $ART; waiting for it"* ]] || fail "trace did not wait: $stderr"
+	[ -s "$ART/trace.json.gz" ] || fail "no trace"
+}
