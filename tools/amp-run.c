@@ -50,12 +50,14 @@ static const Opt opts[] = {
 	{ 'D', 0, "data", OPT_ARG, "DIR", "dir",
 	  "read inputs and parameters from DIR/<tensor>.npy;\n"
 	  "missing ones are generated from the seed (an int32\n"
-	  "positions input: each row's token index)" },
+	  "positions input: each row's token index); a tensor\n"
+	  "whose name holds '/' is refused, never read outside DIR" },
 	{ 'S', 0, "seed", OPT_ARG, "N", NULL,
 	  "seed for generated data (default 1)" },
 	{ 'A', 0, "save", OPT_ARG, "DIR", "dir",
 	  "write each output as DIR/<tensor>.npy and its FP32\n"
-	  "reference as DIR/<tensor>.ref.npy (the last run's)" },
+	  "reference as DIR/<tensor>.ref.npy (the last run's);\n"
+	  "a name that holds '/' is refused, never written outside" },
 	{ 'C', 0, "min-cosine", OPT_ARG, "X", NULL,
 	  "exit 1 when an output's (or a carried state's) cosine\n"
 	  "is below X (default 0.99)" },
@@ -129,6 +131,8 @@ static int save(const char *dir, const char *name, const char *suffix, const PTe
 {
 	Npy a;
 	memset(&a, 0, sizeof a);
+	if (strchr(name, '/'))          /* a stage's names are not the model reader's: never leave DIR */
+		return errf(e, "--save: tensor '%s' holds '/': its file would not be in %s", name, dir);
 	char *path = xasprintf("%s/%s%s.npy", dir, name, suffix);
 	a.type = NPY_F32;
 	a.rank = t->rank;

@@ -70,6 +70,9 @@ int model_name_ok(const char *f, const Val *v, const char *what, int tensor, Err
 		if (*c < 0x20 || *c == 0x7f || *c == '@')
 			return val_err(f, v, e, "%s name '%s' holds %s: names hold no control character and no '@'",
 				       what, *c == '@' ? s : "(a control character)", *c == '@' ? "'@'" : "a control character");
+	if (tensor && strchr(s, '/'))
+		return val_err(f, v, e, "tensor name '%s' holds '/': a tensor's name is a file's name too "
+			       "(amp-run --data DIR and --save DIR read and write DIR/<name>.npy)", s);
 	for (int i = 0; tensor && reserved[i]; i++) {
 		size_t k = strlen(reserved[i]);
 		if (n > k && strcmp(s + n - k, reserved[i]) == 0)

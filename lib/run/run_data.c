@@ -147,7 +147,7 @@ int64_t spec_values(const DataSpec *x)
 static char *data_file(const DataSpec *x, const RunOpts *o)
 {
 	struct stat st;
-	if (!o->data_dir)
+	if (!o->data_dir || strchr(x->name, '/'))      /* never a file outside DIR (tensor_data refuses it) */
 		return NULL;
 	char *path = xasprintf("%s/%s.npy", o->data_dir, x->name);
 	if (stat(path, &st) == 0)
@@ -381,6 +381,8 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 {
 	int64_t n = spec_values(x);
+	if (o->data_dir && strchr(x->name, '/'))
+		return errf(e, "--data: tensor '%s' holds '/': its file would not be in %s", x->name, o->data_dir);
 	char *path = data_file(x, o);
 	if (path) {
 		int rc = file_data(path, x, o, v, n, e);

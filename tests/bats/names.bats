@@ -116,3 +116,30 @@ runs() {
 		plan_rejects m.yaml 14:69 "tensor name 'h.$s' ends in '.$s'" m.yaml
 	done
 }
+
+@test "plan refuses '/' in a tensor name: it is a file's name for amp-run --data and --save" {
+	mlp m.yaml ln mlp_up "../xn" h
+	plan_rejects m.yaml 13:80 "tensor name '../xn' holds '/'" m.yaml
+}
+
+@test "amp-run never reads or writes outside --data DIR and --save DIR, whatever a stage's names" {
+	# a stage (not the model reader's) whose output and input are named
+	# ../z and ../x: --save refuses to write ../z.npy, --data to read ../x.npy
+	mlp m.yaml ln mlp_up xn h
+	amp-plan m.yaml | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
+	sed 's/\bz\b/..\/z/g' g.yaml >out.yaml
+	sed 's/\bx\b/..\/x/g' g.yaml >in.yaml
+	grep -q "'../z'\|\.\./z@" out.yaml && grep -q '\.\./x@' in.yaml || fail "the names were not changed"
+	amp-emit --no-model out.yaml -o out.amp
+	amp-emit --no-model in.yaml -o in.amp
+	mkdir -p w/save w/data
+	cd w
+	run --separate-stderr amp-run --save save ../out.amp
+	assert_failure 1
+	[[ $stderr == *"--save: tensor '../z' holds '/': its file would not be in save"* ]] || fail "$stderr"
+	[ ! -e z.npy ] && [ ! -e z.ref.npy ] || fail "a file was written outside save/"
+	touch x.npy
+	run --separate-stderr amp-run --data data ../in.amp
+	assert_failure 1
+	[[ $stderr == *"--data: tensor '../x' holds '/': its file would not be in data"* ]] || fail "$stderr"
+}
