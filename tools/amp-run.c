@@ -50,7 +50,8 @@ static const Opt opts[] = {
 	{ 'D', 0, "data", OPT_ARG, "DIR", "dir",
 	  "read inputs and parameters from DIR/<tensor>.npy;\n"
 	  "missing ones are generated from the seed (an int32\n"
-	  "positions input: each row's token index); a tensor\n"
+	  "positions input: each row's token index); int32 ones\n"
+	  "(token ids, positions) from int32 files only; a tensor\n"
 	  "whose name holds '/' is refused, never read outside DIR" },
 	{ 'S', 0, "seed", OPT_ARG, "N", NULL,
 	  "seed for generated data (default 1)" },

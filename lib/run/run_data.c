@@ -362,6 +362,11 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 		return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path, x->name,
 			    stk ? " (a stacked parameter: [count, ...])" : "");
 	}
+	if (x->fmt == FMT_I32 && a.type != NPY_I32) {     /* ids and positions: never rounded from floats */
+		npy_free(&a);
+		return errf(e, "'%s': tensor '%s' is int32 (token ids or positions): its .npy must hold int32 "
+			    "('<i4'), not floats", path, x->name);
+	}
 	if (npy_floats(&a, &f, e)) {
 		char why[sizeof e->msg];
 		memcpy(why, e->msg, sizeof why);

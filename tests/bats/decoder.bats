@@ -249,6 +249,20 @@ positions_npy() {
 	cmp indices/z.npy default/z.npy || fail "the default positions are not each row's token index"
 }
 
+@test "decoder: positions from a float .npy are refused, not rounded" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-emit --model "$DEC" g.yaml -o p.amp
+	mkdir -p floats
+	# the same positions as 0, 1, 2, ... written as '<f4' (the bits of
+	# small integers as floats): the shape is right, the dtype is not
+	positions_npy floats/pos.npy 0 1
+	sed -i "s/'<i4'/'<f4'/" floats/pos.npy
+	run --separate-stderr amp-run --model "$DEC" --data floats p.amp
+	assert_failure 1
+	[[ $stderr == *"floats/pos.npy': tensor 'pos' is int32 (token ids or positions): its .npy must hold int32 ('<i4'), not floats"* ]] ||
+		fail "unexpected: $stderr"
+}
+
 @test "decoder: a decode step's sibling GEMMs share their phases, and attention's q travels with the new keys" {
 	local m=$MODELS/qwen2.5-0.5b-1layer-decode.yaml
 	amp-plan "$m" | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture -o c.json
