@@ -92,6 +92,8 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, op.optind, "grouped stage or program");
 	if (trace_tiles && !trace_path)
 		usage_error("--trace-tiles needs --trace FILE");
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "--tiles", tiles_path }, { "--trace", trace_path },
+				       { "the input", in_path }, { "--machine", machine_path } }, 3, 5);
 	if (program_or_stage(&pl, NULL, NULL, in_path, &e))
 		fail(&e);
 	check_machine(&pl, machine_path, in_path);

@@ -617,18 +617,21 @@ int main(int argc, char **argv)
 		usage_error("only one of A and B can be standard input");
 	if (json && tsv_out)
 		usage_error("--json and --tsv are two outputs: choose one");
+	char *fa = tiles_arg ? xstrdup(tiles_arg) : NULL, *fb = fa ? strchr(fa, ',') : NULL;
+	if (fb)
+		*fb++ = 0;
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "A", argv[op.optind] }, { "B", argv[op.optind + 1] },
+				       { "--tiles", fa }, { "--tiles", fb } }, 1, 5);
 	if (cap_load(&a, argv[op.optind], &e) || cap_load(&b, argv[op.optind + 1], &e))
 		fail(&e);
 	Compare m;
 	cmp_build(&m, &a, &b, na, nb);
-	if (tiles_arg) {
-		char *fa = xstrdup(tiles_arg), *fb = strchr(fa, ',');
-		*fb++ = 0;
+	if (fa) {
 		load_tiles(&ta, fa, &a);
 		load_tiles(&tb, fb, &b);
 		m.tiles[0] = &ta, m.tiles[1] = &tb;
-		free(fa);
 	}
+	free(fa);
 	Output *o = output_open(out_path, 0, &e);
 	if (!o)
 		fail(&e);

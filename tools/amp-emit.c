@@ -266,6 +266,8 @@ int main(int argc, char **argv)
 	in_path = one_input(argc, argv, op.optind, list ? "program or grouped stage" : "grouped stage");
 	if (scales_path && !model_path)
 		usage_error("--scales needs --model");
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the input", in_path }, { "--model", model_path },
+				       { "--scales", scales_path }, { "--machine", machine_path } }, 1, 5);
 	if (no_model && model_path)
 		usage_error("--no-model and --model name opposite things; give one");
 	if (!list && !model_path && !no_model)

@@ -251,6 +251,8 @@ int main(int argc, char **argv)
 		}
 	}
 	in_path = one_input(argc, argv, op.optind, "model file");
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the model", in_path }, { "--machine", machine_path },
+				       { "--scales", scales_path } }, 1, 4);
 
 	/* The model is read whole first: provenance records its digest,
 	 * whether it came from a file or a pipe. */

@@ -556,6 +556,8 @@ int main(int argc, char **argv)
 			usage_error("--calibrate needs -o SCALES");
 		if (op.optind < argc)
 			usage_error("--calibrate takes no program, found '%s'", argv[op.optind]);
+		distinct_outputs((ToolFile[]){ { "-o", out }, { "--calibrate", calib }, { "--machine", machine_path } },
+				 1, 3);
 		calibrate(calib, machine_path, out, &ro);
 		return EXIT_OK;
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/diag.h"
@@ -221,6 +222,25 @@ const char *one_input(int argc, char **argv, int optind_now, const char *what)
 	if (optind_now + 1 < argc)
 		usage_error("one %s at most, found '%s' too", what, argv[optind_now + 1]);
 	return optind_now < argc ? argv[optind_now] : NULL;
+}
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-"))
+		return 0;
+	return !strcmp(a, b) ||
+	       (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
+void distinct_outputs(const ToolFile *f, int nout, int n)
+{
+	for (int i = 0; i < nout; i++)
+		for (int j = i + 1; j < n; j++)
+			if (same_file(f[i].path, f[j].path))
+				usage_error("%s '%s' is the same file as %s '%s': an output never overwrites %s",
+					    f[i].what, f[i].path, f[j].what, f[j].path,
+					    j < nout ? "another output" : "what the tool reads");
 }
 
 /* The base name of a path ("<stdin>" for NULL or "-"): what provenance
@@ -496,6 +516,7 @@ int stage_tool(const StageTool *t, int argc, char **argv)
 			t->option(c, arg);
 	}
 	in_path = one_input(argc, argv, op.optind, t->what);
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the input", in_path } }, 1, 2);
 	if (stage_read(&pl, in_path, t->in, &e) || t->run(&pl, &e))
 		fail(&e);
 	add_prov(&pl);

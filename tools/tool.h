@@ -66,6 +66,16 @@ int64_t count_arg(const char *opt, const char *s);
 /* The input path after the options: at most one, NULL for stdin. */
 const char *one_input(int argc, char **argv, int optind_now, const char *what);
 
+/* A tool's files by what they are ("-o", "--tiles", "the model"): an
+ * output (the first nout of f) that names the same file as an input or
+ * as another output (the same path, or one existing file by device and
+ * inode, a link or another spelling of it) is a usage error, before
+ * anything is written. A NULL or "-" path (a standard stream) is none. */
+typedef struct {
+	const char *what, *path;
+} ToolFile;
+void distinct_outputs(const ToolFile *f, int nout, int n);
+
 /* The base name of a path ("<stdin>" for NULL or "-"): what provenance
  * records, so a stage names no directory of the machine that made it. */
 const char *base_name(const char *path);
