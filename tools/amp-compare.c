@@ -462,6 +462,26 @@ static int write_json(Output *o, const Compare *m, Err *e)
 
 /* ---- TSV: a line per compared figure ---- */
 
+/* s as one TSV field: a backslash, tab, newline or carriage return
+ * written as \\, \t, \n, \r (formats/compare.md), so a name cannot
+ * split a line or a column. Returns a string to free. */
+static char *tsv_field(const char *s)
+{
+	size_t n = 0;
+	for (const char *c = s; *c; c++)
+		n += strchr("\\\t\n\r", *c) ? 2 : 1;
+	char *r = xmalloc(n + 1), *w = r;
+	for (const char *c = s; *c; c++) {
+		const char *esc = *c == '\\' ? "\\\\" : *c == '\t' ? "\\t" : *c == '\n' ? "\\n" : *c == '\r' ? "\\r" : NULL;
+		if (esc)
+			*w++ = esc[0], *w++ = esc[1];
+		else
+			*w++ = *c;
+	}
+	*w = 0;
+	return r;
+}
+
 /* One line; a or b NULL is '-', and so is the delta unless both are
  * numbers and delta is set. */
 static void tsv(Output *o, const char *section, const char *key, const char *status, const char *figure,
@@ -474,7 +494,9 @@ static void tsv(Output *o, const char *section, const char *key, const char *sta
 		snprintf(y, sizeof y, "%lld", (long long)*b);
 	if (a && b && delta)
 		snprintf(d, sizeof d, "%lld", (long long)(*b - *a));
-	put(o, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", section, key, status, figure, x, y, d);
+	char *k = tsv_field(key);
+	put(o, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", section, k, status, figure, x, y, d);
+	free(k);
 }
 
 static void write_tsv(Output *o, const Compare *m)
@@ -510,7 +532,9 @@ static void write_tsv(Output *o, const Compare *m)
 				cmp_phase_figs(m->side[s], p, f[s]);
 		}
 		tsv(o, "phase", key, st, "group", &g, &g, 0);
-		put(o, "phase\t%s\t%s\tlabels\t%s\t%s\t-\n", key, st, lab[0], lab[1]);
+		char *la = tsv_field(lab[0]), *lb = tsv_field(lab[1]);
+		put(o, "phase\t%s\t%s\tlabels\t%s\t%s\t-\n", key, st, la, lb);
+		free(la), free(lb);
 		for (int k = 0; k < PF_N; k++)
 			tsv(o, "phase", key, st, cmp_phase_fig_name[k], l->a >= 0 ? &f[0][k] : NULL, l->b >= 0 ? &f[1][k] : NULL, 1);
 		free(lab[0]), free(lab[1]);

@@ -453,3 +453,15 @@ report_compare() {
 	assert_success
 	cmp first.png "$out/received_diff.png"
 }
+
+@test "compare --tsv escapes a tab, newline, carriage return or backslash in a name: 7 fields a line" {
+	# op and phase names as a hand-edited capture may hold them
+	jq '(.ops[0].op) |= "a\tb\nc\\d\re" | (.phases[0].labels[0]) |= "l\tm"' tiny.json > odd.json
+	run --separate-stderr amp-compare --tsv tiny.json odd.json
+	assert_success
+	printf '%s\n' "$output" | awk -F'\t' 'NR > 1 && NF != 7 { print "line " NR ": " NF " fields: " $0; bad = 1 } END { exit bad }' ||
+		fail "a line is not 7 fields"
+	assert_line --partial $'op\ta\\tb\\nc\\\\d\\re\t'
+	assert_line --partial $'\tlabels\t'
+	[[ $output == *'l\tm'* ]] || fail "the label is not escaped: $output"
+}
