@@ -74,7 +74,12 @@ sign() { if [ "$1" -ge 0 ]; then printf '+%s' "$(commas "$1")"; else printf -- '
 name() { local n=${1%/capture.json}; n=${n##*/}; echo "${n%.json}"; }
 what_a="$amodel on $amach" what_b="$bmodel on $bmach"
 [ "$what_a" != "$what_b" ] || what_b=""
-title="bytes received per tile, every run, B - A: A $(name "$acap")${what_b:+ ($what_a)}, B $(name "$bcap")${what_b:+ ($what_b)}${what_b:- ($what_a)}"
+# each side's model and machine when they differ, else both once at the end
+if [ -n "$what_b" ]; then
+	title="bytes received per tile, every run, B - A: A $(name "$acap") ($what_a), B $(name "$bcap") ($what_b)"
+else
+	title="bytes received per tile, every run, B - A: A $(name "$acap"), B $(name "$bcap") ($what_a)"
+fi
 title2="largest increase $(sign "$up") on tile $uptile, largest decrease $(sign "$down") on tile $downtile; $changed tiles differ, $(sign "$sum") in all"
 
 cell=$(( 720 / cols )); [ "$cell" -ge 6 ] || cell=6; [ "$cell" -le 20 ] || cell=20

@@ -406,6 +406,18 @@ report_compare() {
 	up=$(sed -E ':a; s/([0-9])([0-9]{3})($|[^0-9])/\1,\2\3/; ta' <<<"$up")
 	run grep -c "largest increase +$up on tile $tile," "$out/received_diff.gp"
 	assert_output 1
+	# one model on one machine: named once, after both sides
+	run grep -c "B - A: A da, B db (siglip-mlp on amp1472)' " "$out/received_diff.gp"
+	assert_output 1
+	# two models: each side's own, once (B's was repeated)
+	mkdir -p "$BATS_TEST_TMPDIR/dt"
+	amp-plan "$MODELS/tiny-mlp.yaml" | amp-compose | amp-expand | amp-exchange | amp-group |
+		amp-capture --tiles "$BATS_TEST_TMPDIR/dt/tiles.tsv" -o "$BATS_TEST_TMPDIR/dt/capture.json"
+	report_compare A="$BATS_TEST_TMPDIR/da" B="$BATS_TEST_TMPDIR/dt"
+	assert_success
+	run grep -c "B - A: A da (siglip-mlp on amp1472), B dt (tiny-mlp on amp1472)' " \
+		"$BATS_TEST_TMPDIR/art/compare/da-vs-dt/received_diff.gp"
+	assert_output 1
 	(cd "$BATS_TEST_TMPDIR" && amp-compare --tiles da/tiles.tsv,db/tiles.tsv da/capture.json db/capture.json) > want.txt
 	diff <(sed 's|^A: .*/da/|A: da/|; s|^B: .*/db/|B: db/|; s|^tiles: .*|tiles|' "$out/compare.txt") \
 		<(sed 's|^tiles: .*|tiles|' want.txt)
