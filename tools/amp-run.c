@@ -70,7 +70,8 @@ static const Opt opts[] = {
 	  "made positions advance by each run's tokens" },
 	{ 'P', 0, "position", OPT_ARG, "P", NULL,
 	  "the first run's made positions start at P (default 0,\n"
-	  "or the prefill's tokens)" },
+	  "or the prefill's tokens; at most 16777216, as far as\n"
+	  "floats hold integers exactly)" },
 	{ 'F', 0, "prefill", OPT_ARG, "PROG", "file",
 	  "run program PROG (its embedded model) first, at\n"
 	  "position 0; PROGRAM's runs continue from its states" },
@@ -538,8 +539,9 @@ int main(int argc, char **argv)
 				usage_error("--steps takes an integer from 1 to 1048576, not '%s'", arg);
 			break;
 		case 'P':
-			if (parse_i64(arg, &position) || position < 0 || position > INT32_MAX)
-				usage_error("--position takes a non-negative 32-bit integer, not '%s'", arg);
+			if (parse_i64(arg, &position) || position < 0 || position > RUN_EXACT_INT)
+				usage_error("--position takes an integer from 0 to %d (amp-run holds positions as "
+					    "floats, exact that far), not '%s'", RUN_EXACT_INT, arg);
 			break;
 		case 'F': prefill = arg; break;
 		case 'G':

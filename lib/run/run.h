@@ -51,6 +51,10 @@ void run_cache_expect(RunCache *c);
 
 typedef struct OpCheck OpCheck;
 
+/* amp-run holds every value as a float, int32 ones too (token ids,
+ * positions): those are exact up to this magnitude, and refused past it. */
+#define RUN_EXACT_INT (1 << 24)
+
 /* States carried from one run to the next (amp-run --steps, --prefill):
  * each by name, the machine's values and the reference's. A state that is
  * not here starts at zero. */

@@ -4,6 +4,7 @@
  * parameter made from the seed only an instance at a time (lazy), and the
  * cache through which the reference decodes the instances the machine
  * encoded instead of making them again. */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -366,6 +367,15 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 		npy_free(&a);
 		return errf(e, "'%s': tensor '%s' is int32 (token ids or positions): its .npy must hold int32 "
 			    "('<i4'), not floats", path, x->name);
+	}
+	for (int64_t i = 0; x->fmt == FMT_I32 && i < n; i++) {
+		int32_t k;
+		memcpy(&k, (const char *)a.data + 4 * i, 4);
+		if (k > RUN_EXACT_INT || k < -RUN_EXACT_INT) {
+			npy_free(&a);
+			return errf(e, "'%s': tensor '%s' holds %" PRId32 " at index %" PRId64 ": amp-run holds int32 "
+				    "values as floats, exact up to %d", path, x->name, k, i, RUN_EXACT_INT);
+		}
 	}
 	if (npy_floats(&a, &f, e)) {
 		char why[sizeof e->msg];

@@ -263,6 +263,24 @@ positions_npy() {
 		fail "unexpected: $stderr"
 }
 
+@test "decoder: a position past 16,777,216 is refused, printed exactly, from --data and from --position" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-emit --model "$DEC" g.yaml -o p.amp
+	mkdir -p big
+	# positions 0, 1, ... with the first row's first replaced by 2,147,483,647
+	positions_npy big/pos.npy 0 1
+	local head=$(( $(wc -c < big/pos.npy) - 2 * 24 * 4 ))
+	{ head -c "$head" big/pos.npy; printf '\377\377\377\177'; tail -c $(( 2 * 24 * 4 - 4 )) big/pos.npy; } > big/p
+	mv big/p big/pos.npy
+	run --separate-stderr amp-run --model "$DEC" --data big p.amp
+	assert_failure 1
+	[[ $stderr == *"tensor 'pos' holds 2147483647 at index 0: amp-run holds int32 values as floats, exact up to 16777216"* ]] ||
+		fail "unexpected: $stderr"
+	run --separate-stderr amp-run --model "$DEC" --position 2147483647 p.amp
+	assert_failure 2
+	[[ $stderr == *"--position takes an integer from 0 to 16777216"*"not '2147483647'"* ]] || fail "unexpected: $stderr"
+}
+
 @test "decoder: a decode step's sibling GEMMs share their phases, and attention's q travels with the new keys" {
 	local m=$MODELS/qwen2.5-0.5b-1layer-decode.yaml
 	amp-plan "$m" | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture -o c.json
