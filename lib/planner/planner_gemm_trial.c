@@ -8,12 +8,53 @@
 typedef struct {
 	const GemmShape *gs;
 	const Candidate *c;
+	const MOp *sib;                 /* or NULL: the next sibling, built on the same choice */
+	const GemmShape *sib_gs;
 } GemmTry;
+
+/* The shape of matmul op's GEMM: its operands' shapes and formats, a's
+ * canonical owners, b's and the bias's home shards. */
+static GemmShape gemm_shape(Builder *b, const MOp *op)
+{
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
+	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
+	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
+			 bias >= 0, 0, 0, 0, 0 };
+	int ain = canonical(b, a);
+	gs.owners = place_shards(&pl->p[ain]);
+	gs.owner_batch = pl->p[ain].block[0];
+	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
+	gs.bias_home_shards = bias >= 0 ? place_shards(&pl->p[b->canon[bias]]) : 0;
+	return gs;
+}
+
+/* The matmul after op when it is op's sibling (the same a, the same
+ * shape of b and the same formats, in the same repeat) and unpinned:
+ * built on op's choice, it reads op's copy of a (gemm_start), so op's
+ * trials weigh the pair. NULL otherwise. */
+static const MOp *next_sibling(const Builder *b, const MOp *op)
+{
+	const Model *m = b->m;
+	if (op + 1 >= m->ops + m->nops)
+		return NULL;
+	const MOp *q = op + 1;
+	const MTensor *wa = &m->t[op->in[1]], *wb = &m->t[q->in[1]];
+	if (q->kind != OP_MATMUL || q->in[0] != op->in[0] || q->rep != op->rep || q->grid[0] || q->pinned ||
+	    wa->rank != wb->rank || memcmp(wa->shape, wb->shape, (size_t)wa->rank * sizeof *wa->shape) ||
+	    wa->dtype != wb->dtype || (op->in[2] >= 0) != (q->in[2] >= 0))
+		return NULL;
+	return q;
+}
 
 static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
 {
 	const GemmTry *g = arg;
 	matmul_build(b, op, g->gs, g->c);
+	if (g->sib)
+		matmul_build(b, g->sib, g->sib_gs, g->c);
 }
 
 static OpChoice gemm_choice(const Candidate *c)
@@ -22,10 +63,13 @@ static OpChoice gemm_choice(const Candidate *c)
 	return k;
 }
 
+static _Thread_local const MOp *try_sib;        /* the op being chosen's next sibling, or NULL */
+static _Thread_local GemmShape try_sib_gs;
+
 static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int64_t *load, Bound *bound,
 		      int64_t *lb, Candidate *c)
 {
-	GemmTry g = { gs, c };
+	GemmTry g = { gs, c, try_sib, &try_sib_gs };
 	OpChoice k = gemm_choice(c);
 	trial_build(b, op, build_gemm_try, &g, &k, load, bound, lb, c);
 }
@@ -319,20 +363,9 @@ static int matmul_trial_choose(Builder *b, const MOp *op, const GemmShape *gs, E
  * objectives, by its trials, and built. */
 int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 {
-	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
-	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
-	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
-	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
-			 bias >= 0, 0, 0, 0, 0 };
+	GemmShape gs = gemm_shape(b, op);
 	Candidate c;
-	int ain = canonical(b, a);
-
-	gs.owners = place_shards(&pl->p[ain]);
-	gs.owner_batch = pl->p[ain].block[0];
-	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
-	gs.bias_home_shards = bias >= 0 ? place_shards(&pl->p[b->canon[bias]]) : 0;
 	if (op->grid[0] && gemm_grid_ok(&gs, op->grid, b->mc->tiles, e)) {
 		char why[sizeof e->msg];
 		memcpy(why, e->msg, sizeof why);
@@ -346,8 +379,14 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 			      "of %lld %s strips", op->name, (long long)op->grid[0], (long long)op->grid[1],
 			      (long long)op->grid[2],
 			      (long long)cdiv(cdiv(gs.k, fmt_mu(gs.fmt)), op->grid[1]), fmt_name(gs.fmt));
-	if (b->o->objective >= OBJ_MEMORY)
-		return matmul_trial_choose(b, op, &gs, ex, e);
+	if (b->o->objective >= OBJ_MEMORY) {
+		try_sib = next_sibling(b, op);
+		if (try_sib)
+			try_sib_gs = gemm_shape(b, try_sib);
+		int rc = matmul_trial_choose(b, op, &gs, ex, e);
+		try_sib = NULL;
+		return rc;
+	}
 	if (matmul_choose(b, op, &gs, &c, ex, e))
 		return -1;
 	matmul_build(b, op, &gs, &c);
