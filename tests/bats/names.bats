@@ -143,3 +143,15 @@ runs() {
 	assert_failure 1
 	[[ $stderr == *"--data: tensor '../x' holds '/': its file would not be in data"* ]] || fail "$stderr"
 }
+
+@test "a trace of names at the 256-byte limit in 2- to 4-byte characters is valid UTF-8 and valid JSON" {
+	# amp-capture --trace writes op and phase names into its slices: cut at
+	# a byte count, a multibyte character would be split
+	mlp m.yaml "$(rep 😀 64)" "$(rep € 85)x" "$(rep Ü 128)" "h$(rep é 127)x"
+	amp-plan m.yaml | amp-compose | amp-expand | amp-exchange | amp-group >g.yaml
+	amp-capture --trace t.json -o c.json g.yaml
+	iconv -f UTF-8 -t UTF-8 t.json >/dev/null || fail "the trace is not valid UTF-8"
+	iconv -f UTF-8 -t UTF-8 c.json >/dev/null || fail "the capture is not valid UTF-8"
+	jq -e '[.traceEvents[] | .name] | map(select(contains("😀😀😀😀"))) | length > 0' t.json >/dev/null ||
+		fail "the layernorm's name is not whole in the trace"
+}
