@@ -386,8 +386,19 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 	memcpy(v, f, (size_t)n * sizeof *f);
 	free(f);
 	npy_free(&a);
-	if (o->quantized)
+	/* bad data is the file's fault, not the machine's: said here, before
+	 * a check would find the machine's result "over its tolerance" */
+	for (int64_t i = 0; i < n; i++)
+		if (!isfinite(v[i]))
+			return errf(e, "'%s': tensor '%s' holds %s at index %" PRId64 ": data must be finite", path,
+				    x->name, isnan(v[i]) ? "NaN" : v[i] > 0 ? "+inf" : "-inf", i);
+	if (o->quantized) {
 		quantize_n(v, n, x->fmt, x->scale);
+		for (int64_t i = 0; i < n; i++)
+			if (!isfinite(v[i]))
+				return errf(e, "'%s': tensor '%s' holds a value past what %s holds at index %" PRId64,
+					    path, x->name, fmt_name(x->fmt), i);
+	}
 	return 0;
 }
 

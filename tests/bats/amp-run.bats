@@ -184,6 +184,23 @@ z.ref.npy"
 	assert [ ! -e nodir ]
 }
 
+@test "run --data refuses a NaN, an infinity or a value past the tensor's format, naming the file, not the machine" {
+	mkdir saved bad
+	passes "$TINY_PROG" --save saved
+	local n h v
+	n=$(wc -c < saved/z.npy) h=$(( $(wc -c < saved/z.npy) - 2 * 37 * 80 * 4 ))
+	# x[5] replaced by NaN, +inf and 65536 (past fp16's 65504)
+	for v in '\000\000\300\177:NaN at index 5: data must be finite' '\000\000\200\177:+inf at index 5: data must be finite' \
+		'\000\000\200\107:a value past what fp16 holds at index 5'; do
+		{ head -c $((h + 20)) saved/z.npy; printf "${v%%:*}"; tail -c $((n - h - 24)) saved/z.npy; } > bad/x.npy
+		[ "$(wc -c < bad/x.npy)" = "$n" ] || fail "bad/x.npy is $(wc -c < bad/x.npy) bytes, not $n"
+		run --separate-stderr amp-run --data bad "$TINY_PROG"
+		assert_failure 1
+		[[ $stderr == *"'bad/x.npy': tensor 'x' holds ${v#*:}"* ]] || fail "unexpected: $stderr"
+		[[ $stderr != *"machine"* ]] || fail "the machine is blamed: $stderr"
+	done
+}
+
 @test "run --data reads an input from DIR/<tensor>.npy instead of generating it" {
 	passes "$TINY_PROG"
 	local generated
