@@ -206,6 +206,17 @@ int sweep_plot(const char *dir, const char *figure, const char *axis, const char
 		free(b.s);
 		goto out;
 	}
+	/* What reaches gnuplot's script was read back from the sweep's
+	 * directory, which may be shared: every label and column name is
+	 * checked as the spec checks a label (letters, digits and . _ + -:
+	 * no quote, newline or space to end a string or a data block) and
+	 * every plotted value as a number, else the plot is refused. */
+	for (int k = 1; k <= status; k++)
+		if (!safe(head[k], 0)) {
+			errf(e, "'%s': column '%s' of the merged table is not letters, digits and . _ + - "
+			     "(the sweep's files were changed?)", dir, head[k]);
+			goto out;
+		}
 	pt = xcalloc((size_t)nl, sizeof *pt);
 	for (int i = 1; i < nl; i++) {
 		char **c = NULL;
@@ -213,6 +224,17 @@ int sweep_plot(const char *dir, const char *figure, const char *axis, const char
 			++*left_out;
 			free(c);
 			continue;
+		}
+		char *end;
+		strtod(c[ycol], &end);
+		int bad = *end != 0 || end == c[ycol];
+		for (int k = 1; !bad && k < status; k++)
+			bad = !safe(c[k], 0);
+		if (bad) {
+			errf(e, "'%s': job '%s' has a label that is not letters, digits and . _ + -, or a '%s' that is "
+			     "not a number (the sweep's files were changed?)", dir, c[0], figure);
+			free(c);
+			goto out;
 		}
 		pt[np++] = (Point){ c, -1, -1 };
 	}

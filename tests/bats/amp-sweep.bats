@@ -429,6 +429,32 @@ EOF
 	assert_equal "$stderr" "amp-sweep: 1 jobs left out of the plot (failed, or no result yet)"
 }
 
+@test "sweep plot: a label or figure changed in the sweep's files never reaches gnuplot's script" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	make -s -C sw -j2
+	printf '%s\n' '#!/bin/bash' "cat > '$BATS_TEST_TMPDIR/plot.gp'" 'printf PNG' > fakegnuplot
+	chmod +x fakegnuplot
+	cp sw/index.tsv index.orig
+	# a label that would end gnuplot's string and run a command
+	sed "s/\ttiny\$/\ttiny'.system(\"touch pwned\").'/" index.orig > sw/index.tsv
+	! cmp -s index.orig sw/index.tsv || fail "no label changed"
+	GNUPLOT=$PWD/fakegnuplot run --separate-stderr amp-sweep plot total_cycles --by batch -o p.png sw
+	assert_failure 1
+	[[ $stderr == *"has a label that is not letters, digits and . _ + -"* ]] || fail "$stderr"
+	[ ! -e plot.gp ] && [ ! -e p.png ] || fail "gnuplot ran"
+	# a plotted value that is not a number
+	cp index.orig sw/index.tsv
+	sed -i 's/"total_cycles": [0-9]*/"total_cycles": "1e3x"/' sw/jobs/000001/result.json
+	grep -q '"1e3x"' sw/jobs/000001/result.json || fail "no value changed"
+	GNUPLOT=$PWD/fakegnuplot run --separate-stderr amp-sweep plot total_cycles --by batch -o p.png sw
+	assert_failure 1
+	[[ $stderr == *"job '000001' has a label that is not letters, digits and . _ + -, or a 'total_cycles' that is not a number"* ]] ||
+		fail "$stderr"
+	[ ! -e plot.gp ] || fail "gnuplot ran"
+	[ ! -e pwned ] || fail "a command ran"
+}
+
 @test "sweep plot: a missing gnuplot, an unknown axis or figure fail with a clear message and no file" {
 	spec
 	amp-sweep jobs -o sw spec.yaml 2>/dev/null
