@@ -359,16 +359,22 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
 		/* Candidates: direct and relay at the fewest key blocks that fit
-		 * (or the pinned ones) and, unpinned, at the fewest of at least 2
-		 * and 4 times as many (each tile then receives fewer keys, and
-		 * merges more partials), then the state's home. */
+		 * (or the pinned ones) and, unpinned with no state's home to
+		 * read, at the fewest of at least 2 and 4 times as many (each
+		 * tile then receives fewer keys, and merges more partials); then
+		 * the state's home. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
 		AttnTry t[2 * ATTN_KB_TRIES + 1];
 		Candidate c[2 * ATTN_KB_TRIES + 1];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		tile_load(b, (int)(op - m->ops), load);
-		for (int g = 0; g < (op->grid[0] ? 1 : ATTN_KB_TRIES); g++) {      /* pinned blocks: those */
+		/* (not beside a home: a trial weighs the attention's own steps,
+		 * and against a home, more key blocks that moved the keys won
+		 * there and lost more in the phases they share with q and kv:
+		 * Qwen's decode at batch 4, 633,700 cycles against 651,556) */
+		int tries = op->grid[0] ? 1 : ATTN_KB_TRIES;
+		for (int g = 0; g < tries; g++) {
 			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), ag.KB << g) : ag;
 			if (g && (!gg.QB || gg.KB == t[n - 1].ag.KB))
 				break;          /* no more key blocks to try */
@@ -382,6 +388,22 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 			trial_build(b, op, build_attention, &t[i], &k, load, NULL, NULL, &c[i]);
 			if (i && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
 				best = i;       /* ties: the earlier */
+		}
+		/* A trial weighs the attention's own steps alone. Beside a
+		 * state's home, which moves no keys, more key blocks that move
+		 * them also cost in the phases they share with q, kv and the
+		 * append: they are taken only when their trial beats the home's
+		 * by ATTN_HOME_MARGIN (Qwen's decode at batch 4: 12,824 cycles
+		 * against the home's 15,255 in the trial, 651,556 against
+		 * 633,700 whole; at batch 1: 12,504 against 36,569, 615,148
+		 * against 941,860). */
+		int hi = n - 1;
+		if (HB && best != hi && t[best].ag.KB != ag.KB && b->o->objective == OBJ_CYCLES && c[hi].fits &&
+		    c[best].x_cycles >= 0 && (double)c[best].x_cycles * ATTN_HOME_MARGIN > (double)c[hi].x_cycles) {
+			best = hi;
+			for (int i = 0; i < hi; i++)    /* the best at the fewest key blocks, or the home */
+				if (t[i].ag.KB == ag.KB && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
+					best = i;
 		}
 		at = t[best];
 		free(load);
