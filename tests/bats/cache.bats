@@ -97,7 +97,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	[[ $stderr == *"--steps takes an integer from 1 to 1048576, not '0'"* ]] || fail "$stderr"
 	run --separate-stderr amp-run dec.amp --position -1
 	assert_failure 2
-	[[ $stderr == *"--position takes a non-negative 32-bit integer, not '-1'"* ]] || fail "$stderr"
+	[[ $stderr == *"--position takes an integer from 0 to 16777216 "*", not '-1'"* ]] || fail "$stderr"
 }
 
 @test "cache: amp-run refuses a program whose attention ignores the positions the model's reads" {

@@ -32,10 +32,13 @@ lowered() {
 }
 
 @test "decoder: the plan has one rmsnorm step with the model's eps, a silu and a mul" {
-	amp-plan "$SW" -o p.yaml
+	# gate pinned to a cut K (amp-plan now plans gate and up alike, sharing
+	# xn, with no reduction): g is written where gate's reduction leaves it
+	# (its class's cut, formats/plan.md)
+	{ cat "$SW"; printf 'pins:\n  gate: {grid: [37, 2, 13]}\n'; } > sw.yaml
+	amp-plan sw.yaml -o p.yaml
 	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: norm, in: \[x@canon, norm_g@owners\], out: xn@canon, eps: 1e-06}$' p.yaml
 	assert_output 1
-	# g is written where gate's reduction leaves it (its class's cut, formats/plan.md)
 	run grep -c '^- {step: [0-9]*, compute: silu, op: act, in: \[g@gate.out\], out: s@canon}$' p.yaml
 	assert_output 1
 	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@canon\], out: h@canon}$' p.yaml
