@@ -319,8 +319,9 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	for (int k = 0; stationary && k < 2; k++)
 		stationary = gb->split[k] == h->split[k] && gb->block[k] == h->block[k] && gb->off[k] == h->off[k] &&
 			     (gb->split[k] == 1 || gb->stride[k] == h->stride[k]);
+	int64_t base = stationary ? h->base : gemm_start(b, op, &c);
 	for (int i = 0; i < GP_COUNT; i++)
-		gp[i].base = stationary ? h->base : gemm_start(b, op, &c);
+		gp[i].base = base;
 	int at_class = reduce_at_class(b, out, &c, gp);
 #define PLACE(i, t, suffix) (idx[i] = add_place_of(pl, &gp[i], t, op->name, suffix, &existed))
 	int rep_a = c.grid[2] > 1;

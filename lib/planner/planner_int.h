@@ -162,10 +162,10 @@ int class_claim(Builder *b, int t, int pi);
 #define WIDE_UNIT_WIDER 32      /* when no plan at WIDE_UNIT fits: whole fp8 strips, fewer fragments */
 #define WIDE_MIN_COLS 16        /* tiles per token row of a few-row GEMM (a decode step's): its weights
 				   stay home, sibling GEMMs zip, norm parameters stay beside the rows */
-#define ATTN_KB_TRIES 3           /* key-block counts attention tries: the fewest that fit, x2, x4 */
-#define ATTN_HOME_MARGIN 1.5      /* beside a state's home, more key blocks must beat its trial by this */
-#define ATTN_CHUNK_MIN 8         /* columns of a head's chunk of attention partials, at least */
 #define WIDE_MIN_PARTS 2        /* tiles per token row a wide tensor needs: at least two column blocks */
+#define ATTN_KB_TRIES 3         /* key-block counts attention tries: the fewest that fit, x2, x4 */
+#define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
+#define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
 int canonical(Builder *b, int tensor);
 int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
 	      int64_t tile);

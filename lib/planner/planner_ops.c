@@ -359,20 +359,15 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
 		/* Candidates: direct and relay at the fewest key blocks that fit
-		 * (or the pinned ones) and, unpinned with no state's home to
-		 * read, at the fewest of at least 2 and 4 times as many (each
-		 * tile then receives fewer keys, and merges more partials); then
-		 * the state's home. */
+		 * (or the pinned ones) and, unpinned, at the fewest of at least 2
+		 * and 4 times as many (each tile then receives fewer keys, and
+		 * merges more partials); then the state's home, if any. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
 		AttnTry t[2 * ATTN_KB_TRIES + 1];
 		Candidate c[2 * ATTN_KB_TRIES + 1];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		tile_load(b, (int)(op - m->ops), load);
-		/* (not beside a home: a trial weighs the attention's own steps,
-		 * and against a home, more key blocks that moved the keys won
-		 * there and lost more in the phases they share with q and kv:
-		 * Qwen's decode at batch 4, 633,700 cycles against 651,556) */
 		int tries = op->grid[0] ? 1 : ATTN_KB_TRIES;
 		for (int g = 0; g < tries; g++) {
 			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), ag.KB << g) : ag;
