@@ -163,7 +163,7 @@ int class_claim(Builder *b, int t, int pi);
 #define WIDE_MIN_COLS 16        /* tiles per token row of a few-row GEMM (a decode step's): its weights
 				   stay home, sibling GEMMs zip, norm parameters stay beside the rows */
 #define WIDE_MIN_PARTS 2        /* tiles per token row a wide tensor needs: at least two column blocks */
-#define ATTN_KB_TRIES 3         /* key-block counts attention tries: the fewest that fit, x2, x4 */
+#define ATTN_KB_TRIES 5         /* key-block counts attention tries: the fewest that fit, then at least x1.5, x2, x3, x4 */
 #define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
 #define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
 int canonical(Builder *b, int tensor);

@@ -359,20 +359,25 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		at.ag.QB = 1, at.ag.KB = HB;
 	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
 		/* Candidates: direct and relay at the fewest key blocks that fit
-		 * (or the pinned ones) and, unpinned, at the fewest of at least 2
-		 * and 4 times as many (each tile then receives fewer keys, and
-		 * merges more partials); then the state's home, if any. */
+		 * (or the pinned ones) and, unpinned, at the fewest of at least
+		 * 1.5, 2, 3 and 4 times as many (each tile then receives fewer
+		 * keys, and merges more partials; SigLIP-so400m's batch 2 takes
+		 * 3 where 2 fit); then the state's home, if any. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
 		AttnTry t[2 * ATTN_KB_TRIES + 1];
 		Candidate c[2 * ATTN_KB_TRIES + 1];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		tile_load(b, (int)(op - m->ops), load);
+		static const int twice[ATTN_KB_TRIES] = { 2, 3, 4, 6, 8 };     /* twice the multiple */
 		int tries = op->grid[0] ? 1 : ATTN_KB_TRIES;
 		for (int g = 0; g < tries; g++) {
-			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), ag.KB << g) : ag;
-			if (g && (!gg.QB || gg.KB == t[n - 1].ag.KB))
+			int64_t want = (ag.KB * twice[g] + 1) / 2;
+			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), want) : ag;
+			if (g && !gg.QB)
 				break;          /* no more key blocks to try */
+			if (g && gg.KB == t[n - 1].ag.KB)
+				continue;       /* (x1.5 of one key block is one) */
 			for (int r = 0; r < 2; r++)
 				t[n++] = (AttnTry){ gg, r, 0 };
 		}
