@@ -95,22 +95,25 @@ static int split_words(const char *f, const Val *v, SweepValue *x, Err *e)
 			q++;
 		x->words = xrealloc(x->words, (size_t)(x->nwords + 1) * sizeof *x->words);
 		x->words[x->nwords++] = xasprintf("%.*s", (int)(q - p), p);
-		for (const char *c = p; c < q; c++)
-			if (strchr("'\"\\$`;|&<>(){}*?!#~", *c) || (unsigned char)*c < ' ')
-				return val_err(f, v, e, "flag '%s' has a character a shell or make would change ('%c'); "
-					       "flags are words separated by spaces, without quoting",
-					       x->words[x->nwords - 1], *c);
+		char c = sweep_word_char(x->words[x->nwords - 1]);
+		if (c)
+			return val_err(f, v, e, "flag '%s' has a character a shell or make would change ('%c'); "
+				       "flags are words separated by spaces, without quoting",
+				       x->words[x->nwords - 1], c);
 		p = q;
 	}
 	return 0;
 }
 
-/* A flag the sweep sets itself, or one that changes what a job writes:
- * the flag, an abbreviation of it (the tools refuse abbreviations, and a
- * spec is refused before any job runs), or a short one with its value
- * attached; a word after '--' is the tool's to refuse. Returns the
- * reserved flag's name, or NULL. */
-static const char *reserved(const char *w, int plan)
+char sweep_word_char(const char *w)
+{
+	for (const char *c = w; *c; c++)
+		if (strchr("'\"\\$`;|&<>(){}*?!#~", *c) || (unsigned char)*c < ' ')
+			return *c;
+	return 0;
+}
+
+const char *sweep_reserved(const char *w, int plan)
 {
 	static const char *const both[] = { "-o", "--output", "-z", "--compress", "--help", "--version", NULL };
 	static const char *const planonly[] = { "--machine", "-m", "--explain", NULL };
@@ -549,7 +552,7 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 				return -1;
 			const char *r;
 			for (int w = 0; (a == AX_PLAN || a == AX_GROUP) && w < x->nwords; w++)
-				if ((r = reserved(x->words[w], a == AX_PLAN)))
+				if ((r = sweep_reserved(x->words[w], a == AX_PLAN)))
 					return val_err(f, item, e, "flag '%s'%s%s%s is the sweep's own (%seach job names "
 						       "its output)", x->words[w], strcmp(x->words[w], r) ? " abbreviates '" : "",
 						       strcmp(x->words[w], r) ? r : "", strcmp(x->words[w], r) ? "', which" : "",

@@ -56,6 +56,18 @@ static inline int safe(const char *s, int slash)
 	return 1;
 }
 
+/* The first character of flag word w that a shell or make would change
+ * (quotes, $, ;, globs, control characters...), or 0. */
+char sweep_word_char(const char *w);
+
+/* A flag the sweep sets itself, or one that changes what a job writes:
+ * the flag, an abbreviation of it (the tools refuse abbreviations, and a
+ * spec is refused before any job runs), or a short one with its value
+ * attached; a word after '--' is the tool's to refuse. plan: amp-plan's
+ * flags (the machine is an axis). Returns the reserved flag's name, or
+ * NULL. The spec's flags and every job.yaml's are held to both rules. */
+const char *sweep_reserved(const char *w, int plan);
+
 /* The FNV-1a hash of JOBDIR/job.yaml as 16 hex digits, which a job's
  * result records and the merge checks against the directory it is in. */
 int sweep_job_hash(const char *jobdir, char hex[17], Err *e);

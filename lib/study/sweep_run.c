@@ -174,7 +174,11 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-static int words(const char *f, const Val *job, const char *key, Argv *v, Err *e)
+/* A job's flags, held to the spec's rules (a job directory may be
+ * shared, and its job.yaml edited): words a shell or make would leave
+ * alone, none of the flags the sweep sets itself (-o among them: a job
+ * writes only inside its own directory). plan: amp-plan's. */
+static int words(const char *f, const Val *job, const char *key, int plan, Argv *v, Err *e)
 {
 	const Val *l;
 	if (map_need(f, job, key, &l, e))
@@ -182,10 +186,39 @@ static int words(const char *f, const Val *job, const char *key, Argv *v, Err *e
 	if (l->kind != VAL_SEQ)
 		return val_err(f, l, e, "expected '%s' to be a list of words", key);
 	for (int i = 0; i < l->n; i++) {
-		if (l->items[i].kind != VAL_SCALAR)
-			return val_err(f, &l->items[i], e, "expected a word");
-		arg(v, l->items[i].s);
+		const Val *w = &l->items[i];
+		const char *r;
+		char c;
+		if (w->kind != VAL_SCALAR || !*w->s || strpbrk(w->s, " \t"))
+			return val_err(f, w, e, "expected a word");
+		if ((c = sweep_word_char(w->s)))
+			return val_err(f, w, e, "flag '%s' has a character a shell or make would change ('%c')",
+				       w->s, c);
+		if ((r = sweep_reserved(w->s, plan)))
+			return val_err(f, w, e, "flag '%s' is the sweep's own ('%s'): a job names its output itself",
+				       w->s, r);
+		arg(v, w->s);
 	}
+	return 0;
+}
+
+/* A job's model or machine: the sweep's own copy, ../../DIR/NAME.yaml
+ * (amp-sweep plan writes no other), NAME letters, digits and . _ + -. */
+static int job_file(const char *f, const Val *job, const char *key, const char *dir, const char **path, Err *e)
+{
+	const Val *v = map_get(job, key);
+	if (!v)
+		return 0;
+	if (val_str(f, v, path, e))
+		return -1;
+	size_t d = strlen(dir), n = strlen(*path), pre = 7 + d;      /* ../../DIR/ */
+	char *name = n > pre + 5 ? xasprintf("%.*s", (int)(n - pre - 5), *path + pre) : NULL;
+	int ok = name && !strncmp(*path, "../../", 6) && !strncmp(*path + 6, dir, d) && (*path)[6 + d] == '/' &&
+		 !strcmp(*path + n - 5, ".yaml") && safe(name, 0);
+	free(name);
+	if (!ok)
+		return val_err(f, v, e, "%s '%s' is not the sweep's own copy (../../%s/NAME.yaml, NAME letters, "
+			       "digits and . _ + -)", key, *path, dir);
 	return 0;
 }
 
@@ -316,7 +349,7 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 	char *work = xasprintf("%s/work", jobdir);
 	YReader r;
 	Val *job;
-	const Val *v, *lims;
+	const Val *lims;
 	const char *id, *model, *machine = NULL;
 	char hash[17];
 	Argv st[5], emit = { NULL, 0 }, cap = { NULL, 0 }, plan = { NULL, 0 }, group = { NULL, 0 };
@@ -346,14 +379,15 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 		goto out;
 	}
 	if (get_int(f, job, "amp-sweep-job", 0, INT64_MAX, &version, e) || get_str(f, job, "job", &id, e) ||
-	    get_str(f, job, "model", &model, e) || words(f, job, "plan_flags", &plan, e) ||
-	    words(f, job, "group_flags", &group, e) || map_need(f, job, "limits", &lims, e))
+	    get_str(f, job, "model", &model, e) || job_file(f, job, "model", "models", &model, e) ||
+	    words(f, job, "plan_flags", 1, &plan, e) || words(f, job, "group_flags", 0, &group, e) ||
+	    map_need(f, job, "limits", &lims, e))
 		goto out;
 	if (version != SWEEP_VERSION) {
 		val_err(f, map_get(job, "amp-sweep-job"), e, "unsupported job version %" PRId64, version);
 		goto out;
 	}
-	if (((v = map_get(job, "machine")) && val_str(f, v, &machine, e)) || sweep_job_hash(jobdir, hash, e))
+	if (job_file(f, job, "machine", "machines", &machine, e) || sweep_job_hash(jobdir, hash, e))
 		goto out;
 	for (int k = 0; k < 3; k++)
 		if (map_get(lims, sweep_limit_keys[k]) && get_int(f, lims, sweep_limit_keys[k], 0, INT64_MAX, &lim[k], e))

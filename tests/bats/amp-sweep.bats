@@ -302,6 +302,43 @@ EOF
 	[[ $stderr == *"result version 1 (this amp reads 2): run the job again" ]] || fail "$stderr"
 }
 
+@test "sweep run holds a job.yaml to the spec's rules: a tampered job writes nothing outside its directory" {
+	spec
+	amp-sweep jobs -o sw spec.yaml 2>/dev/null
+	local j=sw/jobs/000001 keep
+	keep=$(cat $j/job.yaml)
+	tamper() { printf '%s\n' "$keep" | sed "$1" > $j/job.yaml; }
+	# a reserved flag: the job would write its plan outside
+	tamper "s|plan_flags: \[\]|plan_flags: [-o, $PWD/outside.yaml]|"
+	run --separate-stderr amp-sweep run $j
+	assert_failure 1
+	[[ $stderr == "amp-sweep: $j: $j/job.yaml:6:"*"flag '-o' is the sweep's own"* ]] || fail "$stderr"
+	tamper "s|group_flags: \[\]|group_flags: [--out=$PWD/outside.yaml]|"
+	run --separate-stderr amp-sweep run $j
+	assert_failure 1
+	[[ $stderr == *"flag '--out=$PWD/outside.yaml' is the sweep's own ('--output')"* ]] || fail "$stderr"
+	# a word a shell would change
+	tamper "s|plan_flags: \[\]|plan_flags: ['\$HOME']|"
+	run --separate-stderr amp-sweep run $j
+	assert_failure 1
+	[[ $stderr == *"has a character a shell or make would change ('\$')"* ]] || fail "$stderr"
+	# a model or machine other than the sweep's own copies
+	tamper "s|model: ../../models/|model: ../../../../|"
+	run --separate-stderr amp-sweep run $j
+	assert_failure 1
+	[[ $stderr == *"model '../../../../tiny-mlp-b1.yaml' is not the sweep's own copy"* ]] || fail "$stderr"
+	tamper "s|^limits:|machine: /etc/passwd\nlimits:|"
+	run --separate-stderr amp-sweep run $j
+	assert_failure 1
+	[[ $stderr == *"machine '/etc/passwd' is not the sweep's own copy"* ]] || fail "$stderr"
+	[ ! -e outside.yaml ] && [ ! -e pwned ] && [ ! -e $j/result.json ] || fail "a tampered job wrote"
+	# the job as amp-sweep wrote it runs
+	printf '%s\n' "$keep" > $j/job.yaml
+	run amp-sweep run $j
+	assert_success
+	[ -e $j/result.json ] || fail "no result"
+}
+
 @test "sweep jobs refuses a directory that holds another sweep" {
 	spec
 	amp-sweep jobs -o sw spec.yaml 2>/dev/null
