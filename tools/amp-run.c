@@ -74,7 +74,10 @@ static const Opt opts[] = {
 	  "floats hold integers exactly)" },
 	{ 'F', 0, "prefill", OPT_ARG, "PROG", "file",
 	  "run program PROG (its embedded model) first, at\n"
-	  "position 0; PROGRAM's runs continue from its states" },
+	  "position 0; PROGRAM's runs continue from its states,\n"
+	  "each of one shape (but for the batch) and written by\n"
+	  "the same chain of ops: both programs' models must give\n"
+	  "it one digest (formats/model.md, state digests)" },
 	{ 'G', 0, "generate", OPT_ARG, "N", NULL,
 	  "--steps N, each run's token ids (an embed's, one per\n"
 	  "sequence) the reference's greedy tokens from the run\n"
@@ -345,12 +348,16 @@ static int64_t run_tokens(const Plan *pl)
 }
 
 /* The states the two programs share have one shape, but for the batch
- * (carry_parts): fails naming them otherwise. */
+ * (carry_parts), and are written by the same chain of ops, by their
+ * models' digests (carry_digests, which refuses a program without its
+ * model): fails naming them otherwise. */
 static int64_t same_states(const Prog *a, const Prog *b, int64_t *batch)
 {
 	Err e;
-	int64_t parts = carry_parts(&a->pl, a->path, &b->pl, b->path ? b->path : "<stdin>", batch, &e);
-	if (parts < 0)
+	const char *bpath = b->path ? b->path : "<stdin>";
+	int64_t parts = carry_parts(&a->pl, a->path, &b->pl, bpath, batch, &e);
+	if (parts < 0 || carry_digests(a->has_model ? &a->md : NULL, a->has_sc ? &a->sc : NULL, a->path,
+				       b->has_model ? &b->md : NULL, b->has_sc ? &b->sc : NULL, bpath, &e))
 		fail(&e);
 	return parts;
 }

@@ -72,6 +72,24 @@ char *xstrdup(const char *s)
 	return memcpy(xmalloc(n), s, n);
 }
 
+void str_printf(Str *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		abort();        /* an invalid format: a bug of the caller */
+	if (b->n + (size_t)k + 1 > b->cap) {
+		b->cap = (b->n + (size_t)k + 1) * 2;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)k;
+}
+
 char *xasprintf(const char *fmt, ...)
 {
 	va_list ap;

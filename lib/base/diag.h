@@ -37,4 +37,12 @@ char *xstrdup(const char *s);
  * for names built from names, which have no length limit. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A growing string: each piece measured, then appended (no fixed-size
+ * buffer); s is NUL-terminated once anything was appended. */
+typedef struct {
+	char *s;
+	size_t n, cap;
+} Str;
+void str_printf(Str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -82,6 +82,13 @@ float *carry_find(const Carry *c, const char *name, int64_t n, int ref);
  * runs once per part of b's batch. Returns the parts (*batch: a's batch),
  * or -1 with *e naming the state that differs, or that none is shared. */
 int64_t carry_parts(const Plan *a, const char *apath, const Plan *b, const char *bpath, int64_t *batch, Err *e);
+/* The same states, by what writes them: each state of model b (path
+ * bpath, scales bsc) that model a (the prefill's) declares too must have
+ * a's digest (lib/model/digest.h); else -1 with *e naming the state, both
+ * paths, both digests and the first line of the digests' texts that
+ * differs. A NULL model (a program that carries none) is refused: -1. */
+int carry_digests(const Model *a, const Scales *asc, const char *apath, const Model *b, const Scales *bsc,
+		  const char *bpath, Err *e);
 /* Stacks the states one prefill run of plan pl left (one) after those of
  * the runs before (all): each a further part of the batch, its outermost
  * axis, in every instance of a stacked state. */

@@ -1,10 +1,12 @@
 /* run_carry.c: the states carried from one run to the next (lib/run/run.h
- * Carry: amp-run --steps, --prefill): kept, found and freed by name, and
- * a prefill's states stacked along the batch into a decode's. */
+ * Carry: amp-run --steps, --prefill): kept, found and freed by name, a
+ * prefill's checked against a decode's (shape, and what writes them: the
+ * models' state digests) and stacked along the batch into a decode's. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/num.h"
+#include "model/digest.h"
 #include "run/run_int.h"
 
 void carry_keep(Carry *c, const char *name, const float *v, int64_t n, int ref)
@@ -79,6 +81,47 @@ int64_t carry_parts(const Plan *a, const char *apath, const Plan *b, const char 
 	if (!shared)
 		return errf(e, "'%s' and the prefill '%s' share no state: nothing would carry on", bpath, apath);
 	return parts;
+}
+
+/* Text's first line that differs from other's, in a new string. */
+static char *first_diff(const char *text, const char *other)
+{
+	while (*text) {
+		size_t n = strcspn(text, "\n"), k = strcspn(other, "\n");
+		if (n != k || memcmp(text, other, n))
+			return xasprintf("%.*s", (int)n, text);
+		text += n + (text[n] == '\n');
+		other += k + (other[k] == '\n');
+	}
+	return xstrdup("(its end)");
+}
+
+int carry_digests(const Model *a, const Scales *asc, const char *apath, const Model *b, const Scales *bsc,
+		  const char *bpath, Err *e)
+{
+	if (!a || !b)           /* what writes a state cannot be known */
+		return errf(e, "%s'%s' carries no model%s: what writes its states cannot be checked against the %s's, "
+			    "so none is carried on (amp-emit --model embeds it)", a ? "" : "the prefill ", a ? bpath : apath,
+			    a ? " and none was given (--model)" : "", a ? "prefill" : "program");
+	for (int i = 0; i < b->nt; i++) {
+		int j = b->t[i].role == T_STATE ? model_find(a, b->t[i].name) : -1;
+		if (j < 0 || a->t[j].role != T_STATE)
+			continue;
+		char *ta, *tb;
+		uint64_t da = model_state_digest(a, asc, j, &ta), db = model_state_digest(b, bsc, i, &tb);
+		if (da != db) {
+			char *fb = first_diff(tb, ta), *fa = first_diff(ta, tb);
+			errf(e, "state '%s' of '%s' is written by a different model chain in the prefill '%s': digest "
+			     "%016llx vs %016llx; the first difference: '%s' against '%s' (formats/model.md, state "
+			     "digests)", b->t[i].name, bpath, apath, (unsigned long long)db, (unsigned long long)da, fb,
+			     fa);
+			free(fa), free(fb);
+		}
+		free(ta), free(tb);
+		if (da != db)
+			return -1;
+	}
+	return 0;
 }
 
 void carry_stack(Carry *all, const Carry *one, const Plan *pl)

@@ -7,18 +7,13 @@
  * repeat's carry) with a kind that op lowers to; every non-matmul op has
  * its one step, reading the model's operands in order and writing its
  * result; the fields the machine reads (layernorm eps, attention heads
- * and score scale) are the model's. */
+ * and score scale) are the model's. Last, every compute step field by
+ * field, matmuls' from their GEMM records (run_check_fields). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "run/run_int.h"
-
-/* the model tensor a placement holds: its tensor's name */
-static const char *held(const Plan *pl, int place)
-{
-	return place >= 0 && place < pl->np ? pl->t[pl->p[place].tensor].name : "";
-}
 
 static int allowed(OpKind k, ComputeKind c)
 {
@@ -110,21 +105,21 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 		if (op->kind == OP_RMSNORM && st->nin == nin + 1 && !sums_of(pl, st, op->name))
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as its rows' sums of "
 				      "squares, which no sumsq step of the op makes from '%s'", op->name, found,
-				      held(pl, st->in[nin]), held(pl, st->in[0]));
+				      run_held(pl, st->in[nin]), run_held(pl, st->in[0]));
 		if (st->nin != nin && !(op->kind == OP_RMSNORM && st->nin == nin + 1))
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads %d operands, the model %d",
 				      op->name, found, st->nin, nin);
 		for (int k = 0; k < nin; k++) {
 			int mt = op->in[op->kind == OP_ATTENTION ? (k > 1 ? k - 1 : k ? 1 : 0) : k];
-			if (strcmp(held(pl, st->in[k]), m->t[mt].name))
+			if (strcmp(run_held(pl, st->in[k]), m->t[mt].name))
 				return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as operand %d, "
-					      "the model '%s'", op->name, found, held(pl, st->in[k]), k + 1,
+					      "the model '%s'", op->name, found, run_held(pl, st->in[k]), k + 1,
 					      m->t[mt].name);
 		}
 		int out = op->kind == OP_ATTENTION && merge >= 0 ? pl->s[merge].out : st->out;
-		if (strcmp(held(pl, out), m->t[op->out].name))
+		if (strcmp(run_held(pl, out), m->t[op->out].name))
 			return err_at(e, f, op->line, op->col, "op '%s': its steps write '%s', the model '%s'",
-				      op->name, held(pl, out), m->t[op->out].name);
+				      op->name, run_held(pl, out), m->t[op->out].name);
 		if (op->kind == OP_ROPE && (st->heads != op->heads || st->head_dim != op->head_dim || st->theta != op->theta))
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates %lld heads of %lld at theta %g, "
 				      "the model %lld heads of %lld at theta %g", op->name, found, (long long)st->heads,
@@ -240,7 +235,7 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 			return err_at(e, f, op->line, op->col, "matmul '%s': the stage's GEMM record does not "
 				      "read and write the model's a, b, bias and out", op->name);
 	}
-	return run_check_steps(pl, m, e);
+	return run_check_steps(pl, m, e) ? -1 : run_check_fields(pl, m, e);
 }
 
 int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *mname,

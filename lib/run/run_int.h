@@ -5,6 +5,8 @@
  *
  *   run_check.c     the stage against the model it lowers: tensors, ops,
  *                   GEMM records, then step by step
+ *   run_check_fields.c every compute step's fields derived again from its
+ *                   op and the plan's choices
  *   run_program.c   run_program: the values encoded into SRAM, the steps
  *                   in order, a repeat's body once per iteration
  *   run_exchange.c  a phase's exchange from the program's rows, its
@@ -39,6 +41,20 @@
  * the model's operands in order and writing its result, with the model's
  * attention heads and score scale. Run by run_check_model. */
 int run_check_steps(const Plan *pl, const Model *m, Err *e);
+
+/* ---- every compute step field by field (run_check_fields.c) ---- */
+
+/* Each model op's compute steps derived again from the op and the plan's
+ * choices: a matmul's GEMM record (m, k, n, format) from the model's
+ * shapes, its cast, pack, product and reduction steps (their operand
+ * counts, the tensor of every operand and result) from that record; an
+ * attention's merge and chunks, an rmsnorm's sums of squares, an append's
+ * first; a repeat's carries. Refuses the first disagreement at the op's
+ * mark, naming the step, the field, the stage's value and the plan's. Run
+ * by run_check_model after run_check_steps. */
+int run_check_fields(const Plan *pl, const Model *m, Err *e);
+/* The name of the tensor placement place holds ("" when out of range). */
+const char *run_held(const Plan *pl, int place);
 
 /* ---- the per-op check (run_opcheck.c) ---- */
 

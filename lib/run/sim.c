@@ -351,19 +351,27 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 		}
 	}
 	row_free(&row);
-	for (int64_t off = 0; off < bytes; off++) {
+	/* amp-output padding feeds no matrix unit: a copy writes a shard's
+	 * all (whole strips carry it) or none of it, zero and once. */
+	int64_t bad = -1, wrote = -1, left = -1, nwrote = 0, nleft = 0;
+	for (int64_t off = 0; off < bytes && bad < 0; off++) {
 		if (seen[off])
 			continue;
-		int bad = alias ? c[off] != 0 : pad ? (m[off] != 0 || c[off] != 1) : c[off] > 1;
-		if (bad) {
-			free(seen);
-			return errf(w->e, "tile %lld, step %d: tensor '%s' (placement '%s') padding at "
-				    "offset %lld: found 0x%02x, written %d times (expected zero, written once)",
-				    (long long)t, w->step, tn, p->name, (long long)(p->addr + off),
-				    m[off], c[off]);
-		}
+		if (alias ? c[off] != 0 : pad ? (m[off] != 0 || c[off] != 1) : c[off] > 1 || (c[off] && m[off]))
+			bad = off;
+		else if (c[off])
+			wrote = wrote < 0 ? off : wrote, nwrote++;
+		else
+			left = left < 0 ? off : left, nleft++;
 	}
 	free(seen);
+	if (bad < 0 && !pad && nwrote && nleft)
+		bad = nwrote > nleft ? left : wrote;
+	if (bad >= 0)
+		return errf(w->e, "tile %lld, step %d: tensor '%s' (placement '%s') padding at offset %lld: "
+			    "found 0x%02x, written %d times (expected zero, written once%s)", (long long)t,
+			    w->step, tn, p->name, (long long)(p->addr + bad), m[bad], c[bad],
+			    pad ? "" : ", or none of the shard's");
 	return 0;
 }
 

@@ -83,9 +83,10 @@ int sim_check_one(SimCheck *c, const int64_t *idx, int64_t t);
 void sim_check_end(SimCheck *c);
 /* Checks every (non-aliased) destination shard of copy step `step`: each
  * valid byte holds the reference and was written exactly once; padding of
- * amp-left and transposed-right shards is zero and written once; nothing
- * else of the destination was written more than once. The first problem
- * names the tile, step, offset and tensor. */
+ * amp-left and transposed-right shards is zero and written once; that of
+ * an amp-output shard is written all (whole strips carry it) or not at
+ * all, zero and once. The first problem names the tile, step, offset and
+ * tensor. */
 int sim_check_copy(Sim *s, const Plan *pl, int step, Err *e);
 /* The movement check of a whole lowered stage. Each unit (a phase, or a
  * copy step outside every phase) runs on its own: the sources it does not

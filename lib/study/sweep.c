@@ -226,22 +226,22 @@ typedef struct {
 	const Val *pins;        /* the pin set to merge, or NULL */
 } Derive;
 
-static void scalar_out(Buf *b, const char *s)
+static void scalar_out(Str *b, const char *s)
 {
 	if (safe(s, 1) && !strchr(s, ' ')) {
-		bprintf(b, "%s", s);
+		str_printf(b, "%s", s);
 		return;
 	}
-	bprintf(b, "\"");
+	str_printf(b, "\"");
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\')
-			bprintf(b, "\\%c", *p);
+			str_printf(b, "\\%c", *p);
 		else if (*p < ' ')
-			bprintf(b, "\\x%02x", *p);
+			str_printf(b, "\\x%02x", *p);
 		else
-			bprintf(b, "%c", *p);
+			str_printf(b, "%c", *p);
 	}
-	bprintf(b, "\"");
+	str_printf(b, "\"");
 }
 
 static const char *override(const Derive *d, const Val *v)
@@ -252,30 +252,30 @@ static const char *override(const Derive *d, const Val *v)
 	return NULL;
 }
 
-static void flow_out(Buf *b, const Val *v, const Derive *d)
+static void flow_out(Str *b, const Val *v, const Derive *d)
 {
 	const char *o = d ? override(d, v) : NULL;
 	if (o) {
-		bprintf(b, "%s", o);
+		str_printf(b, "%s", o);
 		return;
 	}
 	if (v->kind == VAL_SCALAR) {
 		scalar_out(b, v->s);
 		return;
 	}
-	bprintf(b, "%c", v->kind == VAL_SEQ ? '[' : '{');
+	str_printf(b, "%c", v->kind == VAL_SEQ ? '[' : '{');
 	for (int i = 0; i < v->n; i++) {
 		if (i)
-			bprintf(b, ", ");
+			str_printf(b, ", ");
 		if (v->kind == VAL_SEQ) {
 			flow_out(b, &v->items[i], d);
 		} else {
 			scalar_out(b, v->items[2 * i].s);
-			bprintf(b, ": ");
+			str_printf(b, ": ");
 			flow_out(b, &v->items[2 * i + 1], d);
 		}
 	}
-	bprintf(b, "%c", v->kind == VAL_SEQ ? ']' : '}');
+	str_printf(b, "%c", v->kind == VAL_SEQ ? ']' : '}');
 }
 
 /* block style: the root, a list of mappings, a mapping holding a mapping
@@ -298,36 +298,36 @@ static int is_block(const Val *v)
 	return 0;
 }
 
-static void block_out(Buf *b, const Val *v, int indent, int inline_first, const Derive *d);
+static void block_out(Str *b, const Val *v, int indent, int inline_first, const Derive *d);
 
 /* one "key: value" of a block mapping (the indentation already written) */
-static void pair_out(Buf *b, const Val *k, const Val *v, int indent, const Derive *d)
+static void pair_out(Str *b, const Val *k, const Val *v, int indent, const Derive *d)
 {
 	scalar_out(b, k->s);
-	bprintf(b, ":");
+	str_printf(b, ":");
 	if (is_block(v)) {
-		bprintf(b, "\n");
+		str_printf(b, "\n");
 		block_out(b, v, indent + 2, 0, d);
 	} else {
-		bprintf(b, " ");
+		str_printf(b, " ");
 		flow_out(b, v, d);
-		bprintf(b, "\n");
+		str_printf(b, "\n");
 	}
 }
 
-static void block_out(Buf *b, const Val *v, int indent, int inline_first, const Derive *d)
+static void block_out(Str *b, const Val *v, int indent, int inline_first, const Derive *d)
 {
 	for (int i = 0; i < v->n; i++) {
 		if (!(inline_first && i == 0))
-			bprintf(b, "%*s", indent, "");
+			str_printf(b, "%*s", indent, "");
 		if (v->kind == VAL_SEQ) {
 			const Val *x = &v->items[i];
-			bprintf(b, "- ");
+			str_printf(b, "- ");
 			if (x->kind == VAL_MAP && is_block(x)) {
 				block_out(b, x, indent + 2, 1, d);
 			} else {
 				flow_out(b, x, d);
-				bprintf(b, "\n");
+				str_printf(b, "\n");
 			}
 		} else {
 			pair_out(b, &v->items[2 * i], &v->items[2 * i + 1], indent, d);
@@ -337,55 +337,55 @@ static void block_out(Buf *b, const Val *v, int indent, int inline_first, const 
 
 /* one op's pins: the model's, each key the pin set names replaced, then
  * the pin set's other keys */
-static void merged_pin_out(Buf *b, const Val *base, const Val *add)
+static void merged_pin_out(Str *b, const Val *base, const Val *add)
 {
 	int first = 1;
-	bprintf(b, "{");
+	str_printf(b, "{");
 	for (int i = 0; base && i < base->n; i++) {
 		const char *k = base->items[2 * i].s;
 		const Val *v = map_get(add, k);
-		bprintf(b, "%s", first ? "" : ", ");
+		str_printf(b, "%s", first ? "" : ", ");
 		first = 0;
 		scalar_out(b, k);
-		bprintf(b, ": ");
+		str_printf(b, ": ");
 		flow_out(b, v ? v : &base->items[2 * i + 1], NULL);
 	}
 	for (int i = 0; i < add->n; i++) {
 		const char *k = add->items[2 * i].s;
 		if (base && map_get(base, k))
 			continue;
-		bprintf(b, "%s", first ? "" : ", ");
+		str_printf(b, "%s", first ? "" : ", ");
 		first = 0;
 		scalar_out(b, k);
-		bprintf(b, ": ");
+		str_printf(b, ": ");
 		flow_out(b, &add->items[2 * i + 1], NULL);
 	}
-	bprintf(b, "}\n");
+	str_printf(b, "}\n");
 }
 
-static void pins_out(Buf *b, const Val *base, const Val *add)
+static void pins_out(Str *b, const Val *base, const Val *add)
 {
-	bprintf(b, "pins:\n");
+	str_printf(b, "pins:\n");
 	for (int i = 0; base && base->kind == VAL_MAP && i < base->n; i++) {
 		const Val *k = &base->items[2 * i], *v = &base->items[2 * i + 1];
 		const Val *a = add ? map_get(add, k->s) : NULL;
-		bprintf(b, "  ");
+		str_printf(b, "  ");
 		scalar_out(b, k->s);
-		bprintf(b, ": ");
+		str_printf(b, ": ");
 		if (a && v->kind == VAL_MAP) {
 			merged_pin_out(b, v, a);
 		} else {
 			flow_out(b, a ? a : v, NULL);
-			bprintf(b, "\n");
+			str_printf(b, "\n");
 		}
 	}
 	for (int i = 0; add && i < add->n; i++) {
 		const Val *k = &add->items[2 * i];
 		if (base && base->kind == VAL_MAP && map_get(base, k->s))
 			continue;
-		bprintf(b, "  ");
+		str_printf(b, "  ");
 		scalar_out(b, k->s);
-		bprintf(b, ": ");
+		str_printf(b, ": ");
 		merged_pin_out(b, NULL, &add->items[2 * i + 1]);
 	}
 }
@@ -464,7 +464,7 @@ char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64
 			  const Val *pins, const char *pins_label)
 {
 	Derive d = { NULL, 0, pins };
-	Buf b = { NULL, 0, 0 };
+	Str b = { NULL, 0, 0 };
 	const Val *in = map_get(root, "inputs"), *ops = map_get(root, "ops");
 
 	if (batch >= 0) {
@@ -483,16 +483,16 @@ char *sweep_derive_model(const Val *root, const char *base, int64_t batch, int64
 	const Val *ver = map_get(root, "amp-model");     /* a spread pin: version 3 (a superset) */
 	if (ver && ver->kind == VAL_SCALAR && strtoll(ver->s, NULL, 10) < 3 && pins_spread(pins))
 		add_override(&d, ver, 3);
-	bprintf(&b, "# Derived by amp-sweep from %s", base);
+	str_printf(&b, "# Derived by amp-sweep from %s", base);
 	if (batch >= 0)
-		bprintf(&b, ", batch %" PRId64, batch);
+		str_printf(&b, ", batch %" PRId64, batch);
 	if (tokens >= 0)
-		bprintf(&b, ", %" PRId64 " tokens", tokens);
+		str_printf(&b, ", %" PRId64 " tokens", tokens);
 	if (layers >= 0)
-		bprintf(&b, ", %" PRId64 " layers", layers);
+		str_printf(&b, ", %" PRId64 " layers", layers);
 	if (pins_label)
-		bprintf(&b, ", pins '%s'", pins_label);
-	bprintf(&b, ".\n");
+		str_printf(&b, ", pins '%s'", pins_label);
+	str_printf(&b, ".\n");
 	int wrote_pins = 0;
 	for (int i = 0; i < root->n; i++) {
 		const Val *k = &root->items[2 * i];

@@ -5,7 +5,6 @@
 #ifndef AMP_SWEEP_INT_H
 #define AMP_SWEEP_INT_H
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,30 +16,6 @@
 extern const char *const sweep_limit_opts[3];
 extern const char *const sweep_limit_keys[3];
 extern const char *const sweep_limit_names[3];
-
-/* ---- a growable string ---- */
-
-typedef struct {
-	char *s;
-	size_t n, cap;
-} Buf;
-
-__attribute__((format(printf, 2, 3)))
-static inline void bprintf(Buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int k = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (b->n + (size_t)k + 1 > b->cap) {
-		b->cap = (b->n + (size_t)k + 1) * 2;
-		b->s = xrealloc(b->s, b->cap);
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
-	va_end(ap);
-	b->n += (size_t)k;
-}
 
 /* A label, file name part or path: letters, digits and . _ + - (and / in
  * paths), not starting with '-', so it is safe in a file name, a make

@@ -207,9 +207,9 @@ int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMer
 		}
 	}
 	if (figs && !map_get(figs, rank)) {
-		Buf b = { NULL, 0, 0 };
+		Str b = { NULL, 0, 0 };
 		for (int i = 0; i < figs->n; i++)
-			bprintf(&b, "%s%s", i ? ", " : "", figs->items[2 * i].s);
+			str_printf(&b, "%s%s", i ? ", " : "", figs->items[2 * i].s);
 		errf(e, "--rank: no figure '%s' in the results (figures: %s)", rank, b.s);
 		free(b.s);
 		goto out;

@@ -64,38 +64,38 @@ static int by_job(const void *a, const void *b)
 static char *script(const char *figure, const char *axis, char **xs, int nx, char **series, int ns,
 		    const Point *pt, int np, int ycol)
 {
-	Buf b = { NULL, 0, 0 };
+	Str b = { NULL, 0, 0 };
 	int numeric = 1;
 	for (int i = 0; i < nx; i++) {
 		int64_t v;
 		numeric &= parse_i64(xs[i], &v) == 0;
 	}
-	bprintf(&b, "set terminal pngcairo size 800,500 noenhanced font 'sans,10'\n"
+	str_printf(&b, "set terminal pngcairo size 800,500 noenhanced font 'sans,10'\n"
 		"set title '%s by %s'\nset xlabel '%s'\nset ylabel '%s'\n"
 		"set grid\nset key outside right top\nset format y '%%.0f'\nset offsets graph 0.05, graph 0.05, "
 		"graph 0.05, graph 0.05\n", figure, axis, axis, figure);
 	if (numeric) {
-		bprintf(&b, "set xtics (");
+		str_printf(&b, "set xtics (");
 		for (int i = 0; i < nx; i++)
-			bprintf(&b, "%s%s", i ? ", " : "", xs[i]);
-		bprintf(&b, ")\n");
+			str_printf(&b, "%s%s", i ? ", " : "", xs[i]);
+		str_printf(&b, ")\n");
 	}
 	for (int s = 0; s < ns; s++) {
-		bprintf(&b, "$s%d << EOD\n", s);
+		str_printf(&b, "$s%d << EOD\n", s);
 		for (int i = 0; i < np; i++)
 			if (pt[i].series == s) {
 				if (numeric)
-					bprintf(&b, "%s %s\n", xs[pt[i].x], pt[i].c[ycol]);
+					str_printf(&b, "%s %s\n", xs[pt[i].x], pt[i].c[ycol]);
 				else
-					bprintf(&b, "%d %s %s\n", pt[i].x, pt[i].c[ycol], xs[pt[i].x]);
+					str_printf(&b, "%d %s %s\n", pt[i].x, pt[i].c[ycol], xs[pt[i].x]);
 			}
-		bprintf(&b, "EOD\n");
+		str_printf(&b, "EOD\n");
 	}
-	bprintf(&b, "plot");
+	str_printf(&b, "plot");
 	for (int s = 0; s < ns; s++)
-		bprintf(&b, "%s $s%d using 1:2%s with linespoints pointtype 7 title '%s'", s ? ",\\\n    " : "", s,
+		str_printf(&b, "%s $s%d using 1:2%s with linespoints pointtype 7 title '%s'", s ? ",\\\n    " : "", s,
 			numeric ? "" : ":xtic(3)", series[s][0] ? series[s] : figure);
-	bprintf(&b, "\n");
+	str_printf(&b, "\n");
 	return b.s;
 }
 
@@ -199,9 +199,9 @@ int sweep_plot(const char *dir, const char *figure, const char *axis, const char
 		goto out;
 	}
 	if (xcol < 0 || xcol >= status || xcol == 0) {
-		Buf b = { NULL, 0, 0 };
+		Str b = { NULL, 0, 0 };
 		for (int i = 1; i < status; i++)
-			bprintf(&b, "%s%s", i > 1 ? ", " : "", head[i]);
+			str_printf(&b, "%s%s", i > 1 ? ", " : "", head[i]);
 		errf(e, "'%s' has no axis '%s' (its axes: %s)", dir, axis, b.n ? b.s : "none");
 		free(b.s);
 		goto out;
@@ -245,10 +245,10 @@ int sweep_plot(const char *dir, const char *figure, const char *axis, const char
 	/* the axis's values and the series (the other axes' values) in job order */
 	qsort(pt, (size_t)np, sizeof *pt, by_job);
 	for (int i = 0; i < np; i++) {
-		Buf b = { NULL, 0, 0 };
+		Str b = { NULL, 0, 0 };
 		for (int k = 1; k < status; k++)
 			if (k != xcol)
-				bprintf(&b, "%s%s=%s", b.n ? " " : "", head[k], pt[i].c[k]);
+				str_printf(&b, "%s%s=%s", b.n ? " " : "", head[k], pt[i].c[k]);
 		pt[i].x = intern(&xs, &nx, pt[i].c[xcol]);
 		pt[i].series = intern(&series, &ns, b.s ? b.s : "");
 		free(b.s);

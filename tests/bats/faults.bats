@@ -21,7 +21,7 @@ FAULTS=$ROOT/tests/faults
 			[ "$status" = 1 ] && [ ! -e out.amp ] && [[ $stderr =~ ^amp-emit:\ .*$re ]] &&
 				caught=$((caught + 1)) || echo "# $file: not caught as '$re' ($status: $stderr)" >&3
 			;;
-		run | run-model | run-vit)
+		run | run-model | run-vit | run-prefill)
 			prog=$FAULTS/$file
 			if [[ $file == *.yaml ]]; then
 				run amp-emit --no-model "$FAULTS/$file" -o out.amp
@@ -31,6 +31,7 @@ FAULTS=$ROOT/tests/faults
 			local args=()
 			[ "$who" = run-model ] && args=(--model "$MODELS/tiny-mlp.yaml")
 			[ "$who" = run-vit ] && args=(--model "$ROOT/tests/models/vit-tiny.yaml")
+			[ "$who" = run-prefill ] && args=(--model "$ROOT/tests/models/tiny-prefill.yaml")
 			run --separate-stderr amp-run "${args[@]}" "$prog"
 			# a program without its model is run with amp-run's warning first
 			local errs=("${stderr_lines[@]}")

@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# Every compute step checked field by field against the model
+# (lib/run/run_check_fields.c and run_check.c): a one-layer decoder
+# (tests/models/tiny-prefill.yaml: rmsnorm, matmuls with and without
+# bias, rope, append, causal grouped-query attention with chunked
+# partials, silu, mul, add) and siglip-mlp (matmuls with K cut and
+# bias in the reduction) are lowered, then each compute step's operand
+# list and each attribute, and each GEMM record's m, k, n and format, are
+# changed one at a time (tests/bats/stepfields.awk). amp-emit --model
+# refuses every mutant, naming its op, or (a step the stage reader
+# refuses on its own) the stage line of the step; no program is written.
+
+bats_require_minimum_version 1.5.0
+load common
+
+# all_refused STAGE MODEL: every mutant of STAGE refused; prints the count.
+all_refused() {
+	local stage=$1 model=$2 n=0 i op at field
+	run amp-emit --model "$model" -o x.amp "$stage"
+	assert_success
+	rm -f x.amp
+	while IFS=$'\t' read -r i op at field; do
+		n=$((n + 1))
+		awk -v want="$i" -f "$BATS_TEST_DIRNAME/stepfields.awk" "$stage" > m.yaml
+		cmp -s m.yaml "$stage" && fail "mutant $i ($op, $field) changes nothing"
+		run --separate-stderr amp-emit --model "$model" -o x.amp m.yaml
+		[ "$status" = 1 ] && [ -z "$output" ] && [ ! -e x.amp ] ||
+			fail "mutant $i ($op, $field) was not refused ($status): $stderr"
+		[[ $stderr != *$'\n'* ]] || fail "mutant $i: more than one line: $stderr"
+		[[ $stderr == "amp-emit: "*"'$op'"* || $stderr == "amp-emit: m.yaml:$at:"* ]] ||
+			fail "mutant $i ($op, $field) refused without naming its op or its step: $stderr"
+	done < <(awk -v want=0 -f "$BATS_TEST_DIRNAME/stepfields.awk" "$stage")
+	echo "$n"
+}
+
+@test "stepfields: every field of the decoder layer's compute steps and GEMM records is checked against the model" {
+	local model=$ROOT/tests/models/tiny-prefill.yaml n
+	amp-plan "$model" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	n=$(all_refused g.yaml "$model")
+	echo "# $n mutants of tiny-prefill refused" >&3
+	# 6 GEMM records x 4 fields, and each kind of field at least once
+	[ "$n" -ge 60 ] || fail "only $n mutants"
+	local fields
+	fields=$(awk -v want=0 -f "$BATS_TEST_DIRNAME/stepfields.awk" g.yaml | cut -f 4 | sort -u | paste -sd ,)
+	assert_equal "$fields" "causal,chunks,eps,first,gemm format,gemm k,gemm m,gemm n,head_dim,heads,kv_heads,operand added,operand dropped,scale,theta"
+}
+
+@test "stepfields: siglip-mlp's matmuls (K cut, bias in the reduction) refuse every mutant" {
+	siglip_ok
+	local model=$MODELS/siglip-mlp.yaml n
+	amp-plan "$model" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	n=$(all_refused g.yaml "$model")
+	echo "# $n mutants of siglip-mlp refused" >&3
+	[ "$n" -ge 15 ] || fail "only $n mutants"
+}
+
+@test "stepfields: a matmul without its bias passes the numbers but not amp-emit --model nor amp-run --model" {
+	local model=$ROOT/tests/models/tiny-prefill.yaml
+	amp-plan "$model" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	sed 's/in: \[xn.fp8@q.a, w_q@q.b, b_q@q.bias\]/in: [xn.fp8@q.a, w_q@q.b]/' g.yaml > m.yaml
+	! cmp -s g.yaml m.yaml
+	run --separate-stderr amp-emit --model "$model" -o x.amp m.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-emit:\ .*tiny-prefill\.yaml:25:5:\ op\ \'q\':\ its\ matmul\ step\ [0-9]+\ reads\ 2\ operands,\ the\ plan\ implies\ 3\ \(a,\ b,\ bias\)$ ]] ||
+		fail "$stderr"
+	[ ! -e x.amp ]
+	amp-emit --no-model -o x.amp m.yaml
+	# without the model, within the fp8 tolerance: numbers cannot see it
+	run amp-run x.amp
+	assert_success
+	run --separate-stderr amp-run --model "$model" x.amp
+	assert_failure 1
+	assert_equal "$output" ""
+	[[ $stderr == *"op 'q': its matmul step "*" reads 2 operands, the plan implies 3 (a, b, bias)" ]] || fail "$stderr"
+}
