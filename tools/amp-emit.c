@@ -58,12 +58,13 @@ static const Opt opts[] = {
 	{ 'M', 0, "model", OPT_ARG, "FILE", "file",
 	  "the model the stage lowers: the stage must agree\n"
 	  "with it (every tensor's shape, dtype and fp8\n"
-	  "scale, each matmul's operands, every other op's\n"
-	  "one step with its operands, result, eps, heads\n"
-	  "and scale, and no step for anything else; the\n"
-	  "file must be the one amp-plan planned from), and\n"
-	  "the program embeds it, so\n"
-	  "amp-run checks it and its reference against it" },
+	  "scale; every compute step derived again from its\n"
+	  "op and the plan's choices, field by field: its\n"
+	  "operands, result and attributes, a matmul's GEMM\n"
+	  "record's m, k, n and format; no step for anything\n"
+	  "else; the file must be the one amp-plan planned\n"
+	  "from), and the program embeds it, so amp-run\n"
+	  "checks it and its reference against it" },
 	{ 'C', 0, "scales", OPT_ARG, "FILE", "file",
 	  "with --model: the fp8 scales amp-plan planned\n"
 	  "with, checked and embedded the same way" },

@@ -1,7 +1,6 @@
 /* amp-sweep: a sweep spec -> a directory of jobs (jobs.txt, a Makefile, a
  * Slurm array script); one job run; the finished jobs merged into one
  * ranked table (formats/sweep.md, docs/sweeps.md). */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,30 +70,21 @@ static const OptTool tool = { "amp-sweep", usage, opts, epilogue };
  * system does not say. */
 static const char *self_path(void)
 {
-	static char exe[PATH_MAX + 1];
-	ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX);
-	if (n <= 0)
-		return "amp-sweep";
-	exe[n] = 0;
-	return exe;
+	const char *exe = tool_exe();
+	return exe ? exe : "amp-sweep";
 }
 
 /* The directory of this binary, where its sibling amp-* tools are; NULL
  * when they are not there (then PATH finds them). */
 static const char *bin_dir(void)
 {
-	static char exe[PATH_MAX + 32];
-	ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX);
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = 0;
-	char probe[PATH_MAX + 64];
-	snprintf(probe, sizeof probe, "%s/amp-plan", exe);
-	return access(probe, X_OK) == 0 ? exe : NULL;
+	char *dir = tool_exe_dir();
+	char *probe = dir ? xasprintf("%s/amp-plan", dir) : NULL;
+	int ok = probe && access(probe, X_OK) == 0;
+	free(probe);
+	if (!ok)
+		free(dir);
+	return ok ? dir : NULL;
 }
 
 int main(int argc, char **argv)
@@ -129,8 +119,7 @@ int main(int argc, char **argv)
 			usage_error("jobs reads one sweep spec; found %d", nargs);
 		if (!out)
 			usage_error("jobs needs -o DIR, the directory to write");
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof dir, "%s", out);
+		char *dir = xstrdup(out);
 		for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
 			dir[n - 1] = 0;
 		if (!sweep_safe_path(dir))
@@ -139,6 +128,7 @@ int main(int argc, char **argv)
 		if (sweep_load(&s, argv[op.optind], &e) || sweep_write(&s, dir, self_path(), &e))
 			fail(&e);
 		fprintf(stderr, "amp-sweep: %lld jobs in %s/jobs.txt\n", (long long)s.njobs, dir);
+		free(dir);
 		sweep_free(&s);
 		return EXIT_OK;
 	}

@@ -119,6 +119,43 @@ void version(void)
 	exit(EXIT_OK);
 }
 
+const char *tool_exe(void)
+{
+	static char *exe;
+	static int done;
+	if (done)
+		return exe;
+	done = 1;
+	for (size_t cap = 256; cap <= ((size_t)1 << 20); cap *= 2) {
+		char *b = xmalloc(cap);
+		ssize_t n = readlink("/proc/self/exe", b, cap);
+		if (n > 0 && (size_t)n < cap) {
+			b[n] = 0;
+			return exe = b;
+		}
+		free(b);
+		if (n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+char *tool_exe_dir(void)
+{
+	const char *exe = tool_exe();
+	const char *slash = exe ? strrchr(exe, '/') : NULL;
+	return slash ? xasprintf("%.*s", (int)(slash - exe), exe) : NULL;
+}
+
+/* A readable file at DIR/REL/FILE? */
+static int readable(const char *dir, const char *rel, const char *file)
+{
+	char *probe = xasprintf("%s%s/%s", dir, rel, file);
+	int ok = access(probe, R_OK) == 0;
+	free(probe);
+	return ok;
+}
+
 /* The shared data directory (machines, models, jq queries): $AMP_SHARE
  * when set; else found next to the running binary, installed
  * (PREFIX/bin/amp-x: PREFIX/share/amp) or in the source tree (bin/amp-x:
@@ -126,37 +163,28 @@ void version(void)
  * source tree this was built in. */
 const char *share_dir(void)
 {
-	static char dir[4096 + 64];
+	static char *dir;
 	const char *env = getenv("AMP_SHARE");
 	if (env && *env)
 		return env;
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			static const char *const rel[] = { "/../share/amp", "/../share" };
-			for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
-				char probe[4096 + 64];
-				snprintf(probe, sizeof probe, "%s%s/machines/amp1472.yaml", exe, rel[i]);
-				if (access(probe, R_OK) == 0) {
-					snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
-					return dir;
-				}
-			}
-		}
-	}
-	return AMP_SHARE_DIR;
+	if (dir)
+		return dir;
+	char *bin = tool_exe_dir();
+	static const char *const rel[] = { "/../share/amp", "/../share" };
+	for (size_t i = 0; bin && !dir && i < sizeof rel / sizeof *rel; i++)
+		if (readable(bin, rel[i], "machines/amp1472.yaml"))
+			dir = xasprintf("%s%s", bin, rel[i]);
+	free(bin);
+	return dir ? dir : AMP_SHARE_DIR;
 }
 
 /* The default machine file: share_dir()/machines/amp1472.yaml. */
 const char *default_machine(void)
 {
-	static char buf[4096 + 128];
-	snprintf(buf, sizeof buf, "%s/machines/amp1472.yaml", share_dir());
-	return buf;
+	static char *path;
+	if (!path)
+		path = xasprintf("%s/machines/amp1472.yaml", share_dir());
+	return path;
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -170,39 +198,37 @@ static int name_cmp(const void *a, const void *b)
  * that is not there fails, listing the names that are. */
 const char *machine_arg(const char *arg)
 {
-	static char buf[4096 + 256];
+	static char *path;
 	size_t n = strlen(arg);
 	if (access(arg, F_OK) == 0 || strchr(arg, '/') || (n >= 5 && !strcmp(arg + n - 5, ".yaml")))
 		return arg;
 	const char *dir = share_dir();
-	snprintf(buf, sizeof buf, "%s/machines/%s.yaml", dir, arg);
-	if (access(buf, R_OK) == 0)
-		return buf;
-	char known[1024] = "", **names = NULL;
-	size_t nn = 0, len = 0;
-	snprintf(buf, sizeof buf, "%s/machines", dir);
-	DIR *d = opendir(buf);
+	free(path);
+	path = xasprintf("%s/machines/%s.yaml", dir, arg);
+	if (access(path, R_OK) == 0)
+		return path;
+	char **names = NULL, *mdir = xasprintf("%s/machines", dir);
+	size_t nn = 0;
+	DIR *d = opendir(mdir);
 	for (struct dirent *de; d && (de = readdir(d));) {
 		size_t l = strlen(de->d_name);
 		if (de->d_name[0] == '.' || l <= 5 || strcmp(de->d_name + l - 5, ".yaml"))
 			continue;
 		names = xrealloc(names, (nn + 1) * sizeof *names);
-		names[nn] = xmalloc(l - 4);
-		memcpy(names[nn], de->d_name, l - 5);
-		names[nn++][l - 5] = 0;
+		names[nn++] = xasprintf("%.*s", (int)(l - 5), de->d_name);
 	}
 	if (d)
 		closedir(d);
 	qsort(names, nn, sizeof *names, name_cmp);
+	Str known = { NULL, 0, 0 };
 	for (size_t i = 0; i < nn; i++) {
-		if (len < sizeof known)
-			len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", names[i]);
+		str_printf(&known, "%s%s", i ? ", " : "", names[i]);
 		free(names[i]);
 	}
 	free(names);
 	Err e;
 	errf(&e, "no machine file '%s' and no machine of that name in %s (known: %s); name a machine file or one of "
-	     "those", arg, buf, nn ? known : "none");
+	     "those", arg, mdir, nn ? known.s : "none");
 	fail(&e);
 	return NULL;
 }
@@ -408,21 +434,22 @@ void check_planned_file(const Plan *pl, const char *role, const void *text, size
 int machine_mismatch(Plan *pl, const char *path, Err *e)
 {
 	const ProvFile *rec = planned_file(pl, "machine", NULL);
-	char buf[4096 + 256], hex[2][17];
+	static char *found;     /* the file found for the stage (kept: messages name it) */
+	char hex[2][17];
+	free(found);
+	found = NULL;
 	if (path)
 		path = machine_arg(path);
 	if (!path && rec) {
-		snprintf(buf, sizeof buf, "%s/machines/%s", share_dir(), rec->name);
-		if (strchr(rec->name, '/') || access(buf, R_OK))
+		found = xasprintf("%s/machines/%s", share_dir(), rec->name);
+		if (strchr(rec->name, '/') || access(found, R_OK))
 			return errf(e, "the stage was planned with machine file '%s' (fnv1a %016" PRIx64 "), which is "
 				    "not in %s/machines: name it with --machine FILE", rec->name, rec->fnv1a, share_dir());
-		path = buf;
+		path = found;
 	}
-	if (!path) {
-		snprintf(buf, sizeof buf, "%s", default_machine());
-		path = buf;
-	}
-	const char *shown = path == buf ? base_name(path) : path;
+	if (!path)
+		path = found = xstrdup(default_machine());
+	const char *shown = path == found ? base_name(path) : path;
 	char *d;
 	size_t n;
 	Machine m;

@@ -50,6 +50,11 @@ _Noreturn void version(void);
  * share), so a moved tree or installation still finds its own; else the
  * source tree this was built in. */
 const char *share_dir(void);
+/* This binary's absolute path (/proc/self/exe, read with a measured
+ * length), or NULL when the system does not say; and its directory
+ * (allocated), or NULL. */
+const char *tool_exe(void);
+char *tool_exe_dir(void);
 
 /* The default machine file: share_dir()/machines/amp1472.yaml. */
 const char *default_machine(void);
