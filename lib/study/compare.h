@@ -107,4 +107,10 @@ enum { PF_COUNT, PF_TRANSFERS, PF_BYTES, PF_MAX_ROW, PF_MAX_FRAG, PF_CYCLES, PF_
 extern const char *const cmp_phase_fig_name[PF_N];  /* count, transfers, bytes, max_row_bytes, ... */
 void cmp_phase_figs(const Cap *c, int i, int64_t f[PF_N]);
 
+/* Writes comparison m to o (compare_write.c, formats/compare.md): the
+ * text tables, the JSON document or the TSV rows. -1 with *e on a write
+ * that failed (o is then the caller's to abort). */
+typedef enum { COMPARE_TEXT, COMPARE_JSON, COMPARE_TSV } CompareOut;
+int compare_write(Output *o, const Compare *m, CompareOut form, Err *e);
+
 #endif
