@@ -73,7 +73,7 @@ static void load_tiles(TileFigs *t, const char *path, const Cap *c)
 int main(int argc, char **argv)
 {
 	const char *out_path = NULL;
-	char na[64] = "A", nb[64] = "B";
+	char *na = NULL, *nb = NULL;
 	const char *tiles_arg = NULL;
 	int json = 0, tsv_out = 0, c;
 	Cap a, b;
@@ -87,12 +87,11 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'N': {
 			const char *comma = strchr(arg, ',');
-			if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ',') ||
-			    (size_t)(comma - arg) >= sizeof na || strlen(comma + 1) >= sizeof nb ||
-			    strpbrk(arg, " \t\n"))
+			if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ',') || strpbrk(arg, " \t\n"))
 				usage_error("--names takes two names without spaces, 'A,B', not '%s'", arg);
-			snprintf(na, sizeof na, "%.*s", (int)(comma - arg), arg);
-			snprintf(nb, sizeof nb, "%s", comma + 1);
+			free(na), free(nb);
+			na = xasprintf("%.*s", (int)(comma - arg), arg);
+			nb = xstrdup(comma + 1);
 			break;
 		}
 		case 'T': {
@@ -122,7 +121,7 @@ int main(int argc, char **argv)
 	if (cap_load(&a, argv[op.optind], &e) || cap_load(&b, argv[op.optind + 1], &e))
 		fail(&e);
 	Compare m;
-	cmp_build(&m, &a, &b, na, nb);
+	cmp_build(&m, &a, &b, na ? na : "A", nb ? nb : "B");
 	if (fa) {
 		load_tiles(&ta, fa, &a);
 		load_tiles(&tb, fb, &b);
@@ -143,5 +142,6 @@ int main(int argc, char **argv)
 		tiles_free(&ta), tiles_free(&tb);
 	cap_free(&a);
 	cap_free(&b);
+	free(na), free(nb);
 	return EXIT_OK;
 }
