@@ -8,7 +8,6 @@
 #include <malloc.h>
 #endif
 
-#include "base/npy.h"
 #include "base/num.h"
 #include "lower/program.h"
 #include "run/run.h"
@@ -51,14 +50,20 @@ static const Opt opts[] = {
 	  "read inputs and parameters from DIR/<tensor>.npy;\n"
 	  "missing ones are generated from the seed (an int32\n"
 	  "positions input: each row's token index); int32 ones\n"
-	  "(token ids, positions) from int32 files only; a tensor\n"
-	  "whose name holds '/' is refused, never read outside DIR" },
+	  "(token ids, positions) from int32 files only; a stacked\n"
+	  "parameter's [count, ...] (count 1: or one instance's);\n"
+	  "a --prefill run once per part of the decode's batch\n"
+	  "reads its part of DIR/<input>.npy, which holds the\n"
+	  "whole batch's [B, ...]; a tensor whose name holds '/'\n"
+	  "is refused, never read outside DIR" },
 	{ 'S', 0, "seed", OPT_ARG, "N", NULL,
 	  "seed for generated data (default 1)" },
 	{ 'A', 0, "save", OPT_ARG, "DIR", "dir",
 	  "write each output as DIR/<tensor>.npy and its FP32\n"
-	  "reference as DIR/<tensor>.ref.npy (the last run's);\n"
-	  "a name that holds '/' is refused, never written outside" },
+	  "reference as DIR/<tensor>.ref.npy; with --steps or\n"
+	  "--prefill every run's, in DIR/prefill.<Q>/ (prefill run\n"
+	  "Q) and DIR/step.<S>/ (PROGRAM's run S), from 0; a name\n"
+	  "that holds '/' is refused, never written outside" },
 	{ 'C', 0, "min-cosine", OPT_ARG, "X", NULL,
 	  "exit 1 when an output's (or a carried state's) cosine\n"
 	  "is below X (default 0.99)" },
@@ -98,11 +103,12 @@ static const Opt opts[] = {
 	  "the model the program claims to lower (default: the\n"
 	  "one amp-emit --model embedded, if any): its stage must\n"
 	  "agree with it (every tensor's shape, dtype and fp8\n"
-	  "scale, each matmul's operands, every other op's one\n"
-	  "step with its operands, result, eps, heads and\n"
-	  "scale, and no step for anything else; the file must\n"
-	  "be the one amp-plan planned from), else the first\n"
-	  "difference is named" },
+	  "scale; every compute step derived again from its op\n"
+	  "and the plan's choices, field by field: operands,\n"
+	  "result and attributes, a matmul's GEMM record's m,\n"
+	  "k, n and format; no step for anything else; the file\n"
+	  "must be the one amp-plan planned from), else the\n"
+	  "first difference is named" },
 	{ 'L', 0, "scales", OPT_ARG, "FILE", "file",
 	  "with --model: the fp8 scales the program was planned\n"
 	  "with (amp-plan --scales), checked the same way" },
@@ -129,24 +135,6 @@ static void free_vals(float **v, int n)
 	for (int i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
-}
-
-static int save(const char *dir, const char *name, const char *suffix, const PTensor *t,
-		const float *v, Err *e)
-{
-	Npy a;
-	memset(&a, 0, sizeof a);
-	if (strchr(name, '/'))          /* a stage's names are not the model reader's: never leave DIR */
-		return errf(e, "--save: tensor '%s' holds '/': its file would not be in %s", name, dir);
-	char *path = xasprintf("%s/%s%s.npy", dir, name, suffix);
-	a.type = NPY_F32;
-	a.rank = t->rank;
-	memcpy(a.shape, t->shape, (size_t)t->rank * sizeof *t->shape);
-	a.data = (void *)v;
-	a.bytes = (size_t)tensor_count(t) * sizeof *v;
-	int rc = npy_write(path, &a, e);
-	free(path);
-	return rc;
 }
 
 /* Scales from the reference's amax, for a model the machine (machine_path,
@@ -364,7 +352,8 @@ static int64_t same_states(const Prog *a, const Prog *b, int64_t *batch)
 
 typedef struct {
 	double min_cos;
-	const char *save_dir;   /* the last run's outputs */
+	const char *save_dir;
+	char sub[32];           /* the run's subdirectory of save_dir ("": none, the one run) */
 	int timing, last, many;
 	double t_data, t_prog, t_ref;
 	int along;
@@ -420,6 +409,7 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	ro->opcheck = p->opcheck;
 	ro->carry = carry;
 	ro->params = params;
+	ro->prog = p->path ? p->path : "<stdin>";
 	double t0 = run_now(), t_data;
 	if (run_data(pl, ro, val, &e))
 		fail(&e);
@@ -468,9 +458,10 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 		       pl->t[t].role == R_STATE ? "state" : "output", pl->t[t].name, cosv, mabs);
 		if (!(cosv >= rep->min_cos))    /* an output, or a state carried on */
 			low = 1;
-		if (rep->last && rep->save_dir && pl->t[t].role == R_OUTPUT &&
-		    (save(rep->save_dir, pl->t[t].name, "", &pl->t[t], val[t], &e) ||
-		     save(rep->save_dir, pl->t[t].name, ".ref", &pl->t[t], r, &e)))
+		const char *sub = rep->sub[0] ? rep->sub : NULL;
+		if (rep->save_dir && pl->t[t].role == R_OUTPUT &&
+		    (run_save(rep->save_dir, sub, &pl->t[t], "", val[t], &e) ||
+		     run_save(rep->save_dir, sub, &pl->t[t], ".ref", r, &e)))
 			fail(&e);
 	}
 	if (p->logits >= 0) {           /* the greedy next token of every sequence, from both */
@@ -606,6 +597,8 @@ int main(int argc, char **argv)
 		memset(&one, 0, sizeof one);
 		po.position = 0;
 		po.step = q;
+		po.part = q, po.parts = parts;  /* each reads its part of --data's inputs */
+		snprintf(rep.sub, sizeof rep.sub, "prefill.%lld", (long long)q);
 		rep.seq0 = q * pre_batch;
 		low |= run_once(&pre_p, &po, &one, &params, &rep);
 		carry_stack(&carry, &one, &pre_p.pl);
@@ -619,6 +612,8 @@ int main(int argc, char **argv)
 		so.step = parts + s;
 		so.position = at;
 		rep.last = s + 1 == steps;
+		if (rep.many)
+			snprintf(rep.sub, sizeof rep.sub, "step.%lld", (long long)s);
 		int64_t B = generate ? main_p.pl.t[main_p.ids].shape[0] : 0;
 		if (generate && rep.nseq == B) {        /* the reference's greedy tokens go on, to both */
 			float *ids = xmalloc((size_t)B * sizeof *ids);

@@ -103,6 +103,10 @@ typedef struct {
 	int64_t step;           /* the run's index: from 1 on, inputs are made from the seed and the step,
 				 * never read from data_dir (parameters do not change) */
 	int64_t position;       /* added to every made position (an int32 input) */
+	int64_t part, parts;    /* a prefill run per part of the decode's batch (parts > 1): this run is part
+				 * `part`, and reads its inputs from data_dir whatever its step, each .npy
+				 * holding every part's on its outermost axis ([parts x batch, ...]) */
+	const char *prog;       /* the program's name, for messages (NULL: none) */
 	const Carry *carry;     /* states' values at the start (NULL: zero) */
 	const Carry *given;     /* inputs' values by name (its machine's), for both the machine and the
 				 * reference (amp-run --generate's token ids), or NULL */
@@ -200,6 +204,12 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e);
  * be NULL. */
 int run_check_texts(const Plan *pl, const char *model, size_t mlen, const char *mname,
 		    const char *scales, size_t slen, const char *sname, Err *e);
+/* --save DIR: values v of output t (the machine's; suffix ".ref": the
+ * FP32 reference's) as DIR/<name><suffix>.npy, or as
+ * DIR/<sub>/<name><suffix>.npy when sub is not NULL (one of several
+ * runs: its subdirectory, made when missing). A name holding '/' is
+ * refused: no file is written outside DIR. */
+int run_save(const char *dir, const char *sub, const PTensor *t, const char *suffix, const float *v, Err *e);
 int64_t tensor_count(const PTensor *t);
 /* Values of all instances of a tensor (count x tensor_count). */
 int64_t tensor_values(const PTensor *t);

@@ -346,29 +346,56 @@ void lazy_free(Lazy *z)
 	memset(z, 0, sizeof *z);
 }
 
-/* v: x's n values from the .npy at path, quantized into x's format when
- * o asks. */
+/* Whether .npy a has x's shape: a parameter's [count, ...] (stacked),
+ * or its own for one instance; an input's own, or with o->parts > 1 every
+ * part's ([parts x batch, ...]). */
+static int file_shape(const Npy *a, const DataSpec *x, const RunOpts *o)
+{
+	int64_t parts = !x->param && o->parts > 1 ? o->parts : 1;
+	int stk = x->param && (x->count > 1 || (a->rank == x->rank + 1 && a->shape[0] == 1));
+	if (a->rank != x->rank + stk || (stk && a->shape[0] != x->count))
+		return 0;
+	for (int k = 0; k < x->rank; k++)
+		if (a->shape[k + stk] != x->shape[k] * (k == 0 ? parts : 1))
+			return 0;
+	return 1;
+}
+
+/* The shape refusal: file, tensor and, for an input split over a
+ * prefill's runs, the program and the shape wanted. */
+static int shape_err(const char *path, const DataSpec *x, const RunOpts *o, Err *e)
+{
+	if (x->param || o->parts < 2)
+		return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path, x->name,
+			    x->count > 1 ? " (a stacked parameter: [count, ...])" : "");
+	char want[160];
+	int n = snprintf(want, sizeof want, "%" PRId64, x->shape[0] * o->parts);
+	for (int k = 1; k < x->rank && n > 0 && (size_t)n < sizeof want; k++)
+		n += snprintf(want + n, sizeof want - (size_t)n, ", %" PRId64, x->shape[k]);
+	return errf(e, "'%s': shape does not match input '%s' of '%s': it runs once per part of the decode's "
+		    "batch (%" PRId64 " parts), so its .npy holds every part's, [%s]", path, x->name,
+		    o->prog ? o->prog : "<stdin>", o->parts, want);
+}
+
+/* v: x's n values from the .npy at path (with o->parts > 1, an input's
+ * part o->part of them), quantized into x's format when o asks. */
 static int file_data(const char *path, const DataSpec *x, const RunOpts *o, float *v, int64_t n, Err *e)
 {
 	Npy a;
 	float *f;
 	if (npy_read(path, &a, e))
 		return -1;
-	int stk = x->count > 1;     /* stacked: [count, shape...] */
-	int same = a.rank == x->rank + stk && (!stk || a.shape[0] == x->count);
-	for (int k = 0; same && k < x->rank; k++)
-		same = a.shape[k + stk] == x->shape[k];
-	if (!same) {
+	if (!file_shape(&a, x, o)) {
 		npy_free(&a);
-		return errf(e, "'%s': shape does not match tensor '%s' of the model%s", path, x->name,
-			    stk ? " (a stacked parameter: [count, ...])" : "");
+		return shape_err(path, x, o, e);
 	}
+	int64_t off = !x->param && o->parts > 1 ? o->part * n : 0;     /* this run's part */
 	if (x->fmt == FMT_I32 && a.type != NPY_I32) {     /* ids and positions: never rounded from floats */
 		npy_free(&a);
 		return errf(e, "'%s': tensor '%s' is int32 (token ids or positions): its .npy must hold int32 "
 			    "('<i4'), not floats", path, x->name);
 	}
-	for (int64_t i = 0; x->fmt == FMT_I32 && i < n; i++) {
+	for (int64_t i = off; x->fmt == FMT_I32 && i < off + n; i++) {
 		int32_t k;
 		memcpy(&k, (const char *)a.data + 4 * i, 4);
 		if (k > RUN_EXACT_INT || k < -RUN_EXACT_INT) {
@@ -383,7 +410,7 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 		npy_free(&a);
 		return errf(e, "'%s': %s (tensor '%s' needs floats)", path, why, x->name);
 	}
-	memcpy(v, f, (size_t)n * sizeof *f);
+	memcpy(v, f + off, (size_t)n * sizeof *f);
 	free(f);
 	npy_free(&a);
 	/* bad data is the file's fault, not the machine's: said here, before
@@ -391,13 +418,13 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 	for (int64_t i = 0; i < n; i++)
 		if (!isfinite(v[i]))
 			return errf(e, "'%s': tensor '%s' holds %s at index %" PRId64 ": data must be finite", path,
-				    x->name, isnan(v[i]) ? "NaN" : v[i] > 0 ? "+inf" : "-inf", i);
+				    x->name, isnan(v[i]) ? "NaN" : v[i] > 0 ? "+inf" : "-inf", off + i);
 	if (o->quantized) {
 		quantize_n(v, n, x->fmt, x->scale);
 		for (int64_t i = 0; i < n; i++)
 			if (!isfinite(v[i]))
 				return errf(e, "'%s': tensor '%s' holds a value past what %s holds at index %" PRId64,
-					    path, x->name, fmt_name(x->fmt), i);
+					    path, x->name, fmt_name(x->fmt), off + i);
 	}
 	return 0;
 }
@@ -427,7 +454,8 @@ int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 DataSpec plan_spec(const Plan *pl, int t)
 {
 	const PTensor *x = &pl->t[t];
-	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->fmt, x->scale, plan_dist(pl, t) };
+	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->fmt, x->scale, plan_dist(pl, t),
+			   x->role == R_PARAM };
 }
 
 /* Image [B, C, H, W] to patches [B, cls + (H/p)(W/p), C*p*p]: cls zero
@@ -461,8 +489,8 @@ int data_dir_ok(const RunOpts *o, Err *e)
 RunOpts input_opts(const RunOpts *o)
 {
 	RunOpts c = *o;
-	if (o->step > 0)
-		c.seed = mix(o->seed + (uint64_t)o->step * 0x9E3779B97F4A7C15u), c.data_dir = NULL;
+	if (o->step > 0)        /* made from the seed and the step; read only by a prefill's part */
+		c.seed = mix(o->seed + (uint64_t)o->step * 0x9E3779B97F4A7C15u), c.data_dir = o->parts > 1 ? o->data_dir : NULL;
 	return c;
 }
 

@@ -22,6 +22,7 @@
  *   run_attention.c a tile's attention and the merge of its partials
  *   run_shard.c     a tile's shards decoded from and rounded into SRAM
  *   run_gemm.c      the matrix-product kernels
+ *   run_save.c      --save: a run's outputs as .npy files
  *   run.c           the numbers' encoding and decoding, the timing
  */
 #ifndef AMP_RUN_INT_H
@@ -151,6 +152,7 @@ typedef struct {
 	Format fmt;
 	int scale;
 	Dist d;
+	int param;              /* a parameter (else an input): its .npy may be [count, ...] when count is 1 */
 } DataSpec;
 
 /* Per tensor, the one instance of a lazy tensor made last (by index). */

@@ -26,7 +26,8 @@ static DataSpec model_spec(const Model *m, const Scales *sc, int t)
 	int scale = x->scale;
 	if (x->dtype == FMT_FP8)
 		scales_find(sc, x->name, &scale);
-	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->dtype, scale, model_dist(m, t) };
+	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->dtype, scale, model_dist(m, t),
+			   x->role == T_PARAM };
 }
 
 int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Plan *pl, float *const *pval,
