@@ -104,11 +104,15 @@ static void op_line(Str *l, Walk *w, const MOp *o)
 	case OP_BROADCAST: str_printf(l, " batch %lld", (long long)o->batch); break;
 	case OP_ROPE:
 		str_printf(l, " heads %lld head_dim %lld theta %.17g", (long long)o->heads, (long long)o->head_dim, o->theta);
+		if (o->head_stride != o->head_dim)     /* (version 6; absent, the digest of older models stays) */
+			str_printf(l, " head_stride %lld", (long long)o->head_stride);
 		break;
 	case OP_EMBED: str_printf(l, " transposed %d", o->transposed); break;
 	case OP_ATTENTION:
 		str_printf(l, " heads %lld kv_heads %lld head_dim %lld causal %d", (long long)o->heads,
 		    (long long)o->kv_heads, (long long)head_dim(m, o), o->causal);
+		if (o->kv_order)
+			str_printf(l, " kv_order heads");
 		break;
 	default: break;
 	}
@@ -203,8 +207,9 @@ uint64_t model_state_digest(const Model *m, const Scales *sc, int s, char **text
 		if (kv_state(&w, o) != s)
 			continue;
 		rd = xrealloc(rd, (size_t)(nr + 1) * sizeof *rd);
-		rd[nr++] = xasprintf("read by attention heads %lld kv_heads %lld head_dim %lld causal %d",
-				     (long long)o->heads, (long long)o->kv_heads, (long long)head_dim(m, o), o->causal);
+		rd[nr++] = xasprintf("read by attention heads %lld kv_heads %lld head_dim %lld causal %d%s",
+				     (long long)o->heads, (long long)o->kv_heads, (long long)head_dim(m, o), o->causal,
+				     o->kv_order ? " kv_order heads" : "");
 	}
 	qsort(rd, (size_t)nr, sizeof *rd, by_text);
 	for (int i = 0; i < nr; i++)

@@ -85,7 +85,7 @@ static int positive(const char *f, const Val *v, const char *key, int64_t *out, 
 
 static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
-	static const char *keys[OP_COUNT][11] = {
+	static const char *keys[OP_COUNT][12] = {
 		[OP_MATMUL] = { "op", "name", "a", "b", "bias", "out", NULL },
 		[OP_GELU] = { "op", "name", "x", "out", NULL },
 		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
@@ -93,12 +93,12 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
 		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
 		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
-		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "positions", "out",
-				   NULL },
+		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "positions", "kv_order",
+				   "out", NULL },
 		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
-		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "theta", "out", NULL },
+		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "head_stride", "theta", "out", NULL },
 		[OP_APPEND] = { "op", "name", "cache", "x", "positions", "first", NULL },
 		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
 		[OP_LAST] = { "op", "name", "x", "out", NULL },
@@ -194,6 +194,18 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		if (o.head_dim % 2)
 			return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is odd (each head's "
 				       "halves rotate together)", name, (long long)o.head_dim);
+		o.head_stride = o.head_dim;
+		if ((kv = map_get(v, "head_stride"))) {
+			if (m->version < 6)
+				return val_err(f, kv, e, "rope '%s': head_stride needs amp-model: 6 (this file is "
+					       "version %d)", name, m->version);
+			if (positive(f, v, "head_stride", &o.head_stride, e))
+				return -1;
+			if (o.head_stride < o.head_dim)
+				return val_err(f, kv, e, "rope '%s': head_stride %lld is less than head_dim %lld (the "
+					       "rotated heads would overlap)", name, (long long)o.head_stride,
+					       (long long)o.head_dim);
+		}
 		o.theta = 10000;
 		if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o.theta, e))
 			return -1;
@@ -248,6 +260,18 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 				       "%lld heads", name, (long long)o.kv_heads, (long long)o.heads);
 		if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o.causal, e))
 			return -1;
+		if ((kv = map_get(v, "kv_order"))) {
+			if (m->version < 6)
+				return val_err(f, kv, e, "attention '%s': kv_order needs amp-model: 6 (this file is "
+					       "version %d)", name, m->version);
+			if (kv->kind != VAL_SCALAR || (strcmp(kv->s, "kv") && strcmp(kv->s, "heads")))
+				return val_err(f, kv, e, "attention '%s': kv_order is 'kv' (every key, then every value) "
+					       "or 'heads' (each kv head's keys, then its values)", name);
+			o.kv_order = !strcmp(kv->s, "heads");
+			if (o.kv_order && map_get(v, "qkv"))
+				return val_err(f, kv, e, "attention '%s': kv_order heads takes q and kv, not a fused qkv",
+					       name);
+		}
 		o.nin = 2;
 		if ((kv = map_get(v, "positions"))) {
 			if (m->version < 5)
@@ -329,10 +353,15 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o.name, a->name);
 		if (positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[1]], a, e))
 			return -1;
-		if (o.heads * o.head_dim > a->shape[2])
-			return val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns pass the "
-				       "%lld of '%s'", o.name, (long long)o.heads, (long long)o.head_dim,
-				       (long long)a->shape[2], a->name);
+		if ((o.heads - 1) * o.head_stride + o.head_dim > a->shape[2]) {
+			char *apart = o.head_stride == o.head_dim ? xstrdup("") :
+				      xasprintf(", %lld apart,", (long long)o.head_stride);
+			val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns%s pass the %lld of "
+				"'%s'", o.name, (long long)o.heads, (long long)o.head_dim, apart, (long long)a->shape[2],
+				a->name);
+			free(apart);
+			return -1;
+		}
 	}
 	if (o.kind == OP_MATMUL) {
 		const MTensor *b = &m->t[o.in[1]];

@@ -141,7 +141,8 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
 	int st = add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
 	if (op->kind == OP_ROPE)
-		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta;
+		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta,
+		pl->s[st].head_stride = op->head_stride;
 }
 
 /* append: the state's home holds whole rows of a batch entry's block of
@@ -169,12 +170,16 @@ void plan_append(Builder *b, const MOp *op)
 		p.split[0] = h->split[0], p.block[0] = h->block[0], p.stride[0] = h->stride[0];
 		p.split[1] = 1, p.block[1] = T;
 		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
+		if (h->split[2] > 1 && !k)              /* the rows: each kv head's columns to its tiles */
+			p.split[2] = h->split[2], p.block[2] = h->block[2], p.stride[2] = h->stride[2];
+		else if (h->split[2] > 1)               /* the positions: to every kv head's tiles */
+			p.nrep = 1, p.rep[0] = h->split[2], p.rstride[0] = h->stride[2];
 		p.base = h->base;
 		if (aligned) {
 			p.split[1] = cdiv(T, blk), p.block[1] = blk, p.stride[1] = h->stride[1];
 			p.base = h->base + op->first / blk * h->stride[1];
 		} else if (h->split[1] > 1) {
-			p.nrep = 1, p.rep[0] = h->split[1], p.rstride[0] = h->stride[1];
+			p.rep[p.nrep] = h->split[1], p.rstride[p.nrep++] = h->stride[1];
 		}
 		in[k] = add_place(pl, &p, t, k ? "append.positions" : "append.rows", &existed);
 		if (!existed)
@@ -303,8 +308,9 @@ static int64_t home_blocks(Builder *b, const MOp *op)
 	if (q == kv || pl->t[kv].role != R_STATE || b->canon[kv] < 0)
 		return 0;
 	const Placement *h = &pl->p[b->canon[kv]];
-	int64_t B = pl->t[q].shape[0], H = op->heads, KB = h->split[1];
-	if (h->split[0] != B || h->split[2] != 1 || (KB > 1 && KB < H))
+	int64_t B = pl->t[q].shape[0], H = op->heads, KB = h->split[1], G = h->split[2];
+	/* (cut by kv head: each tile holds one's keys and values, kv_order heads) */
+	if (h->split[0] != B || (G != 1 && !(op->kv_order && G == op->kv_heads)) || (KB * G > 1 && KB * G < H))
 		return 0;
 	return KB;
 }
@@ -448,6 +454,7 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	pl->s[st].scale = 1.0 / sqrt((double)D);
 	pl->s[st].heads = op->heads;
 	pl->s[st].kv_heads = op->kv_heads;
+	pl->s[st].kv_order = op->kv_order;
 	pl->s[st].causal = op->causal;
 	pl->s[st].scratch = scratch;
 	pl->s[st].chunks = chunks;
@@ -467,9 +474,11 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	int out = plan_find_tensor(pl, m->t[op->out].name), existed, home = b->canon[kv], idx[4];
 	const Placement h = pl->p[home];        /* a copy: add_place may move pl->p */
 	int64_t B = pl->t[q].shape[0], Tq = pl->t[q].shape[1], C = pl->t[out].shape[2], H = op->heads, D = C / H;
-	int64_t s0 = h.stride[0], s1 = h.stride[1], n = 1;
-	for (int64_t c = 2; KB > 1 && c * 8 <= D; c++)
-		if (D % c == 0 && H * c <= KB)
+	int64_t s0 = h.stride[0], s1 = h.stride[1], n = 1, G = h.split[2], s2 = h.stride[2];
+	/* G > 1: the home cut by kv head (kv_order heads), kv head j's
+	 * blocks s2 apart; each tile attends for that kv head's H/G heads */
+	for (int64_t c = 2; KB * G > 1 && c * 8 <= D; c++)
+		if (D % c == 0 && H * c <= KB * G)
 			n = c;
 	int64_t dc = D / n;
 	int nin = op->in[2] >= 0 ? 4 : 3;
@@ -482,8 +491,12 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 		p.split[0] = B, p.block[0] = 1, p.stride[0] = s0;
 		p.split[1] = 1, p.block[1] = Tq;
 		p.split[2] = 1, p.block[2] = pl->t[t].shape[2];
+		if (G > 1 && !k)                /* kv head j's heads of q to its tiles */
+			p.split[2] = G, p.block[2] = C / G, p.stride[2] = s2;
+		else if (G > 1)
+			p.rep[p.nrep] = G, p.rstride[p.nrep++] = s2;
 		if (KB > 1)
-			p.nrep = 1, p.rep[0] = KB, p.rstride[0] = s1;
+			p.rep[p.nrep] = KB, p.rstride[p.nrep++] = s1;
 		p.base = h.base;
 		idx[k] = add_place_of(pl, &p, t, op->name, k ? "positions" : "q", &existed);
 		if (!existed)
@@ -495,12 +508,14 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	o.layout = LAYOUT_ROW_MAJOR;
 	o.split[0] = B, o.block[0] = 1, o.stride[0] = s0;
 	o.split[1] = 1, o.block[1] = Tq;
-	o.split[2] = KB > 1 ? H * n : 1, o.block[2] = KB > 1 ? dc : C, o.stride[2] = KB > 1 ? s1 : 0;
+	o.split[2] = KB > 1 ? H * n : G, o.block[2] = KB > 1 ? dc : C / G, o.stride[2] = KB > 1 ? s1 : s2;
 	o.base = h.base;
 	if (KB == 1) {
 		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * h.block[1], 1);
 		return;
 	}
+	/* chunk u = h*n + c merges on the batch entry's tile u*s1: with the
+	 * home cut by kv head, s1 is 1 and an entry's KB*G tiles follow on */
 	int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
 	Placement pp, rp;
 	memset(&pp, 0, sizeof pp);
@@ -508,7 +523,7 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	pp.split[0] = KB, pp.block[0] = 1, pp.stride[0] = s1;
 	pp.split[1] = B, pp.block[1] = 1, pp.stride[1] = s0;
 	pp.split[2] = 1, pp.block[2] = Tq;
-	pp.split[3] = 1, pp.block[3] = H * (D + 2 * n);
+	pp.split[3] = G, pp.block[3] = H / G * (D + 2 * n), pp.stride[3] = s2;
 	pp.base = h.base;
 	rp = pp;
 	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
@@ -544,15 +559,19 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 
 	for (int k = 0; k < 3; k++) {
 		const PTensor *t = &pl->t[tensor[k]];
+		if (k == 2 && op->kv_order) {   /* kv_order heads: v in k's shards, D after each kv head's keys */
+			idx[2] = idx[1];
+			continue;
+		}
 		Placement p;
 		memset(&p, 0, sizeof p);
 		p.layout = LAYOUT_ROW_MAJOR;
 		p.off[2] = coff[k];
-		int64_t w = k ? KC : C;
+		int64_t w = k ? KC << op->kv_order : C, dk = k ? D << op->kv_order : D;
 		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = w;
 		memcpy(p.whole, t->shape, sizeof p.whole);
 		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
-		p.split[2] = k ? G : H, p.block[2] = D, p.stride[2] = k ? g * sh : sh;
+		p.split[2] = k ? G : H, p.block[2] = dk, p.stride[2] = k ? g * sh : sh;
 		if (k == 0) {
 			p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
 			if (KB > 1)

@@ -510,6 +510,19 @@ static void add_home_bytes(Builder *b, const Placement *p)
 		place_each(p, b->mc->tiles, add_bytes, b->base);
 }
 
+/* The kv heads G of an attention in kv_order heads that reads state
+ * name (each kv head's keys and values side by side: its home can hold
+ * them per kv head), or 1. */
+static int64_t state_kv_groups(const Model *m, const char *name)
+{
+	for (int i = 0; i < m->nops; i++) {
+		const MOp *o = &m->ops[i];
+		if (o->kind == OP_ATTENTION && o->kv_order && o->kv_heads > 1 && !strcmp(m->t[o->in[1]].name, name))
+			return o->kv_heads;
+	}
+	return 1;
+}
+
 /* A state's home [B, P, W]: row-major, whole rows, cut by batch entry
  * and then into as many uniform blocks of positions as the tiles allow,
  * placed to end at tile top (from the last tile down, away from the
@@ -518,16 +531,18 @@ static void add_home_bytes(Builder *b, const Placement *p)
 int64_t state_home(Builder *b, int tensor, int64_t top)
 {
 	const PTensor *t = &b->pl->t[tensor];
-	int64_t T = b->mc->tiles, bs = largest_uniform(t->shape[0], T), ps = largest_uniform(t->shape[1], T / bs);
+	int64_t T = b->mc->tiles, bs = largest_uniform(t->shape[0], T), G = state_kv_groups(b->m, t->name);
+	G = G > 1 && T / bs >= G ? G : 1;
+	int64_t ps = largest_uniform(t->shape[1], T / bs / G);
 	Placement p;
 	int existed;
 
 	memset(&p, 0, sizeof p);
 	p.layout = LAYOUT_ROW_MAJOR;
-	p.split[0] = bs, p.block[0] = cdiv(t->shape[0], bs), p.stride[0] = ps;
+	p.split[0] = bs, p.block[0] = cdiv(t->shape[0], bs), p.stride[0] = ps * G;
 	p.split[1] = ps, p.block[1] = cdiv(t->shape[1], ps), p.stride[1] = 1;
-	p.split[2] = 1, p.block[2] = t->shape[2];
-	int64_t n = bs * ps;
+	p.split[2] = G, p.block[2] = t->shape[2] / G, p.stride[2] = G > 1 ? ps : 0;
+	int64_t n = bs * ps * G;
 	p.base = top - n >= 0 ? top - n : T - n;
 	int i = add_place(b->pl, &p, tensor, "home", &existed);
 	b->canon[tensor] = i;

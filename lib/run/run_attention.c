@@ -178,8 +178,10 @@ static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int tr
  * tile's heads are those of its q shard's columns; q head h reads kv head
  * h / (heads / kv_heads), at the kv tensor's columns kbase + j*D for keys
  * and kbase + KC + j*D for values (kbase: q's C when q and kv are one
- * fused tensor), wherever the k and v shards hold them: a shard of that
- * head alone, or a state's home holding every head's keys and values. */
+ * fused tensor; in kv_order heads, 2jD and 2jD + D), wherever the k and
+ * v shards hold them: a shard of that head alone, or a state's home
+ * holding every head's keys and values (or, in kv_order heads, a kv
+ * head's). */
 void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
 			int64_t R, int64_t C, float *res)
 {
@@ -195,8 +197,9 @@ void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, c
 	int64_t *see = causal_see(pl, st, run_shard_first(m, st->in[0], t, 1), run_shard_first(m, st->in[1], t, 1), R, pos);
 	for (int64_t i = 0; i < nh; i++) {
 		int64_t j = (h0 + i) / g;
-		const float *kp = kv_panels(m, &m->kv[w->part][0], st->in[1], t, 1, kbase + j * D - k0, D, &lk);
-		const float *vp = kv_panels(m, &m->kv[w->part][1], st->in[2], t, 0, kbase + KC + j * D - v0, D, &lv);
+		int64_t kc = st->kv_order ? 2 * j * D : kbase + j * D, vc = st->kv_order ? kc + D : kbase + KC + j * D;
+		const float *kp = kv_panels(m, &m->kv[w->part][0], st->in[1], t, 1, kc - k0, D, &lk);
+		const float *vp = kv_panels(m, &m->kv[w->part][1], st->in[2], t, 0, vc - v0, D, &lv);
 		if (kp && vp)           /* (a stage whose shards hold not the head's columns: zeros, which the checks name) */
 			attend(q + i * D, qcols, kp, vp, res + i * hw, C, R, lk.rows, D, (float)st->scale, partial, see);
 	}

@@ -125,6 +125,14 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 				      "the model %lld heads of %lld at theta %g", op->name, found, (long long)st->heads,
 				      (long long)st->head_dim, st->theta, (long long)op->heads, (long long)op->head_dim,
 				      op->theta);
+		if (op->kind == OP_ROPE && st->head_stride != op->head_stride)
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates heads %lld columns apart, "
+				      "the model %lld (head_stride)", op->name, found, (long long)st->head_stride,
+				      (long long)op->head_stride);
+		if (op->kind == OP_ATTENTION && st->kv_order != op->kv_order)
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads k and v in kv_order %s, "
+				      "the model %s", op->name, found, st->kv_order ? "heads" : "kv",
+				      op->kv_order ? "heads" : "kv");
 		if (op->kind == OP_ATTENTION) {
 			const MTensor *o = &m->t[op->out];
 			int64_t C = o->shape[o->rank - 1];

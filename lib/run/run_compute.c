@@ -170,6 +170,7 @@ static void *compute_tiles(void *arg)
 			 * or a wide row's column block of whole heads, from c0) */
 			float *pos = run_read_shard(m, st->in[1], t, &lb);
 			int64_t D = st->head_dim, h2 = D / 2, c0 = run_shard_first(m, st->in[0], t, 2);
+			int64_t S = st->head_stride > 0 ? st->head_stride : D;  /* head h at column h*S */
 			double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once per shard */
 			for (int64_t i = 0; i < h2; i++)
 				fr[i] = pow(st->theta, -2.0 * (double)i / (double)D);
@@ -179,10 +180,10 @@ static void *compute_tiles(void *arg)
 					double ang = (double)pos[r] * fr[i];
 					float c = (float)cos(ang), s = (float)sin(ang);
 					for (int64_t h = 0; h < st->heads; h++) {
-						if (h * D < c0 || h * D - c0 + D > C)
+						if (h * S < c0 || h * S - c0 + D > C)
 							continue;       /* not this shard's */
-						const float *x = a + r * C + h * D - c0;
-						float *y = res + r * C + h * D - c0;
+						const float *x = a + r * C + h * S - c0;
+						float *y = res + r * C + h * S - c0;
 						y[i] = x[i] * c - x[i + h2] * s;
 						y[i + h2] = x[i + h2] * c + x[i] * s;
 					}

@@ -76,10 +76,11 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
 void ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
 	       int64_t N);
 /* Attention on two threads: q [B, Tq, qw], kv [B, Tk, kw] (fused: kv ==
- * q, keys after the C query columns), y [B, Tq, C]; G heads of k and v,
- * causal or not, or causal by the query rows' positions pos. */
+ * q, keys after the C query columns), y [B, Tq, C]; G heads of k and v
+ * (order 1: kv_order heads, each kv head's keys then its values), causal
+ * or not, or causal by the query rows' positions pos. */
 void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
-		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused,
+		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int order, int fused,
 		double scale);
 /* Layernorm and RMSNorm of rows of C values, in double. */
 void ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
@@ -89,7 +90,7 @@ void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t
 void ref_silu(const float *x, float *y, int64_t n);
 /* Rotary positions on rows of C values, in double: each row's first heads
  * heads of D columns rotated by pos[row]. */
-void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
+void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
 	      double theta);
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions
  * pos [B, T], into y. */

@@ -149,7 +149,8 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		ref_mul(x, minst(m, r, op->in[1], iter), y, n);
 		break;
 	case OP_ROPE:
-		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->theta);
+		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->head_stride,
+			 op->theta);
 		break;
 	case OP_LAST:
 		ref_last(x, y, in->shape[0], in->shape[1], C);
@@ -168,7 +169,8 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		const MTensor *kv = &m->t[op->in[1]];
 		const float *pos = op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL;
 		ref_attend(x, minst(m, r, op->in[1], iter), pos, y, in->shape[0], in->shape[1], kv->shape[1],
-			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->in[0] == op->in[1],
+			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->kv_order,
+			   op->in[0] == op->in[1],
 			   1.0 / sqrt((double)(C / op->heads)));
 		break;
 	}

@@ -82,8 +82,9 @@ static float *inst(PRef *c, int t, int64_t iter)
 
 /* Attention for the reference: every (batch entry, head) with index %
  * parts == part. q [B, Tq, qw] (head h's columns from h * D), kv [B, Tk,
- * kw] (kv head h / (H / G)'s keys from column ko, its values from
- * ko + G * D), y [B, Tq, C]. Causal: query i sees keys j <= i + Tk - Tq.
+ * kw] (kv head j = h / (H / G)'s keys from column ko + j * D, its values
+ * from ko + G * D + j * D; in kv_order heads (order 1) its keys from
+ * ko + 2 * j * D, its values D after them), y [B, Tq, C]. Causal: query i sees keys j <= i + Tk - Tq.
  * Products in fp32 (run_gemm_ref), the softmax's statistics and
  * exponentials in double. */
 typedef struct {
@@ -91,7 +92,7 @@ typedef struct {
 	float *y;
 	const float *pos;       /* each query row's position (the keys it sees: 0 .. position), or NULL */
 	int64_t B, Tq, Tk, qw, kw, C, H, G, ko;
-	int causal;
+	int causal, order;
 	double scale;
 	int part, parts;
 } RefAttn;
@@ -100,7 +101,7 @@ static void *ref_attention(void *arg)
 {
 	RefAttn *a = arg;
 	int64_t B = a->B, Tq = a->Tq, Tk = a->Tk, H = a->H, C = a->C;
-	int64_t D = C / H, qw = a->qw, kw = a->kw, vo = a->ko + a->G * D;
+	int64_t D = C / H, qw = a->qw, kw = a->kw, ks = a->order ? 2 * D : D, vo = a->ko + (a->order ? D : a->G * D);
 	float *qh = xmalloc((size_t)(Tq * D) * sizeof *qh), *kt = xmalloc((size_t)(Tk * D) * sizeof *kt);
 	float *vv = xmalloc((size_t)(Tk * D) * sizeof *vv), *s = xmalloc((size_t)(Tq * Tk) * sizeof *s);
 	float *o = xmalloc((size_t)(Tq * D) * sizeof *o);
@@ -111,8 +112,8 @@ static void *ref_attention(void *arg)
 			memcpy(qh + i * D, a->q + (bb * Tq + i) * qw + h * D, (size_t)D * sizeof *qh);
 		for (int64_t j = 0; j < Tk; j++)
 			for (int64_t d = 0; d < D; d++) {
-				kt[d * Tk + j] = a->kv[(bb * Tk + j) * kw + a->ko + kh * D + d];
-				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + kh * D + d];
+				kt[d * Tk + j] = a->kv[(bb * Tk + j) * kw + a->ko + kh * ks + d];
+				vv[j * D + d] = a->kv[(bb * Tk + j) * kw + vo + kh * ks + d];
 			}
 		memset(s, 0, (size_t)(Tq * Tk) * sizeof *s);
 		run_gemm_ref(qh, kt, s, Tq, D, Tk);
@@ -149,10 +150,10 @@ static void *ref_attention(void *arg)
  * (fused: kv == q, keys after the C query columns), y [B, Tq, C]; G heads
  * of k and v, causal or not, or causal by the query rows' positions pos. */
 void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
-		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int fused,
+		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int order, int fused,
 		double scale)
 {
-	RefAttn ra = { q, kv, y, pos, B, Tq, Tk, qw, kw, C, H, G, fused ? C : 0, causal, scale, 0, 2 };
+	RefAttn ra = { q, kv, y, pos, B, Tq, Tk, qw, kw, C, H, G, fused ? C : 0, causal, order, scale, 0, 2 };
 	RefAttn rb = ra;
 	pthread_t th;
 	rb.part = 1;
@@ -207,10 +208,10 @@ void ref_silu(const float *x, float *y, int64_t n)
 }
 
 /* Rotary positions on rows of C values, in double: row r's first heads
- * heads of D columns rotated pairwise (i, i + D/2) by pos[r] x
- * theta^(-2i/D); the columns after them copied. */
+ * heads of D columns, head h at column h x S, rotated pairwise (i,
+ * i + D/2) by pos[r] x theta^(-2i/D); every other column copied. */
 void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
-	      double theta)
+	      int64_t S, double theta)
 {
 	int64_t h2 = D / 2;
 	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once */
@@ -221,8 +222,8 @@ void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t 
 		for (int64_t i = 0; i < h2; i++) {
 			double ang = (double)pos[r] * fr[i], c = cos(ang), s = sin(ang);
 			for (int64_t h = 0; h < heads; h++) {
-				const float *xr = x + r * C + h * D;
-				float *yr = y + r * C + h * D;
+				const float *xr = x + r * C + h * S;
+				float *yr = y + r * C + h * S;
 				yr[i] = (float)(xr[i] * c - xr[i + h2] * s);
 				yr[i + h2] = (float)(xr[i + h2] * c + xr[i] * s);
 			}
@@ -322,13 +323,15 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n);
 		break;
 	case C_ROPE:
-		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim, st->theta);
+		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,
+			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->theta);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
 		const float *pos = st->nin > 3 ? inst(c, pl->p[st->in[3]].tensor, iter) : NULL;
 		ref_attend(x, ref[pl->p[st->in[1]].tensor], pos, y, Q->shape[0], Q->shape[1], KV->shape[1],
-			   Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, Q == KV, st->scale);
+			   Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, st->kv_order, Q == KV,
+			   st->scale);
 		break;
 	}
 	case C_LAST:

@@ -22,10 +22,10 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 10          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+#define PLAN_VERSION 11          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
 				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
-				 * tiles of one head, partials unchunked) and 9 (no sumsq, rmsnorm on whole rows)
-				 * are still read */
+				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows) and
+				 * 10 (no rope head_stride, no attention kv_order) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -101,6 +101,9 @@ typedef struct {
 	int causal;                 /* attention: query i sees keys up to i + keys - queries, or with
 				     * positions (in[3]) keys up to its position */
 	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
+	int64_t head_stride;        /* rope (version 11): columns from one rotated head's start to the next's */
+	int kv_order;               /* attention (version 11): 1 when k and v are in kv_order heads (kv head
+				     * j's keys at its 2jD, its values at 2jD + D), 0 all keys then all values */
 	double theta;               /* rope: the frequencies' base */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
 	int64_t chunks;             /* attention writing a partial: each head's D columns cut into this many, each

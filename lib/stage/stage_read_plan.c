@@ -242,7 +242,8 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
-					   "causal", "scale", "scratch", "head_dim", "theta", "first", "chunks", NULL };
+					   "causal", "scale", "scratch", "head_dim", "theta", "first", "chunks",
+					   "head_stride", "kv_order", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -319,6 +320,22 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 			return -1;
 		if (s.compute == C_ROPE && (s.head_dim % 2 || !(s.theta > 1) || !isfinite(s.theta)))
 			return val_err(f, r, e, "rope needs an even head_dim and a theta above 1");
+		s.head_stride = s.head_dim;
+		if ((v = map_get(r, "head_stride"))) {
+			if (s.compute != C_ROPE || version < 11)
+				return val_err(f, v, e, s.compute != C_ROPE ? "only rope takes head_stride" :
+					       "head_stride needs version 11 (this file is version %d)", version);
+			if (get_int(f, r, "head_stride", s.head_dim, 1 << 20, &s.head_stride, e))
+				return -1;
+		}
+		if ((v = map_get(r, "kv_order"))) {
+			if (s.compute != C_ATTENTION || version < 11)
+				return val_err(f, v, e, s.compute != C_ATTENTION ? "only attention takes kv_order" :
+					       "kv_order needs version 11 (this file is version %d)", version);
+			if (v->kind != VAL_SCALAR || strcmp(v->s, "heads"))
+				return val_err(f, v, e, "kv_order is 'heads' (written only then)");
+			s.kv_order = 1;
+		}
 		if (s.compute != C_ROPE && (map_get(r, "head_dim") || map_get(r, "theta")))
 			return val_err(f, map_get(r, map_get(r, "head_dim") ? "head_dim" : "theta"), e,
 				       "only rope takes head_dim and theta");

@@ -61,6 +61,8 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 		if (s->compute == C_ROPE) {
 			yw_kint(w, "heads", s->heads);
 			yw_kint(w, "head_dim", s->head_dim);
+			if (s->head_stride != s->head_dim)
+				yw_kint(w, "head_stride", s->head_stride);
 			yw_str(w, "theta");
 			yw_f64(w, s->theta);
 		}
@@ -70,6 +72,8 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 				yw_kint(w, "kv_heads", s->kv_heads);
 			if (s->causal)
 				yw_kbool(w, "causal", 1);
+			if (s->kv_order)
+				yw_kstr(w, "kv_order", "heads");
 			yw_str(w, "scale");
 			yw_f64(w, s->scale);
 			yw_kint(w, "scratch", s->scratch);
