@@ -78,12 +78,12 @@ static const char *self_path(void)
  * when they are not there (then PATH finds them). */
 static const char *bin_dir(void)
 {
-	char *dir = tool_exe_dir();
+	static char *dir;       /* (kept for the run) */
+	free(dir);
+	dir = tool_exe_dir();
 	char *probe = dir ? xasprintf("%s/amp-plan", dir) : NULL;
 	int ok = probe && access(probe, X_OK) == 0;
 	free(probe);
-	if (!ok)
-		free(dir);
 	return ok ? dir : NULL;
 }
 

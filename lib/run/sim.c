@@ -315,11 +315,12 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 				const uint8_t *want = row.want + cc * esz;
 				for (int k = 0; k < esz; k++)
 					if (m[off + k] != want[k]) {
+						int wk = want[k];       /* (want is the row's, freed next) */
 						row_free(&row);
 						return errf(w->e, "tile %lld, step %d: tensor '%s' (placement "
 							    "'%s', an alias of its source) offset %lld: expected "
 							    "0x%02x, found 0x%02x", (long long)t, w->step, tn,
-							    p->name, (long long)(p->addr + off), want[k], m[off + k]);
+							    p->name, (long long)(p->addr + off), wk, m[off + k]);
 					}
 			}
 		}
