@@ -14,7 +14,7 @@ Lowering lowering_default(void)
 
 /* The sequence's tail, amp-group's part: group (by group, or plan_group),
  * then, with schedule, the schedule at per_record. */
-static int group_schedule(Plan *pl, int (*group)(Plan *, int, Err *), int weights, int schedule, int64_t per_record,
+static int group_schedule(Plan *pl, int (*group)(Plan *, int, Err *), int weights, int schedule, double per_record,
 			  ScheduleStats *stats, Err *e)
 {
 	if ((group ? group : plan_group)(pl, weights, e))

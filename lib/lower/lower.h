@@ -27,7 +27,7 @@ typedef struct {
 	int compose;            /* amp-compose's rewrite first (a pipeline may leave that stage out) */
 	int weights;            /* plan_group's parameter delivery (WEIGHTS_*; 0 is forward) */
 	int schedule;           /* order every phase (plan_schedule), or keep record order */
-	int64_t per_record;     /* the schedule's price of a record it adds, in cycles */
+	double per_record;      /* the schedule's price of a record it adds, in cycles */
 	int (*alloc)(Plan *pl, Err *e);                 /* NULL: plan_alloc */
 	int (*group)(Plan *pl, int weights, Err *e);    /* NULL: plan_group */
 	ScheduleStats *stats;   /* or NULL: the schedule's */

@@ -401,9 +401,68 @@ static void by_rounds(const Items *v, int64_t *order, int64_t T)
 	free(rcv);
 }
 
-/* The three candidate orders of a phase: the list schedule with pairs
- * waiting on one tile parked, the exact list schedule, and rounds. */
-typedef enum { ORDER_PARKED, ORDER_EXACT, ORDER_ROUNDS, ORDER_MODES } OrderMode;
+/* Diagonals: an item's round is (a + b) mod M, a its rank among its
+ * sender's items (by first receiver, then record order), b its rank
+ * among its first receiver's (by sender, then record order), M the most
+ * items any tile sends or receives first. Where senders and receivers
+ * form complete groups (every sender of a group to every receiver: a
+ * row-to-column relayout, a gather into staging blocks) whatever their
+ * tile numbers, each round then has every sender once and every
+ * receiver at most once, so the phase takes about M rounds of one item,
+ * its busiest tile's. Ties: record order. */
+static _Thread_local int64_t *rank_key;
+
+static int by_rank(const void *a, const void *b)
+{
+	const int64_t *x = &rank_key[2 * *(const int64_t *)a], *y = &rank_key[2 * *(const int64_t *)b];
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* rank[it->seq]: item's place among the items sharing its tile (own: the
+ * sender, else its first receiver) ordered by the other tile, then seq;
+ * returns the most items on one tile. */
+static int64_t ranks(const Items *v, int own_is_src, int64_t T, int64_t *rank)
+{
+	int64_t n = v->n, *idx = xmalloc((size_t)(n + 1) * sizeof *idx);
+	int64_t *key = xmalloc((size_t)(2 * n + 2) * sizeof *key), most = 0;
+	for (int64_t i = 0; i < n; i++) {
+		const Frag *f = &v->it[i].f;
+		int64_t s = f->src, d = tile_mod(f->dst_tile, T);
+		idx[i] = i;
+		key[2 * i] = own_is_src ? s * T + d : d * T + s;
+		key[2 * i + 1] = v->it[i].seq;
+	}
+	rank_key = key;
+	qsort(idx, (size_t)n, sizeof *idx, by_rank);
+	for (int64_t k = 0, first = 0; k < n; k++) {
+		int64_t own = key[2 * idx[k]] / T;
+		if (k && own != key[2 * idx[k - 1]] / T)
+			first = k;
+		rank[v->it[idx[k]].seq] = k - first;
+		most = k - first + 1 > most ? k - first + 1 : most;
+	}
+	free(key);
+	free(idx);
+	return most;
+}
+
+static void by_diagonals(const Items *v, int64_t *order, int64_t T)
+{
+	int64_t n = v->n;
+	int64_t *a = xmalloc((size_t)(n + 1) * sizeof *a), *b = xmalloc((size_t)(n + 1) * sizeof *b);
+	int64_t ms = ranks(v, 1, T, a), mr = ranks(v, 0, T, b), M = ms > mr ? ms : mr;
+	for (int64_t k = 0; k < n; k++)
+		a[k] = (a[k] + b[k]) % M;
+	order_by(v, a, order);
+	free(a);
+	free(b);
+}
+
+/* The candidate orders of a phase: the list schedule with pairs waiting
+ * on one tile parked, the exact list schedule, rounds and diagonals. */
+typedef enum { ORDER_PARKED, ORDER_EXACT, ORDER_ROUNDS, ORDER_DIAGONALS, ORDER_MODES } OrderMode;
 
 /* Does a send of records x[0..n) read bytes of the step's destination? */
 static int reads_dst(const Plan *pl, int step, const Xfer *x, int n)
@@ -464,8 +523,8 @@ static void schedule_step(const Plan *pl, Replay *r, const Xfer *x, int n, Order
 	if (at < 0)
 		return;
 	int64_t *order = xmalloc((size_t)(v.n + 1) * sizeof *order);
-	if (mode == ORDER_ROUNDS) {
-		by_rounds(&v, order, T);
+	if (mode == ORDER_ROUNDS || mode == ORDER_DIAGONALS) {
+		(mode == ORDER_ROUNDS ? by_rounds : by_diagonals)(&v, order, T);
 		issue_units(r, &v, order, v.n, T);
 	} else {
 		list_schedule(r, &v, order, T, mode == ORDER_EXACT);
@@ -561,10 +620,10 @@ static void *order_run(void *arg)
  * (the caller passes only such), worth taking, and, strict, does it grow
  * no tile's row? */
 static int worth(const Plan *pl, int p, int lo, int hi, int64_t old, const Out *o, int64_t now, int strict,
-		 int64_t per_record, int64_t *ra, int64_t *rb)
+		 double per_record, int64_t *ra, int64_t *rb)
 {
 	/* faster by per_record cycles (one run) for each record added */
-	int take = old - now >= per_record * (o->n - (hi - lo));
+	int take = (double)(old - now) >= per_record * (o->n - (hi - lo));
 	if (take && strict) {
 		row_sizes(pl, p, pl->x + lo, hi - lo, ra);
 		row_sizes(pl, p, o->x, o->n, rb);
@@ -607,7 +666,7 @@ static void order_free(Work *w)
 
 /* The records of pl with each phase in the order worth taking (strict:
  * also growing no row), into *all. */
-static void pick_pass(const Plan *pl, const Work *w, int strict, int64_t per_record, ScheduleStats *stats,
+static void pick_pass(const Plan *pl, const Work *w, int strict, double per_record, ScheduleStats *stats,
 		      Out *all)
 {
 	int64_t T = pl->machine.tiles;
@@ -661,7 +720,7 @@ static int fits(const Plan *pl)
 	return ok;
 }
 
-int plan_schedule(Plan *pl, int64_t per_record, ScheduleStats *stats, Err *e)
+int plan_schedule(Plan *pl, double per_record, ScheduleStats *stats, Err *e)
 {
 	for (int i = 1; i < pl->nx; i++)
 		if (pl->x[i].step < pl->x[i - 1].step)

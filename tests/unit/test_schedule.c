@@ -298,6 +298,48 @@ static void gathers(void)
 	}
 }
 
+/* Complete groups on scrambled tiles: the tiles shuffled, each group's S
+ * senders send L bytes to each of its R receivers, one record a sender,
+ * every sender's receivers in the same order (so in record order all
+ * start with the group's first receiver). The floor is the busiest
+ * tile's max(S, R) fragments. */
+static Plan groups(int64_t S, int64_t Rc, int64_t L, unsigned *seed)
+{
+	int64_t perm[T];
+	for (int64_t t = 0; t < T; t++)
+		perm[t] = t;
+	for (int64_t t = T - 1; t > 0; t--) {
+		int64_t j = rand_r(seed) % (t + 1), x = perm[t];
+		perm[t] = perm[j], perm[j] = x;
+	}
+	Plan pl = phase_plan(1);
+	pl.x = calloc((size_t)T * T, sizeof *pl.x);
+	for (int64_t g = 0; (g + 1) * (S + Rc) <= T; g++)
+		for (int64_t i = 0; i < S; i++)
+			for (int64_t j = 0; j < Rc; j++)
+				pl.x[pl.nx++] = send(0, perm[g * (S + Rc) + i], j * L, perm[g * (S + Rc) + S + j],
+						     W + i * L, 1, L);
+	return pl;
+}
+
+static void complete_groups(void)
+{
+	unsigned seed = 7;
+	static const int64_t sr[][2] = { { 4, 4 }, { 3, 5 }, { 5, 3 }, { 7, 8 } };
+	t_case("complete groups of senders and receivers on scrambled tiles are scheduled to within 10% of their floor");
+	for (int k = 0; k < 4; k++)
+		for (int r = 0; r < 5; r++) {
+			Plan pl = groups(sr[k][0], sr[k][1], 2048, &seed);
+			int64_t c0 = phase_cycles(&pl, 0), floor = phase_floor(&pl, 0, NULL);
+			Err e;
+			plan_schedule(&pl, 0, NULL, &e);
+			int64_t c1 = phase_cycles(&pl, 0);
+			CHECK(c1 * 10 <= floor * 11 && c1 < c0, "%lld x %lld: %lld cycles, record order %lld, floor %lld",
+			      (long long)sr[k][0], (long long)sr[k][1], (long long)c1, (long long)c0, (long long)floor);
+			plan_done(&pl);
+		}
+}
+
 /* A new order that adds records must save per_record cycles for each. */
 static void per_record(void)
 {
@@ -390,6 +432,7 @@ int main(void)
 	random_phases();
 	reduction();
 	gathers();
+	complete_groups();
 	per_record();
 	limits();
 	no_gain();
