@@ -106,6 +106,8 @@ static void op_line(Str *l, Walk *w, const MOp *o)
 		str_printf(l, " heads %lld head_dim %lld theta %.17g", (long long)o->heads, (long long)o->head_dim, o->theta);
 		if (o->head_stride != o->head_dim)     /* (version 6; absent, the digest of older models stays) */
 			str_printf(l, " head_stride %lld", (long long)o->head_stride);
+		if (o->interleaved)                     /* (version 7) */
+			str_printf(l, " pairs interleaved");
 		break;
 	case OP_EMBED: str_printf(l, " transposed %d", o->transposed); break;
 	case OP_ATTENTION:

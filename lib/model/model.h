@@ -17,9 +17,9 @@
 #include "model/layout.h"
 #include "model/machine.h"
 
-#define MODEL_VERSION 6       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
+#define MODEL_VERSION 7       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
 				 * silu or mul), 4 (no state, append, embed or attention positions), 5 (no rope
-				 * head_stride, no attention kv_order) and 6 */
+				 * head_stride, no attention kv_order), 6 (no rope pairs) and 7 */
 #define MAX_RANK 4
 
 /* T_STATE: a resident tensor whose values persist from one run of the
@@ -64,6 +64,8 @@ typedef struct {
 	int64_t head_dim;   /* rope: width of each rotated head (its first heads x head_dim columns) */
 	int64_t head_stride; /* rope (version 6): columns from one rotated head's start to the next's
 			      * (head_dim: side by side; 2 x head_dim: a kv tensor in kv_order heads) */
+	int interleaved;    /* rope (version 7): 0 pairs half (element i of a head with i + head_dim/2,
+			     * Hugging Face's rotate_half), 1 interleaved (2i with 2i + 1) */
 	int kv_order;       /* attention (version 6): 0 kv (every kv head's keys, then every one's values);
 			     * 1 heads (kv head j's keys, then its values, at columns 2jD .. 2jD + 2D) */
 	double theta;       /* rope: the frequencies' base */

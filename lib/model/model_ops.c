@@ -98,7 +98,8 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
-		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "head_stride", "theta", "out", NULL },
+		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "head_stride", "pairs", "theta", "out",
+			      NULL },
 		[OP_APPEND] = { "op", "name", "cache", "x", "positions", "first", NULL },
 		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
 		[OP_LAST] = { "op", "name", "x", "out", NULL },
@@ -205,6 +206,15 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 				return val_err(f, kv, e, "rope '%s': head_stride %lld is less than head_dim %lld (the "
 					       "rotated heads would overlap)", name, (long long)o.head_stride,
 					       (long long)o.head_dim);
+		}
+		if ((kv = map_get(v, "pairs"))) {
+			if (m->version < 7)
+				return val_err(f, kv, e, "rope '%s': pairs needs amp-model: 7 (this file is "
+					       "version %d)", name, m->version);
+			if (kv->kind != VAL_SCALAR || (strcmp(kv->s, "half") && strcmp(kv->s, "interleaved")))
+				return val_err(f, kv, e, "rope '%s': pairs is 'half' (element i of a head with i + "
+					       "head_dim/2) or 'interleaved' (2i with 2i + 1)", name);
+			o.interleaved = !strcmp(kv->s, "interleaved");
 		}
 		o.theta = 10000;
 		if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o.theta, e))

@@ -162,6 +162,9 @@ int class_claim(Builder *b, int t, int pi)
 	const Placement *p = &b->pl->p[pi];
 	if (!class_open(b, t) || p->rank != 3 || p->layout != LAYOUT_ROW_MAJOR || p->nrep || place_windowed(p))
 		return 0;
+	for (int i = 0; i < b->m->nops && p->block[2] % 2; i++)        /* an interleaved rope's pairs stay whole */
+		if (b->m->ops[i].kind == OP_ROPE && b->m->ops[i].interleaved && b->cls[b->m->ops[i].in[0]] == b->cls[t])
+			return 0;
 	b->cls_place[b->cls[t]] = pi;
 	b->canon[t] = pi;
 	return 1;
@@ -246,7 +249,7 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 		if (op->out >= 0 && k != OP_MATMUL && k != OP_ATTENTION && k != OP_SILU && k != OP_GELU &&
 		    k != OP_MUL && k != OP_ADD && k != OP_CAST)
 			fixed[op->out] = 1;
-		if ((k == OP_RMSNORM || k == OP_LAYERNORM || k == OP_ROPE) && op->in[0] >= 0)
+		if ((k == OP_RMSNORM || k == OP_LAYERNORM || (k == OP_ROPE && !op->interleaved)) && op->in[0] >= 0)
 			fixed[op->in[0]] = 1;
 	}
 	for (int i = 0; i < m->nops; i++) {
@@ -271,10 +274,11 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 			seed[op->out] = 1;      /* a (in[0]) any cut, cast to b's format there; b is a parameter */
 			work[op->in[0]] = 1;
 			break;
-		case OP_ROPE:                   /* whole heads on each tile, positions beside them */
+		case OP_ROPE:                   /* whole heads (or pairs) on each tile, positions beside them */
 			uf_join(c, op->in[0], op->out);
 			work[op->in[0]] = 1;
-			unit[op->in[0]] = unit[op->in[0]] / gcd64(unit[op->in[0]], op->head_dim) * op->head_dim;
+			if (!op->interleaved)   /* interleaved: a pair is two columns, in every unit */
+				unit[op->in[0]] = unit[op->in[0]] / gcd64(unit[op->in[0]], op->head_dim) * op->head_dim;
 			break;
 		case OP_ATTENTION:              /* q copied from any cut (not a fused qkv) */
 			seed[op->out] = 1;

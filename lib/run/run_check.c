@@ -129,6 +129,10 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates heads %lld columns apart, "
 				      "the model %lld (head_stride)", op->name, found, (long long)st->head_stride,
 				      (long long)op->head_stride);
+		if (op->kind == OP_ROPE && st->interleaved != op->interleaved)
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates pairs %s, the model %s",
+				      op->name, found, st->interleaved ? "interleaved" : "half",
+				      op->interleaved ? "interleaved" : "half");
 		if (op->kind == OP_ATTENTION && st->kv_order != op->kv_order)
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads k and v in kv_order %s, "
 				      "the model %s", op->name, found, st->kv_order ? "heads" : "kv",

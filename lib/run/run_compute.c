@@ -166,11 +166,13 @@ static void *compute_tiles(void *arg)
 				res[q] = silu(a[q]);
 			break;
 		case C_ROPE: {                  /* each row's heads rotated by its position */
-			/* the heads whose columns the shard holds (all of a row's,
-			 * or a wide row's column block of whole heads, from c0) */
+			/* the pairs whose columns the shard holds (all of a row's,
+			 * or a wide row's column block from c0: of whole heads, or
+			 * interleaved of whole pairs) */
 			float *pos = run_read_shard(m, st->in[1], t, &lb);
 			int64_t D = st->head_dim, h2 = D / 2, c0 = run_shard_first(m, st->in[0], t, 2);
 			int64_t S = st->head_stride > 0 ? st->head_stride : D;  /* head h at column h*S */
+			int64_t lo = st->interleaved ? 2 : 1, hi = st->interleaved ? 1 : h2;   /* pair i: i*lo, i*lo + hi */
 			double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once per shard */
 			for (int64_t i = 0; i < h2; i++)
 				fr[i] = pow(st->theta, -2.0 * (double)i / (double)D);
@@ -180,12 +182,12 @@ static void *compute_tiles(void *arg)
 					double ang = (double)pos[r] * fr[i];
 					float c = (float)cos(ang), s = (float)sin(ang);
 					for (int64_t h = 0; h < st->heads; h++) {
-						if (h * S < c0 || h * S - c0 + D > C)
+						int64_t p = h * S + i * lo - c0, q = p + hi;      /* in the shard */
+						if (p < 0 || q >= C)
 							continue;       /* not this shard's */
-						const float *x = a + r * C + h * S - c0;
-						float *y = res + r * C + h * S - c0;
-						y[i] = x[i] * c - x[i + h2] * s;
-						y[i + h2] = x[i + h2] * c + x[i] * s;
+						float xp = a[r * C + p], xq = a[r * C + q];
+						res[r * C + p] = xp * c - xq * s;
+						res[r * C + q] = xq * c + xp * s;
 					}
 				}
 			free(pos);

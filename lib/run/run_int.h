@@ -88,10 +88,11 @@ void ref_layernorm(const float *x, const float *g, const float *b, float *y, int
 void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps);
 /* y[i] = x[i] * sigmoid(x[i]), in double. */
 void ref_silu(const float *x, float *y, int64_t n);
-/* Rotary positions on rows of C values, in double: each row's first heads
- * heads of D columns rotated by pos[row]. */
+/* Rotary positions on rows of C values, in double: each row's heads of D
+ * columns (head h at column h*S) rotated by pos[row], pair i of a head
+ * its elements i and i + D/2, or (interleaved) 2i and 2i + 1. */
 void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
-	      double theta);
+	      int interleaved, double theta);
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions
  * pos [B, T], into y. */
 void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,

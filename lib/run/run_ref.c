@@ -211,8 +211,10 @@ void ref_silu(const float *x, float *y, int64_t n)
  * heads of D columns, head h at column h x S, rotated pairwise (i,
  * i + D/2) by pos[r] x theta^(-2i/D); every other column copied. */
 void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
-	      int64_t S, double theta)
+	      int64_t S, int interleaved, double theta)
 {
+	/* pair i: elements i and i + D/2 of each head, or 2i and 2i + 1 */
+	int64_t lo = interleaved ? 2 : 1, hi = interleaved ? 1 : D / 2;
 	int64_t h2 = D / 2;
 	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once */
 	for (int64_t i = 0; i < h2; i++)
@@ -224,8 +226,9 @@ void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t 
 			for (int64_t h = 0; h < heads; h++) {
 				const float *xr = x + r * C + h * S;
 				float *yr = y + r * C + h * S;
-				yr[i] = (float)(xr[i] * c - xr[i + h2] * s);
-				yr[i + h2] = (float)(xr[i + h2] * c + xr[i] * s);
+				int64_t a = i * lo, b = a + hi;
+				yr[a] = (float)(xr[a] * c - xr[b] * s);
+				yr[b] = (float)(xr[b] * c + xr[a] * s);
 			}
 		}
 	free(fr);
@@ -324,7 +327,7 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		break;
 	case C_ROPE:
 		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,
-			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->theta);
+			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved, st->theta);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];

@@ -22,10 +22,10 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 11          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+#define PLAN_VERSION 12          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
 				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
-				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows) and
-				 * 10 (no rope head_stride, no attention kv_order) are still read */
+				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows), 10
+				 * (no rope head_stride, no attention kv_order) and 11 (no rope pairs) are still read */
 #define PLAN_VERSION_OLDEST 4
 
 /* The stage files that carry a plan: each adds to the one before it.
@@ -102,6 +102,8 @@ typedef struct {
 				     * positions (in[3]) keys up to its position */
 	int64_t head_dim;           /* rope: width of each rotated head (heads of them, from column 0) */
 	int64_t head_stride;        /* rope (version 11): columns from one rotated head's start to the next's */
+	int interleaved;            /* rope (version 12): 1 pairs interleaved (2i with 2i + 1), 0 half (i with
+				     * i + head_dim/2) */
 	int kv_order;               /* attention (version 11): 1 when k and v are in kv_order heads (kv head
 				     * j's keys at its 2jD, its values at 2jD + D), 0 all keys then all values */
 	double theta;               /* rope: the frequencies' base */

@@ -243,7 +243,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
 					   "causal", "scale", "scratch", "head_dim", "theta", "first", "chunks",
-					   "head_stride", "kv_order", NULL };
+					   "head_stride", "kv_order", "pairs", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -327,6 +327,14 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 					       "head_stride needs version 11 (this file is version %d)", version);
 			if (get_int(f, r, "head_stride", s.head_dim, 1 << 20, &s.head_stride, e))
 				return -1;
+		}
+		if ((v = map_get(r, "pairs"))) {
+			if (s.compute != C_ROPE || version < 12)
+				return val_err(f, v, e, s.compute != C_ROPE ? "only rope takes pairs" :
+					       "pairs needs version 12 (this file is version %d)", version);
+			if (v->kind != VAL_SCALAR || strcmp(v->s, "interleaved"))
+				return val_err(f, v, e, "pairs is 'interleaved' when given (absent: half)");
+			s.interleaved = 1;
 		}
 		if ((v = map_get(r, "kv_order"))) {
 			if (s.compute != C_ATTENTION || version < 11)

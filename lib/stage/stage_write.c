@@ -63,6 +63,8 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_kint(w, "head_dim", s->head_dim);
 			if (s->head_stride != s->head_dim)
 				yw_kint(w, "head_stride", s->head_stride);
+			if (s->interleaved)
+				yw_kstr(w, "pairs", "interleaved");
 			yw_str(w, "theta");
 			yw_f64(w, s->theta);
 		}

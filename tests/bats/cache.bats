@@ -112,7 +112,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 
 @test "cache: a version 7 stage with a state is refused at its role" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 11$/version: 7/' p.yaml > p7.yaml
+	sed 's/^version: 12$/version: 7/' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p7.yaml:[0-9]+:[0-9]+:\ role\ state\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\)$ ]] ||
@@ -179,7 +179,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	sed 's/shape: \[8, 2048, 640\]/shape: [8, 2432, 640]/' "$ROOT/share/models/smollm2-360m-decode.yaml" > long.yaml
 	run grep -c '2432, 640' long.yaml
 	assert_output 1
-	plan_rejects long.yaml 16:3 "No plan avoids the parameters and states: 760342400 bytes, at least 516537 per tile" long.yaml
+	plan_rejects long.yaml 19:3 "No plan avoids the parameters and states: 760342400 bytes, at least 516537 per tile" long.yaml
 }
 
 # home MODEL OUT: MODEL with its attention pinned to run on the cache's home
@@ -243,7 +243,7 @@ home() {
 @test "cache: a version 8 stage with chunks is refused at the key" {
 	home "$DEC" dh.yaml
 	amp-plan dh.yaml -o p.yaml
-	sed 's/^version: 11$/version: 8/' p.yaml > p8.yaml
+	sed 's/^version: 12$/version: 8/' p.yaml > p8.yaml
 	run --separate-stderr amp-compose p8.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p8.yaml:[0-9]+:[0-9]+:\ chunks\ needs\ version\ 9\ \(this\ file\ is\ version\ 8\)$ ]] ||

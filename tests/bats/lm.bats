@@ -115,7 +115,7 @@ ids_npy() {
 @test "lm: a version 7 stage with an embed is refused at the host record" {
 	amp-plan "$DEC" -o p.yaml
 	# keep the state out of it: the host record is read first
-	sed 's/^version: 11$/version: 7/; /role: state/d' p.yaml > p7.yaml
+	sed 's/^version: 12$/version: 7/; /role: state/d' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
@@ -161,7 +161,7 @@ ids_npy() {
 
 @test "lm: a version 9 stage with a norm over column blocks is refused at sumsq" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 11$/version: 9/' p.yaml > p9.yaml
+	sed 's/^version: 12$/version: 9/' p.yaml > p9.yaml
 	run --separate-stderr amp-compose p9.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p9.yaml:[0-9]+:[0-9]+:\ compute\ \'sumsq\'\ needs\ version\ 10\ \(this\ file\ is\ version\ 9\)$ ]] ||

@@ -54,6 +54,7 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 	rng2 ^= rng2 << 13, rng2 ^= rng2 >> 7, rng2 ^= rng2 << 17;
 	gated |= T == 1 && rng2 % 4 != 0;
 	int head = gated && T == 1 && (rng2 >> 8) % 4 != 0;
+	int il = head && (rng2 >> 50) % 2;      /* its pairs interleaved: on any cut of whole pairs */
 	/* the head rotates whole heads of 16 or 32 columns of the final norm's
 	 * rows (those past the last whole head unrotated) at a random position */
 	int64_t hd = 16 << ((rng2 >> 24) % 2), at = (int64_t)((rng2 >> 32) % 1000);
@@ -73,7 +74,7 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 		"params:\n  s: {shape: [%lld], dtype: fp16}\n  o: {shape: [%lld], dtype: fp16}\n"
 		"  w1: {shape: [%lld, %lld], dtype: %s}\n  b1: {shape: [%lld], dtype: fp16}\n"
 		"  w2: {shape: [%lld, %lld], dtype: %s}\n",
-		gated ? 4 : 3, (long long)B, (long long)T, (long long)D, pos, (long long)D, (long long)D, (long long)D,
+		il ? 7 : gated ? 4 : 3, (long long)B, (long long)T, (long long)D, pos, (long long)D, (long long)D, (long long)D,
 		(long long)H, f1, (long long)H, (long long)H, (long long)D, f2);
 	if (head)
 		fprintf(f, "  w4: {shape: [%lld, 16], dtype: fp16}\n", (long long)D);
@@ -95,16 +96,16 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 		"  - {op: add, name: res, a: x, b: y, out: z}\n", b2 ? ", bias: b2" : "");
 	if (head)
 		fprintf(f, "  - {op: rmsnorm, name: ln2, x: z, scale: s, eps: 1e-5, out: zn}\n"
-			"  - {op: rope, name: rot, x: zn, positions: pos, heads: %lld, head_dim: %lld, theta: 10000, "
+			"  - {op: rope, name: rot, x: zn, positions: pos, heads: %lld, head_dim: %lld,%s theta: 10000, "
 			"out: zr}\n"
 			"  - {op: matmul, name: m4, a: zr, b: w4, out: zo}\noutputs: [zo]\npins:\n",
-			(long long)(D / hd), (long long)hd);
+			(long long)(D / hd), (long long)hd, il ? " pairs: interleaved," : "");
 	else
 		fprintf(f, "outputs: [z]\npins:\n");
 	int64_t K[2] = { D, H }, N[2] = { H, D };
 	const char *fm[2] = { f1, f2 };
 	size_t u = (size_t)snprintf(desc, dn, "B%lld T%lld D%lld H%lld %s/%s%s%s", (long long)B, (long long)T,
-				    (long long)D, (long long)H, f1, f2, gated ? " gated" : "", head ? " head" : "");
+				    (long long)D, (long long)H, f1, f2, gated ? " gated" : "", head ? il ? " head(il)" : " head" : "");
 	for (int i = 0; i < 2; i++) {
 		int64_t mu = strcmp(fm[i], "fp8") ? 16 : 32;
 		int64_t r = t_parts(T, pick(1, 4)), k = t_parts((K[i] + mu - 1) / mu, pick(1, 3)),
@@ -366,7 +367,7 @@ int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0, spread_merges = 0;
-	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, landed = 0, merged = 0, biased = 0;
+	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
@@ -526,9 +527,12 @@ int main(void)
 					wide_norms++;
 					resident += plan_writer(&pl, pl.s[s].in[1]) < 0;   /* their scales read at home */
 				}
-			for (int s = 0; !rc && s < pl.ns; s++)     /* and ropes over column blocks of whole heads */
+			for (int s = 0; !rc && s < pl.ns; s++)     /* and ropes over column blocks of whole heads, */
 				wide_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
-					      pl.p[pl.s[s].in[0]].split[2] > 1;
+					      pl.p[pl.s[s].in[0]].split[2] > 1 && !pl.s[s].interleaved;
+			for (int s = 0; !rc && s < pl.ns; s++)     /* or of whole pairs (interleaved) */
+				il_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
+					    pl.p[pl.s[s].in[0]].split[2] > 1 && pl.s[s].interleaved;
 			for (int s = 0; !rc && s < pl.ns; s++)     /* causal and grouped-query attention that ran */
 				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ATTENTION) {
 					int blocks = pl.t[pl.p[pl.s[s].out].tensor].role == R_PARTIAL;
@@ -567,6 +571,8 @@ int main(void)
 	      "of %d random models", landed, biased, merged, n);
 	t_case("random models: rope over column blocks of whole heads ran byte-exact");
 	CHECK(wide_ropes >= 3, "%d wide ropes of %d random models", wide_ropes, n);
+	t_case("random models: rope with interleaved pairs over column blocks ran byte-exact");
+	CHECK(il_ropes >= 2, "%d wide interleaved ropes of %d random models", il_ropes, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");
 	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");
