@@ -29,7 +29,15 @@ for t in ${UNIT_BINS:-}; do
 done
 
 if ls tests/bats/*.bats >/dev/null 2>&1; then
-	tap=$(bats --tap tests/bats 2>&1)
+	# Files run two at a time (BATS_JOBS; GNU parallel), each file's tests in
+	# order: every test works in its own directory, and the tests that run
+	# make in the tree name their own binaries and artifacts.
+	jobs=${BATS_JOBS:-2}
+	if [ "$jobs" -gt 1 ] && command -v parallel >/dev/null; then
+		tap=$(bats --tap --jobs "$jobs" --no-parallelize-within-files tests/bats 2>&1)
+	else
+		tap=$(bats --tap tests/bats 2>&1)
+	fi
 	bs=$(printf '%s\n' "$tap" | grep -c '^ok .* # skip')
 	bp=$(( $(printf '%s\n' "$tap" | grep -c '^ok ') - bs ))
 	bf=$(printf '%s\n' "$tap" | grep -c '^not ok ')

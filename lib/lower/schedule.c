@@ -448,21 +448,41 @@ static int64_t ranks(const Items *v, int own_is_src, int64_t T, int64_t *rank)
 	return most;
 }
 
-static void by_diagonals(const Items *v, int64_t *order, int64_t T)
+static void by_diagonals(const Items *v, int64_t *order, int64_t T, int by_sender)
 {
 	int64_t n = v->n;
 	int64_t *a = xmalloc((size_t)(n + 1) * sizeof *a), *b = xmalloc((size_t)(n + 1) * sizeof *b);
 	int64_t ms = ranks(v, 1, T, a), mr = ranks(v, 0, T, b), M = ms > mr ? ms : mr;
-	for (int64_t k = 0; k < n; k++)
-		a[k] = (a[k] + b[k]) % M;
-	order_by(v, a, order);
+	for (int64_t i = 0; i < n; i++) {       /* b: the round, then (by_sender) the sender tile */
+		int64_t q = v->it[i].seq, round = (a[q] + b[q]) % M;
+		b[q] = by_sender ? round * T + v->it[i].f.src : round;
+	}
+	/* a pair's later unit in no earlier round (past M it would wrap to round 0) */
+	int64_t *idx = xmalloc((size_t)(n + 1) * sizeof *idx), *key = xmalloc((size_t)(2 * n + 2) * sizeof *key);
+	for (int64_t i = 0; i < n; i++) {
+		idx[i] = i;
+		key[2 * i] = v->it[i].f.src * T + tile_mod(v->it[i].f.dst_tile, T), key[2 * i + 1] = v->it[i].seq;
+	}
+	rank_key = key;
+	qsort(idx, (size_t)n, sizeof *idx, by_rank);
+	for (int64_t k = 1; k < n; k++) {
+		int64_t p = v->it[idx[k - 1]].seq, q = v->it[idx[k]].seq;
+		if (key[2 * idx[k]] == key[2 * idx[k - 1]] && b[q] < b[p])
+			b[q] = b[p];
+	}
+	free(key);
+	free(idx);
+	order_by(v, b, order);
 	free(a);
 	free(b);
 }
 
 /* The candidate orders of a phase: the list schedule with pairs waiting
- * on one tile parked, the exact list schedule, rounds and diagonals. */
-typedef enum { ORDER_PARKED, ORDER_EXACT, ORDER_ROUNDS, ORDER_DIAGONALS, ORDER_MODES } OrderMode;
+ * on one tile parked, the exact list schedule, rounds, and diagonals with
+ * each round's units in record order or by sender. */
+typedef enum {
+	ORDER_PARKED, ORDER_EXACT, ORDER_ROUNDS, ORDER_DIAGONALS, ORDER_DIAGONALS_SENDER, ORDER_MODES
+} OrderMode;
 
 /* Does a send of records x[0..n) read bytes of the step's destination? */
 static int reads_dst(const Plan *pl, int step, const Xfer *x, int n)
@@ -523,8 +543,11 @@ static void schedule_step(const Plan *pl, Replay *r, const Xfer *x, int n, Order
 	if (at < 0)
 		return;
 	int64_t *order = xmalloc((size_t)(v.n + 1) * sizeof *order);
-	if (mode == ORDER_ROUNDS || mode == ORDER_DIAGONALS) {
-		(mode == ORDER_ROUNDS ? by_rounds : by_diagonals)(&v, order, T);
+	if (mode == ORDER_ROUNDS || mode == ORDER_DIAGONALS || mode == ORDER_DIAGONALS_SENDER) {
+		if (mode == ORDER_ROUNDS)
+			by_rounds(&v, order, T);
+		else
+			by_diagonals(&v, order, T, mode == ORDER_DIAGONALS_SENDER);
 		issue_units(r, &v, order, v.n, T);
 	} else {
 		list_schedule(r, &v, order, T, mode == ORDER_EXACT);

@@ -49,8 +49,12 @@
  * cut back to whole rows, rows gathered into staging blocks: SigLIP's
  * mlp_up.out at 2.5 times its floor, mlp_down.a at 3.7), each round has
  * every sender once and every receiver at most once, about M rounds of
- * one unit in all. The fastest of the four (by the replay of the order
- * written) is the candidate.
+ * one unit in all; a pair's later unit goes in no earlier round than its
+ * earlier one (past M a round wraps to 0). Diagonals are made twice, each
+ * round's units in record order and by sender tile (which folds into
+ * fewer records where a group's senders are consecutive tiles: Qwen's
+ * prefill). The fastest of the five (by the replay of the order written)
+ * is the candidate.
  *
  * A phase takes the candidate only when its replay is faster than record
  * order's, by at least per_record cycles (one run of the phase: a repeat
