@@ -8,8 +8,21 @@ cd "$(dirname "$0")/.."
 export AMP_BIN FUZZ="${FUZZ:-}"
 pass=0 fail=0 skipped=0
 
+# The unit tests run two at a time too (UNIT_JOBS), each into a file of
+# its own; their results are read back in UNIT_BINS order.
+ujobs=${UNIT_JOBS:-2}
+utmp=$(mktemp -d); trap 'rm -rf "$utmp"' EXIT
+n=0
 for t in ${UNIT_BINS:-}; do
-	out=$("$t" 2>&1); rc=$?
+	n=$((n + 1))
+	printf '%s\n' "$t" > "$utmp/$n.name"
+done
+seq 1 "$n" | xargs -r -P "$ujobs" -I{} sh -c '"$(cat "$1/$2.name")" > "$1/$2.out" 2>&1; echo $? > "$1/$2.rc"' _ "$utmp" {}
+
+i=0
+for t in ${UNIT_BINS:-}; do
+	i=$((i + 1))
+	out=$(cat "$utmp/$i.out"); rc=$(cat "$utmp/$i.rc")
 	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
 	if [ -z "$line" ]; then
 		printf '%s\n' "$out" | tail -n 20
