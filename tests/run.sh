@@ -10,8 +10,14 @@ pass=0 fail=0 skipped=0
 
 # The unit tests run two at a time too (UNIT_JOBS), each into a file of
 # its own; their results are read back in UNIT_BINS order.
-ujobs=${UNIT_JOBS:-2}
-utmp=$(mktemp -d); trap 'rm -rf "$utmp"' EXIT
+ujobs=${UNIT_JOBS:-2} bjobs=${BATS_JOBS:-2}
+for j in "$ujobs" "$bjobs"; do
+	case $j in
+	'' | *[!0-9]* | 0*) echo "run.sh: UNIT_JOBS and BATS_JOBS take a count of 1 or more, not '$j'" >&2; exit 2 ;;
+	esac
+done
+utmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$utmp"' EXIT
 n=0
 for t in ${UNIT_BINS:-}; do
 	n=$((n + 1))
@@ -22,7 +28,8 @@ seq 1 "$n" | xargs -r -P "$ujobs" -I{} sh -c '"$(cat "$1/$2.name")" > "$1/$2.out
 i=0
 for t in ${UNIT_BINS:-}; do
 	i=$((i + 1))
-	out=$(cat "$utmp/$i.out"); rc=$(cat "$utmp/$i.rc")
+	out=$(cat "$utmp/$i.out" 2>/dev/null); rc=$(cat "$utmp/$i.rc" 2>/dev/null)
+	case $rc in '' | *[!0-9]*) rc=1 ;; esac          # it did not finish: a failure
 	line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
 	if [ -z "$line" ]; then
 		printf '%s\n' "$out" | tail -n 20
@@ -45,9 +52,8 @@ if ls tests/bats/*.bats >/dev/null 2>&1; then
 	# Files run two at a time (BATS_JOBS; GNU parallel), each file's tests in
 	# order: every test works in its own directory, and the tests that run
 	# make in the tree name their own binaries and artifacts.
-	jobs=${BATS_JOBS:-2}
-	if [ "$jobs" -gt 1 ] && command -v parallel >/dev/null; then
-		tap=$(bats --tap --jobs "$jobs" --no-parallelize-within-files tests/bats 2>&1)
+	if [ "$bjobs" -gt 1 ] && command -v parallel >/dev/null; then
+		tap=$(bats --tap --jobs "$bjobs" --no-parallelize-within-files tests/bats 2>&1)
 	else
 		tap=$(bats --tap tests/bats 2>&1)
 	fi

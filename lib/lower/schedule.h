@@ -44,7 +44,7 @@
  * units of a round share no tile. A fourth is diagonals: a unit's round
  * is (a + b) mod M, a its rank among its sender's units (by receiver
  * tile), b its rank among its first receiver's (by sender tile), M the
- * most units one tile sends or receives; where senders and receivers
+ * most units one tile sends or first receives; where senders and receivers
  * form complete groups whatever their tile numbers (a GEMM's output
  * cut back to whole rows, rows gathered into staging blocks: SigLIP's
  * mlp_up.out at 2.5 times its floor, mlp_down.a at 3.7), each round has

@@ -215,6 +215,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 				return val_err(f, kv, e, "rope '%s': pairs is 'half' (element i of a head with i + "
 					       "head_dim/2) or 'interleaved' (2i with 2i + 1)", name);
 			o.interleaved = !strcmp(kv->s, "interleaved");
+			if (o.interleaved && o.head_stride % 2)
+				return val_err(f, map_get(v, "head_stride"), e, "rope '%s': pairs interleaved needs an even "
+					       "head_stride (%lld would start head 1's pairs at an odd column)", name,
+					       (long long)o.head_stride);
 		}
 		o.theta = 10000;
 		if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o.theta, e))

@@ -162,9 +162,6 @@ int class_claim(Builder *b, int t, int pi)
 	const Placement *p = &b->pl->p[pi];
 	if (!class_open(b, t) || p->rank != 3 || p->layout != LAYOUT_ROW_MAJOR || p->nrep || place_windowed(p))
 		return 0;
-	for (int i = 0; i < b->m->nops && p->block[2] % 2; i++)        /* an interleaved rope's pairs stay whole */
-		if (b->m->ops[i].kind == OP_ROPE && b->m->ops[i].interleaved && b->cls[b->m->ops[i].in[0]] == b->cls[t])
-			return 0;
 	b->cls_place[b->cls[t]] = pi;
 	b->canon[t] = pi;
 	return 1;
@@ -205,15 +202,20 @@ static int64_t gcd64(int64_t a, int64_t b)
  * second tile each (rows x WIDE_MIN_PARTS <= tiles), at least two units
  * wide, no output, and read only by ops that take column blocks: the
  * row-local ops above (rmsnorm through its rows' sums of squares,
- * plan_rowlocal; rope on whole heads), a matmul as a (its cast there),
+ * plan_rowlocal; rope on whole heads, or interleaved on whole pairs),
+ * a matmul as a (its cast there),
  * attention as q and append as its rows (both copied from any cut); when
  * some member is a matmul's or attention's result, made where the class
  * wants it; and when some member is read by work the blocks spread (a
  * row-local op, or a matmul's cast): a class that is only copied gains
  * nothing. Anything else (a layernorm, an add of a table, attention's
- * keys and values) wants whole rows. A class that a rope reads is cut
- * in units of whole heads (the least multiple of wunit columns that holds
- * some), so that each tile rotates its own. Decided once per model, the
+ * keys and values) wants whole rows. A class that a rope of half pairs
+ * reads is cut in units of whole heads (the least multiple of wunit
+ * columns that holds some), so that each tile rotates its own; one that
+ * an interleaved rope reads in wunit columns, an even number, so that each
+ * tile holds whole pairs (a GEMM's reduction lands in that cut:
+ * reduce_at_class; a rope's class is never a maker's to claim, as its
+ * result is fixed). Decided once per model, the
  * same for every ownership and attempt. Returns each tensor's unit in
  * wunit columns, 0 when it is owned by whole rows; cls[t] is t's class when
  * the class is free to take the cut its first maker writes (class_claim:

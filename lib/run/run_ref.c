@@ -209,7 +209,8 @@ void ref_silu(const float *x, float *y, int64_t n)
 
 /* Rotary positions on rows of C values, in double: row r's first heads
  * heads of D columns, head h at column h x S, rotated pairwise (i,
- * i + D/2) by pos[r] x theta^(-2i/D); every other column copied. */
+ * i + D/2), or interleaved (2i, 2i + 1), by pos[r] x theta^(-2i/D);
+ * every other column copied. */
 void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
 	      int64_t S, int interleaved, double theta)
 {

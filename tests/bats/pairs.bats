@@ -69,10 +69,13 @@ DEC=$ROOT/tests/models/tiny-decode-il.yaml
 		"$BAD/model-pairs-value.yaml"
 	plan_rejects "$BAD/model-pairs-version.yaml" 24:80 "rope 'rq': pairs needs amp-model: 7 (this file is version 6)" \
 		"$BAD/model-pairs-version.yaml"
+	plan_rejects "$BAD/model-pairs-stride.yaml" 25:87 \
+		"rope 'rk': pairs interleaved needs an even head_stride (33 would start head 1's pairs at an odd column)" \
+		"$BAD/model-pairs-stride.yaml"
 }
 
 @test "pairs: every malformed pairs model in tests/bad is checked by this suite" {
-	every_bad_checked 2 '$BAD/%s' "$BAD"/model-pairs-*.yaml
+	every_bad_checked 3 '$BAD/%s' "$BAD"/model-pairs-*.yaml
 }
 
 @test "pairs: Qwen2.5-0.5B's decode step rotates q and kv where their GEMMs leave them" {
