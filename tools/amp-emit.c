@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/capture.h"
 #include "lower/group.h"
 #include "base/num.h"
 #include "stage/plan.h"
 #include "stage/stage_io.h"
 #include "lower/program.h"
 #include "run/run.h"
+#include "stage/limits.h"
 #include "stage/table.h"
 #include "tool.h"
 
@@ -162,7 +162,8 @@ static int check_addresses(const Plan *pl, int64_t avail, int64_t sram_limit, Er
 	return 0;
 }
 
-/* The limits, each naming the worst tile and its phase. */
+/* The limits (lib/stage/limits.h), each naming the worst tile and its
+ * phase; with report, every tile's figures first. */
 static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 {
 	int64_t T = pl->machine.tiles, avail = sram_limit >= 0 ? sram_limit : machine_avail(&pl->machine);
@@ -170,54 +171,26 @@ static int check_limits(const Plan *pl, int report, int64_t sram_limit, Err *e)
 		return -1;
 	int64_t *table = xcalloc((size_t)T, 8), *peak = xcalloc((size_t)T, 8);
 	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
-	Metrics *ph = xcalloc((size_t)pl->nph + 1, sizeof *ph), sum;
-	int rc = 0;
+	Limits l;
 
-	capture_metrics_tiles(pl, ph, NULL, &sum, table, peak, peak_step);     /* rows built once */
-	int64_t worst = 0;
-	for (int64_t t = 1; t < T; t++)
-		if (peak[t] + table[t] > peak[worst] + table[worst])
-			worst = t;
+	limits_measure(pl, avail, &l, table, NULL, peak, peak_step);
 	for (int64_t t = 0; report && t < T; t++)     /* every tile that holds anything */
 		if (peak[t] + table[t] > 0)
 			fprintf(stderr, "amp-emit: tile %lld: %lld bytes (tensors %lld at step %d + tables %lld) of %lld\n",
 				(long long)t, (long long)(peak[t] + table[t]), (long long)peak[t], peak_step[t],
 				(long long)table[t], (long long)avail);
-	if (report)
-		table_breakdown(pl, sum.worst_table_tile, table[sum.worst_table_tile]);
-	if (report)
+	if (report) {
+		table_breakdown(pl, l.table_tile, l.table);
 		fprintf(stderr, "amp-emit: largest SRAM use: tile %lld, %lld bytes (tensors %lld + tables %lld) "
 			"of %lld available; largest tables %lld bytes (tile %lld); most fragments %lld (tile %lld)\n",
-			(long long)worst, (long long)(peak[worst] + table[worst]), (long long)peak[worst],
-			(long long)table[worst], (long long)avail, (long long)sum.max_table_bytes,
-			(long long)sum.worst_table_tile, (long long)sum.max_fragments,
-			(long long)sum.worst_fragment_tile);
-	if (sum.max_table_bytes > pl->machine.table_budget_bytes) {
-		int p = sum.worst_table_phase;
-		rc = errf(e, "tile %lld: exchange tables need %lld bytes (its largest row is in phase %d, %s), "
-		     "over the table budget of %lld bytes (--table-budget)", (long long)sum.worst_table_tile,
-		     (long long)sum.max_table_bytes, p, pl->ph[p].label, (long long)pl->machine.table_budget_bytes);
-	} else if (sum.max_fragments > pl->machine.fragment_limit) {
-		int p = sum.worst_fragment_phase;
-		rc = errf(e, "tile %lld: %lld send and receive fragments (most in phase %d, %s), over the "
-		     "fragment limit of %lld (--fragment-limit)", (long long)sum.worst_fragment_tile,
-		     (long long)sum.max_fragments, p, pl->ph[p].label, (long long)pl->machine.fragment_limit);
-	} else if (peak[worst] + table[worst] > avail) {
-		/* the phase at or after the step where the tile's tensors peak */
-		int s = peak_step[worst], p = 0;
-		while (p + 1 < pl->nph && pl->ph[p].last < s)
-			p++;
-		rc = errf(e, "tile %lld, phase %d (%s): %lld bytes of tensors at their peak (step %d, op %s) and "
-		     "%lld bytes of exchange tables need %lld bytes, over the %lld available for planned "
-		     "data (%s)", (long long)worst, p,
-		     pl->nph ? pl->ph[p].label : "-", (long long)peak[worst], s, pl->ns ? pl->s[s].op : "-",
-		     (long long)table[worst], (long long)(peak[worst] + table[worst]), (long long)avail,
-		     sram_limit >= 0 ? "--sram-limit" : "sram_bytes - reserved_bytes");
+			(long long)l.sram_tile, (long long)l.sram, (long long)l.peak, (long long)l.peak_tables,
+			(long long)avail, (long long)l.table, (long long)l.table_tile, (long long)l.frags,
+			(long long)l.frag_tile);
 	}
+	int rc = limits_error(pl, &l, sram_limit >= 0 ? "--sram-limit" : NULL, 1, e);
 	free(table);
 	free(peak);
 	free(peak_step);
-	free(ph);
 	return rc;
 }
 
@@ -227,11 +200,11 @@ typedef struct {
 	int64_t sram;
 	int rc;
 	Err e;
-} Limits;
+} LimitsJob;
 
 static void *limits_run(void *arg)
 {
-	Limits *l = arg;
+	LimitsJob *l = arg;
 	l->rc = check_limits(l->pl, l->report, l->sram, &l->e);
 	table_release();                /* this thread's rows */
 	return NULL;
@@ -316,10 +289,10 @@ int main(int argc, char **argv)
 		prov_file(&pr, "scales", scales_path, stext, slen);
 	plan_add_prov(&pl, &pr);
 	prov_free(&pr);
-	/* The limits (a replay of every phase) on a second thread while the
+	/* The limits (every tile's tables and memory) on a second thread while the
 	 * program is built: both only read the plan, and nothing is written
 	 * before both are done; a limit passed is the error. */
-	Limits lim = { &pl, report, sram, 0, { { 0 } } };
+	LimitsJob lim = { &pl, report, sram, 0, { { 0 } } };
 	pthread_t th;
 	int threaded = pthread_create(&th, NULL, limits_run, &lim) == 0;
 	if (!threaded)

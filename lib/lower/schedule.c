@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cost/replay.h"
-#include "stage/plan_memory.h"
+#include "stage/limits.h"
 #include "stage/table.h"
 
 
@@ -724,23 +724,12 @@ static void pick_pass(const Plan *pl, const Work *w, int strict, double per_reco
 		*stats = st;
 }
 
-/* Does every tile hold its tables, fragments and tensors with tables
- * within the machine's limits (amp-emit's check)? */
+/* Does the plan fit the machine (lib/stage/limits.h, amp-emit's rule)? */
 static int fits(const Plan *pl)
 {
-	int64_t T = pl->machine.tiles, avail = machine_avail(&pl->machine);
-	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
-	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
-	int ok = 1;
-	table_totals(pl, table, frags, NULL);
-	plan_memory(pl, peak, NULL, NULL, NULL, NULL);
-	for (int64_t t = 0; t < T && ok; t++)
-		ok = table[t] <= pl->machine.table_budget_bytes && frags[t] <= pl->machine.fragment_limit &&
-		     peak[t] + table[t] <= avail;
-	free(table);
-	free(frags);
-	free(peak);
-	return ok;
+	Limits l;
+	limits_measure(pl, -1, &l, NULL, NULL, NULL, NULL);
+	return limits_over(pl, &l) == LIMIT_NONE;
 }
 
 int plan_schedule(Plan *pl, double per_record, ScheduleStats *stats, Err *e)

@@ -32,7 +32,7 @@ static int fit_better(const Fit *a, const Fit *b, Objective o)
 	int64_t ea = (int64_t)(a->excess * 100), eb = (int64_t)(b->excess * 100);
 	if (ea != eb)
 		return ea < eb;
-	return a->peak + a->sram_table < b->peak + b->sram_table;
+	return a->lim.sram < b->lim.sram;
 }
 
 /* Under the cycles objective the fastest candidates sit near the limits,

@@ -169,7 +169,7 @@ static void log_try(Descent *log, const Model *m, const Try *t, int64_t gain, in
 		if (!t->built)
 			snprintf(why, sizeof why, "%s", t->e.msg);
 		else
-			fit_why(&t->f, &t->q.machine, why, sizeof why);
+			fit_why(&t->f, why, sizeof why);
 		size_t n = strlen(why) < sizeof d->why ? strlen(why) : sizeof d->why - 1;
 		memcpy(d->why, why, n);         /* cut to the log's room */
 		d->why[n] = 0;

@@ -77,8 +77,6 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 {
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles;
-	int64_t *table = xcalloc((size_t)T, sizeof *table), *frags = xcalloc((size_t)T, sizeof *frags);
-	int64_t *peak = xcalloc((size_t)T, sizeof *peak);
 	int *peak_step = xcalloc((size_t)T, sizeof *peak_step);
 	Plan q;
 	Err le;
@@ -93,20 +91,15 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 		goto out;
 	}
 	f->lowered = 1;
-	table_totals(&q, table, frags, NULL);
-	plan_memory(&q, peak, peak_step, NULL, NULL, NULL);
-	for (int64_t t = 1; t < T; t++) {
-		f->wt = table[t] > table[f->wt] ? t : f->wt;
-		f->wf = frags[t] > frags[f->wf] ? t : f->wf;
-		f->ws = peak[t] + table[t] > peak[f->ws] + table[f->ws] ? t : f->ws;
-	}
-	f->table = table[f->wt], f->frags = frags[f->wf];
-	f->peak = peak[f->ws], f->sram_table = table[f->ws];
-	f->excess = limit_excess(mc, f->table, f->frags, f->peak + f->sram_table);
-	if (f->peak + f->sram_table > machine_avail(mc)) {   /* what the worst tile holds most of */
+	limits_measure(&q, -1, &f->lim, NULL, NULL, NULL, peak_step);
+	f->over = limits_over(&q, &f->lim);
+	f->excess = limit_excess(mc, f->lim.table, f->lim.frags, f->lim.sram);
+	if (f->over != LIMIT_NONE && limits_error(&q, &f->lim, NULL, 0, &le))
+		snprintf(f->why, sizeof f->why, "%s", le.msg);
+	if (f->lim.sram > f->lim.avail) {       /* what the worst tile holds most of */
 		int64_t *part = xmalloc(((size_t)q.np + 1) * sizeof *part);
-		plan_memory_parts(&q, f->ws, peak_step[f->ws], part);
-		f->big_step = peak_step[f->ws];
+		plan_memory_parts(&q, f->lim.sram_tile, f->lim.peak_step, part);
+		f->big_step = f->lim.peak_step;
 		for (int i = 0; i < q.np; i++)
 			if (part[i] > f->big_bytes) {
 				int w = plan_writer(&q, i);
@@ -124,29 +117,14 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	}
 out:
 	plan_free(&q);
-	free(table);
-	free(frags);
-	free(peak);
 	free(peak_step);
 }
 
-int fit_why(const Fit *f, const Machine *mc, char *why, size_t size)
+int fit_why(const Fit *f, char *why, size_t size)
 {
-	int64_t avail = machine_avail(mc);
-	if (!f->lowered)
-		snprintf(why, size, "%s", f->why);
-	else if (f->table > mc->table_budget_bytes)
-		snprintf(why, size, "tile %lld: exchange tables need %lld bytes, over the table budget of "
-			 "%lld", (long long)f->wt, (long long)f->table, (long long)mc->table_budget_bytes);
-	else if (f->frags > mc->fragment_limit)
-		snprintf(why, size, "tile %lld: %lld send and receive fragments, over the fragment limit "
-			 "of %lld", (long long)f->wf, (long long)f->frags, (long long)mc->fragment_limit);
-	else if (f->peak + f->sram_table > avail)
-		snprintf(why, size, "tile %lld: %lld bytes of tensors at their peak and %lld of exchange "
-			 "tables need %lld, over the %lld available", (long long)f->ws, (long long)f->peak,
-			 (long long)f->sram_table, (long long)(f->peak + f->sram_table), (long long)avail);
-	else
+	if (fit_ok(f))
 		return 0;
+	snprintf(why, size, "%s", f->why);
 	return 1;
 }
 
@@ -179,7 +157,7 @@ static void next_steps(const Plan *pl, const Fit *f, int64_t per_tile, char *out
 	const char *op = f->big_bytes ? f->big_op : "";
 	int n = snprintf(out, size, "%s", "");
 	if (f->big_bytes)
-		n = snprintf(out, size, " Tile %lld holds most for '%s' (%lld bytes at step %lld).", (long long)f->ws,
+		n = snprintf(out, size, " Tile %lld holds most for '%s' (%lld bytes at step %lld).", (long long)f->lim.sram_tile,
 			     f->big, (long long)f->big_bytes, (long long)f->big_step);
 	if (n >= 0 && (size_t)n < size)
 		plan_next_steps(pl, *op ? op : NULL, out + n, size - (size_t)n);
@@ -193,7 +171,7 @@ int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 	char why[sizeof e->msg], next[600];
 	int state = 0;
 
-	if (!fit_why(f, mc, why, sizeof why))
+	if (!fit_why(f, why, sizeof why))
 		return 0;
 	for (int i = 0; i < pl->np; i++) {
 		int home = plan_state_home(pl, i);      /* resident too: a state's home */
@@ -232,7 +210,7 @@ int plan_batch_split(const Plan *pl)
 	return 0;
 }
 
-int fit_ok(const Fit *f) { return f->lowered && f->excess <= 1.0; }
+int fit_ok(const Fit *f) { return f->lowered && f->over == LIMIT_NONE; }
 
 void plan_progress(const PlanOpts *o, const char *what, int done, int total)
 {

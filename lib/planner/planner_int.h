@@ -37,6 +37,7 @@
 #include "lower/exchange.h"
 #include "lower/expand.h"
 #include "lower/group.h"
+#include "stage/limits.h"
 #include "stage/table.h"
 #include "planner/trial.h"
 
@@ -106,17 +107,17 @@ typedef struct {
  * amp-group do, and checked as amp-emit does: the worst tiles' figures. */
 typedef struct {
 	int lowered;                    /* 0: the lowering failed (why) */
-	int64_t wt, wf, ws;             /* tiles with the most table bytes, fragments, SRAM */
-	int64_t table, frags, peak, sram_table;  /* their figures (peak and tables of tile ws) */
-	double excess;                  /* worst ratio of a figure to its limit (fits: <= 1) */
+	Limits lim;                     /* the worst tiles' figures (lib/stage/limits.h) */
+	LimitKind over;                 /* the first limit over; LIMIT_NONE: it fits */
+	double excess;                  /* worst ratio of a figure to its limit (to rank the unfitting) */
 	int64_t cycles;                 /* total modelled cycles (when asked for) */
-	/* over the SRAM: the largest placement on tile ws at its peak step,
+	/* over the SRAM: the largest placement on tile lim.sram_tile at its peak step,
 	 * and the op that writes it. The planner names a placement
 	 * tensor@op.what from the model's names, each at most MODEL_NAME_MAX
 	 * bytes (model_name_ok), and its own suffixes, so these hold it whole. */
 	int64_t big_bytes, big_step;
 	char big[2 * MODEL_NAME_MAX + 64], big_op[MODEL_NAME_MAX + 16];
-	char why[sizeof ((Err *)0)->msg];
+	char why[sizeof ((Err *)0)->msg];      /* the lowering's error, or the limit over */
 } Fit;
 
 /* How the cycles objective's kept plan was built: its ownership, and its
@@ -193,9 +194,9 @@ enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS };
 void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size);
 void plan_fit(const Plan *pl, int want_cycles, Fit *f);
 int fit_ok(const Fit *f);
-/* 1 and why (size bytes) when f does not fit: the tile and the figure;
- * else 0 */
-int fit_why(const Fit *f, const Machine *mc, char *why, size_t size);
+/* 1 and why (size bytes) when f does not fit: the lowering's error, or
+ * the limit over as limits_error words it; else 0 */
+int fit_why(const Fit *f, char *why, size_t size);
 /* The parameters' homes fit; the SRAM walk fits (errors name the model). */
 int fit_check_params(Builder *b, Err *e);
 int fit_check_memory(Builder *b, Err *e);

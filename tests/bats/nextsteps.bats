@@ -28,7 +28,7 @@ machine() {
 	machine table_budget_bytes 300
 	run --separate-stderr amp-plan --machine m.yaml -o p.yaml "$TINY"
 	assert_failure 1
-	[[ $stderr == *"over the table budget of 300. No plan avoids the parameters: "*". Next: plan a smaller batch (this one is 2); or use a machine file with more tiles (share/machines/amp5888.yaml has 4x amp1472's)" ]] ||
+	[[ $stderr == *"over the table budget of 300 bytes. No plan avoids the parameters: "*". Next: plan a smaller batch (this one is 2); or use a machine file with more tiles (share/machines/amp5888.yaml has 4x amp1472's)" ]] ||
 		fail "$stderr"
 }
 

@@ -20,6 +20,7 @@
 #include "planner/planner.h"
 #include "planner/planner_int.h"
 #include "capture/capture.h"
+#include "stage/limits.h"
 #include "stage/plan_memory.h"
 #include "stage/table.h"
 #include "planner/trial.h"
@@ -53,6 +54,70 @@ static int sync_cycles(const Plan *pl, const Plan *q, int wd, const char *desc)
 	return done;
 }
 
+/* One rule (lib/stage/limits.h) for the planner, amp-emit and the
+ * scheduler. With the table budget or the fragment limit set to the worst
+ * tile's figure the whole plan fits; one below, plan_fit refuses it with
+ * that limit named, in the words limits_error gives the plan lowered as
+ * plan_fit lowers it (amp-emit's check: tests/bats/amp-emit-limits.bats).
+ * The SRAM: the lowered plan fits a machine whose SRAM for planned data is
+ * its worst tile's tensors at their peak plus tables, not one byte less,
+ * and plan_fit refuses that one (its addresses may fail first). */
+static void one_rule(Plan *pl, const Fit *f0, const char *desc)
+{
+	static const LimitKind kinds[2] = { LIMIT_TABLE, LIMIT_FRAGMENTS };
+	static const char *words[2] = { "over the table budget of", "over the fragment limit of" };
+	Machine keep = pl->machine;
+	Plan q;
+	Err e, le;
+	for (int k = 0; k < 3; k++)
+		for (int64_t d = 0; d < 2; d++) {
+			Fit f1;
+			pl->machine = keep;
+			if (k == 0)
+				pl->machine.table_budget_bytes = f0->lim.table - d;
+			else if (k == 1)
+				pl->machine.fragment_limit = f0->lim.frags - d;
+			else if (!d)
+				continue;
+			else                    /* sram_bytes - reserved_bytes = the worst tile's SRAM - 1 */
+				pl->machine.reserved_bytes += machine_avail(&keep) - f0->lim.sram + d;
+			plan_fit(pl, FIT_LIMITS, &f1);
+			t_case("a whole plan fits each limit at its worst tile's figure, not one below, that limit named");
+			CHECK(fit_ok(&f1) == !d && (k == 2 || f1.over == (d ? kinds[k] : LIMIT_NONE)) &&
+			      (!d || k == 2 || strstr(f1.why, words[k])), "%s: limit %d at its figure - %lld: %s",
+			      desc, k, (long long)d, fit_ok(&f1) ? "fits" : f1.why);
+			if (!d || k == 2)
+				continue;
+			plan_dup(&q, pl);
+			Lowering lw = lowering_default();
+			lw.schedule = 0, lw.group = trial_group;
+			if (lower_plan(&q, &lw, &e) == 0) {
+				Limits l;
+				limits_measure(&q, -1, &l, NULL, NULL, NULL, NULL);
+				t_case("the planner refuses a plan in limits_error's words");
+				CHECK(limits_error(&q, &l, NULL, 0, &le) && strcmp(le.msg, f1.why) == 0,
+				      "%s: limits_error '%s', plan_fit '%s'", desc, le.msg, f1.why);
+			}
+			plan_free(&q);
+		}
+	pl->machine = keep;
+	plan_dup(&q, pl);
+	Lowering lw = lowering_default();
+	lw.schedule = 0, lw.group = trial_group;
+	if (lower_plan(&q, &lw, &e) == 0)
+		for (int64_t d = 0; d < 2; d++) {
+			Limits l;
+			limits_measure(&q, f0->lim.sram - d, &l, NULL, NULL, NULL, NULL);
+			t_case("a lowered plan fits SRAM of its worst tile's figure, not one byte less");
+			CHECK(limits_over(&q, &l) == (d ? LIMIT_SRAM : LIMIT_NONE) &&
+			      (!d || (limits_error(&q, &l, NULL, 0, &le) && strstr(le.msg, "over the ") &&
+				      strstr(le.msg, "available for planned data (sram_bytes - reserved_bytes)"))),
+			      "%s: SRAM %lld - %lld: %d", desc, (long long)f0->lim.sram, (long long)d,
+			      (int)limits_over(&q, &l));
+		}
+	plan_free(&q);
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
@@ -83,17 +148,18 @@ int main(void)
 		 * the worst tile's fits; 2% below it, or one below, does not. */
 		Fit f0, f1;
 		plan_fit(&pl, FIT_LIMITS, &f0);
-		if (fit_ok(&f0) && f0.frags >= 100) {
+		if (fit_ok(&f0) && f0.lim.frags >= 100) {
 			int64_t keep = pl.machine.fragment_limit;
-			int64_t limits[3] = { f0.frags, f0.frags * 100 / 102, f0.frags - 1 };
+			int64_t limits[3] = { f0.lim.frags, f0.lim.frags * 100 / 102, f0.lim.frags - 1 };
 			for (int k = 0; k < 3; k++) {
 				pl.machine.fragment_limit = limits[k];
 				plan_fit(&pl, FIT_LIMITS, &f1);
 				t_case("a whole plan fits a fragment limit equal to its worst tile's, not 2% or 1 below");
-				CHECK(fit_ok(&f1) == (k == 0) && f1.frags == f0.frags, "%s: %lld fragments, limit %lld: %s",
-				      desc, (long long)f1.frags, (long long)limits[k], fit_ok(&f1) ? "fits" : "does not fit");
+				CHECK(fit_ok(&f1) == (k == 0) && f1.lim.frags == f0.lim.frags, "%s: %lld fragments, limit %lld: %s",
+				      desc, (long long)f1.lim.frags, (long long)limits[k], fit_ok(&f1) ? "fits" : "does not fit");
 			}
 			pl.machine.fragment_limit = keep;
+			one_rule(&pl, &f0, desc);
 			fit_bounds++;
 		}
 		int wd = (int)(t_rnd() % 3);        /* weights forwarded, direct or auto, both sides alike */
