@@ -217,6 +217,35 @@ z.ref.npy"
 	[ "$(cosine "$output" z)" != "$generated" ] || fail "--data zero/x.npy gives the generated x's cosine $generated"
 }
 
+@test "run counts writes: a receive missing where the poison holds the right bytes is refused, naming the bytes" {
+	# ln_s all 0xA5 bytes, the value amp-run poisons a destination with, so
+	# a receiver that loses ln_s's multicast still holds the right bytes:
+	# only counting the writes sees that nothing wrote them
+	local g=$ROOT/tests/golden/tiny-mlp/grouped.yaml h len
+	awk '!done && / kind: send, / && match($0, /recv: \[[0-9]+,/) { n = substr($0, RSTART + 7, RLENGTH - 8) + 0
+		if (n > 1) { $0 = substr($0, 1, RSTART - 1) "recv: [" n - 1 "," substr($0, RSTART + RLENGTH); done = 1 } } 1' \
+		"$g" > dropped.yaml
+	! cmp -s "$g" dropped.yaml || fail "no multicast lost a receiver"
+	amp-emit --no-model -o good.amp "$g"
+	amp-emit --no-model -o dropped.amp dropped.yaml
+	mkdir data
+	h="{'descr': '<f2', 'fortran_order': False, 'shape': (80,), }"
+	len=$(( (10 + ${#h} + 1 + 63) / 64 * 64 - 10 ))
+	while [ ${#h} -lt $((len - 1)) ]; do h="$h "; done
+	{
+		printf '\223NUMPY\001\000'
+		printf "\\$(printf %03o $((len & 255)))\\$(printf %03o $((len >> 8)))"
+		printf '%s\n' "$h"
+		head -c 160 /dev/zero | tr '\000' '\245'
+	} > data/ln_s.npy
+	run --separate-stderr amp-run --data data good.amp
+	assert_success
+	run --separate-stderr amp-run --data data dropped.amp
+	assert_failure 1
+	[[ $stderr == *"amp-run: tile 73, phase 0: tensor 'ln_s' (placement 'ln_s@owners') bytes 672..832: written 0 times (missing) by step 0; 0 of the shard's 160 data bytes written" ]] ||
+		fail "$stderr"
+}
+
 @test "run --data rejects an .npy with a bad header naming the file" {
 	mkdir data
 	cp "$BAD/run-bad-header.npy" data/x.npy
