@@ -13,8 +13,10 @@
  * the step's chunks; an rmsnorm's sumsq reads its rows; an append lands
  * its rows at the model's first; a repeat's carry moves its input (before
  * the loop) or its body's last result (at the loop's end) into its
- * carried tensor. Each refusal names the op, the step, the field, the
- * stage's value and the plan's. */
+ * carried tensor. The record's grid is the cut of its product's b and
+ * result, its cast order what its copies of a move, and an attention's
+ * scratch a row of fp32 scores over the keys a tile holds. Each refusal
+ * names the op, the step, the field, the stage's value and the plan's. */
 #include <string.h>
 
 #include "run/run_int.h"
@@ -114,6 +116,44 @@ static int gemm_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm
 	return 0;
 }
 
+/* The record's grid and cast order, from the placements its steps use:
+ * the product's b is cut [K, C], its result (with K cut, the partial
+ * [K, ...]) in R row blocks and C column blocks; a copy of a moves a's
+ * cast (cast early, on a's owners) or a itself (late, cast on the GEMM's
+ * tiles). A grid that is not the placements' would loosen the per-op
+ * tolerance (it grows with K's partials) and mislead every reader of the
+ * record. */
+static int grid_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm *g, int prod, Err *e)
+{
+	const Step *mm = &pl->s[prod];
+	const Placement *b = &pl->p[mm->in[1]], *o = &pl->p[mm->out];
+	int cut = g->grid[1] > 1;
+	int64_t R = 1, K = b->rank == 2 ? b->split[0] : -1, C = b->rank == 2 ? b->split[1] : -1;
+	for (int a = cut; a < o->rank - 1; a++)
+		R *= o->split[a];
+	int grid_ok = g->grid[0] == R && g->grid[1] == K && g->grid[2] == C && o->split[o->rank - 1] == C &&
+		      (!cut || o->split[0] == K);
+	if (!grid_ok)
+		return err_at(e, m->file, op->line, op->col, "matmul '%s': the stage's GEMM record has grid [%lld, "
+			      "%lld, %lld], its product step %d's placements cut it [%lld, %lld, %lld] (b '%s', %s '%s')",
+			      op->name, (long long)g->grid[0], (long long)g->grid[1], (long long)g->grid[2], prod,
+			      (long long)R, (long long)K, (long long)C, b->name, cut ? "partial" : "out", o->name);
+	if (g->cast == CAST_AUTO)
+		return 0;
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if (st->kind != STEP_COPY || st->operand != OPD_A || strcmp(st->op, op->name))
+			continue;
+		int moved = tensor_of(pl, st->src), late = moved == g->a;
+		if (late != (g->cast == CAST_LATE))
+			return err_at(e, m->file, op->line, op->col, "matmul '%s': the stage's GEMM record has cast %s, "
+				      "but its copy step %d moves '%s' (%s)", op->name, g->cast == CAST_LATE ? "late" :
+				      "early", s, run_held(pl, st->src), late ? "a itself: cast late" :
+				      "a's cast: cast early");
+	}
+	return 0;
+}
+
 /* A matmul's cast, pack, product and reduction steps, from its GEMM
  * record g. */
 static int matmul_steps(const Plan *pl, const Model *m, const MOp *op, const Gemm *g, Err *e)
@@ -123,6 +163,8 @@ static int matmul_steps(const Plan *pl, const Model *m, const MOp *op, const Gem
 	if (count_is(m, op, C_MATMUL, n, 1, "one product", e) ||
 	    count_is(m, op, C_REDUCE, count_steps(pl, op->name, C_REDUCE, &red), cut,
 		     cut ? "its GEMM record cuts K" : "its GEMM record does not cut K", e))
+		return -1;
+	if (grid_fields(pl, m, op, g, prod, e))
 		return -1;
 	const Step *mm = &pl->s[prod];
 	int P = cut ? tensor_of(pl, mm->out) : OUT;     /* the product's partial, with K cut */
@@ -215,7 +257,12 @@ static int op_steps(const Plan *pl, const Model *m, const MOp *op, Err *e)
 			       operand(pl, m, op, merge, 0, "the partial", P, e)))
 			return -1;
 		const MTensor *o = &m->t[op->out];
-		int64_t D = o->shape[o->rank - 1] / op->heads;
+		int64_t D = o->shape[o->rank - 1] / op->heads, keys = pl->p[st->in[1]].block[1];
+		if (st->scratch != 4 * keys)     /* a row of fp32 scores: what the memory walk counts */
+			return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d has scratch %lld "
+				      "bytes, the plan implies %lld (a row of fp32 scores over the %lld keys a tile of "
+				      "'%s' holds)", op->name, att, (long long)st->scratch, (long long)(4 * keys),
+				      (long long)keys, pl->p[st->in[1]].name);
 		if (plan_head_dim(pl, st) != D)
 			return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d has chunks %lld, "
 				      "which make its heads %lld wide in '%s' (%lld columns), the model's %lld", op->name,

@@ -4,7 +4,9 @@
 # With -v want=N it prints the stage with mutation N made: the step's last
 # operand dropped (two or more), its first read once more, an attribute
 # changed (doubled; causal flipped; first -1 to 2), or a GEMM record's m,
-# k or n doubled or its format swapped.
+# k or n doubled, its format swapped, its grid's rows and columns swapped
+# (or, when equal, its rows and k: the same tiles) or its cast order
+# (early, late) swapped.
 function mutant(op, field, new) {
 	n++
 	if (!want)
@@ -13,7 +15,7 @@ function mutant(op, field, new) {
 		line[NR] = new
 }
 BEGIN {
-	na = split("eps heads kv_heads causal scale head_dim theta chunks first", attr, " ")
+	na = split("eps heads kv_heads causal scale head_dim theta chunks first scratch", attr, " ")
 	ng = split("m k n format", gf, " ")
 }
 { line[NR] = $0 }
@@ -44,6 +46,17 @@ BEGIN {
 			nv = gf[a] == "format" ? (v == "fp8" ? "fp16" : "fp8") : v * 2
 			mutant(op, "gemm " gf[a], substr($0, 1, RSTART - 1) " " gf[a] ": " nv substr($0, RSTART + RLENGTH))
 		}
+	if (match($0, / grid: \[[0-9]+, [0-9]+, [0-9]+\]/)) {
+		split(substr($0, RSTART + 8, RLENGTH - 9), g, /, /)
+		ng2 = g[1] != g[3] ? g[3] ", " g[2] ", " g[1] : g[2] ", " g[1] ", " g[3]
+		if (ng2 != g[1] ", " g[2] ", " g[3])
+			mutant(op, "gemm grid", substr($0, 1, RSTART - 1) " grid: [" ng2 "]" substr($0, RSTART + RLENGTH))
+	}
+	if (match($0, / cast: (early|late),/)) {
+		v = substr($0, RSTART + 7, RLENGTH - 8)
+		mutant(op, "gemm cast", substr($0, 1, RSTART - 1) " cast: " (v == "early" ? "late" : "early") "," \
+		       substr($0, RSTART + RLENGTH))
+	}
 }
 END {
 	for (i = 1; want && i <= NR; i++)
