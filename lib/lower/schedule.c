@@ -422,8 +422,9 @@ static int by_rank(const void *a, const void *b)
 
 /* rank[it->seq]: item's place among the items sharing its tile (own: the
  * sender, else its first receiver) ordered by the other tile, then seq;
- * returns the most items on one tile. */
-static int64_t ranks(const Items *v, int own_is_src, int64_t T, int64_t *rank)
+ * returns the most items on one tile. With sorted, *sorted receives the
+ * items' indices in that order (the caller frees it). */
+static int64_t ranks(const Items *v, int own_is_src, int64_t T, int64_t *rank, int64_t **sorted)
 {
 	int64_t n = v->n, *idx = xmalloc((size_t)(n + 1) * sizeof *idx);
 	int64_t *key = xmalloc((size_t)(2 * n + 2) * sizeof *key), most = 0;
@@ -444,7 +445,10 @@ static int64_t ranks(const Items *v, int own_is_src, int64_t T, int64_t *rank)
 		most = k - first + 1 > most ? k - first + 1 : most;
 	}
 	free(key);
-	free(idx);
+	if (sorted)
+		*sorted = idx;
+	else
+		free(idx);
 	return most;
 }
 
@@ -452,25 +456,19 @@ static void by_diagonals(const Items *v, int64_t *order, int64_t T, int by_sende
 {
 	int64_t n = v->n;
 	int64_t *a = xmalloc((size_t)(n + 1) * sizeof *a), *b = xmalloc((size_t)(n + 1) * sizeof *b);
-	int64_t ms = ranks(v, 1, T, a), mr = ranks(v, 0, T, b), M = ms > mr ? ms : mr;
+	int64_t *idx;           /* the items by (sender, first receiver, seq) */
+	int64_t ms = ranks(v, 1, T, a, &idx), mr = ranks(v, 0, T, b, NULL), M = ms > mr ? ms : mr;
 	for (int64_t i = 0; i < n; i++) {       /* b: the round, then (by_sender) the sender tile */
 		int64_t q = v->it[i].seq, round = (a[q] + b[q]) % M;
 		b[q] = by_sender ? round * T + v->it[i].f.src : round;
 	}
 	/* a pair's later unit in no earlier round (past M it would wrap to round 0) */
-	int64_t *idx = xmalloc((size_t)(n + 1) * sizeof *idx), *key = xmalloc((size_t)(2 * n + 2) * sizeof *key);
-	for (int64_t i = 0; i < n; i++) {
-		idx[i] = i;
-		key[2 * i] = v->it[i].f.src * T + tile_mod(v->it[i].f.dst_tile, T), key[2 * i + 1] = v->it[i].seq;
-	}
-	rank_key = key;
-	qsort(idx, (size_t)n, sizeof *idx, by_rank);
 	for (int64_t k = 1; k < n; k++) {
+		const Frag *f = &v->it[idx[k]].f, *g = &v->it[idx[k - 1]].f;
 		int64_t p = v->it[idx[k - 1]].seq, q = v->it[idx[k]].seq;
-		if (key[2 * idx[k]] == key[2 * idx[k - 1]] && b[q] < b[p])
+		if (f->src == g->src && tile_mod(f->dst_tile, T) == tile_mod(g->dst_tile, T) && b[q] < b[p])
 			b[q] = b[p];
 	}
-	free(key);
 	free(idx);
 	order_by(v, b, order);
 	free(a);
