@@ -31,8 +31,10 @@ static void shard_region(const Placement *p, const int64_t *idx, int64_t *lo, in
 	}
 }
 
-/* Zero padding of a destination shard on one tile (amp-left and
- * transposed-right; other layouts feed no matrix unit). */
+/* Zero padding of a destination shard on one tile: amp-left's last strip
+ * past C, transposed-right's panels past K and N, amp-output's last strip
+ * past C (it feeds no matrix unit, but a shard's padding is then always
+ * written, once, zero, as amp-run's check expects; row-major has none). */
 static void zero_pad(XList *l, int step, const Placement *D, const int64_t *didx, int64_t tile)
 {
 	Layout ld = place_layout(D, didx);
@@ -49,6 +51,12 @@ static void zero_pad(XList *l, int step, const Placement *D, const int64_t *didx
 		z.len = (mu - C % mu) * esz;
 		z.nloop = R > 1;
 		z.loop[0] = (XLoop){ R, 0, 0, 0, mu * esz };
+		push(l, &z);
+	} else if (D->layout == LAYOUT_AMP_OUTPUT && C % 16) {
+		z.dst_addr = D->addr + ((C / 16) * R * 16 + C % 16) * esz;
+		z.len = (16 - C % 16) * esz;
+		z.nloop = R > 1;
+		z.loop[0] = (XLoop){ R, 0, 0, 0, 16 * esz };
 		push(l, &z);
 	} else if (D->layout == LAYOUT_TRANSPOSED_RIGHT) {
 		int64_t kb = cdiv(R, mu), cg = cdiv(C, 16), panel = mu * 16 * esz;
@@ -207,7 +215,7 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 	const Step *st = &pl->s[step];
 	const Placement *S = &pl->p[st->src], *D = &pl->p[st->dst];
 	int64_t T = pl->machine.tiles, rep0[MAX_REP] = { 0 };
-	int panel = D->layout == LAYOUT_AMP_LEFT || D->layout == LAYOUT_TRANSPOSED_RIGHT;
+	int panel = D->layout != LAYOUT_ROW_MAJOR;      /* padding zeroed unless it travels */
 	/* Replicas: one multicast (receivers nrep apart by rstride) per value
 	 * of the other axis, when there are two; the larger axis multicasts. */
 	int in = D->nrep == 2 && D->rep[0] > D->rep[1] ? 0 : D->nrep - 1;

@@ -118,9 +118,9 @@ static int gemm_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm
 
 /* The record's grid and cast order, from the placements its steps use:
  * the product's b is cut [K, C], its result (with K cut, the partial
- * [K, ...]) in R row blocks and C column blocks; a copy of a moves a's
- * cast (cast early, on a's owners) or a itself (late, cast on the GEMM's
- * tiles). A grid that is not the placements' would loosen the per-op
+ * [K, ...]) in R row blocks and C column blocks; the a the product
+ * reads (through a's pack) is a copy of a's cast (cast early, on a's
+ * owners) or written by a cast on the GEMM's tiles (late). A grid that is not the placements' would loosen the per-op
  * tolerance (it grows with K's partials) and mislead every reader of the
  * record. */
 static int grid_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm *g, int prod, Err *e)
@@ -140,17 +140,17 @@ static int grid_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm
 			      (long long)R, (long long)K, (long long)C, b->name, cut ? "partial" : "out", o->name);
 	if (g->cast == CAST_AUTO)
 		return 0;
-	for (int s = 0; s < pl->ns; s++) {
-		const Step *st = &pl->s[s];
-		if (st->kind != STEP_COPY || st->operand != OPD_A || strcmp(st->op, op->name))
-			continue;
-		int moved = tensor_of(pl, st->src), late = moved == g->a;
-		if (late != (g->cast == CAST_LATE))
-			return err_at(e, m->file, op->line, op->col, "matmul '%s': the stage's GEMM record has cast %s, "
-				      "but its copy step %d moves '%s' (%s)", op->name, g->cast == CAST_LATE ? "late" :
-				      "early", s, run_held(pl, st->src), late ? "a itself: cast late" :
-				      "a's cast: cast early");
-	}
+	/* what writes the a the product reads (through a's pack): a cast on
+	 * the GEMM's tiles (late), or a copy of a's cast (early) */
+	int w = plan_writer(pl, mm->in[0]);
+	while (w >= 0 && pl->s[w].kind == STEP_COMPUTE && pl->s[w].compute == C_PACK)
+		w = plan_writer(pl, pl->s[w].in[0]);
+	int late = w >= 0 && pl->s[w].kind == STEP_COMPUTE && pl->s[w].compute == C_CAST;
+	if (w >= 0 && late != (g->cast == CAST_LATE))
+		return err_at(e, m->file, op->line, op->col, "matmul '%s': the stage's GEMM record has cast %s, but "
+			      "the a its product step %d reads is written by %s step %d (cast %s)", op->name,
+			      g->cast == CAST_LATE ? "late" : "early", prod, late ? "a cast" : "a copy", w,
+			      late ? "late, on the GEMM's tiles" : "early, on a's owners");
 	return 0;
 }
 

@@ -261,22 +261,6 @@ static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, 
 	free(at);
 }
 
-/* Bytes of shard layout l's elements in [0, x): amp-output's last strip
- * holds w < 16 columns of each row's 16, the rest padding; in every other
- * layout every byte counts (row-major has no padding; the panel layouts'
- * padding is written like their elements). */
-static int64_t elem_prefix(const Layout *l, int64_t x)
-{
-	int64_t C = l->cols, S = cdiv(C, 16), w = C - 16 * (S - 1), esz = fmt_bytes(l->fmt);
-	if (l->kind != LAYOUT_AMP_OUTPUT || w == 16 || C == 0)
-		return x;
-	int64_t L0 = (S - 1) * l->rows * 16 * esz, per = 16 * esz, e = w * esz;
-	if (x <= L0)
-		return x;
-	int64_t r = (x - L0) % per;
-	return L0 + (x - L0) / per * e + (r < e ? r : e);
-}
-
 static const Move *cmp_base;
 
 static int cmp_da(const void *a, const void *b)
@@ -285,14 +269,15 @@ static int cmp_da(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Every byte of the step's destination written exactly once, counted from
- * the writes' spans, not from the bytes' values: sorted by address, no
- * two overlap (check_stray kept them inside the destination), and they
- * cover every element byte of each shard, and of amp-output padding all of
- * the shard's or none (as sim_check_stage counts them). A shard that
- * aliases its source is the source's buffer and is written not at all. So
- * a write missing where the poison happens to hold the right value, or a
- * byte written twice with the same value, is named too. */
+/* Every byte of the step's destination written exactly once, its padding
+ * too (amp-expand zeroes what whole strips or panels do not carry),
+ * counted from the writes' spans, not from the bytes' values: sorted by
+ * address, no two overlap, and (check_stray kept them inside the
+ * destination) they add up to each shard's bytes, as sim_check_stage
+ * counts them. A shard that aliases its source is the source's buffer and
+ * is written not at all. So a write missing where the poison happens to
+ * hold the right value, or a byte written twice with the same value, is
+ * named too. */
 static int count_writes(Exchange *x, int s)
 {
 	Machine_ *m = x->m;
@@ -327,34 +312,25 @@ static int count_writes(Exchange *x, int s)
 				qsort(o, (size_t)n, sizeof *o, cmp_da);
 				break;
 			}
-		int64_t at = p->addr, gap = -1, gap_end = 0, elem = 0, wrote = 0, B = layout_bytes(&l);
+		int64_t at = p->addr, gap = -1, gap_end = 0, wrote = 0, B = layout_bytes(&l);
 		for (int64_t i = 0; i < n && !rc; i++) {
 			const Move *v = &x->mv[o[i]];
 			if (v->da < at)
 				rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') offset %lld: written "
 					  "twice (overwritten) by step %d", (long long)t, x->phase, tn, p->name,
 					  (long long)v->da, s);
-			if (v->da > at && gap < 0 && elem_prefix(&l, v->da - p->addr) > elem_prefix(&l, at - p->addr))
+			if (v->da > at && gap < 0)
 				gap = at, gap_end = v->da;
-			elem += elem_prefix(&l, v->da + v->len - p->addr) - elem_prefix(&l, v->da - p->addr);
 			wrote += v->len;
 			at = v->da + v->len;
 		}
-		if (rc || alias)
+		if (rc || alias || wrote == B)
 			continue;
-		int64_t E = elem_prefix(&l, B);
-		if (elem < E) {
-			if (gap < 0)
-				gap = at, gap_end = p->addr + B;
-			rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') bytes %lld..%lld: written 0 "
-				  "times (missing) by step %d; %lld of the shard's %lld data bytes written", (long long)t,
-				  x->phase, tn, p->name, (long long)gap, (long long)gap_end, s, (long long)elem,
-				  (long long)E);
-		} else if (wrote != E && wrote != B) {
-			rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s'): step %d writes %lld of its "
-				  "shard's %lld padding bytes (expected all or none)", (long long)t, x->phase, tn,
-				  p->name, s, (long long)(wrote - E), (long long)(B - E));
-		}
+		if (gap < 0)
+			gap = at, gap_end = p->addr + B;
+		rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') bytes %lld..%lld: written 0 times "
+			  "(missing) by step %d; %lld of the shard's %lld bytes written", (long long)t, x->phase, tn,
+			  p->name, (long long)gap, (long long)gap_end, s, (long long)wrote, (long long)B);
 	}
 	free(first);
 	free(order);

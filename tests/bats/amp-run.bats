@@ -242,7 +242,7 @@ z.ref.npy"
 	assert_success
 	run --separate-stderr amp-run --data data dropped.amp
 	assert_failure 1
-	[[ $stderr == *"amp-run: tile 73, phase 0: tensor 'ln_s' (placement 'ln_s@owners') bytes 672..832: written 0 times (missing) by step 0; 0 of the shard's 160 data bytes written" ]] ||
+	[[ $stderr == *"amp-run: tile 73, phase 0: tensor 'ln_s' (placement 'ln_s@owners') bytes 672..832: written 0 times (missing) by step 0; 0 of the shard's 160 bytes written" ]] ||
 		fail "$stderr"
 }
 

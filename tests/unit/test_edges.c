@@ -5,7 +5,8 @@
  * steps, expanded by the real expansion, its transfers then flattened to
  * one record per member and receiver. A brute-force reference walks each
  * destination shard element by element (layout_offset, not the layout's
- * row walk) and marks, per tile, its data bytes and, in panel layouts, its
+ * row walk) and marks, per tile, its data bytes and, in every layout but
+ * row-major (which has none), its
  * padding: the flat records must write each marked byte exactly once and
  * nothing else, and the check must pass them. Then each record in turn is
  * moved by one byte at each edge: a byte before its start, a byte past its
@@ -154,7 +155,7 @@ static void set_xfers(Plan *pl, const Xfer *x, int n)
 
 /* ---- the brute-force reference ---- */
 
-enum { B_NONE, B_DATA, B_PAD, B_OPT };   /* B_OPT: amp-output padding, written whole or not at all */
+enum { B_NONE, B_DATA, B_PAD };
 
 /* What each byte of each tile is to one step: data or padding of its
  * destination (aliases of the source excluded), or neither. */
@@ -176,7 +177,7 @@ static int mark_shard(void *ctx, const Placement *p, const int64_t *idx, const i
 		r->cls[t] = calloc((size_t)r->pl->machine.sram_bytes, 1);
 	uint8_t *c = r->cls[t] + p->addr;
 	if (p->layout != LAYOUT_ROW_MAJOR)
-		memset(c, p->layout == LAYOUT_AMP_OUTPUT ? B_OPT : B_PAD, (size_t)layout_bytes(&l));
+		memset(c, B_PAD, (size_t)layout_bytes(&l));     /* every layout's padding: written once, zero */
 	for (int64_t i = 0; i < l.rows; i++)
 		for (int64_t j = 0; j < l.cols; j++)
 			memset(c + layout_offset(&l, i, j) * esz, B_DATA, (size_t)esz);
@@ -266,8 +267,7 @@ static Xfer corrupt(const Xfer *x, int k, int64_t *byte, int *add)
 /* What the check must say about one byte (tile t, offset a) of step s
  * of plan pl written twice or outside (add) or never (!add), as the
  * reference classes it: a data byte is named by its element's offset and
- * the byte in it; of amp-output padding, written in part, the check names
- * the fewer of the bytes written and those not. */
+ * the byte in it, and padding by its offset. */
 static int names_it(const Plan *pl, const char *msg, int cls, int64_t t, int s, int64_t a, int add)
 {
 	const Placement *d = &pl->p[pl->s[s].dst];
@@ -276,8 +276,6 @@ static int names_it(const Plan *pl, const char *msg, int cls, int64_t t, int s, 
 	if (cls == B_NONE)
 		return strstr(msg, "written outside every destination") != NULL;
 	snprintf(where, sizeof where, "tile %lld, step %d:", (long long)t, s);
-	if (cls == B_OPT)
-		return strstr(msg, where) == msg && strstr(msg, "padding at offset");
 	if (cls == B_DATA)
 		snprintf(off, sizeof off, "offset %lld (element ", (long long)(a - k));
 	else
@@ -534,12 +532,12 @@ static void output_padding_value(void)
 	for (int i = 0; !rc && i < f.n; i++) {
 		const Xfer *o = &f.x[i];
 		int64_t t = tile_mod(o->dst_tile, pl.machine.tiles), cut = 1;
-		while (cut < o->len && ref_class(&r, t, o->dst_addr + cut) != B_OPT)
+		while (cut < o->len && ref_class(&r, t, o->dst_addr + cut) != B_PAD)
 			cut++;
 		if (cut == o->len || ref_class(&r, t, o->dst_addr) != B_DATA)
 			continue;
 		int64_t end = cut;
-		while (end < o->len && ref_class(&r, t, o->dst_addr + end) == B_OPT)
+		while (end < o->len && ref_class(&r, t, o->dst_addr + end) == B_PAD)
 			end++;
 		Xfer *x = malloc((size_t)(f.n + 2) * sizeof *x);       /* data, padding, the rest */
 		memcpy(x, f.x, (size_t)(i + 1) * sizeof *x);

@@ -194,6 +194,59 @@ static void patched_rows(const Plan *pl, Program *prog, const char *desc)
 	}
 }
 
+/* amp-run counts writes (run_exchange.c, count_writes), whatever the
+ * bytes' values: on a plan whose run passed, a send record repeated (each
+ * byte it writes written twice, with the same value) or a multicast that
+ * loses its last receiver (a shard never written) is refused with that
+ * named, from a program built from the edited plan (its rows agree). */
+static void counted_writes(const Plan *pl, const char *desc)
+{
+	int dup = -1, lose = -1;
+	for (int i = 0; i < pl->nx; i++) {
+		const Xfer *x = &pl->x[i];
+		if (x->kind != X_SEND)
+			continue;
+		dup = dup < 0 ? i : dup;
+		if (lose < 0 && x->nrecv > 1 && x->nloop == 0)
+			lose = i;
+	}
+	for (int k = 0; k < 2; k++) {
+		int i = k ? lose : dup;
+		if (i < 0)
+			continue;
+		Plan q;
+		Program prog;
+		Err e = { "" };
+		plan_dup(&q, pl);
+		Xfer *x = malloc((size_t)(pl->nx + 1) * sizeof *x);
+		memcpy(x, pl->x, (size_t)(i + 1) * sizeof *x);
+		memcpy(x + i + 1 + !k, pl->x + i + 1, (size_t)(pl->nx - i - 1) * sizeof *x);
+		if (!k)
+			x[i + 1] = x[i];        /* the record twice */
+		else
+			x[i].nrecv--;           /* the last receiver lost */
+		q.nx = 0;
+		for (int j = 0; j < pl->nx + !k; j++)
+			plan_add_xfer(&q, &x[j]);
+		free(x);
+		RunOpts ro = { .seed = 3, .quantized = 1 };
+		float **val = calloc((size_t)q.nt, sizeof *val);
+		int rc = program_build(&q, &prog, &e);
+		if (!rc) {
+			rc = run_data(&q, &ro, val, &e) || run_program(&prog, &q, &ro, val, &e);
+			program_free(&prog);
+		}
+		t_case(k ? "amp-run refuses a multicast that lost a receiver: the shard's bytes written 0 times"
+			 : "amp-run refuses a send record repeated: its bytes written twice, with the same values");
+		CHECK(rc && strstr(e.msg, k ? "written 0 times (missing)" : "written twice (overwritten)"),
+		      "%s: record %d: %s", desc, i, rc ? e.msg : "passed");
+		for (int t = 0; t < q.nt; t++)
+			free(val[t]);
+		free(val);
+		plan_free(&q);
+	}
+}
+
 /* The per-op check on a run that passed: every op with a compute step
  * ran, each within its tolerance; and faults made of the reference's own
  * values fail at their op: a layernorm that returns its input, or runs
@@ -477,6 +530,8 @@ int main(void)
 				opcheck_cases(&md, oc, &mr, desc);
 			if (!rc && i < 8)
 				patched_rows(&pl, &prog, desc);
+			if (!rc && i < 8)
+				counted_writes(&pl, desc);
 			run_opcheck_free(oc);
 			t_case("random model: the reference decoding the machine's instances is the one making "
 			       "them, bit for bit");
