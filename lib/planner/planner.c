@@ -294,13 +294,33 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	return 0;
 }
 
+/* A retry of a cycles search that found no plan that fits, with wo's
+ * options: its plan, when that search itself fits (not its memory
+ * fallback), replaces *pl (built: crc == 0) and returns 0; else -1 and
+ * *pl is as it was. */
+static int retry(Plan *pl, const Model *m, const Machine *mc, PlanOpts wo, Explain *ex, int crc)
+{
+	Err wfit = { 0 }, we;
+	int fell = 0;
+	Plan pw;
+	Explain *wex = ex ? xcalloc((size_t)m->nops + 1, sizeof *wex) : NULL;
+	wo.no_fit_check = 1, wo.fit = &wfit, wo.fell_back = &fell;
+	wo.descent = NULL;
+	int rc = build_cut(&pw, m, mc, &wo, wex, &we), take = !rc && !fell && !wfit.msg[0];
+	if (take)
+		take_plan(pl, !crc, &pw, ex, wex, m->nops);
+	else if (!rc)
+		plan_free(&pw);
+	explain_free(wex, wex ? m->nops : 0);
+	free(wex);
+	return take ? 0 : -1;
+}
+
 /* A cycles search at the default wide unit (WIDE_UNIT) that found no
  * plan that fits is tried again at WIDE_UNIT_WIDER, when the model has
  * wide tensors, and with every result returned to its canonical owners
  * (no maker's cuts): fewer, wider column blocks, so fewer fragments and
- * table bytes on the tiles that gather them. Its plan, when that search
- * itself fits (not its memory fallback), replaces *pl (built: crc == 0)
- * and returns 0; else -1 and *pl is as it was. */
+ * table bytes on the tiles that gather them (retry). */
 static int wider_units(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
 {
 	int *cls = xmalloc((size_t)(m->nt + 1) * sizeof *cls), any = 0;
@@ -312,20 +332,26 @@ static int wider_units(Plan *pl, const Model *m, const Machine *mc, const PlanOp
 	if (o->wide_unit || !any)
 		return -1;
 	PlanOpts wo = *o;
-	Err wfit = { 0 }, we;
-	int fell = 0;
-	Plan pw;
-	Explain *wex = ex ? xcalloc((size_t)m->nops + 1, sizeof *wex) : NULL;
-	wo.wide_unit = WIDE_UNIT_WIDER, wo.no_fit_check = 1, wo.fit = &wfit, wo.fell_back = &fell;
-	wo.descent = NULL;
-	int rc = build_cut(&pw, m, mc, &wo, wex, &we), take = !rc && !fell && !wfit.msg[0];
-	if (take)
-		take_plan(pl, !crc, &pw, ex, wex, m->nops);
-	else if (!rc)
-		plan_free(&pw);
-	explain_free(wex, wex ? m->nops : 0);
-	free(wex);
-	return take ? 0 : -1;
+	wo.wide_unit = WIDE_UNIT_WIDER;
+	return retry(pl, m, mc, wo, ex, crc);
+}
+
+/* Then, when some matmul reads the a of the matmul just before it (a
+ * decoder's gate and up), with no weights on a sibling's tiles: the homes
+ * there leave the table budget free when they are placed, but the
+ * activations and working buffers that come later are not counted then
+ * (retry). */
+static int siblings_apart(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
+{
+	int any = 0;
+	for (int i = 1; i < m->nops; i++)
+		any |= m->ops[i].kind == OP_MATMUL && m->ops[i - 1].kind == OP_MATMUL &&
+		       m->ops[i].in[0] == m->ops[i - 1].in[0];
+	if (o->no_sibling || !any)
+		return -1;
+	PlanOpts wo = *o;
+	wo.no_sibling = 1;
+	return retry(pl, m, mc, wo, ex, crc);
 }
 
 /* Under cycles, the trials rank by cycles and keep only the machine's
@@ -363,7 +389,7 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		explain_free(dex, m->nops);
 		free(dex);
 	}
-	if (!wider_units(pl, m, mc, o, ex, crc)) {
+	if (!wider_units(pl, m, mc, o, ex, crc) || !siblings_apart(pl, m, mc, o, ex, crc)) {
 		fit.msg[0] = 0;
 		goto fits;
 	}

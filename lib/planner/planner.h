@@ -73,6 +73,9 @@ typedef struct {
 	/* build_cut's own retry (0 from its callers: WIDE_UNIT): the columns
 	 * of a wide tensor's unit */
 	int wide_unit;
+	/* build_cut's own retry (0 from its callers): no few-row GEMM's
+	 * weights placed on its sibling's tiles (least_loaded_base) */
+	int no_sibling;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

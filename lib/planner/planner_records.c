@@ -349,11 +349,11 @@ static void add_home_bytes(Builder *b, const Placement *p);
 
 /* The home of the b of matmul op's sibling (the matmul just before it,
  * reading the same a: a decoder's gate before up), when it has p's cut:
- * its base, or -1. */
+ * its base, or -1 (always with no_sibling: planner.c, siblings_apart). */
 static int64_t sibling_base(const Builder *b, const Placement *p, int tensor)
 {
 	const Model *m = b->m;
-	for (int i = 1; i < m->nops; i++) {
+	for (int i = 1; i < m->nops && !b->o->no_sibling; i++) {
 		const MOp *o = &m->ops[i], *s = o - 1;
 		if (o->kind != OP_MATMUL || o->in[1] != tensor || s->kind != OP_MATMUL || s->in[0] != o->in[0])
 			continue;

@@ -28,7 +28,7 @@ static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
 	close(fd);
 	Model m;
 	Machine mc = test_machine(tiles);
-	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 };
+	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0 };
 	int rc = model_load(&m, path, e);
 	if (!rc) {
 		rc = plan_build(pl, &m, &mc, &po, NULL, e);
@@ -407,6 +407,47 @@ static void one_lowering(void)
 	unlink(path);
 }
 
+/* The base of tensor name's home (its placement that no step writes), or -1. */
+static int64_t home_base(const Plan *pl, const char *name)
+{
+	int t = plan_find_tensor(pl, name);
+	for (int i = 0; t >= 0 && i < pl->np; i++)
+		if (pl->p[i].tensor == t && plan_writer(pl, i) < 0)
+			return pl->p[i].base;
+	return -1;
+}
+
+/* A decode step's up weights go on gate's tiles (its sibling: the matmul
+ * before it reading the same a), and with no_sibling (the planner's retry
+ * when a plan does not fit: planner.c, siblings_apart) they do not. */
+static void siblings(void)
+{
+	Model m;
+	Machine mc;
+	Err e;
+	if (model_load(&m, "share/models/qwen2.5-0.5b-1layer-decode.yaml", &e) ||
+	    machine_load(&mc, "share/machines/amp1472.yaml", &e)) {
+		t_case("the 1-layer Qwen decode and amp1472 load");
+		CHECK(0, "%s", e.msg);
+		return;
+	}
+	for (int apart = 0; apart < 2; apart++) {
+		PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, apart };
+		Plan pl;
+		t_case(apart ? "with no_sibling, up's weights are not on gate's tiles"
+			     : "a decode step's up weights sit on its sibling gate's tiles");
+		int ok = plan_build(&pl, &m, &mc, &po, NULL, &e) == 0;
+		CHECK(ok, "%s", e.msg);
+		if (!ok)
+			continue;
+		int64_t g = home_base(&pl, "wg"), u = home_base(&pl, "wu");
+		CHECK(g >= 0 && u >= 0 && (u == g) == !apart, "wg's home at tile %lld, wu's at %lld", (long long)g,
+		      (long long)u);
+		plan_free(&pl);
+	}
+	model_free(&m);
+}
+
 int main(void)
 {
 	irregular_destination();
@@ -415,5 +456,6 @@ int main(void)
 	stage_check_faults();
 	round_trips();
 	one_lowering();
+	siblings();
 	return t_summary();
 }
