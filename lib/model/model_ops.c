@@ -83,6 +83,22 @@ static int positive(const char *f, const Val *v, const char *key, int64_t *out, 
 	return get_int(f, v, key, 1, INT64_C(1) << 30, out, e);
 }
 
+/* An op's key that a model version added, naming one of two words (kv
+ * its value): *flag 1 for the second. Refused at the key before that
+ * version, or naming any other word (what: the words and their meaning). */
+static int word_pair(const char *f, const Model *m, const Val *kv, const char *kind, const char *name,
+		     const char *key, int since, const char *no, const char *yes, const char *what, int *flag,
+		     Err *e)
+{
+	if (m->version < since)
+		return val_err(f, kv, e, "%s '%s': %s needs amp-model: %d (this file is version %d)", kind, name, key,
+			       since, m->version);
+	if (kv->kind != VAL_SCALAR || (strcmp(kv->s, no) && strcmp(kv->s, yes)))
+		return val_err(f, kv, e, "%s '%s': %s is %s", kind, name, key, what);
+	*flag = !strcmp(kv->s, yes);
+	return 0;
+}
+
 static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
 	static const char *keys[OP_COUNT][12] = {
@@ -208,13 +224,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 					       (long long)o.head_dim);
 		}
 		if ((kv = map_get(v, "pairs"))) {
-			if (m->version < 7)
-				return val_err(f, kv, e, "rope '%s': pairs needs amp-model: 7 (this file is "
-					       "version %d)", name, m->version);
-			if (kv->kind != VAL_SCALAR || (strcmp(kv->s, "half") && strcmp(kv->s, "interleaved")))
-				return val_err(f, kv, e, "rope '%s': pairs is 'half' (element i of a head with i + "
-					       "head_dim/2) or 'interleaved' (2i with 2i + 1)", name);
-			o.interleaved = !strcmp(kv->s, "interleaved");
+			if (word_pair(f, m, kv, "rope", name, "pairs", 7, "half", "interleaved",
+				      "'half' (element i of a head with i + head_dim/2) or 'interleaved' (2i with 2i + 1)",
+				      &o.interleaved, e))
+				return -1;
 			if (o.interleaved && o.head_stride % 2)
 				return val_err(f, map_get(v, "head_stride"), e, "rope '%s': pairs interleaved needs an even "
 					       "head_stride (%lld would start head 1's pairs at an odd column)", name,
@@ -275,13 +288,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o.causal, e))
 			return -1;
 		if ((kv = map_get(v, "kv_order"))) {
-			if (m->version < 6)
-				return val_err(f, kv, e, "attention '%s': kv_order needs amp-model: 6 (this file is "
-					       "version %d)", name, m->version);
-			if (kv->kind != VAL_SCALAR || (strcmp(kv->s, "kv") && strcmp(kv->s, "heads")))
-				return val_err(f, kv, e, "attention '%s': kv_order is 'kv' (every key, then every value) "
-					       "or 'heads' (each kv head's keys, then its values)", name);
-			o.kv_order = !strcmp(kv->s, "heads");
+			if (word_pair(f, m, kv, "attention", name, "kv_order", 6, "kv", "heads",
+				      "'kv' (every key, then every value) or 'heads' (each kv head's keys, then its values)",
+				      &o.kv_order, e))
+				return -1;
 			if (o.kv_order && map_get(v, "qkv"))
 				return val_err(f, kv, e, "attention '%s': kv_order heads takes q and kv, not a fused qkv",
 					       name);

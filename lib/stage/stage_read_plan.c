@@ -52,6 +52,26 @@ static int ref_enum(const char *f, const Val *r, const char *key, const char *co
 	return 0;
 }
 
+/* A step key a version added that only one compute kind takes (v its
+ * value): refused on another kind, or before that version. */
+static int step_key(const char *f, const Val *v, ComputeKind k, ComputeKind want, const char *key, int version,
+		    int since, Err *e)
+{
+	if (k != want)
+		return val_err(f, v, e, "only %s takes %s", compute_names[want], key);
+	if (version < since)
+		return val_err(f, v, e, "%s needs version %d (this file is version %d)", key, since, version);
+	return 0;
+}
+
+/* A key written only when it holds its one word (v its value). */
+static int one_word(const char *f, const Val *v, const char *word, const char *what, Err *e)
+{
+	if (v->kind != VAL_SCALAR || strcmp(v->s, word))
+		return val_err(f, v, e, "%s", what);
+	return 0;
+}
+
 static int unique(const char *f, const Val *r, const char *name, int exists, Err *e)
 {
 	if (exists)
@@ -321,29 +341,20 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		if (s.compute == C_ROPE && (s.head_dim % 2 || !(s.theta > 1) || !isfinite(s.theta)))
 			return val_err(f, r, e, "rope needs an even head_dim and a theta above 1");
 		s.head_stride = s.head_dim;
-		if ((v = map_get(r, "head_stride"))) {
-			if (s.compute != C_ROPE || version < 11)
-				return val_err(f, v, e, s.compute != C_ROPE ? "only rope takes head_stride" :
-					       "head_stride needs version 11 (this file is version %d)", version);
-			if (get_int(f, r, "head_stride", s.head_dim, 1 << 20, &s.head_stride, e))
-				return -1;
-		}
-		if ((v = map_get(r, "pairs"))) {
-			if (s.compute != C_ROPE || version < 12)
-				return val_err(f, v, e, s.compute != C_ROPE ? "only rope takes pairs" :
-					       "pairs needs version 12 (this file is version %d)", version);
-			if (v->kind != VAL_SCALAR || strcmp(v->s, "interleaved"))
-				return val_err(f, v, e, "pairs is 'interleaved' when given (absent: half)");
-			s.interleaved = 1;
-		}
-		if ((v = map_get(r, "kv_order"))) {
-			if (s.compute != C_ATTENTION || version < 11)
-				return val_err(f, v, e, s.compute != C_ATTENTION ? "only attention takes kv_order" :
-					       "kv_order needs version 11 (this file is version %d)", version);
-			if (v->kind != VAL_SCALAR || strcmp(v->s, "heads"))
-				return val_err(f, v, e, "kv_order is 'heads' (written only then)");
-			s.kv_order = 1;
-		}
+		if ((v = map_get(r, "head_stride")) &&
+		    (step_key(f, v, s.compute, C_ROPE, "head_stride", version, 11, e) ||
+		     get_int(f, r, "head_stride", s.head_dim, 1 << 20, &s.head_stride, e)))
+			return -1;
+		if ((v = map_get(r, "pairs")) &&
+		    (step_key(f, v, s.compute, C_ROPE, "pairs", version, 12, e) ||
+		     one_word(f, v, "interleaved", "pairs is 'interleaved' when given (absent: half)", e)))
+			return -1;
+		s.interleaved = v != NULL;
+		if ((v = map_get(r, "kv_order")) &&
+		    (step_key(f, v, s.compute, C_ATTENTION, "kv_order", version, 11, e) ||
+		     one_word(f, v, "heads", "kv_order is 'heads' (written only then)", e)))
+			return -1;
+		s.kv_order = v != NULL;
 		if (s.compute != C_ROPE && (map_get(r, "head_dim") || map_get(r, "theta")))
 			return val_err(f, map_get(r, map_get(r, "head_dim") ? "head_dim" : "theta"), e,
 				       "only rope takes head_dim and theta");

@@ -182,13 +182,8 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	plan_rejects long.yaml 19:3 "No plan avoids the parameters and states: 760342400 bytes, at least 516537 per tile" long.yaml
 }
 
-# home MODEL OUT: MODEL with its attention pinned to run on the cache's home
-home() {
-	{ cat "$1"; printf 'pins:\n  attn: {kv_staging: home}\n'; } > "$2"
-}
-
 @test "cache: attention on the cache's home reads keys and values in place, every head on a tile, partials merged by head and chunk" {
-	home "$DEC" dh.yaml
+	pin_home "$DEC" dh.yaml
 	amp-plan dh.yaml -o p.yaml
 	# no copy of the cache: k and v are its home
 	run grep -c '^- {step: [0-9]*, copy: .*, operand: [kv], ' p.yaml
@@ -241,7 +236,7 @@ home() {
 }
 
 @test "cache: a version 8 stage with chunks is refused at the key" {
-	home "$DEC" dh.yaml
+	pin_home "$DEC" dh.yaml
 	amp-plan dh.yaml -o p.yaml
 	sed 's/^version: 12$/version: 8/' p.yaml > p8.yaml
 	run --separate-stderr amp-compose p8.yaml

@@ -107,3 +107,9 @@ cosines_at_least() {
 	done < <(printf '%s\n' "$output" | sed -n 's/.*: cosine \([0-9.]*\),.*/\1/p')
 	[ "$n" -gt 0 ] || fail "no cosine in: $output"
 }
+
+# pin_home MODEL OUT: MODEL with its attention 'attn' pinned to run on its
+# state's home (kv_staging home), written to OUT.
+pin_home() {
+	{ cat "$1"; printf 'pins:\n  attn: {kv_staging: home}\n'; } > "$2"
+}

@@ -16,10 +16,6 @@ load common
 PRE=$ROOT/tests/models/tiny-prefill-kvh.yaml
 DEC=$ROOT/tests/models/tiny-decode-kvh.yaml
 
-home() {
-	{ cat "$1"; printf 'pins:\n  attn: {kv_staging: home}\n'; } > "$2"
-}
-
 @test "kv_order: the steps carry kv_order heads and head_stride, and the cache's home is cut by kv head" {
 	amp-plan "$DEC" -o p.yaml
 	run grep -c '^- {step: [0-9]*, compute: rope, op: rk, .*heads: 2, head_dim: 16, head_stride: 32, theta: ' p.yaml
@@ -38,7 +34,7 @@ home() {
 }
 
 @test "kv_order: attention on the home, one kv head per tile: q's heads of that kv head, partials merged by head and chunk" {
-	home "$DEC" dh.yaml
+	pin_home "$DEC" dh.yaml
 	amp-plan dh.yaml -o p.yaml
 	run grep -c '^- {step: [0-9]*, copy: .*, operand: [kv], ' p.yaml
 	assert_output 0
