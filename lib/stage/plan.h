@@ -27,6 +27,7 @@
 				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows), 10
 				 * (no rope head_stride, no attention kv_order) and 11 (no rope pairs) are still read */
 #define PLAN_VERSION_OLDEST 4
+#define STAGE_NAME_MAX 1024      /* bytes of a name a stage defines: a tensor's, a placement's, an op's (formats/stage.md) */
 
 /* The stage files that carry a plan: each adds to the one before it.
  * amp-expand: placement addresses and transfers; amp-exchange: phases

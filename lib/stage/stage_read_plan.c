@@ -72,6 +72,20 @@ static int one_word(const char *f, const Val *v, const char *word, const char *w
 	return 0;
 }
 
+/* A name a stage defines (a tensor's, a placement's, an op's): at most
+ * STAGE_NAME_MAX bytes (formats/stage.md; libyaml has refused invalid
+ * UTF-8 already). */
+static int get_name(const char *f, const Val *r, const char *key, const char **s, Err *e)
+{
+	if (get_str(f, r, key, s, e))
+		return -1;
+	size_t n = strlen(*s);
+	if (n > STAGE_NAME_MAX)
+		return val_err(f, map_get(r, key), e, "a %s of %zu bytes, over a stage's limit of %d", key, n,
+			       STAGE_NAME_MAX);
+	return 0;
+}
+
 static int unique(const char *f, const Val *r, const char *name, int exists, Err *e)
 {
 	if (exists)
@@ -89,7 +103,7 @@ static int read_tensor(Plan *pl, const char *f, const Val *r, int version, Err *
 	int64_t scale = 0;
 
 	memset(&t, 0, sizeof t);
-	if (map_keys(f, r, keys, e) || get_str(f, r, "name", &name, e) ||
+	if (map_keys(f, r, keys, e) || get_name(f, r, "name", &name, e) ||
 	    unique(f, r, name, plan_find_tensor(pl, name) >= 0, e) ||
 	    ref_enum(f, r, "role", role_names, R_COUNT, &role, e) ||
 	    ref_enum(f, r, "dtype", (const char *const[]){ "fp32", "fp16", "fp8", "int32" }, 4, &fmt, e))
@@ -140,7 +154,7 @@ static int read_gemm(Plan *pl, const char *f, const Val *r, int version, Err *e)
 
 	memset(&g, 0, sizeof g);
 	g.bias = -1;
-	if (map_keys(f, r, keys, e) || get_str(f, r, "op", &op, e) ||
+	if (map_keys(f, r, keys, e) || get_name(f, r, "op", &op, e) ||
 	    ref_tensor(pl, f, r, "a", &g.a, e) || ref_tensor(pl, f, r, "b", &g.b, e) ||
 	    (map_get(r, "bias") && ref_tensor(pl, f, r, "bias", &g.bias, e)) ||
 	    ref_tensor(pl, f, r, "out", &g.out, e) ||
@@ -203,7 +217,7 @@ static int read_placement(Plan *pl, const char *f, const Val *r, int version, Er
 	const int64_t big = INT64_C(1) << 40;
 
 	memset(&p, 0, sizeof p);
-	if (map_keys(f, r, keys, e) || get_str(f, r, "name", &name, e) ||
+	if (map_keys(f, r, keys, e) || get_name(f, r, "name", &name, e) ||
 	    unique(f, r, name, find_placement(pl, name) >= 0, e) ||
 	    ref_tensor(pl, f, r, "tensor", &p.tensor, e) ||
 	    ref_enum(f, r, "layout", lays, 4, &lay, e) ||
@@ -396,7 +410,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 	} else {
 		return val_err(f, r, e, "a step needs 'copy' or 'compute'");
 	}
-	if (get_str(f, r, "op", &op, e))
+	if (get_name(f, r, "op", &op, e))
 		return -1;
 	s.op = xstrdup(op);
 	pl->s = xrealloc(pl->s, (size_t)(pl->ns + 1) * sizeof *pl->s);
@@ -435,7 +449,7 @@ static int read_host(Plan *pl, const char *f, const Val *r, int version, Err *e)
 	int k;
 
 	memset(&h, 0, sizeof h);
-	if (get_str(f, r, "op", &op, e) || ref_enum(f, r, "host", kinds, 2, &k, e))
+	if (get_name(f, r, "op", &op, e) || ref_enum(f, r, "host", kinds, 2, &k, e))
 		return -1;
 	h.kind = (HostKind)k;
 	if (h.kind == HOST_EMBED) {

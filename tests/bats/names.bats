@@ -155,3 +155,20 @@ runs() {
 	jq -e '[.traceEvents[] | .name] | map(select(contains("😀😀😀😀"))) | length > 0' t.json >/dev/null ||
 		fail "the layernorm's name is not whole in the trace"
 }
+
+@test "the stage readers take a name of 1,024 bytes and refuse one of 1,025 at its line and column" {
+	local g=$ROOT/tests/golden/tiny-mlp/plan.yaml n1024 n1025 line col
+	n1024=$(printf 'p%.0s' $(seq 1024))
+	n1025=${n1024}p
+	sed "s/x@canon/$n1024/g" "$g" > ok.yaml
+	run --separate-stderr amp-compose ok.yaml -o ok.composed
+	assert_success
+	grep -q "$n1024" ok.composed || fail "the 1,024-byte placement name was not kept"
+	sed "s/x@canon/$n1025/g" "$g" > long.yaml
+	line=$(grep -n "^- {name: $n1025," long.yaml | cut -d: -f1)
+	col=$(($(grep "^- {name: $n1025," long.yaml | sed 's/\(name: \).*/\1/' | wc -c)))
+	run --separate-stderr amp-compose long.yaml -o long.composed
+	assert_failure 1
+	assert_equal "$stderr" "amp-compose: long.yaml:$line:$col: a name of 1025 bytes, over a stage's limit of 1024"
+	[ ! -e long.composed ] || fail "an output was written"
+}
