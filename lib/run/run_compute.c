@@ -68,6 +68,166 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
 }
 
 /* Compute step w->step on the tiles t of its output with t % parts == part. */
+/* The rows whose position falls in this tile's block (compute_tiles, tile t: a its first input, la its layout, res its
+ * R x C result). */
+static void k_append(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+{
+	const Placement *out = &m->pl->p[st->out];
+	Layout lb, lc;
+	float *pos = run_read_shard(m, st->in[1], t, &lb);
+	float *old = run_read_shard(m, st->out, t, &lc);
+	int64_t p0 = run_shard_first(m, st->out, t, 1), P = m->pl->t[out->tensor].shape[1];
+	int64_t pb = out->block[1] < P - p0 ? out->block[1] : P - p0, bb = R / pb, n = la.rows / bb;
+	memcpy(res, old, (size_t)(R * C) * sizeof *res);
+	for (int64_t b = 0; b < bb; b++)
+		for (int64_t j = 0; j < n; j++) {
+			int64_t p = (int64_t)pos[b * n + j] - p0;
+			if (p >= 0 && p < pb)
+				memcpy(res + (b * pb + p) * C, a + (b * n + j) * C, (size_t)C * sizeof *res);
+		}
+	free(old);
+	free(pos);
+}
+
+/* Each row's heads rotated by its position (compute_tiles, tile t: a its first input, la its layout, res its
+ * R x C result). */
+static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+{
+	Layout lb;
+	(void)la;
+	/* the pairs whose columns the shard holds (all of a row's,
+	 * or a wide row's column block from c0: of whole heads, or
+	 * interleaved of whole pairs) */
+	float *pos = run_read_shard(m, st->in[1], t, &lb);
+	int64_t D = st->head_dim, h2 = D / 2, c0 = run_shard_first(m, st->in[0], t, 2);
+	int64_t S = st->head_stride > 0 ? st->head_stride : D;  /* head h at column h*S */
+	int64_t lo = st->interleaved ? 2 : 1, hi = st->interleaved ? 1 : h2;   /* pair i: i*lo, i*lo + hi */
+	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once per shard */
+	for (int64_t i = 0; i < h2; i++)
+		fr[i] = pow(st->theta, -2.0 * (double)i / (double)D);
+	memcpy(res, a, (size_t)(R * C) * sizeof *res);
+	for (int64_t r = 0; r < R; r++)
+		for (int64_t i = 0; i < h2; i++) {
+			double ang = (double)pos[r] * fr[i];
+			float c = (float)cos(ang), s = (float)sin(ang);
+			for (int64_t h = 0; h < st->heads; h++) {
+				int64_t p = h * S + i * lo - c0, q = p + hi;      /* in the shard */
+				if (p < 0 || q >= C)
+					continue;       /* not this shard's */
+				float xp = a[r * C + p], xq = a[r * C + q];
+				res[r * C + p] = xp * c - xq * s;
+				res[r * C + q] = xq * c + xp * s;
+			}
+		}
+	free(pos);
+	free(fr);
+}
+
+/* Over the row's columns, or over the whole row from its blocks' sums of squares (compute_tiles, tile t: a its first input, la its layout, res its
+ * R x C result). */
+static void k_rmsnorm(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+{
+	Layout lb, lc;
+	(void)la;
+	/* over the row's C columns, or (a third input) over the whole
+	 * row whose column blocks' sums of squares it holds */
+	float *g = run_read_shard(m, st->in[1], t, &lb);
+	float *sums = st->nin > 2 ? run_read_shard(m, st->in[2], t, &lc) : NULL;
+	const PTensor *xt = &m->pl->t[m->pl->p[st->in[0]].tensor];
+	float width = (float)(sums ? xt->shape[xt->rank - 1] : C);
+	for (int64_t r = 0; r < R; r++) {
+		const float *x = a + r * C;
+		float ss = 0;
+		if (sums)
+			for (int64_t k = 0; k < lc.cols; k++)
+				ss += sums[r * lc.cols + k];
+		else
+			for (int64_t c = 0; c < C; c++)
+				ss += x[c] * x[c];
+		float inv = 1.0f / sqrtf(ss / width + (float)st->eps);
+		for (int64_t c = 0; c < C; c++)
+			res[r * C + c] = x[c] * inv * g[c];
+	}
+	free(sums);
+	free(g);
+}
+
+/* Each row normalised over its columns, scaled and shifted (compute_tiles, tile t: a its first input, la its layout, res its
+ * R x C result). */
+static void k_layernorm(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+{
+	Layout lb, lc;
+	(void)la;
+	float *g = run_read_shard(m, st->in[1], t, &lb), *b = run_read_shard(m, st->in[2], t, &lc);
+	for (int64_t r = 0; r < R; r++) {
+		const float *x = a + r * C;
+		float mean = 0, var = 0;
+		for (int64_t c = 0; c < C; c++)
+			mean += x[c];
+		mean /= (float)C;
+		for (int64_t c = 0; c < C; c++)
+			var += (x[c] - mean) * (x[c] - mean);
+		var /= (float)C;
+		float inv = 1.0f / sqrtf(var + (float)st->eps);
+		for (int64_t c = 0; c < C; c++)
+			res[r * C + c] = (x[c] - mean) * inv * g[c] + b[c];
+	}
+	free(g);
+	free(b);
+}
+
+/* The K partials summed in part order, then the bias (compute_tiles, tile t: a its first input, la its layout, res its
+ * R x C result). */
+static void k_reduce(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+{
+	Layout lb;
+	int64_t parts = la.rows / R;
+	float *bias = st->nin > 1 ? run_read_shard(m, st->in[1], t, &lb) : NULL;
+	/* each element summed from 0 in part order, then the bias
+	 * added: parts outermost, so the rows are read as they lie */
+	for (int64_t k = 0; k < parts; k++)
+		for (int64_t q = 0; q < R * C; q++)
+			res[q] += a[k * R * C + q];
+	for (int64_t q = 0; q < R * C; q++)
+		res[q] += bias ? bias[q % C] : 0;
+	free(bias);
+}
+
+/* A product on tile t: a and b decoded into run_gemm_strips's operands,
+ * the bias added, the result written in the output's format, and (on the
+ * output's first replica) its expected bytes encoded; returns the CPU
+ * seconds that encoding took (not the product's). */
+static double tile_matmul(Machine_ *m, Work *w, const Step *st, int64_t t, const int64_t *idx, int64_t R, int64_t C,
+			  int64_t **off, int64_t *offcap)
+{
+	const Placement *out = &m->pl->p[st->out];
+	int64_t T = m->pl->machine.tiles, z[MAX_REP] = { 0 };
+	const int64_t *os = m->ts[st->out].shard;
+	Layout la, lb, lc;
+	double enc = 0;
+	float *res = run_scratch(m, w->part, 2, R * C);
+	memset(res, 0, (size_t)(R * C) * sizeof *res);
+	int64_t mp = cdiv(R, run_gemm_rows()) * run_gemm_rows();
+	const float *ap = run_read_strips(m, w, st->in[0], t, &la, mp);
+	const float *bp = run_read_panels(m, w, st->in[1], t, &lb);
+	int64_t K = la.cols;
+	run_gemm_strips(ap, mp * GEMM_S, bp, res, R, K, C);   /* K order */
+	if (st->nin > 2) {
+		float *bias = run_read_shard(m, st->in[2], t, &lc);
+		for (int64_t r = 0; r < R; r++)
+			for (int64_t n = 0; n < C; n++)
+				res[r * C + n] += bias[n];
+		free(bias);
+	}
+	run_write_shard(m, st->out, t, res);   /* rounds into the output's format */
+	if (place_tile(out, idx, z, T) == t) {  /* the first replica: the expected bytes, not the product's time */
+		double e0 = thread_cpu();
+		run_enc_shard(m, out, w->enc, os[t], off, offcap);
+		enc = thread_cpu() - e0;
+	}
+	return enc;
+}
+
 static void *compute_tiles(void *arg)
 {
 	Work *w = arg;
@@ -87,28 +247,9 @@ static void *compute_tiles(void *arg)
 		place_shard_idx(out, os[t], idx);
 		Layout lo = place_layout(out, idx);
 		int64_t R = lo.rows, C = lo.cols;
-		Layout la, lb, lc;
+		Layout la, lb;
 		if (st->compute == C_MATMUL) {  /* both operands decoded into run_gemm_strips's */
-			float *res = run_scratch(m, w->part, 2, R * C);
-			memset(res, 0, (size_t)(R * C) * sizeof *res);
-			int64_t mp = cdiv(R, run_gemm_rows()) * run_gemm_rows();
-			const float *ap = run_read_strips(m, w, st->in[0], t, &la, mp);
-			const float *bp = run_read_panels(m, w, st->in[1], t, &lb);
-			int64_t K = la.cols;
-			run_gemm_strips(ap, mp * GEMM_S, bp, res, R, K, C);   /* K order */
-			if (st->nin > 2) {
-				float *bias = run_read_shard(m, st->in[2], t, &lc);
-				for (int64_t r = 0; r < R; r++)
-					for (int64_t n = 0; n < C; n++)
-						res[r * C + n] += bias[n];
-				free(bias);
-			}
-			run_write_shard(m, st->out, t, res);   /* rounds into the output's format */
-			if (place_tile(out, idx, z, T) == t) {  /* the first replica: the expected bytes, not the product's time */
-				double e0 = thread_cpu();
-				run_enc_shard(m, out, w->enc, os[t], &off, &offcap);
-				enc_cpu += thread_cpu() - e0;
-			}
+			enc_cpu += tile_matmul(m, w, st, t, idx, R, C, &off, &offcap);
 			continue;
 		}
 		float *res = xcalloc((size_t)(R * C), sizeof *res);
@@ -126,22 +267,9 @@ static void *compute_tiles(void *arg)
 		case C_ATTENTION:
 			run_attention_tile(m, w, st, t, a, la.cols, R, C, res);
 			break;
-		case C_APPEND: {                /* the rows whose position falls in this tile's block */
-			float *pos = run_read_shard(m, st->in[1], t, &lb);
-			float *old = run_read_shard(m, st->out, t, &lc);
-			int64_t p0 = run_shard_first(m, st->out, t, 1), P = m->pl->t[out->tensor].shape[1];
-			int64_t pb = out->block[1] < P - p0 ? out->block[1] : P - p0, bb = R / pb, n = la.rows / bb;
-			memcpy(res, old, (size_t)(R * C) * sizeof *res);
-			for (int64_t b = 0; b < bb; b++)
-				for (int64_t j = 0; j < n; j++) {
-					int64_t p = (int64_t)pos[b * n + j] - p0;
-					if (p >= 0 && p < pb)
-						memcpy(res + (b * pb + p) * C, a + (b * n + j) * C, (size_t)C * sizeof *res);
-				}
-			free(old);
-			free(pos);
+		case C_APPEND:
+			k_append(m, st, t, a, la, R, C, res);
 			break;
-		}
 		case C_MERGE:
 			run_merge(a, res, la.rows / R, R, C);
 			break;
@@ -165,35 +293,9 @@ static void *compute_tiles(void *arg)
 			for (int64_t q = 0; q < R * C; q++)
 				res[q] = silu(a[q]);
 			break;
-		case C_ROPE: {                  /* each row's heads rotated by its position */
-			/* the pairs whose columns the shard holds (all of a row's,
-			 * or a wide row's column block from c0: of whole heads, or
-			 * interleaved of whole pairs) */
-			float *pos = run_read_shard(m, st->in[1], t, &lb);
-			int64_t D = st->head_dim, h2 = D / 2, c0 = run_shard_first(m, st->in[0], t, 2);
-			int64_t S = st->head_stride > 0 ? st->head_stride : D;  /* head h at column h*S */
-			int64_t lo = st->interleaved ? 2 : 1, hi = st->interleaved ? 1 : h2;   /* pair i: i*lo, i*lo + hi */
-			double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once per shard */
-			for (int64_t i = 0; i < h2; i++)
-				fr[i] = pow(st->theta, -2.0 * (double)i / (double)D);
-			memcpy(res, a, (size_t)(R * C) * sizeof *res);
-			for (int64_t r = 0; r < R; r++)
-				for (int64_t i = 0; i < h2; i++) {
-					double ang = (double)pos[r] * fr[i];
-					float c = (float)cos(ang), s = (float)sin(ang);
-					for (int64_t h = 0; h < st->heads; h++) {
-						int64_t p = h * S + i * lo - c0, q = p + hi;      /* in the shard */
-						if (p < 0 || q >= C)
-							continue;       /* not this shard's */
-						float xp = a[r * C + p], xq = a[r * C + q];
-						res[r * C + p] = xp * c - xq * s;
-						res[r * C + q] = xq * c + xp * s;
-					}
-				}
-			free(pos);
-			free(fr);
+		case C_ROPE:
+			k_rope(m, st, t, a, la, R, C, res);
 			break;
-		}
 		case C_MUL: {
 			float *b = run_read_shard(m, st->in[1], t, &lb);
 			for (int64_t q = 0; q < R * C; q++)
@@ -209,62 +311,15 @@ static void *compute_tiles(void *arg)
 				res[r * C] = ss;
 			}
 			break;
-		case C_RMSNORM: {
-			/* over the row's C columns, or (a third input) over the whole
-			 * row whose column blocks' sums of squares it holds */
-			float *g = run_read_shard(m, st->in[1], t, &lb);
-			float *sums = st->nin > 2 ? run_read_shard(m, st->in[2], t, &lc) : NULL;
-			const PTensor *xt = &m->pl->t[m->pl->p[st->in[0]].tensor];
-			float width = (float)(sums ? xt->shape[xt->rank - 1] : C);
-			for (int64_t r = 0; r < R; r++) {
-				const float *x = a + r * C;
-				float ss = 0;
-				if (sums)
-					for (int64_t k = 0; k < lc.cols; k++)
-						ss += sums[r * lc.cols + k];
-				else
-					for (int64_t c = 0; c < C; c++)
-						ss += x[c] * x[c];
-				float inv = 1.0f / sqrtf(ss / width + (float)st->eps);
-				for (int64_t c = 0; c < C; c++)
-					res[r * C + c] = x[c] * inv * g[c];
-			}
-			free(sums);
-			free(g);
+		case C_RMSNORM:
+			k_rmsnorm(m, st, t, a, la, R, C, res);
 			break;
-		}
-		case C_LAYERNORM: {
-			float *g = run_read_shard(m, st->in[1], t, &lb), *b = run_read_shard(m, st->in[2], t, &lc);
-			for (int64_t r = 0; r < R; r++) {
-				const float *x = a + r * C;
-				float mean = 0, var = 0;
-				for (int64_t c = 0; c < C; c++)
-					mean += x[c];
-				mean /= (float)C;
-				for (int64_t c = 0; c < C; c++)
-					var += (x[c] - mean) * (x[c] - mean);
-				var /= (float)C;
-				float inv = 1.0f / sqrtf(var + (float)st->eps);
-				for (int64_t c = 0; c < C; c++)
-					res[r * C + c] = (x[c] - mean) * inv * g[c] + b[c];
-			}
-			free(g);
-			free(b);
+		case C_LAYERNORM:
+			k_layernorm(m, st, t, a, la, R, C, res);
 			break;
-		}
-		case C_REDUCE: {
-			int64_t parts = la.rows / R;
-			float *bias = st->nin > 1 ? run_read_shard(m, st->in[1], t, &lb) : NULL;
-			/* each element summed from 0 in part order, then the bias
-			 * added: parts outermost, so the rows are read as they lie */
-			for (int64_t k = 0; k < parts; k++)
-				for (int64_t q = 0; q < R * C; q++)
-					res[q] += a[k * R * C + q];
-			for (int64_t q = 0; q < R * C; q++)
-				res[q] += bias ? bias[q % C] : 0;
-			free(bias);
+		case C_REDUCE:
+			k_reduce(m, st, t, a, la, R, C, res);
 			break;
-		}
 		default:
 			break;
 		}
