@@ -104,42 +104,36 @@ void zip_siblings(Builder *b, const int *op_first, const int *op_end)
 
 /* One build; as attempt i of stop, abandoned between two ops once past
  * the first attempt that fit (its plan would not be read). */
-int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
+/* b ready to build pl for m on mc: its per-tile and per-tensor records,
+ * the wide tensors' classes, and pl's tensors (fp8 scales from o). */
+static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o)
 {
-	Builder b;
-	int *op_first = NULL, *op_end = NULL;
-	memset(&b, 0, sizeof b);
-	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
-	b.price = price, b.memo = memo, b.prefix = -1;
-	int rc = -1;
-
 	memset(pl, 0, sizeof *pl);
 	pl->machine = *mc;
 	pl->model = xstrdup(m->name);
-	b.canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b.canon);
+	b->canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->canon);
 	for (int i = 0; i < 2 * m->nt + 4 * m->nops + 1; i++)
-		b.canon[i] = -1;
-	b.base = xcalloc((size_t)mc->tiles, sizeof *b.base);
-	b.tab = xcalloc((size_t)mc->tiles, sizeof *b.tab);
-	b.frg = xcalloc((size_t)mc->tiles, sizeof *b.frg);
-	b.op_tab = xcalloc((size_t)mc->tiles, sizeof *b.op_tab);
-	b.op_frg = xcalloc((size_t)mc->tiles, sizeof *b.op_frg);
-	b.scratch = xcalloc((size_t)(3 * mc->tiles), sizeof *b.scratch);
-	b.last_use = xcalloc((size_t)m->nt, sizeof *b.last_use);
+		b->canon[i] = -1;
+	b->base = xcalloc((size_t)mc->tiles, sizeof *b->base);
+	b->tab = xcalloc((size_t)mc->tiles, sizeof *b->tab);
+	b->frg = xcalloc((size_t)mc->tiles, sizeof *b->frg);
+	b->op_tab = xcalloc((size_t)mc->tiles, sizeof *b->op_tab);
+	b->op_frg = xcalloc((size_t)mc->tiles, sizeof *b->op_frg);
+	b->scratch = xcalloc((size_t)(3 * mc->tiles), sizeof *b->scratch);
+	b->last_use = xcalloc((size_t)m->nt, sizeof *b->last_use);
 	for (int i = 0; i < m->nops; i++)
 		for (int k = 0; k < m->ops[i].nin; k++)
 			if (m->ops[i].in[k] >= 0)
-				b.last_use[m->ops[i].in[k]] = i;
-	b.cls = xmalloc((size_t)(m->nt + 1) * sizeof *b.cls);
-	b.cls_place = xmalloc((size_t)(m->nt + 1) * sizeof *b.cls_place);
+				b->last_use[m->ops[i].in[k]] = i;
+	b->cls = xmalloc((size_t)(m->nt + 1) * sizeof *b->cls);
+	b->cls_place = xmalloc((size_t)(m->nt + 1) * sizeof *b->cls_place);
 	for (int i = 0; i < m->nt; i++)
-		b.cls_place[i] = -1;
-	b.wunit = o->wide_unit ? o->wide_unit : WIDE_UNIT;
-	b.maker_cuts = !o->wide_unit;
-	b.wide = wide_tensors(m, mc, b.wunit, b.cls);
-	for (int i = 0; !b.maker_cuts && i < m->nt; i++)
-		b.cls[i] = -1;
+		b->cls_place[i] = -1;
+	b->wunit = o->wide_unit ? o->wide_unit : WIDE_UNIT;
+	b->maker_cuts = !o->wide_unit;
+	b->wide = wide_tensors(m, mc, b->wunit, b->cls);
+	for (int i = 0; !b->maker_cuts && i < m->nt; i++)
+		b->cls[i] = -1;
 
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];
@@ -154,6 +148,79 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		int pt = add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
 		pl->t[pt].count = t->count;
 	}
+}
+
+static void builder_free(Builder *b)
+{
+	free(b->canon);
+	free(b->base);
+	free(b->tab);
+	free(b->frg);
+	free(b->op_tab);
+	free(b->op_frg);
+	free(b->scratch);
+	free(b->by);
+	free(b->last_use);
+	free(b->wide);
+	free(b->cls);
+	free(b->cls_place);
+}
+
+/* Op i's placements, copies and steps, by its kind. */
+static int plan_op(Builder *b, const Model *m, int i, Explain *ex, Err *e)
+{
+	Plan *pl = b->pl;
+	const MOp *op = &m->ops[i];
+	switch (op->kind) {
+	case OP_MATMUL:
+		if (plan_matmul(b, op, ex ? &ex[i] : NULL, e))
+			return -1;
+		break;
+	case OP_ATTENTION:
+		if (plan_attention(b, op, e))
+			return -1;
+		break;
+	case OP_BROADCAST:
+		plan_broadcast(b, op);
+		break;
+	case OP_APPEND:
+		plan_append(b, op);
+		break;
+	case OP_LAST:
+		plan_last(b, op);
+		break;
+	case OP_EMBED: {        /* on the host: a row that data picks is no static transfer */
+		Host h = { xstrdup(op->name), HOST_EMBED, op->in[0], op->out, 0, 0, op->in[1], op->transposed };
+		pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+		pl->h[pl->nh++] = h;
+		canonical(b, op->out);
+		break;
+	}
+	case OP_PATCHIFY: {
+		Host h = { xstrdup(op->name), HOST_PATCHIFY, op->in[0], op->out, op->patch, op->cls, -1, 0 };
+		pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
+		pl->h[pl->nh++] = h;
+		canonical(b, op->out);
+		break;
+	}
+	default:
+		plan_rowlocal(b, op);
+		break;
+	}
+	return 0;
+}
+
+int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
+{
+	Builder b;
+	int *op_first = NULL, *op_end = NULL;
+	memset(&b, 0, sizeof b);
+	b.pl = pl, b.m = m, b.mc = mc, b.o = o, b.body = -1, b.margin = margin;
+	b.price = price, b.memo = memo, b.prefix = -1;
+	int rc = -1;
+
+	builder_init(&b, pl, m, mc, o);
 	/* States first: their homes are fixed (state_home), and the
 	 * parameters' then go where room is left. */
 	int64_t top = mc->tiles;
@@ -187,42 +254,8 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			free(what);
 		}
 		trial_reset(&b);
-		switch (op->kind) {
-		case OP_MATMUL:
-			if (plan_matmul(&b, op, ex ? &ex[i] : NULL, e))
-				goto out;
-			break;
-		case OP_ATTENTION:
-			if (plan_attention(&b, op, e))
-				goto out;
-			break;
-		case OP_BROADCAST:
-			plan_broadcast(&b, op);
-			break;
-		case OP_APPEND:
-			plan_append(&b, op);
-			break;
-		case OP_LAST:
-			plan_last(&b, op);
-			break;
-		case OP_EMBED: {        /* on the host: a row that data picks is no static transfer */
-			Host h = { xstrdup(op->name), HOST_EMBED, op->in[0], op->out, 0, 0, op->in[1], op->transposed };
-			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
-			pl->h[pl->nh++] = h;
-			canonical(&b, op->out);
-			break;
-		}
-		case OP_PATCHIFY: {
-			Host h = { xstrdup(op->name), HOST_PATCHIFY, op->in[0], op->out, op->patch, op->cls, -1, 0 };
-			pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
-			pl->h[pl->nh++] = h;
-			canonical(&b, op->out);
-			break;
-		}
-		default:
-			plan_rowlocal(&b, op);
-			break;
-		}
+		if (plan_op(&b, m, i, ex, e))
+			goto out;
 		if (first >= 0)
 			b.body = first;
 		op_first[i] = first >= 0 ? first : ns0;
@@ -242,18 +275,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		goto out;
 	rc = 0;
 out:
-	free(b.canon);
-	free(b.base);
-	free(b.tab);
-	free(b.frg);
-	free(b.op_tab);
-	free(b.op_frg);
-	free(b.scratch);
-	free(b.by);
-	free(b.last_use);
-	free(b.wide);
-	free(b.cls);
-	free(b.cls_place);
+	builder_free(&b);
 	free(op_first);
 	free(op_end);
 	if (rc)
