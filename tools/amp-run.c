@@ -490,6 +490,77 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	return low;
 }
 
+/* A prefill per part of the decode's batch (each reads its part of
+ * --data's inputs), their states stacked into carry; returns the parts,
+ * and sets *low when an output's cosine is below the minimum. */
+static int64_t run_prefills(Prog *pre, Prog *dec, const RunOpts *ro, Carry *carry, Carry *params, Report *rep,
+			    int *low)
+{
+	int64_t pre_batch = 0, parts = same_states(pre, dec, &pre_batch);
+	for (int64_t q = 0; q < parts; q++) {
+		RunOpts po = *ro;
+		Carry one;
+		memset(&one, 0, sizeof one);
+		po.position = 0;
+		po.step = q;
+		po.part = q, po.parts = parts;
+		snprintf(rep->sub, sizeof rep->sub, "prefill.%lld", (long long)q);
+		rep->seq0 = q * pre_batch;
+		*low |= run_once(pre, &po, &one, params, rep);
+		carry_stack(carry, &one, &pre->pl);
+		carry_free(&one);
+	}
+	rep->seq0 = 0;
+	return parts;
+}
+
+/* --timing: where the run's wall time went, and the matrix products'
+ * rates (bench/README.md). */
+static void print_timing(const Report *rep, int width)
+{
+	RunStats st;
+	run_stats(&st);
+	fprintf(stderr, "amp-run: matrix products (the machine's): %.2f GFLOP in %.3f s, %.2f GFLOP/s, %d wide; "
+		"%.3f CPU s, %.2f GFLOP/s per core\n",
+		st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0,
+		width, st.gemm_cpu, st.gemm_cpu > 0 ? st.gemm_flops / 1e9 / st.gemm_cpu : 0);
+	fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (encoding %.3f, filling SRAM %.3f, "
+		"compute steps %.3f, phases and checks %.3f (tables %.3f, matching %.3f, poisoning %.3f, "
+		"moves %.3f, checks %.3f), other %.3f), reference %.3f\n", rep->t_data,
+		rep->t_prog, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,
+		st.table_secs, st.route_secs, st.poison_secs, st.move_secs, st.check_secs,
+		rep->t_prog - st.encode_secs - st.fill_secs - st.compute_secs - st.phase_secs, rep->t_ref);
+	fprintf(stderr, "amp-run: the reference %s; its matrix products: %.2f GFLOP in %.3f s, "
+		"%.2f GFLOP/s; %.3f CPU s, %.2f GFLOP/s per core\n",
+		rep->along ? "ran alongside the machine" : "ran after the machine",
+		st.ref_gemm_flops / 1e9, st.ref_gemm_secs,
+		st.ref_gemm_secs > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_secs : 0, st.ref_gemm_cpu,
+		st.ref_gemm_cpu > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_cpu : 0);
+}
+
+/* The next-token agreement, each sequence's tokens with --generate, and
+ * the report's token records freed. */
+static void print_tokens(Report *rep, int generate)
+{
+	if (rep->total)
+		printf("next token: the machine's greedy token is the reference's for %lld of %lld (%.1f%%)\n",
+		       (long long)rep->agree, (long long)rep->total, 100.0 * (double)rep->agree / (double)rep->total);
+	for (int64_t b = 0; generate && b < rep->nseq; b++) {
+		for (int k = 0; k < 2; k++) {
+			const int64_t *tok = k ? rep->rtok[b] : rep->mtok[b];
+			printf("generate: sequence %lld, %s:", (long long)b, k ? "reference" : "machine  ");
+			for (int64_t r = 0; r < rep->len[b]; r++)
+				printf(" %lld", (long long)tok[r]);
+			printf("\n");
+		}
+	}
+	for (int64_t b = 0; b < rep->nseq; b++)
+		free(rep->mtok[b]), free(rep->rtok[b]);
+	free(rep->mtok);
+	free(rep->rtok);
+	free(rep->len);
+}
+
 int main(int argc, char **argv)
 {
 #ifdef __GLIBC__
@@ -590,23 +661,9 @@ int main(int argc, char **argv)
 	}
 	int low = 0;
 	int64_t at = position >= 0 ? position : 0, k = 0;
-	int64_t pre_batch = 0, parts = prefill ? same_states(&pre_p, &main_p, &pre_batch) : 0;
-	for (int64_t q = 0; q < parts; q++) {  /* a prefill per part of the decode's batch, its states stacked */
-		RunOpts po = ro;
-		Carry one;
-		memset(&one, 0, sizeof one);
-		po.position = 0;
-		po.step = q;
-		po.part = q, po.parts = parts;  /* each reads its part of --data's inputs */
-		snprintf(rep.sub, sizeof rep.sub, "prefill.%lld", (long long)q);
-		rep.seq0 = q * pre_batch;
-		low |= run_once(&pre_p, &po, &one, &params, &rep);
-		carry_stack(&carry, &one, &pre_p.pl);
-		carry_free(&one);
-		if (position < 0)
-			at = run_tokens(&pre_p.pl);
-	}
-	rep.seq0 = 0;
+	int64_t parts = prefill ? run_prefills(&pre_p, &main_p, &ro, &carry, &params, &rep, &low) : 0;
+	if (parts && position < 0)
+		at = run_tokens(&pre_p.pl);
 	for (int64_t s = 0; s < steps; s++) {
 		RunOpts so = ro;
 		so.step = parts + s;
@@ -639,45 +696,11 @@ int main(int argc, char **argv)
 	fclose(rep.lines);
 	fputs(lines, stdout);
 	free(lines);
-	if (rep.total)
-		printf("next token: the machine's greedy token is the reference's for %lld of %lld (%.1f%%)\n",
-		       (long long)rep.agree, (long long)rep.total, 100.0 * (double)rep.agree / (double)rep.total);
-	for (int64_t b = 0; generate && b < rep.nseq; b++) {
-		for (int k = 0; k < 2; k++) {
-			const int64_t *tok = k ? rep.rtok[b] : rep.mtok[b];
-			printf("generate: sequence %lld, %s:", (long long)b, k ? "reference" : "machine  ");
-			for (int64_t r = 0; r < rep.len[b]; r++)
-				printf(" %lld", (long long)tok[r]);
-			printf("\n");
-		}
-	}
-	for (int64_t b = 0; b < rep.nseq; b++)
-		free(rep.mtok[b]), free(rep.rtok[b]);
-	free(rep.mtok);
-	free(rep.rtok);
-	free(rep.len);
+	print_tokens(&rep, generate);
 	carry_free(&given);
 	carry_free(&params);
-	if (timing) {
-		RunStats st;
-		run_stats(&st);
-		fprintf(stderr, "amp-run: matrix products (the machine's): %.2f GFLOP in %.3f s, %.2f GFLOP/s, %d wide; "
-			"%.3f CPU s, %.2f GFLOP/s per core\n",
-			st.gemm_flops / 1e9, st.gemm_secs, st.gemm_secs > 0 ? st.gemm_flops / 1e9 / st.gemm_secs : 0,
-			width, st.gemm_cpu, st.gemm_cpu > 0 ? st.gemm_flops / 1e9 / st.gemm_cpu : 0);
-		fprintf(stderr, "amp-run: wall seconds: data %.3f, machine %.3f (encoding %.3f, filling SRAM %.3f, "
-			"compute steps %.3f, phases and checks %.3f (tables %.3f, matching %.3f, poisoning %.3f, "
-			"moves %.3f, checks %.3f), other %.3f), reference %.3f\n", rep.t_data,
-			rep.t_prog, st.encode_secs, st.fill_secs, st.compute_secs, st.phase_secs,
-			st.table_secs, st.route_secs, st.poison_secs, st.move_secs, st.check_secs,
-			rep.t_prog - st.encode_secs - st.fill_secs - st.compute_secs - st.phase_secs, rep.t_ref);
-		fprintf(stderr, "amp-run: the reference %s; its matrix products: %.2f GFLOP in %.3f s, "
-			"%.2f GFLOP/s; %.3f CPU s, %.2f GFLOP/s per core\n",
-			rep.along ? "ran alongside the machine" : "ran after the machine",
-			st.ref_gemm_flops / 1e9, st.ref_gemm_secs,
-			st.ref_gemm_secs > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_secs : 0, st.ref_gemm_cpu,
-			st.ref_gemm_cpu > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_cpu : 0);
-	}
+	if (timing)
+		print_timing(&rep, width);
 	carry_free(&carry);
 	free_prog(&main_p);
 	if (prefill)
