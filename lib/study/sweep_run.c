@@ -343,6 +343,77 @@ out:
 	return rc;
 }
 
+/* The job's command lines: the five lowering stages into st (their
+ * stderr files into errs), then amp-emit (emit) and amp-capture (cap) of
+ * the grouped stage, with the job's model, machine, flags and limits. */
+static void job_argvs(const char *jobdir, const char *work, const char *model, const char *machine, const Argv *plan,
+		      const Argv *group, const int64_t *lim, const char *grouped, const char *capture, Argv *st,
+		      char **errs, Argv *emit, Argv *cap)
+{
+	static const char *const tools[5] = { "amp-plan", "amp-compose", "amp-expand", "amp-exchange", "amp-group" };
+	for (int i = 0; i < 5; i++) {
+		arg(&st[i], tools[i]);
+		errs[i] = xasprintf("%s/%s.err", work, tools[i]);
+	}
+	char *mp = xasprintf("%s/%s", jobdir, model);
+	if (machine) {
+		char *mc = xasprintf("%s/%s", jobdir, machine);
+		arg(&st[0], "--machine");
+		arg(&st[0], mc);
+		free(mc);
+	}
+	arg(emit, "amp-emit");
+	/* the program carries the job's model (amp-emit --model), unless the
+	 * plan had fp8 scales, whose file the emit cannot be sure of */
+	int scaled = 0;
+	for (int i = 0; i < plan->n; i++)
+		scaled |= strncmp(plan->a[i], "--scales", 8) == 0;
+	if (scaled) {
+		arg(emit, "--no-model");
+	} else {
+		char *em = xasprintf("%s/%s", jobdir, model);
+		arg(emit, "--model");
+		arg(emit, em);
+		free(em);
+	}
+	arg(cap, "amp-capture");
+	if (machine) {          /* limits and rates come from the machine file */
+		char *mc = xasprintf("%s/%s", jobdir, machine);
+		arg(emit, "--machine");
+		arg(emit, mc);
+		arg(cap, "--machine");
+		arg(cap, mc);
+		free(mc);
+	}
+	for (int i = 0; i < plan->n; i++)
+		arg(&st[0], plan->a[i]);
+	arg(&st[0], mp);
+	free(mp);
+	for (int i = 0; i < group->n; i++)
+		arg(&st[4], group->a[i]);
+	arg(&st[4], "-z");
+	arg(&st[4], "-o");
+	arg(&st[4], grouped);
+	for (int k = 0; k < 3; k++) {
+		char b[64];
+		if (lim[k] < 0)
+			continue;
+		snprintf(b, sizeof b, "%" PRId64, lim[k]);
+		arg(emit, sweep_limit_opts[k]);
+		arg(emit, b);
+		if (k < 2) {
+			arg(cap, sweep_limit_opts[k]);
+			arg(cap, b);
+		}
+	}
+	arg(emit, "-o");
+	arg(emit, "/dev/null");
+	arg(emit, grouped);
+	arg(cap, "-o");
+	arg(cap, capture);
+	arg(cap, grouped);
+}
+
 int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 {
 	char *jobpath = xasprintf("%s/job.yaml", jobdir), *result = xasprintf("%s/result.json", jobdir);
@@ -399,71 +470,9 @@ int sweep_run(const char *jobdir, const char *bindir, int *skipped, Err *e)
 		errf(e, "cannot create directory '%s': %s", work, strerror(errno));
 		goto out;
 	}
-	static const char *const tools[5] = { "amp-plan", "amp-compose", "amp-expand", "amp-exchange", "amp-group" };
 	char *grouped = xasprintf("%s/grouped.yaml.zst", work), *capture = xasprintf("%s/capture.json", work);
 	char *emit_err = xasprintf("%s/emit.txt", work), *cap_err = xasprintf("%s/amp-capture.err", work);
-	for (int i = 0; i < 5; i++) {
-		arg(&st[i], tools[i]);
-		errs[i] = xasprintf("%s/%s.err", work, tools[i]);
-	}
-	char *mp = xasprintf("%s/%s", jobdir, model);
-	if (machine) {
-		char *mc = xasprintf("%s/%s", jobdir, machine);
-		arg(&st[0], "--machine");
-		arg(&st[0], mc);
-		free(mc);
-	}
-	arg(&emit, "amp-emit");
-	/* the program carries the job's model (amp-emit --model), unless the
-	 * plan had fp8 scales, whose file the emit cannot be sure of */
-	int scaled = 0;
-	for (int i = 0; i < plan.n; i++)
-		scaled |= strncmp(plan.a[i], "--scales", 8) == 0;
-	if (scaled) {
-		arg(&emit, "--no-model");
-	} else {
-		char *em = xasprintf("%s/%s", jobdir, model);
-		arg(&emit, "--model");
-		arg(&emit, em);
-		free(em);
-	}
-	arg(&cap, "amp-capture");
-	if (machine) {          /* limits and rates come from the machine file */
-		char *mc = xasprintf("%s/%s", jobdir, machine);
-		arg(&emit, "--machine");
-		arg(&emit, mc);
-		arg(&cap, "--machine");
-		arg(&cap, mc);
-		free(mc);
-	}
-	for (int i = 0; i < plan.n; i++)
-		arg(&st[0], plan.a[i]);
-	arg(&st[0], mp);
-	free(mp);
-	for (int i = 0; i < group.n; i++)
-		arg(&st[4], group.a[i]);
-	arg(&st[4], "-z");
-	arg(&st[4], "-o");
-	arg(&st[4], grouped);
-	for (int k = 0; k < 3; k++) {
-		char b[64];
-		if (lim[k] < 0)
-			continue;
-		snprintf(b, sizeof b, "%" PRId64, lim[k]);
-		arg(&emit, sweep_limit_opts[k]);
-		arg(&emit, b);
-		if (k < 2) {
-			arg(&cap, sweep_limit_opts[k]);
-			arg(&cap, b);
-		}
-	}
-	arg(&emit, "-o");
-	arg(&emit, "/dev/null");
-	arg(&emit, grouped);
-	arg(&cap, "-o");
-	arg(&cap, capture);
-	arg(&cap, grouped);
-
+	job_argvs(jobdir, work, model, machine, &plan, &group, lim, grouped, capture, st, errs, &emit, &cap);
 	int bad = run_stages(bindir, st, 5, errs, &oc, NULL, e);
 	char *emit_msg = NULL;
 	if (!bad && !oc.failed) {
