@@ -93,6 +93,25 @@ runs() {
 	runs m.yaml
 }
 
+@test "plan refuses names of 257 to 1,024 bytes of random UTF-8 at their line and column" {
+	local chars=(a Z 0 _ - é Ü ß € 日 本 😀 🂡) k n b name
+	for k in 1 2 3 4 5 6; do
+		name=
+		n=$((RANDOM % 768 + 257))
+		while [ "$(printf '%s' "$name" | wc -c)" -lt "$n" ]; do
+			name+=${chars[RANDOM % ${#chars[@]}]}
+		done
+		b=$(printf '%s' "$name" | wc -c)
+		if ((k % 2)); then      # the layernorm's result, a tensor
+			mlp m.yaml ln mlp_up "$name" h
+			plan_rejects m.yaml 13:80 "tensor name of $b bytes: a name has 1 to 256" m.yaml
+		else                    # the layernorm, an op
+			mlp m.yaml "$name" mlp_up xn h
+			plan_rejects m.yaml '13:[0-9]+' "name of $b bytes" m.yaml
+		fi
+	done
+}
+
 @test "plan refuses a tensor name of 257 bytes at its line and column" {
 	mlp m.yaml ln mlp_up "$(rep a 257)" h
 	plan_rejects m.yaml 13:80 "tensor name of 257 bytes: a name has 1 to 256" m.yaml
