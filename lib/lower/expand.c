@@ -265,7 +265,8 @@ static int expand_copy(Plan *pl, int step, XList *l, Run **runs, int64_t *cap, E
 		if (panel && !whole)
 			for (int64_t r = 0; r < nrep; r++) {
 				int64_t t = tile_mod(t0 + r * rstride, T);
-				zero_pad(&sm.zeros, step, D, didx, t);
+				if (!place_alias0(pl, st->src, st->dst, didx, t))  /* the source's own buffer */
+					zero_pad(&sm.zeros, step, D, didx, t);
 			}
 		for (;;) {
 			int64_t lo[MAX_RANK], hi[MAX_RANK], s_lo[MAX_RANK], s_hi[MAX_RANK];

@@ -329,7 +329,7 @@ static int wider_units(Plan *pl, const Model *m, const Machine *mc, const PlanOp
 		any |= w[t] != 0;
 	free(w);
 	free(cls);
-	if (o->wide_unit || !any)
+	if (o->wide_unit || o->no_sibling || !any)      /* (no_sibling: siblings_apart's own, after this) */
 		return -1;
 	PlanOpts wo = *o;
 	wo.wide_unit = WIDE_UNIT_WIDER;

@@ -119,8 +119,8 @@ static int gemm_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm
 /* The record's grid and cast order, from the placements its steps use:
  * the product's b is cut [K, C], its result (with K cut, the partial
  * [K, ...]) in R row blocks and C column blocks; the a the product
- * reads (through a's pack) is a copy of a's cast (cast early, on a's
- * owners) or written by a cast on the GEMM's tiles (late). A grid that is not the placements' would loosen the per-op
+ * reads is written by a cast on the GEMM's tiles (late) or by a copy or
+ * a pack of a's cast (early, on a's owners). A grid that is not the placements' would loosen the per-op
  * tolerance (it grows with K's partials) and mislead every reader of the
  * record. */
 static int grid_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm *g, int prod, Err *e)
@@ -140,11 +140,10 @@ static int grid_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm
 			      (long long)R, (long long)K, (long long)C, b->name, cut ? "partial" : "out", o->name);
 	if (g->cast == CAST_AUTO)
 		return 0;
-	/* what writes the a the product reads (through a's pack): a cast on
-	 * the GEMM's tiles (late), or a copy of a's cast (early) */
+	/* what writes the a the product reads: a cast on the GEMM's tiles
+	 * (late: it comes after any pack), or a copy or a pack of a's cast
+	 * (early) */
 	int w = plan_writer(pl, mm->in[0]);
-	while (w >= 0 && pl->s[w].kind == STEP_COMPUTE && pl->s[w].compute == C_PACK)
-		w = plan_writer(pl, pl->s[w].in[0]);
 	int late = w >= 0 && pl->s[w].kind == STEP_COMPUTE && pl->s[w].compute == C_CAST;
 	if (w >= 0 && late != (g->cast == CAST_LATE))
 		return err_at(e, m->file, op->line, op->col, "matmul '%s': the stage's GEMM record has cast %s, but "

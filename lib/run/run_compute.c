@@ -67,7 +67,6 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
 	gelu_n(x, n, fmt, scale, y);
 }
 
-/* Compute step w->step on the tiles t of its output with t % parts == part. */
 /* The rows whose position falls in this tile's block (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
 static void k_append(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
@@ -228,6 +227,7 @@ static double tile_matmul(Machine_ *m, Work *w, const Step *st, int64_t t, const
 	return enc;
 }
 
+/* Compute step w->step on the tiles t of its output with t % parts == part. */
 static void *compute_tiles(void *arg)
 {
 	Work *w = arg;

@@ -261,7 +261,7 @@ static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, 
 	free(at);
 }
 
-static const Move *cmp_base;
+static _Thread_local const Move *cmp_base;
 
 static int cmp_da(const void *a, const void *b)
 {
@@ -299,7 +299,7 @@ static int count_writes(Exchange *x, int s)
 			continue;       /* (a write there is outside the destination: check_stray) */
 		place_shard_idx(p, ds[t], idx);
 		Layout l = place_layout(p, idx);
-		int alias = pl->p[x->src].addr == p->addr && place_aliases(pl, x->src, x->dst, idx, t);
+		int alias = place_alias0(pl, x->src, x->dst, idx, t);    /* what amp-expand sends nothing */
 		if (alias && n) {
 			rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') offset %lld: written %lld "
 				    "time%s, though the shard is its source's buffer (step %d)", (long long)t,
@@ -308,7 +308,7 @@ static int count_writes(Exchange *x, int s)
 		}
 		for (int64_t i = 1; i < n; i++)
 			if (x->mv[o[i]].da < x->mv[o[i - 1]].da) {
-				cmp_base = x->mv;       /* (one thread: the moves are made later) */
+				cmp_base = x->mv;
 				qsort(o, (size_t)n, sizeof *o, cmp_da);
 				break;
 			}

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stage/alloc.h"
+
 static int64_t elem_of(const Placement *p, const int64_t *idx, int64_t r, int64_t c);
 
 void sim_init(Sim *s, const Machine *m, int counting)
@@ -271,24 +273,11 @@ void sim_fill(Sim *s, const Plan *pl, int i)
 	s->iter = iter;
 }
 
-/* Is dst shard idx on tile t the copy source's own buffer? */
+/* Is dst shard idx on tile t the copy source's own buffer (place_alias0)? */
 static int is_alias(const Walk *w, const Placement *p, const int64_t *idx, int64_t t)
 {
-	const Placement *S = &w->pl->p[w->src];
-	int64_t z[MAX_REP] = { 0 }, n = place_shards(S), sidx[MAX_RANK];
-	if (S->addr != p->addr || S->layout != p->layout)
-		return 0;
-	for (int64_t q = 0; q < n; q++) {
-		int64_t u = q;
-		for (int a = S->rank - 1; a >= 0; a--) {
-			sidx[a] = u % S->split[a];
-			u /= S->split[a];
-		}
-		if (place_tile(S, sidx, z, w->s->tiles) != t)
-			continue;
-		return place_same_region(S, sidx, p, idx);
-	}
-	return 0;
+	(void)p;
+	return place_alias0(w->pl, w->src, w->placement, idx, t);
 }
 
 static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)

@@ -63,6 +63,20 @@ int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int6
 	return place_same_region(s, idx, d, dst_idx);
 }
 
+int place_alias0(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile)
+{
+	const Placement *S = &pl->p[src], *D = &pl->p[dst];
+	int64_t z[MAX_REP] = { 0 }, n = place_shards(S), sidx[MAX_RANK];
+	if (S->addr != D->addr || S->layout != D->layout)
+		return 0;
+	for (int64_t q = 0; q < n; q++) {
+		place_shard_idx(S, q, sidx);
+		if (place_tile(S, sidx, z, pl->machine.tiles) == tile)
+			return place_same_region(S, sidx, D, dst_idx);
+	}
+	return 0;
+}
+
 /* at[t]: the first shard of p (in place_each's order, as shard_on finds
  * it) on tile t, linear, or -1. */
 static int first_at(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)

@@ -19,5 +19,11 @@ int plan_alloc(Plan *pl, Err *e);
 /* Does dst's shard on tile t alias src's (same region, layout, format and
  * address)? Needs addresses. */
 int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile);
+/* Does copy src -> dst send dst's shard dst_idx on tile nothing, its
+ * bytes being there already: the source shard whose replica 0 sits on
+ * tile holds the same region at the same address, in the same layout
+ * (amp-expand then skips that receiver; sim_check_stage and amp-run
+ * expect no write there, and amp-expand zeroes no padding there)? */
+int place_alias0(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile);
 
 #endif

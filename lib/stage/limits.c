@@ -78,16 +78,16 @@ int limits_error(const Plan *pl, const Limits *l, const char *avail_what, int op
 	avail_what = avail_what ? avail_what : "sram_bytes - reserved_bytes";
 	if (k == LIMIT_TABLE) {
 		int p = worst_phase(pl, l->table_tile, 0);
-		return errf(e, "tile %lld: exchange tables need %lld bytes (its largest row is in phase %d, %s), "
+		return errf(e, "tile %lld: exchange tables need %lld bytes (its largest row is in phase %d%s%s), "
 			    "over the table budget of %lld bytes%s", (long long)l->table_tile,
-			    (long long)l->table, p, p >= 0 ? pl->ph[p].label : "-",
+			    (long long)l->table, p, options ? ", " : "", options && p >= 0 ? pl->ph[p].label : "",
 			    (long long)mc->table_budget_bytes, options ? " (--table-budget)" : "");
 	}
 	if (k == LIMIT_FRAGMENTS) {
 		int p = worst_phase(pl, l->frag_tile, 1);
-		return errf(e, "tile %lld: %lld send and receive fragments (most in phase %d, %s), over the "
+		return errf(e, "tile %lld: %lld send and receive fragments (most in phase %d%s%s), over the "
 			    "fragment limit of %lld%s", (long long)l->frag_tile, (long long)l->frags, p,
-			    p >= 0 ? pl->ph[p].label : "-", (long long)mc->fragment_limit,
+			    options ? ", " : "", options && p >= 0 ? pl->ph[p].label : "", (long long)mc->fragment_limit,
 			    options ? " (--fragment-limit)" : "");
 	}
 	if (k == LIMIT_SRAM) {
@@ -95,9 +95,10 @@ int limits_error(const Plan *pl, const Limits *l, const char *avail_what, int op
 		int s = l->peak_step, p = 0;
 		while (p + 1 < pl->nph && pl->ph[p].last < s)
 			p++;
-		return errf(e, "tile %lld, phase %d (%s): %lld bytes of tensors at their peak (step %d, op %s) and "
+		return errf(e, "tile %lld, phase %d%s%s%s: %lld bytes of tensors at their peak (step %d, op %s) and "
 			    "%lld bytes of exchange tables need %lld bytes, over the %lld available for planned "
-			    "data (%s)", (long long)l->sram_tile, p, pl->nph ? pl->ph[p].label : "-",
+			    "data (%s)", (long long)l->sram_tile, p, options ? " (" : "",
+			    options ? (pl->nph ? pl->ph[p].label : "-") : "", options ? ")" : "",
 			    (long long)l->peak, s, pl->ns ? pl->s[s].op : "-", (long long)l->peak_tables,
 			    (long long)l->sram, (long long)l->avail, avail_what);
 	}

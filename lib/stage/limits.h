@@ -45,8 +45,10 @@ LimitKind limits_over(const Plan *pl, const Limits *l);
  * (the one with that tile's largest row or most fragments, or the phase
  * at or after its tensors' peak), the bytes and the limit, and for the
  * SRAM what bounds it (avail_what: "sram_bytes - reserved_bytes" when
- * NULL). With options, each limit names the option that overrides it
- * (amp-emit's --table-budget and --fragment-limit). */
+ * NULL). With options (amp-emit's), the phase's label too, and each limit
+ * names the option that overrides it (--table-budget, --fragment-limit);
+ * without (the planner's), no label: its message goes on to what no plan
+ * avoids, and a merged phase's label can be long. */
 int limits_error(const Plan *pl, const Limits *l, const char *avail_what, int options, Err *e);
 
 #endif

@@ -81,8 +81,8 @@ static int get_name(const char *f, const Val *r, const char *key, const char **s
 		return -1;
 	size_t n = strlen(*s);
 	if (n > STAGE_NAME_MAX)
-		return val_err(f, map_get(r, key), e, "a %s of %zu bytes, over a stage's limit of %d", key, n,
-			       STAGE_NAME_MAX);
+		return val_err(f, map_get(r, key), e, "%s %s of %zu bytes, over a stage's limit of %d",
+			       strcmp(key, "op") ? "a" : "an", key, n, STAGE_NAME_MAX);
 	return 0;
 }
 

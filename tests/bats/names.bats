@@ -97,11 +97,13 @@ runs() {
 	local chars=(a Z 0 _ - é Ü ß € 日 本 😀 🂡) k n b name
 	for k in 1 2 3 4 5 6; do
 		name=
-		n=$((RANDOM % 768 + 257))
-		while [ "$(printf '%s' "$name" | wc -c)" -lt "$n" ]; do
+		n=$((RANDOM % 768 + 257))       # the bytes: random characters, then 'a' up to n exactly
+		while [ "$(printf '%s' "$name" | wc -c)" -le $((n - 4)) ]; do
 			name+=${chars[RANDOM % ${#chars[@]}]}
 		done
+		while [ "$(printf '%s' "$name" | wc -c)" -lt "$n" ]; do name+=a; done
 		b=$(printf '%s' "$name" | wc -c)
+		[ "$b" = "$n" ] || fail "a name of $b bytes, not $n"
 		if ((k % 2)); then      # the layernorm's result, a tensor
 			mlp m.yaml ln mlp_up "$name" h
 			plan_rejects m.yaml 13:80 "tensor name of $b bytes: a name has 1 to 256" m.yaml

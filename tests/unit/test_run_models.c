@@ -199,6 +199,8 @@ static void patched_rows(const Plan *pl, Program *prog, const char *desc)
  * byte it writes written twice, with the same value) or a multicast that
  * loses its last receiver (a shard never written) is refused with that
  * named, from a program built from the edited plan (its rows agree). */
+static int counted[2];  /* the cases counted_writes ran: a repeated send, a lost receiver */
+
 static void counted_writes(const Plan *pl, const char *desc)
 {
 	int dup = -1, lose = -1;
@@ -236,6 +238,7 @@ static void counted_writes(const Plan *pl, const char *desc)
 			rc = run_data(&q, &ro, val, &e) || run_program(&prog, &q, &ro, val, &e);
 			program_free(&prog);
 		}
+		counted[k]++;
 		t_case(k ? "amp-run refuses a multicast that lost a receiver: the shard's bytes written 0 times"
 			 : "amp-run refuses a send record repeated: its bytes written twice, with the same values");
 		CHECK(rc && strstr(e.msg, k ? "written 0 times (missing)" : "written twice (overwritten)"),
@@ -635,6 +638,8 @@ int main(void)
 		if (k == OP_LAYERNORM || k == OP_GELU || k == OP_ADD || k == OP_ATTENTION || k == OP_RMSNORM ||
 		    k == OP_SILU || k == OP_MUL || k == OP_ROPE || k == OP_APPEND)
 			CHECK(faults[k] > 0, "no fault at a %s op of %d random models", op_name((OpKind)k), n);
+	t_case("random models: amp-run's count of writes was tried with a repeated send and a lost receiver");
+	CHECK(counted[0] >= 3 && counted[1] >= 1, "%d repeated sends and %d lost receivers", counted[0], counted[1]);
 	unlink(path);
 	return t_summary();
 }
