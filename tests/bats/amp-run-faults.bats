@@ -23,6 +23,14 @@ refuses() {
 	assert_regex "$stderr" '^amp-run: tile [0-9]+, phase [0-9]+: '
 }
 
+# names_byte PHASE TENSOR: the message names PHASE, TENSOR and the wrong
+# byte, expected and found (the value check: every write was counted).
+names_byte() {
+	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase $1: "
+	[[ "$stderr" == *"tensor '$2'"* ]] || fail "expected tensor '$2' in: $stderr"
+	assert_regex "$stderr" "offset [0-9]+: expected 0x[0-9a-f]{2}, found 0x[0-9a-f]{2}\$"
+}
+
 # names_missing PHASE TENSOR STEP: the message names PHASE, TENSOR and the
 # bytes that STEP's writes left unwritten (amp-run counts the writes before
 # it compares values, so whatever the poison left there).
@@ -47,6 +55,20 @@ names_missing() {
 	refuses shifted.yaml
 	# the stray-write check sees it first: the shifted receive leaves its destination
 	assert_regex "$stderr" "^amp-run: tile [0-9]+, phase $(phase_of "$TINY" "$s"): a receive writes bytes [0-9]+\\.\\.[0-9]+ outside the destination '$(dst_tensor "$TINY" "$s")@[^']+' of its step $s, into "
+}
+
+@test "run names the byte when a send reads the wrong bytes of its source: every write counted, a value wrong" {
+	s=$(step_of "$TINY" mlp_up a)
+	assert [ -n "$s" ]
+	awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " {
+		match($0, /src: \[[0-9]+, [0-9]+\]/)
+		split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
+		$0 = substr($0, 1, RSTART - 1) "src: [" f[2] ", " f[3] + 8 "]" substr($0, RSTART + RLENGTH)
+		done = 1
+	} 1' "$TINY" > misread.yaml
+	edited "$TINY" misread.yaml
+	refuses misread.yaml
+	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")"
 }
 
 @test "run names tile and phase when a send is dropped" {

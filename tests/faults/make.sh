@@ -36,6 +36,12 @@ awk '!done && / kind: send, / && match($0, /recv: \[[0-9]+,/) { n = substr($0, R
 	"$G" > $F/dropped-receiver.yaml
 # duplicated-send: the first send twice: each byte it writes is written twice, with the same value
 awk '{ print } !done && /^- \{step: 0, kind: send, / { print; done = 1 }' "$G" > $F/duplicated-send.yaml
+# misread-source: the first send of mlp_up's a reads 8 bytes further in its source (every write counted, a value wrong)
+s=$(sed -n 's/^- {step: \([0-9]*\), copy: [a-z]*, op: mlp_up, operand: a, .*/\1/p' "$G" | head -n 1)
+awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " { match($0, /src: \[[0-9]+, [0-9]+\]/)
+	split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
+	$0 = substr($0, 1, RSTART - 1) "src: [" f[2] ", " f[3] + 8 "]" substr($0, RSTART + RLENGTH); done = 1 } 1' \
+	"$G" > $F/misread-source.yaml
 # shifted-address: the first send of mlp_up's a lands 32 bytes further
 s=$(sed -n 's/^- {step: \([0-9]*\), copy: [a-z]*, op: mlp_up, operand: a, .*/\1/p' "$G" | head -n 1)
 awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " { match($0, /dst: \[[0-9]+, [0-9]+\]/)
