@@ -261,20 +261,39 @@ static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, 
 	free(at);
 }
 
-static _Thread_local const Move *cmp_base;
-
-static int cmp_da(const void *a, const void *b)
+/* Sets bits [a, b) of the bitmap w; returns the first of them that was
+ * set already, or -1. Whole 64-bit words at a time: a span is a run. */
+static int64_t set_span(uint64_t *w, int64_t a, int64_t b)
 {
-	int64_t x = cmp_base[*(const int64_t *)a].da, y = cmp_base[*(const int64_t *)b].da;
-	return (x > y) - (x < y);
+	int64_t first = -1;
+	while (a < b) {
+		int64_t k = a >> 6, lo = a & 63, hi = b - (k << 6) < 64 ? b - (k << 6) : 64;
+		uint64_t m = (hi == 64 ? ~UINT64_C(0) : (UINT64_C(1) << hi) - 1) & ~((UINT64_C(1) << lo) - 1);
+		if (first < 0 && (w[k] & m))
+			first = (k << 6) + __builtin_ctzll(w[k] & m);
+		w[k] |= m;
+		a = (k + 1) << 6;
+	}
+	return first;
+}
+
+/* The first clear bit of w in [0, n), or n. */
+static int64_t first_clear(const uint64_t *w, int64_t n)
+{
+	for (int64_t k = 0; k << 6 < n; k++)
+		if (~w[k]) {
+			int64_t i = (k << 6) + __builtin_ctzll(~w[k]);
+			return i < n ? i : n;
+		}
+	return n;
 }
 
 /* Every byte of the step's destination written exactly once, its padding
  * too (amp-expand zeroes what whole strips or panels do not carry),
- * counted from the writes' spans, not from the bytes' values: sorted by
- * address, no two overlap, and (check_stray kept them inside the
- * destination) they add up to each shard's bytes, as sim_check_stage
- * counts them. A shard that aliases its source is the source's buffer and
+ * counted from the writes' spans, not from the bytes' values: marked on a
+ * bitmap of the shard a word at a time, no two overlap, and (check_stray
+ * kept them inside the destination) they cover each shard's bytes, as
+ * sim_check_stage counts them. A shard that aliases its source is the source's buffer and
  * is written not at all. So a write missing where the poison happens to
  * hold the right value, or a byte written twice with the same value, is
  * named too. */
@@ -287,6 +306,10 @@ static int count_writes(Exchange *x, int s)
 	int64_t T = pl->machine.tiles;
 	const int64_t *ds = shards_of(m, x->dst);
 	int64_t *first = xmalloc((size_t)(T + 1) * sizeof *first), *order = xmalloc((size_t)(x->nmv + 1) * sizeof *order);
+	uint64_t *bits = NULL;          /* a shard's bytes, written or not */
+	int64_t nbits = 0;
+	const Placement *S = &pl->p[x->src];
+	int64_t *r0 = S->addr == p->addr && S->layout == p->layout ? place_r0_shards(pl, x->src) : NULL;
 	int rc = 0;
 
 	if (x->nmv)
@@ -299,41 +322,40 @@ static int count_writes(Exchange *x, int s)
 			continue;       /* (a write there is outside the destination: check_stray) */
 		place_shard_idx(p, ds[t], idx);
 		Layout l = place_layout(p, idx);
-		int alias = place_alias0(pl, x->src, x->dst, idx, t);    /* what amp-expand sends nothing */
+		int alias = place_alias0_at(pl, x->src, x->dst, idx, t, r0);    /* what amp-expand sends nothing */
 		if (alias && n) {
 			rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') offset %lld: written %lld "
 				    "time%s, though the shard is its source's buffer (step %d)", (long long)t,
 				    x->phase, tn, p->name, (long long)x->mv[o[0]].da, (long long)n, n > 1 ? "s" : "", s);
 			break;
 		}
-		for (int64_t i = 1; i < n; i++)
-			if (x->mv[o[i]].da < x->mv[o[i - 1]].da) {
-				cmp_base = x->mv;
-				qsort(o, (size_t)n, sizeof *o, cmp_da);
-				break;
-			}
-		int64_t at = p->addr, gap = -1, gap_end = 0, wrote = 0, B = layout_bytes(&l);
+		int64_t wrote = 0, B = layout_bytes(&l), words = (B + 63) >> 6;
+		if (words > nbits)
+			bits = xrealloc(bits, (size_t)(nbits = words) * sizeof *bits);
+		memset(bits, 0, (size_t)words * sizeof *bits);
 		for (int64_t i = 0; i < n && !rc; i++) {
 			const Move *v = &x->mv[o[i]];
-			if (v->da < at)
+			int64_t twice = set_span(bits, v->da - p->addr, v->da - p->addr + v->len);
+			if (twice >= 0)
 				rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') offset %lld: written "
 					  "twice (overwritten) by step %d", (long long)t, x->phase, tn, p->name,
-					  (long long)v->da, s);
-			if (v->da > at && gap < 0)
-				gap = at, gap_end = v->da;
+					  (long long)(p->addr + twice), s);
 			wrote += v->len;
-			at = v->da + v->len;
 		}
 		if (rc || alias || wrote == B)
 			continue;
-		if (gap < 0)
-			gap = at, gap_end = p->addr + B;
+		int64_t gap = first_clear(bits, B), end = gap;
+		while (end < B && !(bits[end >> 6] >> (end & 63) & 1))
+			end++;
 		rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') bytes %lld..%lld: written 0 times "
 			  "(missing) by step %d; %lld of the shard's %lld bytes written", (long long)t, x->phase, tn,
-			  p->name, (long long)gap, (long long)gap_end, s, (long long)wrote, (long long)B);
+			  p->name, (long long)(p->addr + gap), (long long)(p->addr + end), s, (long long)wrote,
+			  (long long)B);
 	}
 	free(first);
 	free(order);
+	free(bits);
+	free(r0);
 	return rc;
 }
 

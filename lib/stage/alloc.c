@@ -63,18 +63,41 @@ int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int6
 	return place_same_region(s, idx, d, dst_idx);
 }
 
+int64_t *place_r0_shards(const Plan *pl, int src)
+{
+	const Placement *S = &pl->p[src];
+	int64_t T = pl->machine.tiles, z[MAX_REP] = { 0 }, n = place_shards(S), sidx[MAX_RANK];
+	int64_t *at = xmalloc((size_t)(T + 1) * sizeof *at);
+	for (int64_t t = 0; t < T; t++)
+		at[t] = -1;
+	for (int64_t q = 0; q < n; q++) {
+		place_shard_idx(S, q, sidx);
+		int64_t t = place_tile(S, sidx, z, T);
+		if (at[t] < 0)
+			at[t] = q;
+	}
+	return at;
+}
+
+int place_alias0_at(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile, const int64_t *r0)
+{
+	const Placement *S = &pl->p[src], *D = &pl->p[dst];
+	int64_t sidx[MAX_RANK];
+	if (S->addr != D->addr || S->layout != D->layout || !r0 || r0[tile] < 0)
+		return 0;
+	place_shard_idx(S, r0[tile], sidx);
+	return place_same_region(S, sidx, D, dst_idx);
+}
+
 int place_alias0(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile)
 {
 	const Placement *S = &pl->p[src], *D = &pl->p[dst];
-	int64_t z[MAX_REP] = { 0 }, n = place_shards(S), sidx[MAX_RANK];
 	if (S->addr != D->addr || S->layout != D->layout)
 		return 0;
-	for (int64_t q = 0; q < n; q++) {
-		place_shard_idx(S, q, sidx);
-		if (place_tile(S, sidx, z, pl->machine.tiles) == tile)
-			return place_same_region(S, sidx, D, dst_idx);
-	}
-	return 0;
+	int64_t *r0 = place_r0_shards(pl, src);
+	int a = place_alias0_at(pl, src, dst, dst_idx, tile, r0);
+	free(r0);
+	return a;
 }
 
 /* at[t]: the first shard of p (in place_each's order, as shard_on finds

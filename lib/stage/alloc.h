@@ -25,5 +25,10 @@ int place_aliases(const Plan *pl, int src, int dst, const int64_t *dst_idx, int6
  * (amp-expand then skips that receiver; sim_check_stage and amp-run
  * expect no write there, and amp-expand zeroes no padding there)? */
 int place_alias0(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile);
+/* The same, for many tiles: r0[t] (tiles entries, place_r0_shards; the
+ * caller frees it) is the first source shard, linear, whose replica 0
+ * sits on tile t, or -1 (r0 NULL: no tile aliases). */
+int64_t *place_r0_shards(const Plan *pl, int src);
+int place_alias0_at(const Plan *pl, int src, int dst, const int64_t *dst_idx, int64_t tile, const int64_t *r0);
 
 #endif
