@@ -60,6 +60,11 @@ static const Opt opts[] = {
 	  "the plan is lowered and checked as amp-emit would, and\n"
 	  "amp-plan exits 1 naming the tile, the figure and what\n"
 	  "no plan can avoid)" },
+	{ 'N', 0, "no-fold", OPT_NOARG, NULL, NULL,
+	  "keep every rmsnorm whole (a study override; by\n"
+	  "default a wide rmsnorm that only matmuls read folds\n"
+	  "into their reductions, which scale its rows:\n"
+	  "formats/plan.md, \"Folded rmsnorm\")" },
 	{ 'S', 0, "scales", OPT_ARG, "FILE", "file",
 	  "fp8 scale exponents by tensor name (formats/scales.md;\n"
 	  "amp-run --calibrate writes one)" },
@@ -206,7 +211,7 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
-	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0 };
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0 };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -241,6 +246,7 @@ int main(int argc, char **argv)
 			break;
 		case 'S': scales_path = arg; break;
 		case 'F': po.no_fit_check = 1; break;
+		case 'N': po.no_fold = 1; break;
 		case 'W':
 			for (k = OWN_AUTO; k <= OWN_BATCH && strcmp(arg, ownerships[k]); k++)
 				;

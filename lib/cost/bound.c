@@ -26,10 +26,8 @@ static int64_t instance_bytes(const PTensor *t)
 /* The GEMM record of the op of matmul step s, or NULL. */
 static const Gemm *gemm_of(const Plan *pl, const Step *s)
 {
-	for (int i = 0; i < pl->ng; i++)
-		if (!strcmp(pl->g[i].op, s->op))
-			return &pl->g[i];
-	return NULL;
+	int i = plan_gemm_index(pl, s->op);
+	return i >= 0 ? &pl->g[i] : NULL;
 }
 
 /* Is the product of step s spread: does its resident operand (a GEMM's
@@ -75,10 +73,17 @@ static void chain_step(const Plan *pl, int i, Chain *c, int first_run)
 		c->spread += sp && first_run;
 		break;
 	}
-	case C_LAYERNORM:
-	case C_RMSNORM:
+	case C_SUMSQ:           /* a row's sums: its norm's exchange */
 		sy += cut;
 		cut = 0;
+		break;
+	case C_LAYERNORM:
+	case C_RMSNORM:         /* (a wide one reads its sums: counted there) */
+		sy += s->compute == C_RMSNORM && s->nin == 3 ? 0 : cut;
+		cut = 0;
+		break;
+	case C_MUL:             /* a folded norm: its sums reach its GEMMs' reductions */
+		cut = plan_norm_fold(pl, s) ? 0 : cut;
 		break;
 	default:
 		break;

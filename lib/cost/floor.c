@@ -188,11 +188,14 @@ int64_t essential_compute(const Plan *pl)
 		case C_RMSNORM:
 			cycles += elements(&pl->p[st->in[0]]) * mc->reduction_cycles_per_element * count;
 			break;
+		case C_MUL:             /* a folded rmsnorm's: the norm's work (its rows' scale at the GEMMs) */
+			cycles += elements(&pl->p[st->out]) * count *
+				  (plan_norm_fold(pl, st) ? mc->reduction_cycles_per_element : mc->elementwise_cycles_per_element);
+			break;
 		case C_GELU:
 		case C_SILU:
 		case C_ROPE:
 		case C_ADD:
-		case C_MUL:
 			cycles += elements(&pl->p[st->out]) * mc->elementwise_cycles_per_element * count;
 			break;
 		case C_APPEND:          /* the new rows written once */

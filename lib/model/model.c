@@ -57,8 +57,10 @@ int model_find_op(const Model *m, const char *name)
 }
 
 /* The suffixes of the tensors amp makes: a precision cast's, a K-split's
- * or an attention's partial, a norm's sums of squares. */
-static const char *const reserved[] = { ".fp8", ".fp16", ".fp32", ".int32", ".partial", ".sumsq", NULL };
+ * or an attention's partial, a norm's sums of squares, a folded norm's
+ * rows before their scale. */
+static const char *const reserved[] = { ".fp8", ".fp16", ".fp32", ".int32", ".partial", ".sumsq", ".prenorm",
+					NULL };
 
 int model_name_ok(const char *f, const Val *v, const char *what, int tensor, Err *e)
 {
@@ -77,7 +79,7 @@ int model_name_ok(const char *f, const Val *v, const char *what, int tensor, Err
 		size_t k = strlen(reserved[i]);
 		if (n > k && strcmp(s + n - k, reserved[i]) == 0)
 			return val_err(f, v, e, "tensor name '%s' ends in '%s', which amp gives the tensors it makes "
-				       "(.fp8, .fp16, .fp32, .int32, .partial, .sumsq)", s, reserved[i]);
+				       "(.fp8, .fp16, .fp32, .int32, .partial, .sumsq, .prenorm)", s, reserved[i]);
 	}
 	return 0;
 }

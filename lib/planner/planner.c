@@ -354,6 +354,20 @@ static int siblings_apart(Plan *pl, const Model *m, const Machine *mc, const Pla
 	return retry(pl, m, mc, wo, ex, crc);
 }
 
+/* Last, when the model has an rmsnorm: none folded into its GEMMs
+ * (fold_norm), whose reductions then need not cut K (retry). */
+static int unfolded(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
+{
+	int any = 0;
+	for (int i = 0; i < m->nops; i++)
+		any |= m->ops[i].kind == OP_RMSNORM;
+	if (o->no_fold || !any)
+		return -1;
+	PlanOpts wo = *o;
+	wo.no_fold = 1;
+	return retry(pl, m, mc, wo, ex, crc);
+}
+
 /* Under cycles, the trials rank by cycles and keep only the machine's
  * limits: when no plan they lead to fits (the whole plan's tables pass
  * what the trials saw at every attempt) or none is built (no candidate
@@ -389,7 +403,8 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 		explain_free(dex, m->nops);
 		free(dex);
 	}
-	if (!wider_units(pl, m, mc, o, ex, crc) || !siblings_apart(pl, m, mc, o, ex, crc)) {
+	if (!wider_units(pl, m, mc, o, ex, crc) || !siblings_apart(pl, m, mc, o, ex, crc) ||
+	    !unfolded(pl, m, mc, o, ex, crc)) {
 		fit.msg[0] = 0;
 		goto fits;
 	}

@@ -76,6 +76,9 @@ typedef struct {
 	/* build_cut's own retry (0 from its callers): no few-row GEMM's
 	 * weights placed on its sibling's tiles (least_loaded_base) */
 	int no_sibling;
+	/* build_cut's own retry (0 from its callers): no rmsnorm folded into
+	 * the reductions of the GEMMs that read it (fold_norm) */
+	int no_fold;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

@@ -112,8 +112,10 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 	pl->machine = *mc;
 	pl->model = xstrdup(m->name);
 	b->canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->canon);
+	b->fold_pre = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fold_pre);
+	b->fold_part = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fold_part);
 	for (int i = 0; i < 2 * m->nt + 4 * m->nops + 1; i++)
-		b->canon[i] = -1;
+		b->canon[i] = b->fold_pre[i] = b->fold_part[i] = -1;
 	b->base = xcalloc((size_t)mc->tiles, sizeof *b->base);
 	b->tab = xcalloc((size_t)mc->tiles, sizeof *b->tab);
 	b->frg = xcalloc((size_t)mc->tiles, sizeof *b->frg);
@@ -153,6 +155,8 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 static void builder_free(Builder *b)
 {
 	free(b->canon);
+	free(b->fold_pre);
+	free(b->fold_part);
 	free(b->base);
 	free(b->tab);
 	free(b->frg);

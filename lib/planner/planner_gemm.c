@@ -80,7 +80,7 @@ int64_t matmul_each(const Builder *b, const MOp *op, const GemmShape *gs, Matmul
 		if (!uniform_ok(gs->tokens, R) || (op->grid[0] && op->grid[0] != R))
 			continue;
 		for (int64_t K = 1; K <= ks && R * K <= mc->tiles; K++) {
-			if (!uniform_ok(ks, K) || (op->grid[1] && op->grid[1] != K))
+			if (!uniform_ok(ks, K) || (op->grid[1] && op->grid[1] != K) || (gs->reduce_rows && K < 2))
 				continue;
 			for (int64_t C = 1; C <= cg && R * K * C <= mc->tiles; C++) {
 				if (!uniform_ok(cg, C) || (op->grid[2] && op->grid[2] != C))
@@ -282,7 +282,8 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	const Model *m = b->m;
 	GemmShape gs = *gsp;
 	Candidate c = *cp;
-	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int a = matmul_a(b, op), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int ma = plan_find_tensor(pl, m->t[op->in[0]].name), rows = b->fold_part[ma];   /* a folded norm's sums */
 	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
 	int out = plan_find_tensor(pl, m->t[op->out].name);
 	Placement gp[GP_COUNT], cp2;
@@ -362,6 +363,23 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	idx[GP_BIAS_OP] = bias < 0 ? -1 :
 		deliver(b, op->name, OPD_BIAS, bias, &gp[GP_BIAS_STAGE], &gp[GP_BIAS_OP], "bias");
 
+	/* A folded norm's sums of squares beside the rows of the reduction,
+	 * moved (the norm's copy) with a, in its phase, before the product:
+	 * the rows' owners are not the product's tiles, which receive a. */
+	int sums = -1;
+	const MOp *norm = NULL;
+	for (int i = 0; rows >= 0 && i < m->nops; i++)
+		norm = m->ops[i].out == op->in[0] ? &m->ops[i] : norm;
+	if (norm && c.grid[1] > 1) {
+		Placement rp;
+		int st = pl->p[rows].tensor;
+		beside_rows(&gp[GP_OUT], pl->t[st].shape[2], &rp);
+		if (rp.rep[0] < 2)
+			rp.nrep = 0, rp.rep[0] = rp.rstride[0] = 0;
+		sums = add_place_of(pl, &rp, st, op->name, "rows", &existed);
+		if (!existed)
+			add_copy(pl, norm->name, OPD_PARTIAL, MOVE_REDUCTION, rows, sums);
+	}
 	/* The product, its reduction, and the return to canonical owners. */
 	int in[3] = { idx[GP_A_OP], idx[GP_B_OP], bias >= 0 ? idx[GP_BIAS_OP] : -1 };
 	PLACE(GP_OUT, out, "out");
@@ -373,8 +391,10 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 		add_compute(pl, op->name, C_MATMUL, in, 2, idx[GP_PARTIAL], 0);
 		PLACE(GP_RED, pt, "reduce");
 		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, idx[GP_PARTIAL], idx[GP_RED]);
-		int rin[2] = { idx[GP_RED], in[2] };
-		add_compute(pl, op->name, C_REDUCE, rin, bias >= 0 ? 2 : 1, idx[GP_OUT], 0);
+		int rin[3] = { idx[GP_RED], in[2] }, nr = bias >= 0 ? 2 : 1;
+		if (sums >= 0)
+			rin[nr++] = sums;
+		add_compute(pl, op->name, C_REDUCE, rin, nr, idx[GP_OUT], sums >= 0 ? norm->eps : 0);
 	} else {
 		add_compute(pl, op->name, C_MATMUL, in, bias >= 0 ? 3 : 2, idx[GP_OUT], 0);
 	}

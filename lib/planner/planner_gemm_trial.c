@@ -18,11 +18,12 @@ static GemmShape gemm_shape(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int a = plan_find_tensor(pl, m->t[op->in[0]].name), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int a = matmul_a(b, op), w = plan_find_tensor(pl, m->t[op->in[1]].name);
 	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
 	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
 	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
-			 bias >= 0, 0, 0, 0, 0 };
+			 bias >= 0, 0, 0, 0, 0, 0 };
+	gs.reduce_rows = a != plan_find_tensor(pl, m->t[op->in[0]].name);
 	int ain = canonical(b, a);
 	gs.owners = place_shards(&pl->p[ain]);
 	gs.owner_batch = pl->p[ain].block[0];

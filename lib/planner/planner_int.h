@@ -10,7 +10,9 @@
  *                   the whole plan lowered exactly
  *   planner_build.c one build of the whole model: homes, every op in
  *                   order, the checks that the machine holds it
- *   planner_ops.c   row-local ops, broadcasts, attention and a repeat's carry
+ *   planner_ops.c   row-local ops (and folded rmsnorms), broadcasts and a
+ *                   repeat's carry
+ *   planner_attention.c  attention: its blocks and staging, costed exactly
  *   planner_gemm.c  a matmul's GEMM plan: its candidates ranked by the
  *                   formula, the short list lowered exactly, the one chosen
  *                   built with its casts and deliveries
@@ -77,6 +79,9 @@ typedef struct {
 	int *cls;               /* model tensor -> its class when it may take its maker's cut
 				   (wide_tensors), else -1 */
 	int *cls_place;         /* class -> the placement its first maker wrote (class_claim), or -1 */
+	int *fold_pre;          /* plan tensor -> when it is a folded rmsnorm's result (fold_norm),
+				   the tensor its GEMMs read instead (x times the norm's scale), else -1 */
+	int *fold_part;         /* plan tensor -> that norm's sums of squares (their placement), else -1 */
 	int body;               /* first step of the repeat being built */
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
@@ -168,6 +173,13 @@ int class_claim(Builder *b, int t, int pi);
 #define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
 #define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
 int canonical(Builder *b, int tensor);
+/* *p: cols columns of x's rows (a placement of whole rows and column
+ * blocks) whole on each of the row's tiles, replicated over its column
+ * blocks, row-major. */
+void beside_rows(const Placement *x, int64_t cols, Placement *p);
+/* The plan tensor a matmul op reads as a: a folded norm's pre-scaled
+ * rows (Builder.fold_pre), else the model's a. */
+int matmul_a(const Builder *b, const MOp *op);
 int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
 	      int64_t tile);
 void tile_load(Builder *b, int op, int64_t *acc);
@@ -258,7 +270,9 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, cons
 /* planner_ops.c */
 void plan_rowlocal(Builder *b, const MOp *op);
 void plan_broadcast(Builder *b, const MOp *op);
+/* planner_attention.c */
 int plan_attention(Builder *b, const MOp *op, Err *e);
+/* planner_ops.c */
 void plan_append(Builder *b, const MOp *op);
 void plan_last(Builder *b, const MOp *op);
 void plan_carry(Builder *b, const char *op, int from, int to);

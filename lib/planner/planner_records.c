@@ -335,6 +335,21 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 	return w;
 }
 
+void beside_rows(const Placement *x, int64_t cols, Placement *p)
+{
+	*p = *x;
+	p->name = NULL;
+	p->layout = LAYOUT_ROW_MAJOR;
+	p->split[2] = 1, p->block[2] = cols, p->stride[2] = 0;
+	p->nrep = 1, p->rep[0] = x->split[2], p->rstride[0] = x->stride[2];
+}
+
+int matmul_a(const Builder *b, const MOp *op)
+{
+	int a = plan_find_tensor(b->pl, b->m->t[op->in[0]].name);
+	return b->fold_pre[a] >= 0 ? b->fold_pre[a] : a;
+}
+
 int canonical(Builder *b, int tensor)
 {
 	Placement p;

@@ -174,6 +174,8 @@ typedef struct {
 	int64_t *at;            /* which instance inst[i] holds */
 	char *own;              /* v[i] allocated here */
 	double *amax;           /* NULL, or the largest magnitude per tensor over every iteration */
+	double *amax_pre;       /* NULL, or per rmsnorm result: the largest of x times the norm's scale
+				 * (what a folded norm casts: <out>.prenorm) */
 	int n;
 	const Scales *sc;
 	RunOpts o;
@@ -188,7 +190,9 @@ void model_ref_free(ModelRef *r);
 /* Scales from the model's FP32 reference amax (lib/model/scales.h): fp8
  * parameters and inputs from their own values; each activation a matmul
  * casts to fp8 (its a, when b is fp8) and each cast op's fp8 result from
- * its reference values. Reads the model only: no plan, no machine. */
+ * its reference values; for such an a made by an rmsnorm, also
+ * <a>.prenorm, the norm's x times its scale (what a folded norm casts,
+ * formats/plan.md). Reads the model only: no plan, no machine. */
 int run_calibrate(const Model *m, const RunOpts *o, Scales *sc, Err *e);
 /* The stage agrees with the model it claims to lower (m, and the fp8
  * scales sc, or NULL for the model's own): every model tensor is in the

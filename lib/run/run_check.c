@@ -22,7 +22,7 @@ static int allowed(OpKind k, ComputeKind c)
 	case OP_GELU: return c == C_GELU;
 	case OP_ADD: return c == C_ADD;
 	case OP_LAYERNORM: return c == C_LAYERNORM;
-	case OP_RMSNORM: return c == C_RMSNORM || c == C_SUMSQ;
+	case OP_RMSNORM: return c == C_RMSNORM || c == C_SUMSQ || c == C_MUL;   /* mul: folded */
 	case OP_SILU: return c == C_SILU;
 	case OP_MUL: return c == C_MUL;
 	case OP_ROPE: return c == C_ROPE;
@@ -83,8 +83,10 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 	for (int i = 0; i < m->nops; i++) {
 		const MOp *op = &m->ops[i];
 		ComputeKind want = primary(op->kind);
-		if (op->kind == OP_MATMUL || op->kind == OP_PATCHIFY || op->kind == OP_EMBED)
-			continue;       /* (matmuls on their GEMM records, the host's ops on theirs) */
+		if (op->kind == OP_MATMUL || op->kind == OP_PATCHIFY || op->kind == OP_EMBED ||
+		    (op->kind == OP_RMSNORM && run_norm_folded(pl, op->name)))
+			continue;       /* (matmuls on their GEMM records, the host's ops on theirs; a
+					 * folded norm in run_check_fields, with its GEMMs) */
 		int found = -1, n = 0, merge = -1;
 		for (int s = 0; s < pl->ns; s++) {
 			const Step *st = &pl->s[s];
@@ -190,14 +192,17 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 		if (x->output != (y->role == R_OUTPUT))
 			return err_at(e, f, x->line, x->col, "tensor '%s' is %san output of the model but %san "
 				      "output of the stage", x->name, x->output ? "" : "not ", x->output ? "not " : "");
-		char *cast = xasprintf("%s.fp8", x->name);
-		int c = plan_find_tensor(pl, cast), cw = 0;
-		free(cast);
-		scales_find(sc, x->name, &cw);
-		if (c >= 0 && pl->t[c].scale != cw)
-			return err_at(e, f, x->line, x->col, "tensor '%s': the stage's cast '%s' has fp8 scale %d, "
-				      "%s %d", x->name, pl->t[c].name, pl->t[c].scale, sc ? "the scales file's" :
-				      "the default", cw);
+		for (int k = 0; k < 2; k++) {   /* its cast, and a folded norm's rows' cast */
+			char *src = xasprintf(k ? "%s.prenorm" : "%s", x->name), *cast = xasprintf("%s.fp8", src);
+			int c = plan_find_tensor(pl, cast), cw = 0;
+			scales_find(sc, src, &cw);
+			free(cast);
+			free(src);
+			if (c >= 0 && pl->t[c].scale != cw)
+				return err_at(e, f, x->line, x->col, "tensor '%s': the stage's cast '%s' has fp8 scale "
+					      "%d, %s %d", x->name, pl->t[c].name, pl->t[c].scale, sc ?
+					      "the scales file's" : "the default", cw);
+		}
 	}
 	for (int t = 0; t < pl->nt; t++) {
 		int known = 0;
@@ -241,11 +246,16 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 		for (int k = 0; k < pl->ng; k++)
 			if (strcmp(pl->g[k].op, op->name) == 0)
 				g = &pl->g[k];
-		if (!g || !tensor_is(pl, g->a, m, op->in[0]) || !tensor_is(pl, g->b, m, op->in[1]) ||
+		const MOp *fold = run_fold_of(pl, m, op->in[0]);
+		char *pre = fold ? xasprintf("%s.prenorm", m->t[op->in[0]].name) : NULL;
+		int a_ok = g && (fold ? g->a >= 0 && !strcmp(pl->t[g->a].name, pre) : tensor_is(pl, g->a, m, op->in[0]));
+		free(pre);
+		if (!g || !a_ok || !tensor_is(pl, g->b, m, op->in[1]) ||
 		    !tensor_is(pl, g->out, m, op->out) ||
 		    (op->in[2] >= 0 ? !tensor_is(pl, g->bias, m, op->in[2]) : g->bias >= 0))
 			return err_at(e, f, op->line, op->col, "matmul '%s': the stage's GEMM record does not "
-				      "read and write the model's a, b, bias and out", op->name);
+				      "read and write the model's a (or a folded rmsnorm's <a>.prenorm), b, bias and "
+				      "out", op->name);
 	}
 	return run_check_steps(pl, m, e) ? -1 : run_check_fields(pl, m, e);
 }

@@ -88,6 +88,67 @@ static int count_is(const Model *m, const MOp *op, ComputeKind k, int n, int wan
 		      "%d (%s)", op->name, n, compute_name(k), want, why);
 }
 
+int run_norm_folded(const Plan *pl, const char *op)
+{
+	int last;
+	return count_steps(pl, op, C_MUL, &last) > 0 && count_steps(pl, op, C_RMSNORM, &last) == 0;
+}
+
+const MOp *run_fold_of(const Plan *pl, const Model *m, int mt)
+{
+	for (int i = 0; mt >= 0 && i < m->nops; i++)
+		if (m->ops[i].kind == OP_RMSNORM && m->ops[i].out == mt && run_norm_folded(pl, m->ops[i].name))
+			return &m->ops[i];
+	return NULL;
+}
+
+/* The tensor op's one sumsq step writes, or -1. */
+static int sums_tensor(const Plan *pl, const char *op)
+{
+	int s;
+	return count_steps(pl, op, C_SUMSQ, &s) == 1 ? tensor_of(pl, pl->s[s].out) : -1;
+}
+
+/* A folded rmsnorm (run_norm_folded): one sumsq step of its x (op_steps
+ * checks its operand) and one mul step of x by its scale into
+ * <out>.prenorm, in out's format; its result read by matmuls alone, as
+ * a, each K cut (so that it reduces) and each GEMM record reading
+ * <out>.prenorm (matmul_steps: the reduction reads these sums, at this
+ * eps); nothing of out placed. */
+static int fold_steps(const Plan *pl, const Model *m, const MOp *op, Err *e)
+{
+	int mul = -1, sq = -1, X = plan_find_tensor(pl, m->t[op->in[0]].name);
+	int G = plan_find_tensor(pl, m->t[op->in[1]].name), Y = plan_find_tensor(pl, m->t[op->out].name);
+	char *name = xasprintf("%s.prenorm", m->t[op->out].name);
+	int pre = plan_find_tensor(pl, name);
+	free(name);
+	if (count_is(m, op, C_MUL, count_steps(pl, op->name, C_MUL, &mul), 1, "a folded rmsnorm: x times its scale",
+		     e) ||
+	    count_is(m, op, C_SUMSQ, count_steps(pl, op->name, C_SUMSQ, &sq), 1, "a folded rmsnorm: its rows' sums",
+		     e) ||
+	    operands(pl, m, op, mul, 2, "x, scale", e) || operand(pl, m, op, mul, 0, "x", X, e) ||
+	    operand(pl, m, op, mul, 1, "scale", G, e))
+		return -1;
+	if (pre < 0 || tensor_of(pl, pl->s[mul].out) != pre || pl->t[pre].fmt != m->t[op->out].dtype)
+		return err_at(e, m->file, op->line, op->col, "op '%s': its mul step %d writes '%s', the plan implies "
+			      "'%s.prenorm' in %s (a folded rmsnorm's rows before their scale)", op->name, mul,
+			      run_held(pl, pl->s[mul].out), m->t[op->out].name, fmt_name(m->t[op->out].dtype));
+	for (int i = 0; i < pl->np; i++)
+		if (pl->p[i].tensor == Y)
+			return err_at(e, m->file, op->line, op->col, "op '%s' is folded into its GEMMs, but the stage "
+				      "places its result '%s' ('%s')", op->name, m->t[op->out].name, pl->p[i].name);
+	for (const MOp *o = m->ops; o < m->ops + m->nops; o++)
+		for (int k = 0; k < o->nin; k++) {
+			int g = o->in[k] == op->out ? plan_gemm_index(pl, o->name) : 0;
+			if (o->in[k] == op->out && (o->kind != OP_MATMUL || k != 0 || g < 0 || pl->g[g].a != pre ||
+						    pl->g[g].grid[1] < 2))
+				return err_at(e, m->file, op->line, op->col, "op '%s' is folded, but op '%s' reads its "
+					      "result '%s' other than as a matmul's a that cuts K and reads '%s'", op->name,
+					      o->name, m->t[op->out].name, pl->t[pre].name);
+		}
+	return 0;
+}
+
 /* The GEMM record's shape and format: the model's. */
 static int gemm_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm **gp, Err *e)
 {
@@ -158,6 +219,8 @@ static int grid_fields(const Plan *pl, const Model *m, const MOp *op, const Gemm
 static int matmul_steps(const Plan *pl, const Model *m, const MOp *op, const Gemm *g, Err *e)
 {
 	int A = g->a, B = g->b, BIAS = g->bias, OUT = g->out, cut = g->grid[1] > 1, prod = -1, red = -1, x;
+	const MOp *fold = run_fold_of(pl, m, op->in[0]);   /* its reduction scales a's rows */
+	int S = fold ? sums_tensor(pl, fold->name) : -1, nred = (BIAS >= 0) + (fold != NULL) + 1;
 	int n = count_steps(pl, op->name, C_MATMUL, &prod);
 	if (count_is(m, op, C_MATMUL, n, 1, "one product", e) ||
 	    count_is(m, op, C_REDUCE, count_steps(pl, op->name, C_REDUCE, &red), cut,
@@ -223,10 +286,17 @@ static int matmul_steps(const Plan *pl, const Model *m, const MOp *op, const Gem
 					      pl->t[P].name, pl->t[OUT].name);
 			break;
 		case C_REDUCE:
-			if (operands(pl, m, op, s, BIAS < 0 ? 1 : 2, BIAS < 0 ? "the partial" : "the partial, bias", e) ||
+			if (operands(pl, m, op, s, nred, nred == 1 ? "the partial" : fold && BIAS >= 0 ?
+				     "the partial, bias, a folded rmsnorm's sums" : fold ? "the partial, a folded "
+				     "rmsnorm's sums" : "the partial, bias", e) ||
 			    operand(pl, m, op, s, 0, "the partial", P, e) ||
-			    (BIAS >= 0 && operand(pl, m, op, s, 1, "bias", BIAS, e)) || writes(pl, m, op, s, OUT, e))
+			    (BIAS >= 0 && operand(pl, m, op, s, 1, "bias", BIAS, e)) ||
+			    (fold && operand(pl, m, op, s, nred - 1, "the folded rmsnorm's sums", S, e)) ||
+			    writes(pl, m, op, s, OUT, e))
 				return -1;
+			if (fold && st->eps != fold->eps)
+				return err_at(e, m->file, op->line, op->col, "op '%s': its reduce step %d has eps %g, the "
+					      "folded rmsnorm '%s' %g", op->name, s, st->eps, fold->name, fold->eps);
 			break;
 		default:
 			break;          /* (run_check_steps: no other kind serves a matmul) */
@@ -242,6 +312,8 @@ static int matmul_steps(const Plan *pl, const Model *m, const MOp *op, const Gem
 static int op_steps(const Plan *pl, const Model *m, const MOp *op, Err *e)
 {
 	int att = -1, merge = -1;
+	if (op->kind == OP_RMSNORM && run_norm_folded(pl, op->name) && fold_steps(pl, m, op, e))
+		return -1;
 	int merges = op->kind == OP_ATTENTION ? count_steps(pl, op->name, C_MERGE, &merge) : 0;
 	if (op->kind == OP_ATTENTION) {
 		if (count_steps(pl, op->name, C_ATTENTION, &att) != 1)

@@ -179,16 +179,34 @@ static void k_layernorm(Machine_ *m, const Step *st, int64_t t, const float *a, 
  * R x C result). */
 static void k_reduce(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
 {
-	Layout lb;
+	Layout lb, ls;
 	int64_t parts = la.rows / R;
-	float *bias = st->nin > 1 ? run_read_shard(m, st->in[1], t, &lb) : NULL;
-	/* each element summed from 0 in part order, then the bias
-	 * added: parts outermost, so the rows are read as they lie */
+	int bi, si;
+	plan_reduce_inputs(m->pl, st, &bi, &si);
+	float *bias = bi >= 0 ? run_read_shard(m, st->in[bi], t, &lb) : NULL;
+	float *sums = si >= 0 ? run_read_shard(m, st->in[si], t, &ls) : NULL;
+	/* each element summed from 0 in part order, then (a folded rmsnorm)
+	 * each row scaled by 1/sqrt(its sum of squares / width + eps), the
+	 * width the GEMM's K, then the bias added: parts outermost, so the
+	 * rows are read as they lie */
 	for (int64_t k = 0; k < parts; k++)
 		for (int64_t q = 0; q < R * C; q++)
 			res[q] += a[k * R * C + q];
+	if (sums) {
+		int g = plan_gemm_index(m->pl, st->op);
+		float width = (float)(g >= 0 ? m->pl->g[g].k : C);
+		for (int64_t r = 0; r < R; r++) {
+			float ss = 0;
+			for (int64_t k = 0; k < ls.cols; k++)
+				ss += sums[r * ls.cols + k];
+			float inv = 1.0f / sqrtf(ss / width + (float)st->eps);
+			for (int64_t c = 0; c < C; c++)
+				res[r * C + c] *= inv;
+		}
+	}
 	for (int64_t q = 0; q < R * C; q++)
 		res[q] += bias ? bias[q % C] : 0;
+	free(sums);
 	free(bias);
 }
 
@@ -296,10 +314,11 @@ static void *compute_tiles(void *arg)
 		case C_ROPE:
 			k_rope(m, st, t, a, la, R, C, res);
 			break;
-		case C_MUL: {
+		case C_MUL: {           /* (a folded rmsnorm's: b a vector, the same for every row) */
 			float *b = run_read_shard(m, st->in[1], t, &lb);
+			int64_t bn = plan_norm_fold(m->pl, st) ? C : R * C;
 			for (int64_t q = 0; q < R * C; q++)
-				res[q] = a[q] * b[q];
+				res[q] = a[q] * b[q % bn];
 			free(b);
 			break;
 		}

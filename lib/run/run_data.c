@@ -97,7 +97,8 @@ static Dist plan_dist(const Plan *pl, int t)
 	}
 	for (int s = 0; s < pl->ns; s++)
 		if (pl->s[s].kind == STEP_COMPUTE &&
-		    (pl->s[s].compute == C_LAYERNORM || pl->s[s].compute == C_RMSNORM) &&
+		    (pl->s[s].compute == C_LAYERNORM || pl->s[s].compute == C_RMSNORM ||
+		     plan_norm_fold(pl, &pl->s[s])) &&      /* (a folded rmsnorm's scale) */
 		    pl->p[pl->s[s].in[1]].tensor == t)
 			return (Dist){ 1, 0.1, 0 };
 	return (Dist){ 0, 0.02, 0 };

@@ -56,6 +56,12 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e);
 int run_check_fields(const Plan *pl, const Model *m, Err *e);
 /* The name of the tensor placement place holds ("" when out of range). */
 const char *run_held(const Plan *pl, int place);
+/* Is rmsnorm op folded into the GEMMs that read it (formats/plan.md,
+ * version 13): the stage has a mul step for it and no rmsnorm step? */
+int run_norm_folded(const Plan *pl, const char *op);
+/* The folded rmsnorm (run_norm_folded) whose result is model tensor mt,
+ * or NULL. */
+const MOp *run_fold_of(const Plan *pl, const Model *m, int mt);
 
 /* ---- the per-op check (run_opcheck.c) ---- */
 
@@ -99,7 +105,8 @@ void ref_append(const float *c, const float *x, const float *pos, float *y, int6
 		int64_t P, int64_t W);
 /* y [B, 1, C]: each batch entry's last row of x [B, T, C]. */
 void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C);
-void ref_mul(const float *a, const float *b, float *y, int64_t n);
+/* y[i] = a[i] * b[i % nb] (nb < n: a folded rmsnorm's scale, the same for every row). */
+void ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb);
 /* y[i] = x[i] + b[i % nb]. */
 void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb);
 

@@ -141,12 +141,17 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		break;
 	case OP_RMSNORM:
 		ref_rmsnorm(x, minst(m, r, op->in[1], iter), y, n / C, C, op->eps);
+		if (r->amax_pre) {      /* what a folded norm casts: x times the scale */
+			const float *g = minst(m, r, op->in[1], iter);
+			for (int64_t i = 0; i < n; i++)
+				r->amax_pre[op->out] = fmax(r->amax_pre[op->out], fabs((double)x[i] * g[i % C]));
+		}
 		break;
 	case OP_SILU:
 		ref_silu(x, y, n);
 		break;
 	case OP_MUL:
-		ref_mul(x, minst(m, r, op->in[1], iter), y, n);
+		ref_mul(x, minst(m, r, op->in[1], iter), y, n, n);
 		break;
 	case OP_ROPE:
 		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->head_stride,
@@ -239,6 +244,7 @@ void model_ref_free(ModelRef *r)
 	free(r->v);
 	free(r->own);
 	free(r->amax);
+	free(r->amax_pre);
 	memset(r, 0, sizeof *r);
 }
 
@@ -275,6 +281,7 @@ int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
 		quantize_n(r.v[t], n, x->dtype, scale);
 	}
 	r.amax = xcalloc((size_t)m->nt + 1, sizeof *r.amax);
+	r.amax_pre = xcalloc((size_t)m->nt + 1, sizeof *r.amax_pre);
 	run_model_ops(m, &r);          /* amax over every iteration */
 	/* activations cast to fp8: a matmul's a when its b is fp8 (amp-plan's
 	 * <a>.fp8), and a cast op's fp8 result */
@@ -283,8 +290,15 @@ int run_calibrate(const Model *m, const RunOpts *ro, Scales *sc, Err *e)
 		for (int k = 0; !cast && k < m->nops; k++)
 			cast = m->ops[k].kind == OP_MATMUL && m->ops[k].in[0] == t &&
 			       m->t[m->ops[k].in[1]].dtype == FMT_FP8 && m->t[t].dtype != FMT_FP8;
-		if (cast)
-			scales_add(sc, m->t[t].name, scale_for_amax(r.amax[t]));
+		if (!cast)
+			continue;
+		scales_add(sc, m->t[t].name, scale_for_amax(r.amax[t]));
+		for (int k = 0; k < m->nops; k++)
+			if (m->ops[k].kind == OP_RMSNORM && m->ops[k].out == t) {
+				char *pre = xasprintf("%s.prenorm", m->t[t].name);
+				scales_add(sc, pre, scale_for_amax(r.amax_pre[t]));
+				free(pre);
+			}
 	}
 	rc = 0;
 out:

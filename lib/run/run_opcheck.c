@@ -94,6 +94,8 @@ void run_opcheck_free(OpCheck *c)
 	free(c);
 }
 
+static int opcheck_compare(OpCheck *c, int k, int64_t iter, const float *out, const float *y, Err *e);
+
 int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const float *out, Err *e)
 {
 	const Model *m = c->m;
@@ -114,7 +116,18 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 		r.own[op->out] = 1;
 	}
 	run_model_op(m, &r, k, 0);
-	const float *y = r.v[op->out];
+	int rc = opcheck_compare(c, k, iter, out, r.v[op->out], e);
+	free(r.own[op->out] ? r.v[op->out] : NULL);
+	free(r.v);
+	free(r.own);
+	return rc;
+}
+
+/* The machine's result out of op k against the reference's y. */
+static int opcheck_compare(OpCheck *c, int k, int64_t iter, const float *out, const float *y, Err *e)
+{
+	const Model *m = c->m;
+	const MOp *op = &m->ops[k];
 	int64_t n = model_elements(&m->t[op->out]) / m->t[op->out].count;     /* an op's result: one instance */
 	double d2 = 0, r2 = 0;
 	int finite = 1;
@@ -124,9 +137,6 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 		d2 += d * d, r2 += (double)y[i] * y[i];
 	}
 	double rel = !finite ? INFINITY : d2 == 0 ? 0 : r2 > 0 ? sqrt(d2 / r2) : INFINITY;
-	free(r.own[op->out] ? r.v[op->out] : NULL);
-	free(r.v);
-	free(r.own);
 	OpCheckResult *x = &c->r[k];
 	x->runs++;
 	if (rel > x->worst || x->worst_iter < 0)
@@ -138,6 +148,40 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 	return 0;
 }
 
+/* The machine's values of plan tensor pt (its instance iter), or NULL. */
+static float *machine_values(const OpCheck *c, int pt, int64_t iter, uint8_t *const *enc)
+{
+	const PTensor *x = &c->pl->t[pt];
+	int64_t n = tensor_count(x), at = x->count > 1 ? iter : 0;
+	if (pt < 0 || !enc[pt])
+		return NULL;
+	float *v = xmalloc((size_t)(n + 1) * sizeof *v);
+	decode_run(enc[pt] + at * n * fmt_bytes(x->fmt), NULL, n, x->fmt, x->scale, v);
+	return v;
+}
+
+/* A folded rmsnorm (run_norm_folded) leaves its result on no tile: what
+ * its GEMMs read is the norm of the machine's own x and scale, computed
+ * here in FP32 (the GEMM's error is then its own, the rows' scale
+ * included). With k the norm itself, *pre is x times its scale, which the
+ * machine does hold (<out>.prenorm). NULL when the machine holds no x. */
+static float *folded_values(const OpCheck *c, const MOp *norm, int64_t iter, uint8_t *const *enc, int raw)
+{
+	const Model *m = c->m;
+	const MTensor *y = &m->t[norm->out];
+	int64_t C = y->shape[y->rank - 1], n = model_elements(y) / y->count;
+	float *x = machine_values(c, c->ptensor[norm->in[0]], iter, enc);
+	float *g = machine_values(c, c->ptensor[norm->in[1]], iter, enc);
+	float *v = x && g ? xmalloc((size_t)(n + 1) * sizeof *v) : NULL;
+	if (v && raw)
+		ref_mul(x, g, v, n, C);
+	else if (v)
+		ref_rmsnorm(x, g, v, n / C, C, norm->eps);
+	free(x);
+	free(g);
+	return v;
+}
+
 int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e)
 {
 	int k = c->op_at[s];
@@ -146,27 +190,36 @@ int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e)
 	const Model *m = c->m;
 	const MOp *op = &m->ops[k];
 	float *in[3] = { NULL, NULL, NULL }, *out = NULL;
-	int rc = 0;
+	int rc = 0, folded = op->kind == OP_RMSNORM && run_norm_folded(c->pl, op->name);
 	for (int j = 0; j <= op->nin; j++) {
 		int mt = j < op->nin ? op->in[j] : op->out;
 		if (mt < 0)
 			continue;
+		const MOp *fold = j < op->nin ? run_fold_of(c->pl, m, mt) : NULL;
 		int pt = c->ptensor[mt];
-		const PTensor *x = &c->pl->t[pt];
-		int64_t n = tensor_count(x), at = x->count > 1 ? iter : 0;
-		float *v = xmalloc((size_t)(n + 1) * sizeof *v);
-		if (!enc[pt]) {
-			free(v);
-			rc = errf(e, "op '%s': the machine holds no values of '%s'", op->name, x->name);
+		if (j == op->nin && folded) {   /* the norm's own: x times its scale, the machine's prenorm */
+			char *name = xasprintf("%s.prenorm", m->t[mt].name);
+			pt = plan_find_tensor(c->pl, name);
+			free(name);
+		}
+		float *v = fold ? folded_values(c, fold, iter, enc, 0) : machine_values(c, pt, iter, enc);
+		if (!v) {
+			rc = errf(e, "op '%s': the machine holds no values of '%s'", op->name,
+				  pt >= 0 ? c->pl->t[pt].name : m->t[mt].name);
 			goto out;
 		}
-		decode_run(enc[pt] + at * n * fmt_bytes(x->fmt), NULL, n, x->fmt, x->scale, v);
 		if (j < op->nin)
 			in[j] = v;
 		else
 			out = v;
 	}
-	rc = run_opcheck_op(c, k, iter, in, out, e);
+	if (folded) {                   /* compared with x times the scale: the part the norm's tiles do */
+		float *y = folded_values(c, op, iter, enc, 1);
+		rc = opcheck_compare(c, k, iter, out, y, e);
+		free(y);
+	} else {
+		rc = run_opcheck_op(c, k, iter, in, out, e);
+	}
 	free(out);
 out:
 	for (int j = 0; j < 3; j++)

@@ -15,10 +15,7 @@
 
 static int is_gemm_op(const Plan *pl, const char *op)
 {
-	for (int g = 0; g < pl->ng; g++)
-		if (strcmp(pl->g[g].op, op) == 0)
-			return g;
-	return -1;
+	return plan_gemm_index(pl, op);
 }
 
 /* C[M x N] += A[M x K] B[K x N] (+ bias), rows split over two threads. */
@@ -257,11 +254,12 @@ void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C)
 		memcpy(y + b * C, x + ((b + 1) * T - 1) * C, (size_t)C * sizeof *y);
 }
 
-void ref_mul(const float *a, const float *b, float *y, int64_t n)
+void ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb)
 {
 	for (int64_t i = 0; i < n; i++)
-		y[i] = a[i] * b[i];
+		y[i] = a[i] * b[i % nb];
 }
+
 
 /* y[i] = x[i] + b[i % nb]: b may be a [tokens, features] table added to
  * every batch entry. */
@@ -269,6 +267,25 @@ void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb)
 {
 	for (int64_t i = 0; i < n; i++)
 		y[i] = x[i] + b[i % nb];
+}
+
+/* A folded rmsnorm's result, which the stage leaves on no tile: its x
+ * normed, by the scale its mul step (the one writing pre, the GEMM's a)
+ * reads, at the eps of the GEMM's reduction. As the model's reference
+ * computes it: NULL when no such mul step is there. */
+static float *folded_norm(PRef *c, int pre, int x, double eps, int64_t iter)
+{
+	const Plan *pl = c->pl;
+	for (int s = 0; s < pl->ns; s++) {
+		const Step *st = &pl->s[s];
+		if (!plan_norm_fold(pl, st) || pl->p[st->out].tensor != pre || pl->p[st->in[0]].tensor != x)
+			continue;
+		int64_t n = tensor_count(&pl->t[x]), C = pl->t[x].shape[pl->t[x].rank - 1];
+		float *y = xmalloc((size_t)n * sizeof *y);
+		ref_rmsnorm(c->ref[x], inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, eps);
+		return y;
+	}
+	return NULL;
 }
 
 /* One op-level step of the reference (GEMMs at their first step). */
@@ -281,8 +298,11 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		const Gemm *G = &pl->g[gemm_at[s]];
 		int64_t M = G->m, K = G->k, N = G->n;
 		float *y = xzeroed((size_t)(M * N), sizeof *y);   /* read before written */
-		ref_gemm2(ref[G->a], inst(c, G->b, iter), G->bias >= 0 ? inst(c, G->bias, iter) : NULL,
+		int red, x = plan_fold_rows(pl, G->op, &red);
+		float *a = x >= 0 ? folded_norm(c, G->a, x, pl->s[red].eps, iter) : NULL;
+		ref_gemm2(a ? a : ref[G->a], inst(c, G->b, iter), G->bias >= 0 ? inst(c, G->bias, iter) : NULL,
 			  y, M, K, N);
+		free(a);
 		free(ref[G->out]);
 		ref[G->out] = y;
 		
@@ -324,7 +344,8 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		ref_silu(x, y, n);
 		break;
 	case C_MUL:
-		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n);
+		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n,
+			tensor_count(&pl->t[pl->p[st->in[1]].tensor]));        /* (a folded norm's: a vector) */
 		break;
 	case C_ROPE:
 		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,

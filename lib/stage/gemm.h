@@ -41,6 +41,8 @@ typedef struct {
 	int64_t owners;         /* canonical owners of a */
 	int64_t owner_batch;    /* batch entries each owner holds (all of them unless split) */
 	int64_t b_home_shards, bias_home_shards;
+	int reduce_rows;        /* 1: a is a folded rmsnorm's rows before their scale, which the
+				 * reduction applies: K is cut in two or more */
 } GemmShape;
 
 typedef struct {

@@ -182,6 +182,51 @@ int64_t plan_chunks(const Step *s)
 	return s->chunks > 1 ? s->chunks : 1;
 }
 
+int plan_gemm_index(const Plan *p, const char *op)
+{
+	for (int i = 0; i < p->ng; i++)
+		if (strcmp(p->g[i].op, op) == 0)
+			return i;
+	return -1;
+}
+
+int plan_fold_rows(const Plan *p, const char *op, int *reduce)
+{
+	for (int i = 0; i < p->ns; i++) {
+		const Step *s = &p->s[i];
+		int bias, sums;
+		if (s->kind != STEP_COMPUTE || s->compute != C_REDUCE || strcmp(s->op, op) != 0)
+			continue;
+		plan_reduce_inputs(p, s, &bias, &sums);
+		if (sums < 0)
+			return -1;
+		*reduce = i;
+		int t = p->p[s->in[sums]].tensor;
+		for (int k = 0; k < i; k++)
+			if (p->s[k].kind == STEP_COMPUTE && p->s[k].compute == C_SUMSQ && p->p[p->s[k].out].tensor == t)
+				return p->p[p->s[k].in[0]].tensor;
+		return -1;
+	}
+	return -1;
+}
+
+int plan_norm_fold(const Plan *p, const Step *s)
+{
+	return s->kind == STEP_COMPUTE && s->compute == C_MUL && s->nin == 2 && p->p[s->in[1]].rank == 1;
+}
+
+void plan_reduce_inputs(const Plan *p, const Step *s, int *bias, int *sums)
+{
+	*bias = *sums = -1;
+	for (int k = 1; s->kind == STEP_COMPUTE && s->compute == C_REDUCE && k < s->nin; k++) {
+		const PTensor *t = &p->t[p->p[s->in[k]].tensor];
+		if (t->role == R_PARTIAL && t->fmt == FMT_FP32)
+			*sums = k;
+		else
+			*bias = k;
+	}
+}
+
 int64_t plan_head_dim(const Plan *p, const Step *s)
 {
 	const PTensor *o = &p->t[p->p[s->out].tensor];

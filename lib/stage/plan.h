@@ -22,10 +22,11 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 12          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+#define PLAN_VERSION 13          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
 				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
 				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows), 10
-				 * (no rope head_stride, no attention kv_order) and 11 (no rope pairs) are still read */
+				 * (no rope head_stride, no attention kv_order), 11 (no rope pairs) and 12 (no folded
+				 * rmsnorm) are still read */
 #define PLAN_VERSION_OLDEST 4
 #define STAGE_NAME_MAX 1024      /* bytes of a name a stage defines: a tensor's, a placement's, an op's (formats/stage.md) */
 
@@ -220,6 +221,20 @@ int plan_state_home(const Plan *p, int placement);
 int64_t plan_head_dim(const Plan *p, const Step *s);
 /* An attention step's chunks (1 when not set). */
 int64_t plan_chunks(const Step *s);
+/* Is compute step s a folded rmsnorm's first step (version 13): a mul of
+ * rows by a vector (its second input of rank 1), the norm's scale? */
+int plan_norm_fold(const Plan *p, const Step *s);
+/* The rows a folded rmsnorm normalises in the reduction of GEMM op: the
+ * tensor its sums of squares were taken of (the input of the sumsq step
+ * that wrote the sums its reduce step reads), with *reduce that step;
+ * -1 when op's reduction reads no sums. */
+int plan_fold_rows(const Plan *p, const char *op, int *reduce);
+/* The index of op's GEMM record, or -1. */
+int plan_gemm_index(const Plan *p, const char *op);
+/* A reduce step's inputs after its partials (version 13: the bias, then a
+ * folded rmsnorm's row sums of squares): the index in s->in of its bias
+ * (*bias) and of its sums (*sums), each -1 when absent. */
+void plan_reduce_inputs(const Plan *p, const Step *s, int *bias, int *sums);
 
 /* Mapping of a copy from its placements. */
 Mapping copy_mapping(const Placement *src, const Placement *dst);

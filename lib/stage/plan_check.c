@@ -1,6 +1,7 @@
 /* plan_check: the cross-record checks of a plan (plan_check.h). */
 #include "stage/plan_check.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,29 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		if (s->nin == 3 && (P[s->in[2]].fmt != FMT_FP32 || pl->t[P[s->in[2]].tensor].role != R_PARTIAL))
 			return errf(e, "rmsnorm's third input '%s' is not an fp32 partial of sums of squares",
 				    P[s->in[2]].name);
+		break;
+	case C_REDUCE: {
+		int bias, sums;
+		plan_reduce_inputs(pl, s, &bias, &sums);
+		if (s->nin > 3 || (s->nin == 3 && (bias != 1 || sums != 2)) || in->rank != 4 || out->rank != 3)
+			return errf(e, "reduce reads its partials [K, B, T, N], then a bias and a folded rmsnorm's "
+				    "fp32 row sums of squares [B, T, blocks], each at most once, and writes [B, T, N] "
+				    "(from '%s' to '%s')", in->name, out->name);
+		if (sums >= 0) {
+			const Placement *q = &P[s->in[sums]];
+			if (q->rank != 3 || q->shape[0] != out->shape[0] || q->shape[1] != out->shape[1] ||
+			    !(s->eps > 0) || !isfinite(s->eps))
+				return errf(e, "reduce's row sums '%s' are not [B, T, blocks] of its result's rows, or "
+					    "its eps is not positive", q->name);
+		}
+		break;
+	}
+	case C_MUL:
+		if (s->nin != 2 || (P[s->in[1]].rank == 1 && (in->rank != 3 || out->rank != 3 ||
+							      P[s->in[1]].shape[0] != in->shape[2])) ||
+		    (P[s->in[1]].rank != 1 && P[s->in[1]].rank != in->rank))
+			return errf(e, "mul reads two activations of one shape, or rows [B, T, C] and a vector [C] "
+				    "(from '%s' to '%s')", in->name, out->name);
 		break;
 	case C_MERGE:
 		if (s->nin != 1 || in->fmt != FMT_FP32 || out->fmt != FMT_FP16 || in->rank != 4)

@@ -52,7 +52,9 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_str(w, pl->p[s->in[k]].name);
 		yw_end_seq(w);
 		yw_kstr(w, "out", pl->p[s->out].name);
-		if (s->compute == C_LAYERNORM || s->compute == C_RMSNORM) {
+		int bias, sums;
+		plan_reduce_inputs(pl, s, &bias, &sums);
+		if (s->compute == C_LAYERNORM || s->compute == C_RMSNORM || sums >= 0) {
 			yw_str(w, "eps");
 			yw_f64(w, s->eps);
 		}

@@ -36,7 +36,7 @@ ids_npy() {
 	assert_output 1
 	run grep -c '^- {name: emb@home, tensor: emb, layout: transposed-right, ' p.yaml
 	assert_output 1
-	run grep -c '^- {op: lm_head, a: zn, b: emb, out: logits, m: 2, k: 64, n: 512, format: fp8, ' p.yaml
+	run grep -c '^- {op: lm_head, a: zn.prenorm, b: emb, out: logits, m: 2, k: 64, n: 512, format: fp8, ' p.yaml
 	assert_output 1
 	# a table no op on the tiles reads has no placement
 	sed 's/b: emb, out: logits/b: w_o2, out: logits/; s/^  gf: /  w_o2: {shape: [64, 512], dtype: fp8}\n  gf: /' \
@@ -115,7 +115,7 @@ ids_npy() {
 @test "lm: a version 7 stage with an embed is refused at the host record" {
 	amp-plan "$DEC" -o p.yaml
 	# keep the state out of it: the host record is read first
-	sed 's/^version: 12$/version: 7/; /role: state/d' p.yaml > p7.yaml
+	sed 's/^version: 13$/version: 7/; /role: state/d' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
@@ -146,7 +146,7 @@ ids_npy() {
 }
 
 @test "lm: the decode step's norms run over column blocks, through their rows' sums of squares" {
-	amp-plan "$DEC" -o p.yaml
+	amp-plan --no-fold "$DEC" -o p.yaml
 	# each norm: sumsq on the wide tiles, the sums to every tile of the row, then rmsnorm with them
 	run grep -c '^- {step: [0-9]*, compute: sumsq, op: n1, in: \[x@canon\], out: n1.sumsq@part}$' p.yaml
 	assert_output 1
@@ -159,9 +159,74 @@ ids_npy() {
 	assert_output 1
 }
 
+@test "lm: the decode step's norms fold into their GEMMs' reductions, which scale each row by its sums of squares" {
+	amp-plan "$DEC" -o p.yaml
+	# n1: its rows' sums and x times its scale, nothing gathered before q and kv
+	run grep -c '^- {step: [0-9]*, compute: sumsq, op: n1, in: \[x@canon\], out: n1.sumsq@part}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: mul, op: n1, in: \[x@canon, g1@home\], out: xn.prenorm@canon}$' p.yaml
+	assert_output 1
+	run grep -c 'compute: rmsnorm' p.yaml
+	assert_output 0
+	# q and kv read x times the scale, cast to fp8, and cut K; their reductions read the sums beside their rows
+	run grep -c '^- {op: q, a: xn.prenorm, b: w_q, bias: b_q, out: q0, m: 2, k: 64, n: 64, format: fp8, grid: \[1, [2-9]' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: reduce, op: q, in: \[q0.partial@q.reduce, b_q@q.bias, n1.sumsq@q.rows\], out: q0@q.out, eps: 1e-06}$' p.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, copy: reduction, op: n1, operand: partial, map: [a-z-]*, src: n1.sumsq@part, dst: n1.sumsq@q.rows}$' p.yaml
+	assert_output 1
+	# the sums move before the product, in the phase that carries a
+	local copy mm
+	copy=$(sed -n 's/^- {step: \([0-9]*\), copy: reduction, op: n1,.*/\1/p' p.yaml)
+	mm=$(sed -n 's/^- {step: \([0-9]*\), compute: matmul, op: q,.*/\1/p' p.yaml)
+	[ "$copy" -lt "$mm" ] || fail "the sums move at step $copy, after q's product at $mm"
+	# no placement of the norm's own result
+	run grep -c '^- {name: xn@' p.yaml
+	assert_output 0
+	# the run: byte-exact, every op checked (the norm against x times its scale)
+	program "$DEC" dec.amp
+	run amp-run dec.amp
+	assert_success
+	assert_line --regexp '^per op: 1[0-9] ops checked'
+	cosines_at_least 0.99
+}
+
+@test "lm: amp-emit and amp-run refuse a folded norm that lost its rows' scale, its eps or its sums" {
+	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	local edit what
+	for edit in 's/, n1.sumsq@q.rows\], out: q0@q.out, eps: 1e-06}/], out: q0@q.out}/' \
+		's/n1.sumsq@q.rows\], out: q0@q.out, eps: 1e-06}/n1.sumsq@q.rows], out: q0@q.out, eps: 1e-05}/' \
+		's/in: \[x@canon, g1@home\], out: xn.prenorm@canon}/in: [x@canon, g2@home], out: xn.prenorm@canon}/' \
+		's/\[g.partial@gate.reduce, n2.sumsq@gate.rows\]/[g.partial@gate.reduce, n1.sumsq@q.rows]/'; do
+		sed "$edit" g.yaml > m.yaml
+		run cmp -s g.yaml m.yaml
+		assert_failure
+		run --separate-stderr amp-emit --model "$DEC" -o m.amp m.yaml
+		if [ "$status" = 0 ]; then run --separate-stderr amp-run m.amp; fi
+		assert_failure 1
+		[[ $stderr == *"op 'q'"* || $stderr == *"op 'n1'"* || $stderr == *"op 'gate'"* ]] ||
+			fail "$edit: unexpected: $stderr"
+	done
+	# --no-fold: the norms whole again, and the plan says so
+	amp-plan --no-fold "$DEC" -o p.yaml
+	run grep -c 'prenorm' p.yaml
+	assert_output 0
+}
+
+@test "lm: a version 12 stage with a folded norm is refused at the step that folds it" {
+	amp-plan "$DEC" -o p.yaml
+	sed 's/^version: 13$/version: 12/' p.yaml > p12.yaml
+	run --separate-stderr amp-compose p12.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p12.yaml:[0-9]+:[0-9]+:\ a\ folded\ rmsnorm\ \(a\ mul\ by\ a\ vector\)\ needs\ version\ 13\ \(this\ file\ is\ version\ 12\)$ ]] ||
+		fail "unexpected: $stderr"
+	# and the plan of --no-fold is read at version 12 too
+	amp-plan --no-fold "$DEC" | sed 's/^version: 13$/version: 12/' | amp-compose > /dev/null
+}
+
 @test "lm: a version 9 stage with a norm over column blocks is refused at sumsq" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 12$/version: 9/' p.yaml > p9.yaml
+	sed 's/^version: 13$/version: 9/' p.yaml > p9.yaml
 	run --separate-stderr amp-compose p9.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p9.yaml:[0-9]+:[0-9]+:\ compute\ \'sumsq\'\ needs\ version\ 10\ \(this\ file\ is\ version\ 9\)$ ]] ||
@@ -169,7 +234,7 @@ ids_npy() {
 }
 
 @test "lm: amp-run refuses a norm over column blocks that drops its rows' sums, or reads sums its op did not make" {
-	amp-plan "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-plan --no-fold "$DEC" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
 	# without the sums each tile normalises its own 16 columns: wrong, and the op check says so
 	sed 's/in: \[x@canon, g1@home, n1.sumsq@rows\]/in: [x@canon, g1@home]/' g.yaml > nosums.yaml
 	run cmp -s g.yaml nosums.yaml
