@@ -82,7 +82,9 @@ static const Opt opts[] = {
 	  "position 0; PROGRAM's runs continue from its states,\n"
 	  "each of one shape (but for the batch) and written by\n"
 	  "the same chain of ops: both programs' models must give\n"
-	  "it one digest (formats/model.md, state digests)" },
+	  "it one digest (formats/model.md, state digests; an\n"
+	  "fp8 state's scale among them). With --calibrate, PROG\n"
+	  "is the prefill's model file" },
 	{ 'G', 0, "generate", OPT_ARG, "N", NULL,
 	  "--steps N, each run's token ids (an embed's, one per\n"
 	  "sequence) the reference's greedy tokens from the run\n"
@@ -114,7 +116,10 @@ static const Opt opts[] = {
 	  "with (amp-plan --scales), checked the same way" },
 	{ 'K', 0, "calibrate", OPT_ARG, "MODEL", "file",
 	  "write fp8 scales (formats/scales.md) from the FP32\n"
-	  "reference's amax to -o (amp-plan --scales reads them)" },
+	  "reference's amax to -o (amp-plan --scales reads them);\n"
+	  "with --prefill PMODEL (a model file then), PMODEL's\n"
+	  "too, one file for both programs, each name at the\n"
+	  "larger scale: a state keeps one range" },
 	{ 'm', 'm', "machine", OPT_ARG, "FILE", "machine",
 	  "the machine file the program was planned for, or NAME\n"
 	  "for the shared machines/NAME.yaml (default:\n"
@@ -140,18 +145,36 @@ static void free_vals(float **v, int n)
 /* Scales from the reference's amax, for a model the machine (machine_path,
  * else the default) can hold: a model over the machine's SRAM is refused
  * before the reference allocates for it. */
-static void calibrate(const char *model_path, const char *machine_path, const char *out, const RunOpts *ro)
+static void calibrate_one(const char *model_path, const Machine *mc, const RunOpts *ro, Scales *sc)
 {
 	Model md;
+	Err e;
+	if (model_load(&md, model_path, &e) || model_check_size(&md, mc, &e) || run_calibrate(&md, ro, sc, &e))
+		fail(&e);
+	model_free(&md);
+}
+
+/* With a prefill's model too: both calibrated, one file for both
+ * programs, each name at the larger of its two scales (a state the
+ * prefill fills and the decode reads keeps one range). */
+static void calibrate(const char *model_path, const char *prefill, const char *machine_path, const char *out,
+		      const RunOpts *ro)
+{
 	Machine mc;
 	Err e;
-	Scales sc = { NULL, NULL, 0 };
+	Scales sc = { NULL, NULL, 0 }, pre = { NULL, NULL, 0 };
 
-	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) || model_load(&md, model_path, &e) ||
-	    model_check_size(&md, &mc, &e) || run_calibrate(&md, ro, &sc, &e) || scales_write(&sc, out, &e))
+	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e))
 		fail(&e);
+	calibrate_one(model_path, &mc, ro, &sc);
+	if (prefill) {
+		calibrate_one(prefill, &mc, ro, &pre);
+		scales_merge_max(&sc, &pre);
+	}
+	if (scales_write(&sc, out, &e))
+		fail(&e);
+	scales_free(&pre);
 	scales_free(&sc);
-	model_free(&md);
 }
 
 /* The model (and scales) the program claims to lower: --model (--scales)
@@ -627,9 +650,9 @@ int main(int argc, char **argv)
 			usage_error("--calibrate needs -o SCALES");
 		if (op.optind < argc)
 			usage_error("--calibrate takes no program, found '%s'", argv[op.optind]);
-		distinct_outputs((ToolFile[]){ { "-o", out }, { "--calibrate", calib }, { "--machine", machine_path } },
-				 1, 3);
-		calibrate(calib, machine_path, out, &ro);
+		distinct_outputs((ToolFile[]){ { "-o", out }, { "--calibrate", calib }, { "--machine", machine_path },
+						{ "--prefill", prefill } }, 1, 4);
+		calibrate(calib, prefill, machine_path, out, &ro);
 		return EXIT_OK;
 	}
 	in_path = one_input(argc, argv, op.optind, "program");

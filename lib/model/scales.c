@@ -30,6 +30,15 @@ void scales_add(Scales *s, const char *name, int scale)
 	s->scale[s->n++] = scale;
 }
 
+void scales_merge_max(Scales *s, const Scales *from)
+{
+	for (int i = 0; i < from->n; i++) {
+		int had;
+		if (!scales_find(s, from->name[i], &had) || had < from->scale[i])
+			scales_add(s, from->name[i], from->scale[i]);
+	}
+}
+
 void scales_free(Scales *s)
 {
 	for (int i = 0; i < s->n; i++)

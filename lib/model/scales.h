@@ -27,6 +27,9 @@ int scales_load(Scales *s, const char *path, Err *e);
 int scales_load_input(Scales *s, Input *in, Err *e);     /* takes over in; NULL in: -1 */
 int scales_find(const Scales *s, const char *name, int *scale);  /* 1 found */
 void scales_add(Scales *s, const char *name, int scale);
+/* Every scale of from into s, the larger exponent where both have a name
+ * (the range both need: two programs calibrated as one). */
+void scales_merge_max(Scales *s, const Scales *from);
 int scales_write(const Scales *s, const char *path, Err *e);
 void scales_free(Scales *s);
 int scale_for_amax(double amax);

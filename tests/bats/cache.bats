@@ -44,6 +44,48 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	cosines_at_least 0.999
 }
 
+@test "cache: an fp8 cache takes one scale for the prefill and the decode, from one calibration of both" {
+	sed 's/cache: {shape: \[2, 32, 64\], dtype: fp16}/cache: {shape: [2, 32, 64], dtype: fp8}/' "$PRE" > p8.yaml
+	sed 's/cache: {shape: \[2, 32, 64\], dtype: fp16}/cache: {shape: [2, 32, 64], dtype: fp8}/' "$DEC" > d8.yaml
+	run grep -c 'dtype: fp8}$' p8.yaml
+	[ "$output" -ge 1 ]
+	# one file for both programs: every name at the larger of its scales
+	amp-run --calibrate d8.yaml --prefill p8.yaml -o both.yaml
+	amp-run --calibrate p8.yaml -o pre.yaml
+	amp-run --calibrate d8.yaml -o dec.yaml
+	local name s b p d
+	while read -r name s; do
+		name=${name%:}
+		p=$(sed -n "s/^  $name: //p" pre.yaml) d=$(sed -n "s/^  $name: //p" dec.yaml)
+		b=$s
+		[ -z "$p" ] || [ "$b" -ge "$p" ] || fail "$name: $b below the prefill's $p"
+		[ -z "$d" ] || [ "$b" -ge "$d" ] || fail "$name: $b below the decode's $d"
+		[ "$b" = "${p:-$d}" ] || [ "$b" = "${d:-$p}" ] || fail "$name: $b is neither's"
+	done < <(sed -n 's/^  \([^ ]*\) \(-*[0-9]*\)$/\1 \2/p' both.yaml)
+	run grep -c '^  cache: ' both.yaml
+	assert_output 1
+	local x
+	for x in p d; do
+		amp-plan --scales both.yaml ${x}8.yaml | amp-compose | amp-expand | amp-exchange | amp-group > $x.g
+		amp-emit --model ${x}8.yaml --scales both.yaml $x.g -o $x.amp
+	done
+	run --separate-stderr amp-run d.amp --prefill p.amp --steps 2
+	assert_success
+	cosines_at_least 0.99
+	# a decode calibrated apart, on a smaller range for the cache (as one
+	# calibrated on an empty cache would be): refused, naming both scales
+	sed 's/^  cache: .*/  cache: -12/' both.yaml > small.yaml
+	amp-plan --scales small.yaml d8.yaml | amp-compose | amp-expand | amp-exchange | amp-group > s.g
+	amp-emit --model d8.yaml --scales small.yaml s.g -o s.amp
+	run --separate-stderr amp-run s.amp --prefill p.amp
+	assert_failure 1
+	[[ $stderr == *"state 'cache'"*"fp8 scale -12' against 'state cache"*"fp8 scale "* ]] || fail "unexpected: $stderr"
+	# --prefill with --calibrate names a model: a program there is refused
+	run --separate-stderr amp-run --calibrate d8.yaml --prefill p.amp -o x.yaml
+	assert_failure 1
+	[ ! -e x.yaml ]
+}
+
 @test "cache: decode steps from a given position, and from the prefill's, are deterministic" {
 	program "$PRE" pre.amp
 	program "$DEC" dec.amp
