@@ -145,15 +145,6 @@ static void free_vals(float **v, int n)
 /* Scales from the reference's amax, for a model the machine (machine_path,
  * else the default) can hold: a model over the machine's SRAM is refused
  * before the reference allocates for it. */
-static void calibrate_one(const char *model_path, const Machine *mc, const RunOpts *ro, Scales *sc)
-{
-	Model md;
-	Err e;
-	if (model_load(&md, model_path, &e) || model_check_size(&md, mc, &e) || run_calibrate(&md, ro, sc, &e))
-		fail(&e);
-	model_free(&md);
-}
-
 /* With a prefill's model too: both calibrated, one file for both
  * programs, each name at the larger of its two scales (a state the
  * prefill fills and the decode reads keeps one range). */
@@ -162,18 +153,11 @@ static void calibrate(const char *model_path, const char *prefill, const char *m
 {
 	Machine mc;
 	Err e;
-	Scales sc = { NULL, NULL, 0 }, pre = { NULL, NULL, 0 };
+	Scales sc = { NULL, NULL, 0 };
 
-	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e))
+	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
+	    run_calibrate_files(model_path, prefill, &mc, ro, &sc, &e) || scales_write(&sc, out, &e))
 		fail(&e);
-	calibrate_one(model_path, &mc, ro, &sc);
-	if (prefill) {
-		calibrate_one(prefill, &mc, ro, &pre);
-		scales_merge_max(&sc, &pre);
-	}
-	if (scales_write(&sc, out, &e))
-		fail(&e);
-	scales_free(&pre);
 	scales_free(&sc);
 }
 
@@ -278,36 +262,6 @@ typedef struct {
 	int ids, logits;        /* an embed's token ids, and the output over its vocabulary (-1: none) */
 } Prog;
 
-/* The program's token ids (its embed's) and logits: an output [B, T,
- * vocab]. */
-static void find_logits(Prog *p)
-{
-	const Plan *pl = &p->pl;
-	p->ids = p->logits = -1;
-	for (int h = 0; h < pl->nh && p->ids < 0; h++)
-		if (pl->h[h].kind == HOST_EMBED) {
-			int64_t V = pl->t[pl->h[h].table].shape[pl->h[h].transposed ? 1 : 0];
-			p->ids = pl->h[h].in;
-			for (int t = 0; t < pl->nt && p->logits < 0; t++)
-				if (pl->t[t].role == R_OUTPUT && pl->t[t].rank == 3 && pl->t[t].shape[2] == V)
-					p->logits = t;
-		}
-}
-
-/* Each batch entry's greedy next token: the largest of its last row of
- * logits v [B, T, V] (the first, on a tie). */
-static void next_tokens(const float *v, const PTensor *t, int64_t *tok)
-{
-	int64_t B = t->shape[0], T = t->shape[1], V = t->shape[2];
-	for (int64_t b = 0; b < B; b++) {
-		const float *row = v + ((b + 1) * T - 1) * V;
-		int64_t best = 0;
-		for (int64_t i = 1; i < V; i++)
-			best = row[i] > row[best] ? i : best;
-		tok[b] = best;
-	}
-}
-
 static void load_prog(Prog *p, const char *path, const char *model_path, const char *scales_path,
 		      const char *machine_path, const RunOpts *ro)
 {
@@ -333,7 +287,7 @@ static void load_prog(Prog *p, const char *path, const char *model_path, const c
 			"model\n", path ? path : "<stdin>");
 	if (p->has_model)
 		p->opcheck = run_opcheck_new(&p->md, p->has_sc ? &p->sc : NULL, &p->pl, ro);
-	find_logits(p);
+	p->ids = run_token_ids(&p->pl, &p->logits);
 }
 
 static void free_prog(Prog *p)
@@ -346,16 +300,6 @@ static void free_prog(Prog *p)
 	program_free(&p->prog);
 	plan_free(&p->pl);
 	free(p->mname);
-}
-
-/* The tokens of one run: the rows of the program's first int32 input
- * (its positions), 0 when it has none. */
-static int64_t run_tokens(const Plan *pl)
-{
-	for (int t = 0; t < pl->nt; t++)
-		if (pl->t[t].role == R_INPUT && pl->t[t].fmt == FMT_I32)
-			return pl->t[t].shape[1];
-	return 0;
 }
 
 /* The states the two programs share have one shape, but for the batch
@@ -490,8 +434,8 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	if (p->logits >= 0) {           /* the greedy next token of every sequence, from both */
 		const PTensor *lt = &pl->t[p->logits];
 		int64_t B = lt->shape[0], *m = xmalloc((size_t)B * 2 * sizeof *m), *r = m + B;
-		next_tokens(val[p->logits], lt, m);
-		next_tokens(ref_values(p, &mr, ref, p->logits), lt, r);
+		run_next_tokens(val[p->logits], lt, m);
+		run_next_tokens(ref_values(p, &mr, ref, p->logits), lt, r);
 		for (int64_t b = 0; b < B; b++)
 			keep_token(rep, rep->seq0 + b, m[b], r[b]);
 		free(m);

@@ -194,6 +194,24 @@ void model_ref_free(ModelRef *r);
  * <a>.prenorm, the norm's x times its scale (what a folded norm casts,
  * formats/plan.md). Reads the model only: no plan, no machine. */
 int run_calibrate(const Model *m, const RunOpts *o, Scales *sc, Err *e);
+/* run_calibrate of model file model (which machine mc must hold), and
+ * with prefill (or NULL) of that model file too: one set of scales for
+ * both programs, each name at the larger of its two (scales_merge_max; a
+ * state the prefill writes and the decode reads keeps one range). */
+int run_calibrate_files(const char *model, const char *prefill, const Machine *mc, const RunOpts *o, Scales *sc,
+			Err *e);
+
+/* ---- a decoder's runs (run_tokens.c) ---- */
+
+/* The token ids an embed (the first) reads, and in *logits the output
+ * [B, T, V] over its table's V rows; -1 each when there is none. */
+int run_token_ids(const Plan *pl, int *logits);
+/* Each batch entry's greedy next token: the largest of its last row of
+ * logits v [B, T, V] (the first, on a tie). */
+void run_next_tokens(const float *v, const PTensor *t, int64_t *tok);
+/* The tokens of one run: the rows of the program's first int32 input
+ * (its positions), 0 when it has none. */
+int64_t run_tokens(const Plan *pl);
 /* The stage agrees with the model it claims to lower (m, and the fp8
  * scales sc, or NULL for the model's own): every model tensor is in the
  * stage with its shape, instances, dtype and scale (a cast `<x>.fp8` with
