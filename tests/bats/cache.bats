@@ -80,6 +80,10 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	run --separate-stderr amp-run s.amp --prefill p.amp
 	assert_failure 1
 	[[ $stderr == *"state 'cache'"*"fp8 scale -12' against 'state cache"*"fp8 scale "* ]] || fail "unexpected: $stderr"
+	# and alone, its new rows saturate at that scale: the append's own check fails
+	run --separate-stderr amp-run s.amp
+	assert_failure 1
+	[[ $stderr == *"op 'store': the machine's result differs from the FP32 reference"* ]] || fail "unexpected: $stderr"
 	# --prefill with --calibrate names a model: a program there is refused
 	run --separate-stderr amp-run --calibrate d8.yaml --prefill p.amp -o x.yaml
 	assert_failure 1
