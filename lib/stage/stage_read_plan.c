@@ -272,6 +272,26 @@ static int read_placement(Plan *pl, const char *f, const Val *r, int version, Er
 	return 0;
 }
 
+/* Compute step s's eps: a norm's, or (version 13) a reduce's that reads
+ * a folded rmsnorm's row sums; no other step takes one. */
+static int step_eps(const Plan *pl, const char *f, const Val *r, Step *s, int version, Err *e)
+{
+	int bias, sums;
+	const Val *v;
+	plan_reduce_inputs(pl, s, &bias, &sums);
+	if ((sums >= 0 || plan_norm_fold(pl, s)) && version < 13)
+		return val_err(f, map_get(r, "in"), e, "a folded rmsnorm (%s) needs version 13 (this file is "
+			       "version %d)", sums >= 0 ? "a reduce reading row sums of squares" : "a mul by a vector",
+			       version);
+	int norm = s->compute == C_LAYERNORM || s->compute == C_RMSNORM || sums >= 0;
+	if (norm && (map_need(f, r, "eps", &v, e) || val_f64(f, v, &s->eps, e)))
+		return -1;
+	if (!norm && map_get(r, "eps"))
+		return val_err(f, map_get(r, "eps"), e, "only layernorm, rmsnorm and a reduce reading row sums "
+			       "of squares take eps");
+	return 0;
+}
+
 static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
@@ -338,19 +358,8 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		s.nin = v->n;
 		if (map_need(f, r, "out", &v, e) || ref_placement(pl, f, v, &s.out, e))
 			return -1;
-		int bias, sums;
-		s.kind = STEP_COMPUTE;
-		plan_reduce_inputs(pl, &s, &bias, &sums);
-		if ((sums >= 0 || plan_norm_fold(pl, &s)) && version < 13)
-			return val_err(f, map_get(r, "in"), e, "a folded rmsnorm (%s) needs version 13 (this file is "
-				       "version %d)", sums >= 0 ? "a reduce reading row sums of squares" :
-				       "a mul by a vector", version);
-		int norm = s.compute == C_LAYERNORM || s.compute == C_RMSNORM || sums >= 0;
-		if (norm && (map_need(f, r, "eps", &v, e) || val_f64(f, v, &s.eps, e)))
+		if (step_eps(pl, f, r, &s, version, e))
 			return -1;
-		if (!norm && map_get(r, "eps"))
-			return val_err(f, map_get(r, "eps"), e, "only layernorm, rmsnorm and a reduce reading row sums "
-				       "of squares take eps");
 		if (s.compute == C_ATTENTION &&
 		    (get_int(f, r, "heads", 1, 1 << 20, &s.heads, e) ||
 		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e) ||
