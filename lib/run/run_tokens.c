@@ -2,7 +2,9 @@
  * the token ids an embed reads and the logits over its vocabulary, each
  * batch entry's greedy next token, the tokens of a run, and the
  * calibration of a prefill and its decode as one. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "run/run_int.h"
 
@@ -44,6 +46,14 @@ int64_t run_tokens(const Plan *pl)
 static int calibrate_file(const char *path, const Machine *mc, const RunOpts *ro, Scales *sc, Err *e)
 {
 	Model md;
+	char head[8] = { 0 };
+	FILE *fp = path ? fopen(path, "rb") : NULL;
+	size_t got = fp ? fread(head, 1, sizeof head, fp) : 0;
+	if (fp)
+		fclose(fp);
+	if (got == sizeof head && !memcmp(head, PROGRAM_MAGIC, sizeof head))
+		return errf(e, "%s: a program; calibration reads model files (with --prefill, the prefill's model)",
+			    path);
 	if (model_load(&md, path, e))
 		return -1;
 	int rc = model_check_size(&md, mc, e) || run_calibrate(&md, ro, sc, e) ? -1 : 0;

@@ -87,6 +87,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	# --prefill with --calibrate names a model: a program there is refused
 	run --separate-stderr amp-run --calibrate d8.yaml --prefill p.amp -o x.yaml
 	assert_failure 1
+	assert_equal "$stderr" "amp-run: p.amp: a program; calibration reads model files (with --prefill, the prefill's model)"
 	[ ! -e x.yaml ]
 }
 
