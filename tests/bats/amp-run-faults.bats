@@ -42,15 +42,21 @@ names_missing() {
 
 # ---- C. faults injected into tiny-mlp's grouped stage ----
 
+# shift_send STAGE STEP FIELD BY: STAGE with the address in FIELD (src or
+# dst) of STEP's first send moved BY bytes, on standard output.
+shift_send() {
+	awk -v s="$2" -v k="$3" -v by="$4" '!done && $0 ~ "^- \\{step: " s ", kind: send, " {
+		match($0, k ": \\[[0-9]+, [0-9]+\\]")
+		split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
+		$0 = substr($0, 1, RSTART - 1) k ": [" f[2] ", " f[3] + by "]" substr($0, RSTART + RLENGTH)
+		done = 1
+	} 1' "$1"
+}
+
 @test "run names tile, phase and the destination when a receive address is shifted by 32 past its end" {
 	s=$(step_of "$TINY" mlp_up a)
 	assert [ -n "$s" ]
-	awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " {
-		match($0, /dst: \[[0-9]+, [0-9]+\]/)
-		split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
-		$0 = substr($0, 1, RSTART - 1) "dst: [" f[2] ", " f[3] + 32 "]" substr($0, RSTART + RLENGTH)
-		done = 1
-	} 1' "$TINY" > shifted.yaml
+	shift_send "$TINY" "$s" dst 32 > shifted.yaml
 	edited "$TINY" shifted.yaml
 	refuses shifted.yaml
 	# the stray-write check sees it first: the shifted receive leaves its destination
@@ -60,12 +66,7 @@ names_missing() {
 @test "run names the byte when a send reads the wrong bytes of its source: every write counted, a value wrong" {
 	s=$(step_of "$TINY" mlp_up a)
 	assert [ -n "$s" ]
-	awk -v s="$s" '!done && $0 ~ "^- \\{step: " s ", kind: send, " {
-		match($0, /src: \[[0-9]+, [0-9]+\]/)
-		split(substr($0, RSTART, RLENGTH), f, /[][, ]+/)
-		$0 = substr($0, 1, RSTART - 1) "src: [" f[2] ", " f[3] + 8 "]" substr($0, RSTART + RLENGTH)
-		done = 1
-	} 1' "$TINY" > misread.yaml
+	shift_send "$TINY" "$s" src 8 > misread.yaml
 	edited "$TINY" misread.yaml
 	refuses misread.yaml
 	names_byte "$(phase_of "$TINY" "$s")" "$(dst_tensor "$TINY" "$s")"
