@@ -354,13 +354,16 @@ static int siblings_apart(Plan *pl, const Model *m, const Machine *mc, const Pla
 	return retry(pl, m, mc, wo, ex, crc);
 }
 
-/* Last, when the model has an rmsnorm: none folded into its GEMMs
+/* Last, when the plan that did not fit folds an rmsnorm (or, none built
+ * (crc), when the model has one): none folded into its GEMMs
  * (fold_norm), whose reductions then need not cut K (retry). */
 static int unfolded(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
 {
 	int any = 0;
-	for (int i = 0; i < m->nops; i++)
+	for (int i = 0; crc && i < m->nops; i++)
 		any |= m->ops[i].kind == OP_RMSNORM;
+	for (int s = 0; !crc && s < pl->ns; s++)
+		any |= plan_norm_fold(pl, &pl->s[s]);
 	if (o->no_fold || !any)
 		return -1;
 	PlanOpts wo = *o;

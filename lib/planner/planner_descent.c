@@ -46,10 +46,8 @@ typedef struct {
 
 static const Gemm *gemm_of(const Plan *pl, const char *op)
 {
-	for (int k = 0; k < pl->ng; k++)
-		if (strcmp(pl->g[k].op, op) == 0)
-			return &pl->g[k];
-	return NULL;
+	int k = plan_gemm_index(pl, op);
+	return k >= 0 ? &pl->g[k] : NULL;
 }
 
 static void pin(MOp *op, const int64_t grid[3], CastOrder cast, Staging st, int unpack, int scatter)

@@ -151,10 +151,10 @@ static int opcheck_compare(OpCheck *c, int k, int64_t iter, const float *out, co
 /* The machine's values of plan tensor pt (its instance iter), or NULL. */
 static float *machine_values(const OpCheck *c, int pt, int64_t iter, uint8_t *const *enc)
 {
-	const PTensor *x = &c->pl->t[pt];
-	int64_t n = tensor_count(x), at = x->count > 1 ? iter : 0;
 	if (pt < 0 || !enc[pt])
 		return NULL;
+	const PTensor *x = &c->pl->t[pt];
+	int64_t n = tensor_count(x), at = x->count > 1 ? iter : 0;
 	float *v = xmalloc((size_t)(n + 1) * sizeof *v);
 	decode_run(enc[pt] + at * n * fmt_bytes(x->fmt), NULL, n, x->fmt, x->scale, v);
 	return v;

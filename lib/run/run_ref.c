@@ -13,11 +13,6 @@
 
 /* ---- the FP32 reference ---- */
 
-static int is_gemm_op(const Plan *pl, const char *op)
-{
-	return plan_gemm_index(pl, op);
-}
-
 /* C[M x N] += A[M x K] B[K x N] (+ bias), rows split over two threads. */
 typedef struct {
 	const float *A, *B, *bias;
@@ -394,7 +389,7 @@ int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **r
 	int *gemm_at = xmalloc((size_t)pl->ns * sizeof *gemm_at);
 	char *skip = xcalloc((size_t)pl->ns + 1, 1), *seen = xcalloc((size_t)pl->ng + 1, 1);
 	for (int s = 0; s < pl->ns; s++) {
-		int g = pl->s[s].kind == STEP_COMPUTE ? is_gemm_op(pl, pl->s[s].op) : -1;
+		int g = pl->s[s].kind == STEP_COMPUTE ? plan_gemm_index(pl, pl->s[s].op) : -1;
 		gemm_at[s] = -1;
 		skip[s] = pl->s[s].kind != STEP_COMPUTE || (g >= 0 && seen[g]) ||
 			  pl->s[s].compute == C_MERGE ||        /* its attention step stands for the op */
