@@ -78,13 +78,25 @@ static void step_metrics(const Plan *pl, const int *phase_of, Metrics *st)
 		}
 		m->total_cycles = m->compute_cycles + m->local_copy_cycles;
 	}
+	int *lead = xcalloc((size_t)pl->ns + 1, sizeof *lead);
+	int64_t *own = xcalloc((size_t)pl->ns + 1, 8), *ch = xcalloc((size_t)pl->ns + 1, 8);
+	compute_sets(pl, 0, pl->ns - 1, lead);
+	for (int s = 0; s < pl->ns; s++)
+		own[s] = st[s].compute_cycles;
+	compute_charge(lead, own, 0, pl->ns - 1, ch);
+	for (int s = 0; s < pl->ns; s++) {
+		st[s].set = lead[s];
+		st[s].charged_cycles = ch[s];
+		st[s].total_cycles = ch[s] + st[s].local_copy_cycles;
+	}
+	free(lead), free(own), free(ch);
 	free(local);
 }
 
 /* Adds the cycles of a step or phase, count times. */
 static void add_cycles(Metrics *sum, const Metrics *m)
 {
-	sum->compute_cycles += m->compute_cycles * m->count;
+	sum->compute_cycles += m->charged_cycles * m->count;
 	sum->cycles += m->cycles * m->count;
 	sum->sync_cycles += m->sync_cycles * m->count;
 	sum->local_copy_cycles += m->local_copy_cycles * m->count;
@@ -237,7 +249,7 @@ static int op_metrics(const Plan *pl, const Metrics *ph, const Metrics *st, OpCo
 			bytes[pl->x[i].step] += pl->x[i].len * xfer_members(&pl->x[i]);
 	for (int s = 0; s < pl->ns; s++) {
 		Metrics *m = &op_find(ops, &n, pl->s[s].op)->m;
-		m->compute_cycles += st[s].compute_cycles * st[s].count;
+		m->compute_cycles += st[s].charged_cycles * st[s].count;
 		m->local_copy_cycles += st[s].local_copy_cycles * st[s].count;
 	}
 	for (int p = 0; p < pl->nph; p++) {
@@ -458,6 +470,8 @@ static void write_compute(Json *j, const Plan *pl, const Metrics *st)
 		json_kint(j, "tiles", st[s].compute_tiles);
 		json_kint(j, "slowest_tile", st[s].worst_compute_tile);
 		json_kint(j, "cycles", st[s].compute_cycles);
+		json_kint(j, "set", st[s].set);
+		json_kint(j, "charged_cycles", st[s].charged_cycles);
 		json_close(j, '}');
 	}
 	json_close(j, ']');

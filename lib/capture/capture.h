@@ -20,7 +20,7 @@
 #include "base/json.h"
 #include "stage/plan.h"
 
-#define CAPTURE_VERSION 7        /* written; 6 (summary.floor, no bound), 5 (no clock), 4 (no floors) and 3 (no provenance) are still read */
+#define CAPTURE_VERSION 8        /* written; 7 (compute steps one after the other), 6 (summary.floor, no bound), 5 (no clock), 4 (no floors) and 3 (no provenance) are still read */
 #define CAPTURE_VERSION_OLDEST 3
 #define TILES_VERSION 2          /* amp-capture --tiles; 2 adds busy_cycles */
 
@@ -38,7 +38,10 @@ typedef struct {
 	int64_t cycles;             /* modelled exchange cycles (replay) */
 	int64_t sync_cycles;
 	int64_t local_copy_cycles;  /* on-tile copies of copy steps (lib/cost) */
-	int64_t compute_cycles;     /* compute steps, each its slowest tile's (lib/cost) */
+	int64_t compute_cycles;     /* a step: its slowest tile's (lib/cost); an op, the summary:
+				   their steps' charged_cycles (compute sets) */
+	int64_t charged_cycles;     /* a compute step: what it adds to the run (compute_charge) */
+	int set;                    /* a compute step: the first step of its compute set */
 	int64_t compute_tiles;      /* tiles that run a compute step */
 	int64_t total_cycles;       /* compute + exchange + sync + local copies */
 	int64_t floor_cycles;       /* a phase's floor (lib/floor); summary: floors x count */

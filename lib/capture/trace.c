@@ -64,6 +64,7 @@ typedef struct {
 	Metrics *ph, *st, sum;
 	int *phase_of;
 	int64_t t;              /* cycles so far */
+	int64_t set_t;          /* when the compute set of the step being written began */
 } Trace;
 
 static void ts(Trace *tr, const char *key, int64_t cycles)
@@ -138,13 +139,17 @@ static void unit(Trace *tr, UnitKind k, int i, int64_t iter)
 	int64_t T = tr->T;
 	if (k == U_COMPUTE) {
 		const Step *s = &pl->s[i];
-		int64_t c = tr->st[i].compute_cycles;
+		int64_t c = tr->st[i].charged_cycles, own_c = tr->st[i].compute_cycles;
 		name = xasprintf("%s %s", s->op, compute_name(s->compute));
+		if (tr->st[i].set == i)
+			tr->set_t = tr->t;
 		for (int n = 0; n < tr->n; n++)
 			counter(tr, n, i);
 		slice(tr, 0, name, "compute", tr->t, c);
 		json_kint(&tr->j, "step", i);
 		json_kint(&tr->j, "cycles", c);
+		json_kint(&tr->j, "step_cycles", own_c);
+		json_kint(&tr->j, "set", tr->st[i].set);
 		json_kint(&tr->j, "tiles", tr->st[i].compute_tiles);
 		json_kint(&tr->j, "slowest_tile", tr->st[i].worst_compute_tile);
 		if (iter >= 0)
@@ -154,10 +159,10 @@ static void unit(Trace *tr, UnitKind k, int i, int64_t iter)
 			int64_t own = tr->comp[i][tr->idx[n]];
 			if (!own)
 				continue;
-			slice(tr, tr->idx[n] + 1, name, "compute", tr->t, own);
+			slice(tr, tr->idx[n] + 1, name, "compute", tr->set_t, own);
 			json_kint(&tr->j, "step", i);
 			json_kint(&tr->j, "cycles", own);
-			json_kint(&tr->j, "step_cycles", c);
+			json_kint(&tr->j, "step_cycles", own_c);
 			slice_end(tr);
 		}
 		tr->t += c;

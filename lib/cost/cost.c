@@ -177,3 +177,88 @@ int64_t local_copy_cycles(const Plan *pl, int first, int last, int64_t *worst_ti
 		*worst_tile = w;
 	return c;
 }
+
+/* ---- compute sets ---- */
+
+typedef struct {
+	char *mark;             /* [tiles]: 1 on the tiles of the set so far */
+	int hit, set;           /* a tile of the step is in the set already; mark the step's */
+} SetTiles;
+
+static int set_tile(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t tile)
+{
+	SetTiles *v = ctx;
+	(void)p, (void)idx, (void)rep;
+	if (v->set)
+		v->mark[tile] = 1;
+	else if (v->mark[tile])
+		v->hit = 1;
+	return 0;
+}
+
+/* Do compute steps a < b touch one tensor where either writes it: b
+ * reads or writes what a writes, or writes what a reads? */
+static int conflict(const Plan *pl, int a, int b)
+{
+	const Step *x = &pl->s[a], *y = &pl->s[b];
+	int wa = pl->p[x->out].tensor, wb = pl->p[y->out].tensor;
+	if (wa == wb)
+		return 1;
+	for (int i = 0; i < y->nin; i++)
+		if (pl->p[y->in[i]].tensor == wa)
+			return 1;
+	for (int i = 0; i < x->nin; i++)
+		if (pl->p[x->in[i]].tensor == wb)
+			return 1;
+	return 0;
+}
+
+static int body_first(const Plan *pl, int s)
+{
+	for (int i = 0; i < pl->nr; i++)
+		if (pl->r[i].first == s)
+			return 1;
+	return 0;
+}
+
+void compute_sets(const Plan *pl, int first, int last, int *lead)
+{
+	int64_t T = pl->machine.tiles;
+	SetTiles v = { xcalloc((size_t)T, 1), 0, 0 };
+	for (int s = first; s <= last; s++) {
+		lead[s] = -1;
+		if (pl->s[s].kind != STEP_COMPUTE)
+			continue;
+		int l = s > first && lead[s - 1] >= 0 && !body_first(pl, s) ? lead[s - 1] : -1;
+		for (int k = l < 0 ? s : l; k < s; k++)
+			if (conflict(pl, k, s))
+				l = -1, k = s;
+		if (l >= 0) {
+			v.hit = 0, v.set = 0;
+			place_each(&pl->p[pl->s[s].out], T, set_tile, &v);
+			l = v.hit ? -1 : l;
+		}
+		if (l < 0) {
+			memset(v.mark, 0, (size_t)T);
+			l = s;
+		}
+		lead[s] = l;
+		v.set = 1;
+		place_each(&pl->p[pl->s[s].out], T, set_tile, &v);
+	}
+	free(v.mark);
+}
+
+void compute_charge(const int *lead, const int64_t *own, int first, int last, int64_t *charged)
+{
+	int64_t most = 0;
+	for (int s = first; s <= last; s++) {
+		charged[s] = own[s];
+		if (lead[s] < 0)
+			continue;
+		if (lead[s] == s)
+			most = own[s];
+		else
+			charged[s] = own[s] > most ? own[s] - most : 0, most = own[s] > most ? own[s] : most;
+	}
+}

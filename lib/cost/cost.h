@@ -51,4 +51,18 @@ int64_t step_tiles(const Plan *pl, int step);
  * receives that tile (the lowest-numbered among equals), or -1. */
 int64_t local_copy_cycles(const Plan *pl, int first, int last, int64_t *worst_tile);
 
+/* Compute sets: compute steps that run side by side, as one compute set
+ * of the machine. Consecutive compute steps join one set while each
+ * shares no tile with the set's steps before it (the tiles of its
+ * output's shards and replicas) and touches no tensor one of them writes,
+ * nor writes one they read; a repeat body's first step starts a set, and
+ * so does every step after a copy step. lead[first..last] receives the
+ * first step of each compute step's set, -1 for a copy step. */
+void compute_sets(const Plan *pl, int first, int last, int *lead);
+/* What each step of first..last adds to the run: a set takes as long as
+ * its slowest step, so a step is charged the amount by which it raises
+ * the largest cycles among its set's steps up to it (the first: its own
+ * own[s]); a copy step its own[s]. */
+void compute_charge(const int *lead, const int64_t *own, int first, int last, int64_t *charged);
+
 #endif

@@ -324,7 +324,7 @@ static int retry(Plan *pl, const Model *m, const Machine *mc, PlanOpts wo, Expla
 static int wider_units(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
 {
 	int *cls = xmalloc((size_t)(m->nt + 1) * sizeof *cls), any = 0;
-	unsigned char *w = wide_tensors(m, mc, WIDE_UNIT, cls);
+	unsigned char *w = wide_tensors(m, mc, WIDE_UNIT, cls, NULL);
 	for (int t = 0; t < m->nt; t++)
 		any |= w[t] != 0;
 	free(w);

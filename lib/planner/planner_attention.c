@@ -216,7 +216,7 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
 	} else {
 		char *name = xasprintf("%s.partial", pl->t[out].name);
-		int pt = add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP32, 0);
+		int pt = add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP16, 0);
 		free(name);
 		int pi = add_place_of(pl, pp, pt, op->name, "partial", &existed);
 		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);

@@ -133,7 +133,8 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 		b->cls_place[i] = -1;
 	b->wunit = o->wide_unit ? o->wide_unit : WIDE_UNIT;
 	b->maker_cuts = !o->wide_unit;
-	b->wide = wide_tensors(m, mc, b->wunit, b->cls);
+	b->wroot = xmalloc((size_t)(m->nt + 1) * sizeof *b->wroot);
+	b->wide = wide_tensors(m, mc, b->wunit, b->cls, b->wroot);
 	for (int i = 0; !b->maker_cuts && i < m->nt; i++)
 		b->cls[i] = -1;
 
@@ -155,6 +156,7 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 static void builder_free(Builder *b)
 {
 	free(b->canon);
+	free(b->wroot);
 	free(b->fold_pre);
 	free(b->fold_part);
 	free(b->base);

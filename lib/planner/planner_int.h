@@ -79,6 +79,7 @@ typedef struct {
 	int *cls;               /* model tensor -> its class when it may take its maker's cut
 				   (wide_tensors), else -1 */
 	int *cls_place;         /* class -> the placement its first maker wrote (class_claim), or -1 */
+	int *wroot;             /* model tensor -> its class, free or not (wide_tensors): wide_base */
 	int *fold_pre;          /* plan tensor -> when it is a folded rmsnorm's result (fold_norm),
 				   the tensor its GEMMs read instead (x times the norm's scale), else -1 */
 	int *fold_part;         /* plan tensor -> that norm's sums of squares (their placement), else -1 */
@@ -153,7 +154,7 @@ int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
 void canonical_of(const Builder *b, const PTensor *t, Placement *p);
 /* Which of the model's activations are owned wide (by token rows and
  * column blocks): see planner_records.c. The result has m->nt entries. */
-unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t unit, int *cls);
+unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t unit, int *cls, int *root);
 /* The cut a free class's members take once a maker claimed it, or NULL. */
 const Placement *class_placement(const Builder *b, int t);
 /* Is t's class free, its cut not claimed, and none of it placed yet? */

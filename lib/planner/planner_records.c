@@ -108,6 +108,32 @@ int64_t largest_uniform(int64_t n, int64_t limit)
 	return p;
 }
 
+/* The first tile of wide tensor t's canonical owners: 0, or, when a
+ * matmul makes its class and an earlier matmul of the same repeat reads
+ * the same a and makes another wide class (k and v beside q), the tile
+ * after the latest such class's owners (mod tiles), so that the two
+ * reductions and the row-local work after them share no tile and run in
+ * one compute set (formats/capture.md, "Compute sets"). */
+static int64_t wide_base(const Builder *b, int t)
+{
+	const Model *m = b->m;
+	if (!b->wroot || t < 0 || t >= m->nt)
+		return 0;
+	const MOp *g = NULL, *h = NULL;
+	for (const MOp *op = m->ops; op < m->ops + m->nops && !g; op++)
+		if (op->kind == OP_MATMUL && op->out >= 0 && b->wroot[op->out] == b->wroot[t])
+			g = op;
+	for (const MOp *op = m->ops; g && op < g; op++)
+		if (op->kind == OP_MATMUL && op->in[0] == g->in[0] && op->rep == g->rep && op->out >= 0 &&
+		    b->wide[op->out] && b->wroot[op->out] != b->wroot[t])
+			h = op;
+	if (!h)
+		return 0;
+	Placement sp;
+	canonical_of(b, &b->pl->t[h->out], &sp);
+	return (sp.base + sp.split[0] * sp.split[1] * sp.split[2]) % b->mc->tiles;
+}
+
 /* [batch, tokens, features] owned by token rows; when the tokens leave
  * tiles over, the batch is split across owners too (as far as the tiles
  * allow and the cut is uniform), unless the plan keeps it together
@@ -138,6 +164,8 @@ void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 	p->block[2] = nc > 1 ? cdiv(units, nc) * unit : t->shape[2];
 	p->stride[0] = bs > 1 ? owners * nc : 0, p->stride[1] = owners > 1 ? nc : 1;
 	p->stride[2] = nc > 1 ? 1 : 0;
+	if (nc > 1)
+		p->base = wide_base(b, (int)i);
 }
 
 const Placement *class_placement(const Builder *b, int t)
@@ -222,7 +250,7 @@ static int64_t gcd64(int64_t a, int64_t b)
  * no member an input, a repeat's input, carry or result, made by other
  * than a matmul, attention or elementwise op, or read by a norm or a
  * rope), else -1. */
-unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, int *cls)
+unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, int *cls, int *root)
 {
 	int n = m->nt;
 	int *c = xmalloc((size_t)(n + 1) * sizeof *c);
@@ -321,6 +349,8 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 		int r = uf_find(c, t);
 		w[t] = !cbad[r] && cseed[r] == 3 && cu[r] / wunit < 256 ? (unsigned char)(cu[r] / wunit) : 0;
 		cls[t] = w[t] && !cfixed[r] ? r : -1;
+		if (root)
+			root[t] = r;
 	}
 	free(fixed);
 	free(cfixed);

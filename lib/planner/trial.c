@@ -399,9 +399,15 @@ static int trial(const Plan *pl, int first, int last, int weights, int64_t *tabl
 			*cycles += (exact ? k->cycles : k->lb) + q.machine.sync_cycles;
 	}
 	if (cycles) {
+		int *lead = xcalloc((size_t)pl->ns + 1, sizeof *lead);
+		int64_t *own = xcalloc((size_t)pl->ns + 1, 8), *ch = xcalloc((size_t)pl->ns + 1, 8);
+		compute_sets(pl, first, last, lead);
 		for (int s = first; s <= last; s++)
-			if (pl->s[s].kind == STEP_COMPUTE)
-				*cycles += step_cycles(pl, s, NULL);
+			own[s] = step_cycles(pl, s, NULL);
+		compute_charge(lead, own, first, last, ch);
+		for (int s = first; s <= last; s++)
+			*cycles += ch[s];
+		free(lead), free(own), free(ch);
 	}
 	rc = 0;
 out:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/num.h"
 #include "run/run_int.h"
 
 /* Is what c records made from the shard at mem (layout l, key) in this run? */
@@ -30,10 +31,13 @@ static void made_set(Made *c, int64_t exec, const uint8_t *mem, const Layout *l,
  * maximum m, exponentials, their sum l in key order); the output summed
  * in fp32 in key order. Whole (partial 0): o (R x D) is that sum divided
  * by l. Partial: o (R x (D+2*n)) holds, for each of n chunks of the
- * head's columns, m, l and the chunk's undivided sums, for run_merge(). o's
- * rows are ldo apart. The caller rounds o once into its format. */
+ * head's columns, m, l and the chunk's undivided sums, for run_merge();
+ * an fp16 partial (half) takes m rounded to fp16 before the exponentials
+ * and holds the chunk's sums divided by l (0 where l is 0: no key seen),
+ * so that every value stays within the values' range. o's rows are ldo
+ * apart. The caller rounds o once into its format. */
 static void attend(const float *q, int64_t ldq, const float *kp, const float *vp, float *o, int64_t ldo, int64_t R,
-		   int64_t N, int64_t D, float scale, int64_t partial, const int64_t *see)
+		   int64_t N, int64_t D, float scale, int64_t partial, int half, const int64_t *see)
 {
 	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
 	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, wide = (N > D ? N : D) + GEMM_S;
@@ -48,6 +52,8 @@ static void attend(const float *q, int64_t ldq, const float *kp, const float *vp
 			p[j] *= scale;
 			m = p[j] > m ? p[j] : m;
 		}
+		if (half && n)
+			m = f16_to_f32(f32_to_f16(m));
 		for (int64_t j = 0; j < n; j++) {
 			p[j] = expf(p[j] - m);
 			l += p[j];
@@ -64,7 +70,8 @@ static void attend(const float *q, int64_t ldq, const float *kp, const float *vp
 			for (int64_t c = 0, dc = D / partial; c < partial; c++, out += dc + 2) {
 				out[0] = mx[i];
 				out[1] = sum[i];
-				memcpy(out + 2, acc + i * D + c * dc, (size_t)dc * sizeof *out);
+				for (int64_t d = 0; d < dc; d++)
+					out[2 + d] = !half ? acc[i * D + c * dc + d] : sum[i] > 0 ? acc[i * D + c * dc + d] / sum[i] : 0;
 			}
 		} else {
 			for (int64_t d = 0; d < D; d++)
@@ -109,8 +116,10 @@ static void axpy(float *restrict acc, const float *restrict b, float x, int64_t 
 
 /* Online-softmax merge of KB key blocks' partials (rows kb*R + r, each m,
  * l, o[D]) in key-block order: M the largest m, w_kb = exp(m_kb - M),
- * L = sum of w_kb*l_kb, O = sum of w_kb*o_kb, out = O / L (all fp32). */
-void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D)
+ * L = sum of w_kb*l_kb, O = sum of w_kb*o_kb, out = O / L (all fp32). An
+ * fp16 partial's (half) o is its block's sums over l already: w_kb then
+ * takes l_kb's factor, w_kb = exp(m_kb - M)*l_kb, L = sum of w_kb. */
+void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D, int half)
 {
 	for (int64_t r = 0; r < R; r++) {
 		float M = -INFINITY, L = 0, *out = res + r * D;
@@ -122,7 +131,10 @@ void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D)
 		for (int64_t kb = 0; kb < KB; kb++) {
 			const float *row = a + (kb * R + r) * (D + 2);
 			float w = expf(row[0] - M);
-			L += w * row[1];
+			if (half)
+				w *= row[1], L += w;
+			else
+				L += w * row[1];
 			axpy(out, row + 2, w, D);
 		}
 		for (int64_t d = 0; d < D; d++)
@@ -186,7 +198,8 @@ void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, c
 			int64_t R, int64_t C, float *res)
 {
 	const Plan *pl = m->pl;
-	int64_t partial = pl->p[st->out].fmt == FMT_FP32 ? plan_chunks(st) : 0;       /* its chunks */
+	int64_t partial = pl->t[pl->p[st->out].tensor].role == R_PARTIAL ? plan_chunks(st) : 0;  /* its chunks */
+	int half = partial && pl->p[st->out].fmt == FMT_FP16;
 	int64_t H = st->heads, D = plan_head_dim(pl, st), g = H / st->kv_heads, KC = st->kv_heads * D;
 	int64_t kbase = st->in[0] == st->in[1] || pl->p[st->in[0]].tensor == pl->p[st->in[1]].tensor ? H * D : 0;
 	int64_t h0 = run_shard_first(m, st->in[0], t, 2) / D, hw = D + 2 * partial, nh = C / hw;
@@ -201,7 +214,8 @@ void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, c
 		const float *kp = kv_panels(m, &m->kv[w->part][0], st->in[1], t, 1, kc - k0, D, &lk);
 		const float *vp = kv_panels(m, &m->kv[w->part][1], st->in[2], t, 0, vc - v0, D, &lv);
 		if (kp && vp)           /* (a stage whose shards hold not the head's columns: zeros, which the checks name) */
-			attend(q + i * D, qcols, kp, vp, res + i * hw, C, R, lk.rows, D, (float)st->scale, partial, see);
+			attend(q + i * D, qcols, kp, vp, res + i * hw, C, R, lk.rows, D, (float)st->scale, partial, half,
+			       see);
 	}
 	free(see);
 	free(pos);

@@ -289,7 +289,7 @@ static void *compute_tiles(void *arg)
 			k_append(m, st, t, a, la, R, C, res);
 			break;
 		case C_MERGE:
-			run_merge(a, res, la.rows / R, R, C);
+			run_merge(a, res, la.rows / R, R, C, m->pl->p[st->in[0]].fmt == FMT_FP16);
 			break;
 		case C_LAST: {                  /* each batch entry's last row: the shard's last */
 			int64_t n = la.rows / R;

@@ -272,8 +272,8 @@ int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last);
 void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
 			int64_t R, int64_t C, float *res);
 /* The online-softmax merge of KB key blocks' partials (each row m, l,
- * o[D]) into res (R x D). */
-void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D);
+ * o[D]) into res (R x D); half: an fp16 partial's, o divided by l. */
+void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D, int half);
 
 /* ---- a tile's shards (run_shard.c) ---- */
 

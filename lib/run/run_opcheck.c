@@ -42,6 +42,15 @@ static double tolerance(const OpCheck *c, int k)
 			if (strcmp(c->pl->g[g].op, op->name) == 0 && c->pl->g[g].grid[1] > 1)
 				u += (double)c->pl->g[g].grid[1] * unit(FMT_FP16);      /* fp16 K partials */
 	}
+	for (int s = 0; op->kind == OP_ATTENTION && s < c->pl->ns; s++) {
+		const Step *st = &c->pl->s[s];
+		const Placement *o = &c->pl->p[st->out];
+		if (st->kind == STEP_COMPUTE && st->compute == C_ATTENTION && !strcmp(st->op, op->name) &&
+		    c->pl->t[o->tensor].role == R_PARTIAL && o->fmt == FMT_FP16) {
+			u += unit(FMT_FP16);    /* key blocks' fp16 partials (m, l, o / l) */
+			break;
+		}
+	}
 	return 2 * u;
 }
 

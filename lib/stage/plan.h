@@ -22,11 +22,11 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 13          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+#define PLAN_VERSION 14          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
 				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
 				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows), 10
-				 * (no rope head_stride, no attention kv_order), 11 (no rope pairs) and 12 (no folded
-				 * rmsnorm) are still read */
+				 * (no rope head_stride, no attention kv_order), 11 (no rope pairs), 12 (no folded
+				 * rmsnorm) and 13 (attention partials fp32 only) are still read */
 #define PLAN_VERSION_OLDEST 4
 #define STAGE_NAME_MAX 1024      /* bytes of a name a stage defines: a tensor's, a placement's, an op's (formats/stage.md) */
 

@@ -292,6 +292,17 @@ static int step_eps(const Plan *pl, const char *f, const Val *r, Step *s, int ve
 	return 0;
 }
 
+/* An fp16 attention partial (version 14): written by an attention step,
+ * read by a merge. */
+static int step_partial(const Plan *pl, const char *f, const Val *r, const Step *s, int version, Err *e)
+{
+	int at = s->compute == C_ATTENTION ? s->out : s->compute == C_MERGE ? s->in[0] : -1;
+	if (at < 0 || version >= 14 || pl->p[at].fmt != FMT_FP16 || pl->t[pl->p[at].tensor].role != R_PARTIAL)
+		return 0;
+	return val_err(f, map_get(r, s->compute == C_ATTENTION ? "out" : "in"), e, "an fp16 attention partial "
+		       "('%s') needs version 14 (this file is version %d)", pl->p[at].name, version);
+}
+
 static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
@@ -424,6 +435,8 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		if (map_get(r, "first") && (s.compute != C_APPEND ||
 					    get_int(f, r, "first", 0, INT64_C(1) << 30, &s.first, e)))
 			return s.compute != C_APPEND ? val_err(f, map_get(r, "first"), e, "only append takes first") : -1;
+		if (step_partial(pl, f, r, &s, version, e))
+			return -1;
 	} else {
 		return val_err(f, r, e, "a step needs 'copy' or 'compute'");
 	}

@@ -40,8 +40,8 @@ tiles_of() {
 		jq -r '.compute[] | "\(.step) \(.op) \(.compute)"' "$c" > capture-compute.txt
 		run diff stage-compute.txt capture-compute.txt
 		assert_success
-		jq_empty '.machine.tiles as $t | [.compute[] | select(keys_unsorted != ["step","op","compute","count","tiles","slowest_tile","cycles"]
-			or .count != 1 or .tiles < 1 or .slowest_tile < 0 or .slowest_tile >= $t)]' "$c"
+		jq_empty '.machine.tiles as $t | [.compute[] | select(keys_unsorted != ["step","op","compute","count","tiles","slowest_tile","cycles","set","charged_cycles"]
+			or .set > .step or .charged_cycles > .cycles or .charged_cycles < 0 or .count != 1 or .tiles < 1 or .slowest_tile < 0 or .slowest_tile >= $t)]' "$c"
 		# tiles: the output placement's shards x replicas
 		while read -r step out; do
 			run jq ".compute[] | select(.step == $step) | .tiles" "$c"
@@ -190,4 +190,29 @@ tiles_of() {
 	local s1=$((sync * w1 / (w1 + w2)))
 	run jq -c '[.ops[] | [.op, .exchange_cycles, .sync_cycles]]' "$COST_CAPTURE"
 	assert_output "[[\"m1\",$((c0 + e1)),$((sync + s1))],[\"m2\",$((c1 - e1 + c2)),$((sync - s1 + sync))]]"
+}
+
+@test "capture: steps on tiles they do not share run as one compute set, which costs its slowest step" {
+	local m=$ROOT/tests/models/tiny-lm-decode.yaml
+	amp-plan "$m" | amp-compose | amp-expand | amp-exchange | amp-group -o g.yaml
+	amp-capture --trace t.json --trace-tiles 0-1471 -o c.json g.yaml
+	# k/v's reduction and rotation run beside q's (its owners follow q's: formats/plan.md)
+	run jq -r '[.compute[] | select(.op == "q" and .compute == "reduce") | .step][0] as $q
+		| [.compute[] | select(.op == "kv" and .compute == "reduce") | .set == $q and .charged_cycles == 0] | .[0]' c.json
+	assert_output true
+	# a set is a run of steps led by its first; its charges add up to its slowest step's cycles
+	jq_empty '[.compute | group_by(.set)[] | select((map(.charged_cycles) | add) != (map(.cycles) | max)
+		or (.[0].set != .[0].step) or (map(.count) | unique | length) != 1)]' c.json
+	run jq '[.compute[] | .charged_cycles * .count] | add == (input.summary.compute_cycles)' c.json c.json
+	assert_output true
+	run jq '[.compute[] | select(.set != .step)] | length > 0' c.json
+	assert_output true
+	# no tile runs two steps at once: on each tile, its compute slices do not overlap in time
+	# (ts and dur in microseconds to three decimals: 0.002 of rounding)
+	jq_empty '[[.traceEvents[] | select(.ph == "X" and .cat == "compute" and .pid > 0)] | group_by(.pid)[]
+		| sort_by(.ts) | . as $s | range(1; length) | select($s[.].ts < $s[. - 1].ts + $s[. - 1].dur - 0.002)
+		| [$s[. - 1], $s[.]]]' t.json
+	# and the program's lane adds up to the total
+	run jq -s '([.[0].traceEvents[] | select(.ph == "X" and .pid == 0) | .args.cycles] | add) == .[0].otherData.total_cycles' t.json
+	assert_output true
 }

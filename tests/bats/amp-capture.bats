@@ -190,7 +190,7 @@ setup_file() {
 		run jq -c 'keys_unsorted' "$f"
 		assert_output '["format","version","model","machine","provenance","summary","ops","compute","memory","phases","phase_traffic"]'
 		run jq -c '[.format, .version]' "$f"
-		assert_output '["amp-capture",7]'
+		assert_output '["amp-capture",8]'
 	done
 	run jq -r .model "$TINY_CAPTURE"
 	assert_output tiny-mlp
@@ -427,7 +427,7 @@ rejects() {
 }
 
 @test "capture rejects a grouped stage of an unsupported version" {
-	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 14"
+	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 15"
 }
 
 @test "capture rejects a transfer of an unknown kind" {

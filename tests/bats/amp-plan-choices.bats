@@ -25,7 +25,7 @@ line_of() {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 13'
+	assert_line --index 1 'version: 14'
 	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
 	assert_line 'model: tiny-mlp'
 }
@@ -106,7 +106,7 @@ Try 'amp-plan --help' for more information."
 	assert_equal "$output" ""
 	run head -n 2 tables.plan
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 13'
+	assert_line --index 1 'version: 14'
 	run grep -c '^- {op: ' tables.plan
 	assert_output 2
 	# The plan reader of the next stage accepts it.
@@ -218,11 +218,11 @@ Try 'amp-plan --help' for more information."
 	assert_line --regexp '^- \{name: b_down@mlp_down.bias, tensor: b_down, layout: row-major, split: \[5\], block: \[16\], base: [0-9]+, stride: \[1\], rep: \[6\], rstride: \[5\]'
 }
 
-@test "plan splits attention into the pinned key blocks: fp32 partials, a reduction copy and a merge" {
+@test "plan splits attention into the pinned key blocks: fp16 partials, a reduction copy and a merge" {
 	sed 's/blocks: \[5, 3\]/blocks: [4, 3]/' "$BAD/model-pin-key-blocks.yaml" >kb.yaml
 	run --separate-stderr amp-plan kb.yaml
 	assert_success
-	assert_line '- {name: y.partial, role: partial, shape: [3, 1, 16, 36], dtype: fp32}'
+	assert_line '- {name: y.partial, role: partial, shape: [3, 1, 16, 36], dtype: fp16}'
 	assert_line --regexp '^- \{step: [0-9]+, compute: attention, op: attn, in: \[q3@attn.q, q3@attn.k, q3@attn.v\], out: y.partial@attn.partial, heads: 2, scale: 0.25, scratch: 24\}$'
 	assert_line --regexp '^- \{step: [0-9]+, copy: reduction, op: attn, operand: partial, map: identity, src: y.partial@attn.partial, dst: y.partial@attn.merge\}$'
 	assert_line --regexp '^- \{step: [0-9]+, compute: merge, op: attn, in: \[y.partial@attn.merge\], out: y@attn.out\}$'

@@ -185,10 +185,17 @@ runs_pooled() {
 	at_least "$c" 0.99
 }
 
-@test "run passes vit-tiny with its attention split into key blocks: fp32 partials merged by online softmax, byte-exact, cosine at least 0.99" {
+@test "run passes vit-tiny with its attention split into key blocks: fp16 partials merged by online softmax, byte-exact, cosine at least 0.99" {
 	vit_pinned vit-keys $'  attn: {blocks: [4, 4]}\n  map_attn: {blocks: [1, 3]}\n'
 	run grep -c '^- {step: [0-9]*, compute: merge, ' vit-keys.grouped
 	assert_output 2
+	local t n=0
+	for t in $(sed -n 's/^- {step: [0-9]*, compute: merge, op: [a-z_]*, in: \[\([^@]*\)@.*/\1/p' vit-keys.grouped); do
+		run grep -c "^- {name: $t, role: partial, shape: \[[0-9, ]*\], dtype: fp16}$" vit-keys.grouped
+		assert_output 1
+		n=$((n + 1))
+	done
+	assert_equal "$n" 2
 	runs_pooled vit-keys.grouped
 }
 

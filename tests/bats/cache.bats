@@ -159,7 +159,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 
 @test "cache: a version 7 stage with a state is refused at its role" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 13$/version: 7/' p.yaml > p7.yaml
+	sed 's/^version: 14$/version: 7/' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p7.yaml:[0-9]+:[0-9]+:\ role\ state\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\)$ ]] ||
@@ -240,7 +240,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	# q's whole row on each of its batch entry's 32 blocks; every head's partial (4 x (16 + 2 x 2)) per tile
 	run grep -c '^- {name: q@attn.q, tensor: q, layout: row-major, split: \[2, 1, 1\], block: \[1, 1, 64\], base: 1408, stride: \[32, 0, 0\], rep: \[32\], rstride: \[1\]}$' p.yaml
 	assert_output 1
-	run grep -c '^- {name: a.partial, role: partial, shape: \[32, 2, 1, 80\], dtype: fp32}$' p.yaml
+	run grep -c '^- {name: a.partial, role: partial, shape: \[32, 2, 1, 80\], dtype: fp16}$' p.yaml
 	assert_output 1
 	# chunk c of head h merged on block 2h + c's tile: 8 merges of 32 blocks' 2 + 8 values
 	run grep -c '^- {name: a.partial@attn.merge, tensor: a.partial, layout: row-major, split: \[1, 2, 1, 8\], block: \[32, 1, 1, 10\], base: 1408, stride: \[0, 32, 0, 1\], ' p.yaml
@@ -285,7 +285,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 @test "cache: a version 8 stage with chunks is refused at the key" {
 	pin_home "$DEC" dh.yaml
 	amp-plan dh.yaml -o p.yaml
-	sed 's/^version: 13$/version: 8/' p.yaml > p8.yaml
+	sed 's/^version: 14$/version: 8/' p.yaml > p8.yaml
 	run --separate-stderr amp-compose p8.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p8.yaml:[0-9]+:[0-9]+:\ chunks\ needs\ version\ 9\ \(this\ file\ is\ version\ 8\)$ ]] ||

@@ -396,6 +396,118 @@ static void local_copies(int n)
 	}
 }
 
+/* ---- compute sets ---- */
+
+/* Does placement p have a shard on tile t? By the explicit walk. */
+static int ref_on(const Placement *p, int64_t T, int64_t t)
+{
+	return ref_shard_on(p, T, t).found;
+}
+
+static int ref_conflict(const Plan *pl, int a, int b)
+{
+	const Step *x = &pl->s[a], *y = &pl->s[b];
+	int wa = pl->p[x->out].tensor, wb = pl->p[y->out].tensor;
+	int hit = wa == wb;
+	for (int i = 0; i < y->nin; i++)
+		hit |= pl->p[y->in[i]].tensor == wa;
+	for (int i = 0; i < x->nin; i++)
+		hit |= pl->p[x->in[i]].tensor == wb;
+	return hit;
+}
+
+static int ref_overlap(const Plan *pl, int a, int b)
+{
+	int64_t T = pl->machine.tiles;
+	for (int64_t t = 0; t < T; t++)
+		if (ref_on(&pl->p[pl->s[a].out], T, t) && ref_on(&pl->p[pl->s[b].out], T, t))
+			return 1;
+	return 0;
+}
+
+/* Random step lists (compute steps on random placements of a few tensors,
+ * copy steps between them, a repeat body somewhere): the sets compute_sets
+ * returns are runs of consecutive compute steps, their steps pairwise on
+ * disjoint tiles and free of conflicts, a body's first step starts one,
+ * and each is maximal: the compute step after it overlaps or conflicts
+ * with one of its steps, or starts a body. compute_charge's charges of a
+ * set add up to its slowest step's cycles. */
+static void random_sets(int n)
+{
+	for (int iter = 0; iter < n; iter++) {
+		int np = 2 + (int)t_upto(6), ns = 1 + (int)t_upto(10), nt = 1 + (int)t_upto(6);
+		Placement *pp = calloc((size_t)np, sizeof *pp);
+		Step *st = calloc((size_t)ns, sizeof *st);
+		Repeat rp;
+		Plan pl;
+		int64_t T = 1;
+		for (int i = 0; i < np; i++) {
+			gen_placement(&pp[i], out_name);
+			int64_t w = gen_tiles(&pp[i]);
+			T = w > T ? w : T;
+			pp[i].tensor = (int)t_upto((uint64_t)nt);
+		}
+		T += t_upto(6);
+		for (int i = 0; i < np; i++)
+			pp[i].base = t_upto(T);
+		for (int s = 0; s < ns; s++) {
+			st[s].kind = t_upto(4) ? STEP_COMPUTE : STEP_COPY;
+			st[s].compute = C_ADD;
+			st[s].out = (int)t_upto((uint64_t)np);
+			st[s].nin = (int)t_upto(3);
+			for (int k = 0; k < st[s].nin; k++)
+				st[s].in[k] = (int)t_upto((uint64_t)np);
+			st[s].src = st[s].in[0], st[s].dst = st[s].out;
+		}
+		memset(&pl, 0, sizeof pl);
+		pl.machine = test_machine(T);
+		pl.p = pp, pl.np = np, pl.s = st, pl.ns = ns;
+		memset(&rp, 0, sizeof rp);
+		if (t_upto(2)) {
+			rp.first = (int)t_upto((uint64_t)ns), rp.last = ns - 1, rp.count = 2;
+			pl.r = &rp, pl.nr = 1;
+		}
+		int *lead = calloc((size_t)ns, sizeof *lead);
+		int64_t *own = calloc((size_t)ns, 8), *ch = calloc((size_t)ns, 8);
+		compute_sets(&pl, 0, ns - 1, lead);
+		for (int s = 0; s < ns; s++)
+			own[s] = (int64_t)t_upto(50);
+		compute_charge(lead, own, 0, ns - 1, ch);
+		int ok = 1, why = 0;
+		for (int s = 0; s < ns && ok; s++) {
+			int body = pl.nr && rp.first == s;
+			if (st[s].kind != STEP_COMPUTE) {
+				ok = lead[s] == -1, why = 1;
+				continue;
+			}
+			int l = lead[s];
+			ok = l >= 0 && l <= s && (l == s || !body), why = 2;
+			for (int k = l; ok && k < s; k++)       /* a run of compute steps, no body start inside */
+				ok = lead[k] == l && st[k].kind == STEP_COMPUTE && !(pl.nr && rp.first == k + 1 && k + 1 <= s),
+				why = 3;
+			for (int k = l; ok && k < s; k++)
+				ok = !ref_conflict(&pl, k, s) && !ref_overlap(&pl, k, s), why = 4;
+			if (ok && l == s && s > 0 && st[s - 1].kind == STEP_COMPUTE && !body) {
+				int prev = lead[s - 1], blocked = 0;       /* s could not join the set before it */
+				for (int k = prev; k < s; k++)
+					blocked |= ref_conflict(&pl, k, s) || ref_overlap(&pl, k, s);
+				ok = blocked, why = 5;
+			}
+		}
+		for (int s = 0; s < ns && ok; s++) {
+			if (st[s].kind != STEP_COMPUTE || lead[s] != s)
+				continue;
+			int64_t sum = 0, most = 0;
+			for (int k = s; k < ns && lead[k] == s; k++)
+				sum += ch[k], most = own[k] > most ? own[k] : most, ok &= ch[k] >= 0;
+			ok &= sum == most, why = 6;
+		}
+		t_case("random step lists: compute sets are maximal runs of disjoint, independent steps");
+		CHECK(ok, "%d steps, %d placements, %lld tiles: rule %d broken", ns, np, (long long)T, why);
+		free(lead), free(own), free(ch), free(pp), free(st);
+	}
+}
+
 int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
@@ -405,5 +517,6 @@ int main(void)
 	random_steps(400 * scale);
 	planned_steps(40 * scale);
 	local_copies(400 * scale);
+	random_sets(400 * scale);
 	return t_summary();
 }
