@@ -88,8 +88,9 @@ static const Opt opts[] = {
 	{ 'G', 0, "generate", OPT_ARG, "N", NULL,
 	  "--steps N, each run's token ids (an embed's, one per\n"
 	  "sequence) the reference's greedy tokens from the run\n"
-	  "before, for both; prints each sequence's greedy tokens,\n"
-	  "the machine's and the reference's" },
+	  "before, for both (teacher-forced); prints each\n"
+	  "sequence's greedy tokens, the machine's and the\n"
+	  "reference's, and where they part" },
 	{ 'T', 0, "timing", OPT_NOARG, NULL, NULL,
 	  "print on stderr the machine's and the reference's matrix\n"
 	  "products (GFLOP, GFLOP/s, vector width; CPU seconds and\n"
@@ -325,28 +326,24 @@ typedef struct {
 	double t_data, t_prog, t_ref;
 	int along;
 	FILE *lines;            /* the runs' lines, printed after the summary */
-	int64_t agree, total;   /* next tokens the machine and the reference agree on, of all */
 	int64_t seq0;           /* the sequence the run's batch entry 0 is (a prefill run per part of the batch) */
-	int64_t nseq, *len;     /* per sequence: its next tokens so far, the machine's and the reference's */
-	int64_t **mtok, **rtok;
+	int64_t nseq, *len;     /* per sequence: its next tokens so far, judged */
+	NextToken **tok;
 } Report;
 
-/* Sequence q's next tokens from this run: m (the machine's) and r. */
-static void keep_token(Report *rep, int64_t q, int64_t m, int64_t r)
+/* Sequence q's next token from this run. */
+static void keep_token(Report *rep, int64_t q, const NextToken *nt)
 {
 	if (q >= rep->nseq) {
 		rep->len = xrealloc(rep->len, (size_t)(q + 1) * sizeof *rep->len);
-		rep->mtok = xrealloc(rep->mtok, (size_t)(q + 1) * sizeof *rep->mtok);
-		rep->rtok = xrealloc(rep->rtok, (size_t)(q + 1) * sizeof *rep->rtok);
+		rep->tok = xrealloc(rep->tok, (size_t)(q + 1) * sizeof *rep->tok);
 		for (int64_t i = rep->nseq; i <= q; i++)
-			rep->len[i] = 0, rep->mtok[i] = rep->rtok[i] = NULL;
+			rep->len[i] = 0, rep->tok[i] = NULL;
 		rep->nseq = q + 1;
 	}
 	int64_t n = rep->len[q]++;
-	rep->mtok[q] = xrealloc(rep->mtok[q], (size_t)(n + 1) * sizeof **rep->mtok);
-	rep->rtok[q] = xrealloc(rep->rtok[q], (size_t)(n + 1) * sizeof **rep->rtok);
-	rep->mtok[q][n] = m, rep->rtok[q][n] = r;
-	rep->agree += m == r, rep->total++;
+	rep->tok[q] = xrealloc(rep->tok[q], (size_t)(n + 1) * sizeof **rep->tok);
+	rep->tok[q][n] = *nt;
 }
 
 /* The reference's values of plan tensor t: the model's, interpreted from
@@ -433,12 +430,11 @@ static int run_once(Prog *p, RunOpts *ro, Carry *carry, Carry *params, Report *r
 	}
 	if (p->logits >= 0) {           /* the greedy next token of every sequence, from both */
 		const PTensor *lt = &pl->t[p->logits];
-		int64_t B = lt->shape[0], *m = xmalloc((size_t)B * 2 * sizeof *m), *r = m + B;
-		run_next_tokens(val[p->logits], lt, m);
-		run_next_tokens(ref_values(p, &mr, ref, p->logits), lt, r);
-		for (int64_t b = 0; b < B; b++)
-			keep_token(rep, rep->seq0 + b, m[b], r[b]);
-		free(m);
+		NextToken *nt = xmalloc((size_t)lt->shape[0] * sizeof *nt);
+		run_next_judge(val[p->logits], ref_values(p, &mr, ref, p->logits), lt, nt);
+		for (int64_t b = 0; b < lt->shape[0]; b++)
+			keep_token(rep, rep->seq0 + b, &nt[b]);
+		free(nt);
 	}
 	for (int t = 0; t < pl->nt; t++)        /* parameters go on to the next run, made once */
 		if (pl->t[t].role == R_PARAM && val[t]) {
@@ -505,26 +501,14 @@ static void print_timing(const Report *rep, int width)
 		st.ref_gemm_cpu > 0 ? st.ref_gemm_flops / 1e9 / st.ref_gemm_cpu : 0);
 }
 
-/* The next-token agreement, each sequence's tokens with --generate, and
- * the report's token records freed. */
+/* The next-token report (run_next_print), and the report's token records
+ * freed. */
 static void print_tokens(Report *rep, int generate)
 {
-	if (rep->total)
-		printf("next token: the machine's greedy token is the reference's for %lld of %lld (%.1f%%)\n",
-		       (long long)rep->agree, (long long)rep->total, 100.0 * (double)rep->agree / (double)rep->total);
-	for (int64_t b = 0; generate && b < rep->nseq; b++) {
-		for (int k = 0; k < 2; k++) {
-			const int64_t *tok = k ? rep->rtok[b] : rep->mtok[b];
-			printf("generate: sequence %lld, %s:", (long long)b, k ? "reference" : "machine  ");
-			for (int64_t r = 0; r < rep->len[b]; r++)
-				printf(" %lld", (long long)tok[r]);
-			printf("\n");
-		}
-	}
+	run_next_print(stdout, rep->tok, rep->len, rep->nseq, generate);
 	for (int64_t b = 0; b < rep->nseq; b++)
-		free(rep->mtok[b]), free(rep->rtok[b]);
-	free(rep->mtok);
-	free(rep->rtok);
+		free(rep->tok[b]);
+	free(rep->tok);
 	free(rep->len);
 }
 
@@ -642,7 +626,7 @@ int main(int argc, char **argv)
 		if (generate && rep.nseq == B) {        /* the reference's greedy tokens go on, to both */
 			float *ids = xmalloc((size_t)B * sizeof *ids);
 			for (int64_t b = 0; b < B; b++)
-				ids[b] = (float)rep.rtok[b][rep.len[b] - 1];
+				ids[b] = (float)rep.tok[b][rep.len[b] - 1].reference;
 			carry_keep(&given, main_p.pl.t[main_p.ids].name, ids, B, 0);
 			free(ids);
 			so.given = &given;

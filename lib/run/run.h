@@ -30,6 +30,7 @@
 #define AMP_RUN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "stage/plan.h"
 #include "model/model.h"
@@ -212,6 +213,36 @@ void run_next_tokens(const float *v, const PTensor *t, int64_t *tok);
 /* The tokens of one run: the rows of the program's first int32 input
  * (its positions), 0 when it has none. */
 int64_t run_tokens(const Plan *pl);
+
+/* One sequence's next token from one run, judged: the machine's and the
+ * reference's greedy tokens (run_next_tokens), the reference's margin
+ * (its largest logit less its second largest) and the RMS over the row
+ * of the machine's logits less the reference's. A step is decisive when
+ * the margin is over RUN_DECISIVE times that RMS: a disagreement there is
+ * more than the machine's rounding could explain. */
+typedef struct {
+	int64_t machine, reference;
+	double margin, rms;
+} NextToken;
+#define RUN_DECISIVE 4
+/* nt[B]: each batch entry's, from the machine's logits mv and the
+ * reference's rv [B, T, V] (their last rows). */
+void run_next_judge(const float *mv, const float *rv, const PTensor *t, NextToken *nt);
+int run_next_decisive(const NextToken *nt);
+/* What the next tokens of nseq sequences add up to (tok[q][0..len[q]-1],
+ * in run order): agreements of all, and at decisive steps, and the first
+ * divergence (the earliest token, the lowest sequence among equals;
+ * first_seq -1 when none). */
+typedef struct {
+	int64_t agree, total, decisive_agree, decisive;
+	int64_t first_seq, first_at;
+	NextToken first;
+} NextSummary;
+void run_next_summary(NextToken *const *tok, const int64_t *len, int64_t nseq, NextSummary *s);
+/* Prints the summary's lines ("next token: ..."), and with generate each
+ * sequence's tokens, the machine's and the reference's, and where the two
+ * part (docs/machine.md §8, "Next tokens"). */
+void run_next_print(FILE *f, NextToken *const *tok, const int64_t *len, int64_t nseq, int generate);
 /* The stage agrees with the model it claims to lower (m, and the fp8
  * scales sc, or NULL for the model's own): every model tensor is in the
  * stage with its shape, instances, dtype and scale (a cast `<x>.fp8` with

@@ -296,3 +296,30 @@ ids_npy() {
 	assert_success
 	assert_line --regexp '^per op: 1[0-9] ops checked'
 }
+
+@test "lm: next tokens are judged by the reference's margin: plain and decisive agreement, the first divergence, where sequences part" {
+	program "$PRE" pre.amp
+	program "$DEC" dec.amp
+	# seed 6: random weights, flat logits, three disagreements, none decisive
+	run --separate-stderr amp-run --seed 6 dec.amp --prefill pre.amp --generate 12
+	assert_success
+	assert_line "next token: the machine's greedy token is the reference's for 23 of 26 (88.5%); at decisive steps (the reference's margin over 4 x the RMS of machine - reference) 11 of 11 (100.0%)"
+	assert_line --regexp "^next token: first divergence at sequence 0, token 1: machine ([0-9]+), reference ([0-9]+); the reference's margin [0-9.e-]+, 0\\.[0-9]+ x the RMS [0-9.e-]+ of machine - reference \\(not decisive\\)$"
+	local m r all=$output mt rt
+	m=$(printf '%s\n' "$all" | sed -n 's/^next token: first divergence.*: machine \([0-9]*\), reference.*/\1/p')
+	r=$(printf '%s\n' "$all" | sed -n 's/^next token: first divergence.*, reference \([0-9]*\);.*/\1/p')
+	# the generated sequences say the same: sequence 0's tokens 0 agree, its tokens 1 are m and r
+	mt=$(printf '%s\n' "$all" | sed -n 's/^generate: sequence 0, machine  : \([0-9]*\) \([0-9]*\) .*/\1 \2/p')
+	rt=$(printf '%s\n' "$all" | sed -n 's/^generate: sequence 0, reference: \([0-9]*\) \([0-9]*\) .*/\1 \2/p')
+	assert_equal "${mt#* }" "$m"
+	assert_equal "${rt#* }" "$r"
+	assert_equal "${mt% *}" "${rt% *}"
+	[ "$m" != "$r" ] || fail "the divergence names one token twice: $m"
+	run grep -c '^generate: sequence 0 parts at token 1: ' <(printf '%s\n' "$all")
+	assert_output 1
+	# a sequence that never parts says nothing more
+	run grep -c '^generate: sequence [0-9]* parts at ' <(amp-run --seed 1 dec.amp --prefill pre.amp --generate 4)
+	assert_output 0
+	run amp-run --seed 1 dec.amp --prefill pre.amp --generate 4
+	assert_line 'next token: no divergence'
+}

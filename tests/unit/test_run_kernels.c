@@ -2,7 +2,8 @@
  * loops and the scalar conversions, bit for bit, at every vector width
  * the CPU has: run_gemm, run_gemm_ref and run_gemm_strips on random sizes
  * and values, run_decode_fp8 on every code at every scale, run_gelu on
- * every fp16 value and fp8 code, quantize_n on random bit patterns. */
+ * every fp16 value and fp8 code, quantize_n on random bit patterns; the
+ * next tokens' judgement (run_next_judge, run_next_summary). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,8 +201,85 @@ static void quantize_bits(void)
 	}
 }
 
+/* run_next_judge and run_next_summary against loops written here: the
+ * greedy token the first largest logit of each last row, the margin the
+ * reference's largest less its largest other, the RMS over the row in
+ * double; agreements counted by hand and the first divergence the
+ * earliest token of the lowest sequence. Logits drawn from few values, so
+ * that ties and equal rows happen. */
+static void next_tokens(void)
+{
+	t_case("run_next_judge gives the greedy tokens, the reference's margin and the RMS of the difference, by brute force");
+	for (int i = 0; i < 300; i++) {
+		int64_t B = pick(1, 4), T = pick(1, 3), V = pick(1, 40);
+		PTensor t = { 0 };
+		t.rank = 3, t.shape[0] = B, t.shape[1] = T, t.shape[2] = V;
+		float *mv = malloc((size_t)(B * T * V) * sizeof *mv), *rv = malloc((size_t)(B * T * V) * sizeof *rv);
+		for (int64_t q = 0; q < B * T * V; q++)
+			rv[q] = (float)pick(-6, 6) * 0.25f, mv[q] = next() % 3 ? rv[q] + (float)pick(-2, 2) * 0.125f : rv[q];
+		NextToken nt[4];
+		run_next_judge(mv, rv, &t, nt);
+		for (int64_t b = 0; b < B; b++) {
+			const float *x = mv + ((b + 1) * T - 1) * V, *y = rv + ((b + 1) * T - 1) * V;
+			int64_t bm = 0, br = 0;
+			for (int64_t k = 0; k < V; k++) {
+				if (x[k] > x[bm])
+					bm = k;
+				if (y[k] > y[br])
+					br = k;
+			}
+			double second = -INFINITY, ss = 0;
+			for (int64_t k = 0; k < V; k++) {
+				if (k != br && y[k] > second)
+					second = y[k];
+				ss += ((double)x[k] - y[k]) * ((double)x[k] - y[k]);
+			}
+			double margin = V > 1 ? y[br] - second : INFINITY, rms = sqrt(ss / (double)V);
+			CHECK(nt[b].machine == bm && nt[b].reference == br && nt[b].margin == margin &&
+			      fabs(nt[b].rms - rms) <= 1e-12 * (1 + rms) &&
+			      run_next_decisive(&nt[b]) == (margin > RUN_DECISIVE * rms),
+			      "B %lld T %lld V %lld entry %lld: got %lld %lld %g %g, expected %lld %lld %g %g", (long long)B,
+			      (long long)T, (long long)V, (long long)b, (long long)nt[b].machine, (long long)nt[b].reference,
+			      nt[b].margin, nt[b].rms, (long long)bm, (long long)br, margin, rms);
+		}
+		free(mv), free(rv);
+	}
+	t_case("run_next_summary counts agreements, plain and decisive, and finds the first divergence, by brute force");
+	for (int i = 0; i < 300; i++) {
+		int64_t nseq = pick(1, 5), len[5], agree = 0, total = 0, dagree = 0, dtotal = 0, fs = -1, fa = -1;
+		NextToken *tok[5];
+		for (int64_t q = 0; q < nseq; q++) {
+			len[q] = pick(0, 6);
+			tok[q] = malloc((size_t)(len[q] + 1) * sizeof *tok[q]);
+			for (int64_t k = 0; k < len[q]; k++)
+				tok[q][k] = (NextToken){ pick(0, 2), pick(0, 2), (double)pick(0, 9), (double)pick(0, 3) };
+		}
+		for (int64_t k = 0; k < 7; k++)         /* token by token, then sequence by sequence */
+			for (int64_t q = 0; q < nseq; q++) {
+				if (k >= len[q])
+					continue;
+				const NextToken *n = &tok[q][k];
+				int same = n->machine == n->reference, dec = n->margin > 4 * n->rms;
+				agree += same, total++, dagree += same && dec, dtotal += dec;
+				if (!same && fs < 0)
+					fs = q, fa = k;
+			}
+		NextSummary s;
+		run_next_summary(tok, len, nseq, &s);
+		CHECK(s.agree == agree && s.total == total && s.decisive_agree == dagree && s.decisive == dtotal &&
+		      s.first_seq == fs && (fs < 0 || (s.first_at == fa && s.first.machine == tok[fs][fa].machine)),
+		      "got %lld/%lld, %lld/%lld, first %lld at %lld; expected %lld/%lld, %lld/%lld, first %lld at %lld",
+		      (long long)s.agree, (long long)s.total, (long long)s.decisive_agree, (long long)s.decisive,
+		      (long long)s.first_seq, (long long)s.first_at, (long long)agree, (long long)total, (long long)dagree,
+		      (long long)dtotal, (long long)fs, (long long)fa);
+		for (int64_t q = 0; q < nseq; q++)
+			free(tok[q]);
+	}
+}
+
 int main(void)
 {
+	next_tokens();
 	gemm_bits();
 	strips_bits();
 	decode_fp8_bits();
