@@ -10,7 +10,7 @@ include pipelines/art.mk
 ifeq ($(FLOW_LOCK_WRAP),)
 
 CC      ?= cc
-PKGS    := yaml-0.1 libzstd
+PKGS    := yaml-0.1 libzstd jansson
 CFLAGS  ?= -O2 -g
 WFLAGS  := -ffp-contract=off -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -DAMP_SHARE_DIR=\"$(CURDIR)/share\"
 ifdef SAN
@@ -53,7 +53,7 @@ install_missing = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $
 	fi
 
 # deps: what the build and the tests need.
-DEB_PKGS := gcc make libyaml-dev libzstd-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils parallel \
+DEB_PKGS := gcc make libyaml-dev libzstd-dev libjansson-dev pkg-config jq zstd bats bats-assert bats-support time bsdextrautils parallel \
 	help2man
 deps:
 	@$(call install_missing,$(DEB_PKGS))
@@ -115,7 +115,7 @@ unit: $(UNIT_BINS)
 
 include pipelines/plan.mk pipelines/lower.mk pipelines/capture.mk pipelines/experiments.mk pipelines/run.mk \
 	pipelines/fuzz.mk pipelines/report.mk
-include pipelines/compare.mk
+include pipelines/compare.mk pipelines/import.mk
 
 # ---- installation: make install [PREFIX=/usr/local] [DESTDIR=] ----
 # PREFIX/bin/amp-*, PREFIX/share/amp/{machines,models,jq} (the tools find
@@ -137,6 +137,7 @@ man_name_amp-capture  := capture the movement and modelled cycles of a stage or 
 man_name_amp-run      := run a program on the machine model and check it
 man_name_amp-compare  := compare two captures side by side, with deltas
 man_name_amp-sweep    := turn one compile into a study: sweep jobs, runs and a ranked merge
+man_name_amp-import   := write an amp model from a Hugging Face configuration
 .PHONY: install uninstall man help
 # The pages' date: the last commit's, so the same tree gives the same pages.
 $(MAN_DIR)/%.1: $(BIN)/% man/%.h2m share/man/amp.h2m

@@ -20,7 +20,7 @@ load common
 @test "docs: every tool has its man page details, and help2man includes them" {
 	command -v help2man >/dev/null || skip "help2man is not installed (make deps installs it)"
 	local t
-	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep; do
+	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep amp-import; do
 		[ -s "$ROOT/man/$t.h2m" ] || fail "no man/$t.h2m"
 		grep -q '^\[DETAILS\]$' "$ROOT/man/$t.h2m" || fail "man/$t.h2m has no DETAILS section"
 	done

@@ -15,7 +15,7 @@ setup() {
 	run make -C "$ROOT" --no-print-directory -s install "${SAN_ARG[@]}" BIN="$BIN" PREFIX="$BATS_TEST_TMPDIR/p"
 	assert_success
 	local t p=$BATS_TEST_TMPDIR/p
-	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep; do
+	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep amp-import; do
 		assert [ -x "$p/bin/$t" ]
 		assert [ -s "$p/share/man/man1/$t.1" ]
 		run grep -c "^\.TH ${t^^} \"1\"" "$p/share/man/man1/$t.1"

@@ -9,7 +9,7 @@ load common
 bats_require_minimum_version 1.5.0
 
 TINY=$MODELS/tiny-mlp.yaml
-TOOLS="amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep"
+TOOLS="amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep amp-import"
 
 # refused TOOL WORD WHOLE ARGS...: TOOL with WORD (an abbreviation of
 # --WHOLE) exits 2 naming both, writes nothing to standard output, and

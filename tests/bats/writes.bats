@@ -60,7 +60,7 @@ lowered() {
 
 @test "--help on a full device exits 1, for every tool" {
 	local t
-	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep; do
+	for t in amp-plan amp-compose amp-expand amp-exchange amp-group amp-emit amp-capture amp-run amp-compare amp-sweep amp-import; do
 		full_stdout "$t" --help
 	done
 }

@@ -3,7 +3,7 @@
  * the corpora under make check (tests/unit/test_fuzz.c).
  *
  * Each takes any bytes, hands them to the reader as a file (the model,
- * machine, scales, program, .npy and sweep spec readers take paths) or as a memory
+ * machine, scales, program, .npy, sweep spec and config.json readers take paths) or as a memory
  * input (the stage readers and amp-compare's capture reader), and frees whatever was read. A reader may
  * refuse the bytes; it must never crash, leak, hang or read out of bounds.
  */
@@ -22,6 +22,7 @@
 #include "stage/stage_io.h"
 #include "study/compare.h"
 #include "base/io.h"
+#include "model/import.h"
 #include "model/machine.h"
 #include "model/model.h"
 #include "base/npy.h"
@@ -182,6 +183,26 @@ static int fuzz_sweep(const uint8_t *d, size_t n)
 	return 0;
 }
 
+/* amp-import's configuration reader, and its model writer on what it read. */
+static int fuzz_config(const uint8_t *d, size_t n)
+{
+	HfConfig c;
+	Err e;
+	if (hf_config_load(&c, fuzz_path(d, n), &e) == 0) {
+		char *text = NULL;
+		size_t len = 0;
+		ImportOpts o = { IMPORT_DECODE, 2, 8, 64, 1, FMT_FP8, FMT_FP8, FMT_FP16, "fuzz", "fuzz" };
+		Output *out = output_open_mem(&text, &len, &e);
+		if (out && import_model(&c, &o, out, &e) == 0)
+			output_commit(out, &e);
+		else if (out)
+			output_abort(out);
+		free(text);
+		hf_config_free(&c);
+	}
+	return 0;
+}
+
 typedef int (*FuzzFn)(const uint8_t *d, size_t n);
 
 /* Every reader, by the name of its corpus directory tests/fuzz/<name>/. */
@@ -192,7 +213,7 @@ static const struct {
 	{ "model", fuzz_model }, { "machine", fuzz_machine }, { "scales", fuzz_scales },
 	{ "plan", fuzz_plan }, { "expand", fuzz_expand }, { "exchange", fuzz_exchange },
 	{ "group", fuzz_group }, { "program", fuzz_program }, { "npy", fuzz_npy },
-	{ "capture", fuzz_capture }, { "sweep", fuzz_sweep },
+	{ "capture", fuzz_capture }, { "sweep", fuzz_sweep }, { "config", fuzz_config },
 };
 #define FUZZ_READERS ((int)(sizeof fuzz_readers / sizeof *fuzz_readers))
 

@@ -1,0 +1,336 @@
+/* import.c: config.json -> amp model (import.h, formats/import.md). */
+#include "model/import.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- reading ---- */
+
+typedef struct {
+	json_t *root;
+	const char *path;
+	Err *e;
+} Cfg;
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "a list";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a real";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+/* A positive integer field; absent: *v = dflt, or an error when dflt < 0. */
+static int cfg_int(const Cfg *c, const char *key, int64_t dflt, int64_t *v)
+{
+	json_t *j = json_object_get(c->root, key);
+	if (!j || json_is_null(j)) {
+		if (dflt < 0)
+			return errf(c->e, "%s: '%s' is missing (a decoder's configuration must name it)", c->path, key);
+		*v = dflt;
+		return 0;
+	}
+	if (!json_is_integer(j))
+		return errf(c->e, "%s: '%s' must be an integer, not %s", c->path, key, type_name(j));
+	*v = (int64_t)json_integer_value(j);
+	if (*v < 1 || *v > (INT64_C(1) << 40))
+		return errf(c->e, "%s: '%s' is %lld; it must be positive", c->path, key, (long long)*v);
+	return 0;
+}
+
+/* A positive finite number (an integer is one too); absent: dflt. */
+static int cfg_real(const Cfg *c, const char *key, double dflt, double *v)
+{
+	json_t *j = json_object_get(c->root, key);
+	if (!j || json_is_null(j)) {
+		*v = dflt;
+		return 0;
+	}
+	if (!json_is_number(j))
+		return errf(c->e, "%s: '%s' must be a number, not %s", c->path, key, type_name(j));
+	*v = json_number_value(j);
+	if (!(*v > 0) || !isfinite(*v))
+		return errf(c->e, "%s: '%s' is %g; it must be positive", c->path, key, *v);
+	return 0;
+}
+
+/* A boolean; absent or null: dflt. */
+static int cfg_bool(const Cfg *c, const char *key, int dflt, int *v)
+{
+	json_t *j = json_object_get(c->root, key);
+	if (!j || json_is_null(j)) {
+		*v = dflt;
+		return 0;
+	}
+	if (!json_is_boolean(j))
+		return errf(c->e, "%s: '%s' must be true or false, not %s", c->path, key, type_name(j));
+	*v = json_is_true(j);
+	return 0;
+}
+
+/* What the configuration describes and amp does not run, by name. */
+static int cfg_refuse(const Cfg *c, int llama)
+{
+	static const char *experts[] = { "num_experts", "num_local_experts", "n_routed_experts" };
+	json_t *j = json_object_get(c->root, "hidden_act");
+	if (j && (!json_is_string(j) || strcmp(json_string_value(j), "silu")))
+		return errf(c->e, "%s: 'hidden_act' %s%s%s is not supported (amp-import reads silu, SwiGLU's)", c->path,
+			    json_is_string(j) ? "'" : "", json_is_string(j) ? json_string_value(j) : type_name(j),
+			    json_is_string(j) ? "'" : "");
+	j = json_object_get(c->root, "rope_scaling");
+	if (j && !json_is_null(j)) {
+		json_t *t = json_is_object(j) ? json_object_get(j, "rope_type") : NULL;
+		t = t ? t : json_is_object(j) ? json_object_get(j, "type") : NULL;
+		return errf(c->e, "%s: 'rope_scaling' of type '%s' is not supported (amp's rope is unscaled)", c->path,
+			    t && json_is_string(t) ? json_string_value(t) : "?");
+	}
+	for (size_t k = 0; k < sizeof experts / sizeof *experts; k++) {
+		j = json_object_get(c->root, experts[k]);
+		if (j && json_is_integer(j) && json_integer_value(j) > 0)
+			return errf(c->e, "%s: a mixture of experts ('%s' %lld) is not supported", c->path, experts[k],
+				    (long long)json_integer_value(j));
+	}
+	int b;
+	if (cfg_bool(c, "use_sliding_window", 0, &b))
+		return -1;
+	if (b)
+		return errf(c->e, "%s: a sliding window ('use_sliding_window' true) is not supported", c->path);
+	if (cfg_bool(c, "mlp_bias", 0, &b))
+		return -1;
+	if (b)
+		return errf(c->e, "%s: biases on the MLP ('mlp_bias' true) are not supported", c->path);
+	if (cfg_bool(c, "rope_interleaved", 0, &b))
+		return -1;
+	if (b)
+		return errf(c->e, "%s: 'rope_interleaved' true is not supported (amp-import reads checkpoints that "
+			    "rotate halves)", c->path);
+	(void)llama;
+	return 0;
+}
+
+static int cfg_read(HfConfig *hc, const Cfg *c)
+{
+	json_t *a = json_object_get(c->root, "architectures");
+	if (!a || !json_is_array(a) || json_array_size(a) < 1 || !json_is_string(json_array_get(a, 0)))
+		return errf(c->e, "%s: 'architectures' is missing or holds no name", c->path);
+	if (json_array_size(a) > 1)
+		return errf(c->e, "%s: 'architectures' names %zu classes; amp-import reads one", c->path,
+			    json_array_size(a));
+	const char *arch = json_string_value(json_array_get(a, 0));
+	int llama = !strcmp(arch, "LlamaForCausalLM"), qwen = !strcmp(arch, "Qwen2ForCausalLM");
+	if (!llama && !qwen)
+		return errf(c->e, "%s: architecture '%s' is not supported (amp-import reads LlamaForCausalLM and "
+			    "Qwen2ForCausalLM)", c->path, arch);
+	hc->arch = xstrdup(arch);
+	int bias;
+	if (cfg_refuse(c, llama) || cfg_int(c, "hidden_size", -1, &hc->hidden) ||
+	    cfg_int(c, "intermediate_size", -1, &hc->inter) || cfg_int(c, "num_attention_heads", -1, &hc->heads) ||
+	    cfg_int(c, "num_key_value_heads", -1, &hc->kv_heads) || cfg_int(c, "num_hidden_layers", -1, &hc->layers) ||
+	    cfg_int(c, "vocab_size", -1, &hc->vocab) || cfg_real(c, "rms_norm_eps", 1e-6, &hc->eps) ||
+	    cfg_real(c, "rope_theta", 10000, &hc->theta) || cfg_bool(c, "tie_word_embeddings", 0, &hc->tied) ||
+	    cfg_bool(c, "attention_bias", 0, &bias))
+		return -1;
+	if (hc->heads % hc->kv_heads)
+		return errf(c->e, "%s: 'num_key_value_heads' %lld does not divide 'num_attention_heads' %lld", c->path,
+			    (long long)hc->kv_heads, (long long)hc->heads);
+	if (hc->hidden % hc->heads && !json_object_get(c->root, "head_dim"))
+		return errf(c->e, "%s: 'hidden_size' %lld is not a multiple of 'num_attention_heads' %lld, and no "
+			    "'head_dim' says the heads' width", c->path, (long long)hc->hidden, (long long)hc->heads);
+	if (cfg_int(c, "head_dim", hc->hidden / hc->heads, &hc->head_dim))
+		return -1;
+	if (hc->head_dim % 2)
+		return errf(c->e, "%s: the heads' width %lld is odd; rotary pairs need an even one", c->path,
+			    (long long)hc->head_dim);
+	hc->qkv_bias = qwen || bias;    /* Qwen2 always; Llama with attention_bias, on o too */
+	hc->o_bias = llama && bias;
+	return 0;
+}
+
+int hf_config_load(HfConfig *hc, const char *path, Err *e)
+{
+	struct stat st;
+	char *file = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? xasprintf("%s/config.json", path) : xstrdup(path);
+	json_error_t je;
+	memset(hc, 0, sizeof *hc);
+	json_t *root = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+	int rc;
+	if (!root)
+		rc = je.line > 0 ? errf(e, "%s:%d:%d: %s", file, je.line, je.column, je.text)
+				 : errf(e, "%s: %s", file, je.text);
+	else if (!json_is_object(root))
+		rc = errf(e, "%s: expected a JSON object, found %s", file, type_name(root));
+	else
+		rc = cfg_read(hc, &(Cfg){ root, file, e });
+	json_decref(root);
+	free(file);
+	if (rc)
+		hf_config_free(hc);
+	return rc;
+}
+
+void hf_config_free(HfConfig *c)
+{
+	free(c->arch);
+	c->arch = NULL;
+}
+
+/* ---- writing ---- */
+
+int import_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 128)
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+		      *p == '_' || *p == '-'))
+			return 0;
+	return 1;
+}
+
+/* x in the fewest digits that read back as x: an integer as one, else
+ * %g's with its exponent's zeros dropped (1e-06 -> 1e-6). */
+static void number(char *buf, size_t n, double x)
+{
+	if (x == floor(x) && fabs(x) < 1e15) {
+		snprintf(buf, n, "%lld", (long long)x);
+		return;
+	}
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, n, "%.*g", p, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	char *x_ = strchr(buf, 'e');
+	if (x_ && (x_[1] == '-' || x_[1] == '+')) {
+		char *d = x_ + 2;
+		while (d[0] == '0' && d[1])
+			memmove(d, d + 1, strlen(d));
+		if (x_[1] == '+')
+			memmove(x_ + 1, x_ + 2, strlen(x_ + 1));
+	}
+}
+
+#define PUT(f, ...) (rc = rc || output_printf(out, e, __VA_ARGS__))
+
+/* The header comment: where the model came from and what it is. */
+static int header(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
+{
+	int rc = 0;
+	char eps[32], theta[32];
+	number(eps, sizeof eps, c->eps);
+	number(theta, sizeof theta, c->theta);
+	int64_t D = c->head_dim, kv = 2 * c->kv_heads * D;
+	PUT(f, "# Imported by amp-import from %s (%s), %lld of its %lld layers: hidden %lld, MLP %lld,\n",
+	    o->source, c->arch, (long long)o->layers, (long long)c->layers, (long long)c->hidden, (long long)c->inter);
+	PUT(f, "# %lld heads sharing %lld kv heads of %lld, vocabulary %lld, %s embeddings, RMSNorm eps %s,\n",
+	    (long long)c->heads, (long long)c->kv_heads, (long long)D, (long long)c->vocab, c->tied ? "tied" : "untied",
+	    eps);
+	PUT(f, "# RoPE theta %s, %s.\n", theta,
+	    c->o_bias ? "biases on q, k, v and o" : c->qkv_bias ? "biases on q, k and v only" : "no biases");
+	if (o->kind == IMPORT_DECODE)
+		PUT(f, "# A decode step of one token for each of %lld sequences at its runtime position, appending\n"
+		       "# to and attending over each layer's cache; logits over the vocabulary.\n", (long long)o->batch);
+	else
+		PUT(f, "# The prefill of a %lld-token prompt for each of %lld sequences: each layer's cache written\n"
+		       "# at rows 0 to %lld, the prompt attending causally over itself, and the logits of its last\n"
+		       "# position.\n", (long long)o->prompt, (long long)o->batch, (long long)(o->prompt - 1));
+	PUT(f, "# Weights %s, the embedding table %s; each layer's KV cache a state [%lld, %lld, %lld] %s.\n",
+	    fmt_name(o->weights), fmt_name(o->head), (long long)o->batch, (long long)o->context, (long long)kv,
+	    fmt_name(o->cache));
+	PUT(f, "# Layout (model format 7): each head's rotary pairs interleaved (the checkpoint's q and k\n"
+	       "# columns permuted within each head to match), each kv head's keys beside its values.\n");
+	return rc;
+}
+
+/* A layer: the repeat's state, parameters and ops. */
+static int layer(const HfConfig *c, const ImportOpts *o, Output *out, Err *e, const char *eps, const char *theta)
+{
+	int rc = 0;
+	int64_t H = c->hidden, D = c->head_dim, Q = c->heads * D, KV = 2 * c->kv_heads * D, F = c->inter;
+	const char *w = fmt_name(o->weights);
+	PUT(f, "  - repeat: layers\n    count: %lld\n    in: h0\n    carry: x\n    state:\n", (long long)o->layers);
+	PUT(f, "      cache: {shape: [%lld, %lld, %lld], dtype: %s}\n    params:\n", (long long)o->batch,
+	    (long long)o->context, (long long)KV, fmt_name(o->cache));
+	PUT(f, "      n1: {shape: [%lld], dtype: fp16}\n      wq: {shape: [%lld, %lld], dtype: %s}\n", (long long)H,
+	    (long long)H, (long long)Q, w);
+	if (c->qkv_bias)
+		PUT(f, "      bq: {shape: [%lld], dtype: fp16}\n", (long long)Q);
+	PUT(f, "      wkv: {shape: [%lld, %lld], dtype: %s}\n", (long long)H, (long long)KV, w);
+	if (c->qkv_bias)
+		PUT(f, "      bkv: {shape: [%lld], dtype: fp16}\n", (long long)KV);
+	PUT(f, "      wo: {shape: [%lld, %lld], dtype: %s}\n", (long long)Q, (long long)H, w);
+	if (c->o_bias)
+		PUT(f, "      bo: {shape: [%lld], dtype: fp16}\n", (long long)H);
+	PUT(f, "      n2: {shape: [%lld], dtype: fp16}\n      wg: {shape: [%lld, %lld], dtype: %s}\n", (long long)H,
+	    (long long)H, (long long)F, w);
+	PUT(f, "      wu: {shape: [%lld, %lld], dtype: %s}\n      wd: {shape: [%lld, %lld], dtype: %s}\n", (long long)H,
+	    (long long)F, w, (long long)F, (long long)H, w);
+	PUT(f, "    ops:\n      - {op: rmsnorm, name: n1, x: x, scale: n1, eps: %s, out: xn}\n", eps);
+	PUT(f, "      - {op: matmul, name: q, a: xn, b: wq,%s out: q0}\n", c->qkv_bias ? " bias: bq," : "");
+	PUT(f, "      - {op: matmul, name: kv, a: xn, b: wkv,%s out: kv0}\n", c->qkv_bias ? " bias: bkv," : "");
+	PUT(f, "      - {op: rope, name: rq, x: q0, positions: pos, heads: %lld, head_dim: %lld, pairs: interleaved, "
+	       "theta: %s, out: q}\n", (long long)c->heads, (long long)D, theta);
+	PUT(f, "      - {op: rope, name: rk, x: kv0, positions: pos, heads: %lld, head_dim: %lld, head_stride: %lld, "
+	       "pairs: interleaved, theta: %s, out: kv}\n", (long long)c->kv_heads, (long long)D, (long long)(2 * D),
+	    theta);
+	if (o->kind == IMPORT_DECODE) {
+		PUT(f, "      - {op: append, name: store, cache: cache, x: kv, positions: pos}\n");
+		PUT(f, "      - {op: attention, name: attn, q: q, kv: cache, heads: %lld, kv_heads: %lld, positions: pos, "
+		       "kv_order: heads, out: a}\n", (long long)c->heads, (long long)c->kv_heads);
+	} else {
+		PUT(f, "      - {op: append, name: store, cache: cache, x: kv, positions: pos, first: 0}\n");
+		PUT(f, "      - {op: attention, name: attn, q: q, kv: kv, heads: %lld, kv_heads: %lld, causal: true, "
+		       "kv_order: heads, out: a}\n", (long long)c->heads, (long long)c->kv_heads);
+	}
+	PUT(f, "      - {op: matmul, name: o, a: a, b: wo,%s out: ao}\n", c->o_bias ? " bias: bo," : "");
+	PUT(f, "      - {op: add, name: r1, a: x, b: ao, out: h}\n");
+	PUT(f, "      - {op: rmsnorm, name: n2, x: h, scale: n2, eps: %s, out: hn}\n", eps);
+	PUT(f, "      - {op: matmul, name: gate, a: hn, b: wg, out: g}\n      - {op: matmul, name: up, a: hn, b: wu, "
+	       "out: u}\n");
+	PUT(f, "      - {op: silu, name: act, x: g, out: s}\n      - {op: mul, name: gated, a: s, b: u, out: m}\n");
+	PUT(f, "      - {op: matmul, name: down, a: m, b: wd, out: d}\n      - {op: add, name: r2, a: h, b: d, out: y}\n");
+	return rc;
+}
+
+int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
+{
+	int rc = 0;
+	char eps[32], theta[32];
+	int64_t T = o->kind == IMPORT_DECODE ? 1 : o->prompt, H = c->hidden, V = c->vocab;
+	if (!import_name_ok(o->name))
+		return errf(e, "model name '%s': a name is 1 to 128 of A-Z, a-z, 0-9, '.', '_' and '-'", o->name);
+	if (o->layers < 1 || o->layers > c->layers)
+		return errf(e, "%lld layers: the configuration has %lld", (long long)o->layers, (long long)c->layers);
+	if (o->kind == IMPORT_PREFILL && o->prompt > o->context)
+		return errf(e, "a prompt of %lld tokens does not fit a cache of %lld positions", (long long)o->prompt,
+			    (long long)o->context);
+	number(eps, sizeof eps, c->eps);
+	number(theta, sizeof theta, c->theta);
+	rc = header(c, o, out, e);
+	PUT(f, "amp-model: 7\nname: %s\ninputs:\n", o->name);
+	PUT(f, "  tok: {shape: [%lld, %lld, 1], dtype: int32}\n  pos: {shape: [%lld, %lld, 1], dtype: int32}\n",
+	    (long long)o->batch, (long long)T, (long long)o->batch, (long long)T);
+	PUT(f, "params:\n  emb: {shape: [%lld, %lld], dtype: %s}\n", (long long)H, (long long)V, fmt_name(o->head));
+	if (!c->tied)
+		PUT(f, "  wlm: {shape: [%lld, %lld], dtype: %s}\n", (long long)H, (long long)V, fmt_name(o->head));
+	PUT(f, "  norm_f: {shape: [%lld], dtype: fp16}\nops:\n", (long long)H);
+	PUT(f, "  - {op: embed, name: embed, ids: tok, table: emb, transposed: true, out: h0}\n");
+	rc = rc || layer(c, o, out, e, eps, theta);
+	if (o->kind == IMPORT_PREFILL)
+		PUT(f, "  - {op: last, name: next, x: x, out: xl}\n");
+	PUT(f, "  - {op: rmsnorm, name: norm_f, x: %s, scale: norm_f, eps: %s, out: hf}\n",
+	    o->kind == IMPORT_PREFILL ? "xl" : "x", eps);
+	PUT(f, "  - {op: matmul, name: lm_head, a: hf, b: %s, out: logits}\noutputs: [logits]\n", c->tied ? "emb" : "wlm");
+	return rc ? -1 : 0;
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env bats
+# amp-import (formats/import.md): a Hugging Face decoder's config.json as
+# an amp model file. The shipped decoders are exactly what it writes from
+# share/configs/; a tiny Llama and a tiny Qwen2 configuration written here
+# import, plan, emit and run byte-exact; what amp does not run is refused
+# by name, malformed JSON at its line and column, and nothing is written.
+
+bats_require_minimum_version 1.5.0
+load common
+
+CONFIGS=$ROOT/share/configs
+
+# tiny_config FILE ARCH [JQ]: a small decoder's config.json (hidden 64, 4
+# heads sharing 2 kv heads of 16, 2 layers, MLP 128, vocabulary 512),
+# edited by the jq filter JQ.
+tiny_config() {
+	jq -n --arg arch "$2" '{architectures: [$arch], hidden_act: "silu", hidden_size: 64,
+		intermediate_size: 128, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2,
+		vocab_size: 512, rms_norm_eps: 1e-05, rope_theta: 10000, tie_word_embeddings: true,
+		rope_scaling: null, max_position_embeddings: 256}' | jq "${3:-.}" > "$1"
+}
+
+# import_rejects CONFIG MESSAGE [ARG]...: exit 1, the message (a
+# regular expression after "amp-import: "), no output file.
+import_rejects() {
+	local cfg=$1 msg=$2
+	shift 2
+	run --separate-stderr amp-import --decode "$@" "$cfg" -o out.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-import:\ $msg$ ]] || fail "unexpected: $stderr"
+	[ ! -e out.yaml ] || fail "a partial model was written"
+	[ -z "$output" ] || fail "output on stdout: $output"
+}
+
+@test "import: the shipped decoders are exactly what make import-models writes from share/configs" {
+	make -s -C "$ROOT" import-models IMPORT_DIR="$BATS_TEST_TMPDIR/m" >/dev/null
+	local f n=0
+	for f in m/*.yaml; do
+		run diff "$f" "$MODELS/${f#m/}"
+		assert_success
+		n=$((n + 1))
+	done
+	assert_equal "$n" 10
+	# and what the importer writes is what the shipped prefill and decode say: their shapes
+	run grep -c '^      cache: {shape: \[8, 2048, 256\], dtype: fp16}$' "$MODELS/qwen2.5-0.5b-decode.yaml"
+	assert_output 1
+	run grep -c '^      - {op: rope, name: rk, x: kv0, positions: pos, heads: 2, head_dim: 64, head_stride: 128, pairs: interleaved, theta: 1000000, out: kv}$' \
+		"$MODELS/qwen2.5-0.5b-decode.yaml"
+	assert_output 1
+	run grep -c 'bias' "$MODELS/smollm2-360m-decode.yaml"
+	assert_output 1         # the header's "no biases"
+}
+
+@test "import: a tiny Llama and a tiny Qwen2 import, plan, emit and run byte-exact, prefill then decode" {
+	local arch
+	for arch in LlamaForCausalLM Qwen2ForCausalLM; do
+		mkdir -p "$arch"
+		tiny_config "$arch/config.json" "$arch"
+		amp-import --decode --batch 2 --context 64 "$arch" -o dec.yaml
+		amp-import --prefill --batch 1 --prompt 8 --context 64 "$arch" -o pre.yaml
+		run sed -n 's/^name: //p' dec.yaml
+		assert_output "$arch-decode"
+		run grep -c 'b: wq, bias: bq,' dec.yaml
+		[ "$arch" = Qwen2ForCausalLM ] && assert_output 1 || assert_output 0
+		program pre.yaml pre.amp
+		program dec.yaml dec.amp
+		run --separate-stderr amp-run dec.amp --prefill pre.amp --generate 3
+		assert_success
+		assert_line --regexp '^movement: byte-exact after every phase'
+		assert_line --regexp '^next token: the machine.s greedy token is the reference.s for [0-9]+ of 8 '
+	done
+}
+
+@test "import: a directory, a config.json, --layers, --name and the formats of the weights, the table and the cache" {
+	mkdir -p ck
+	tiny_config ck/config.json LlamaForCausalLM
+	amp-import --decode ck > a.yaml
+	amp-import --decode ck/config.json > b.yaml
+	run diff a.yaml b.yaml
+	assert_success
+	run sed -n 's/^name: //p' a.yaml
+	assert_output ck-decode
+	amp-import --prefill --layers 1 --weights fp16 --head fp16 --cache fp8 ck > c.yaml
+	run sed -n 's/^name: //p' c.yaml
+	assert_output ck-1layer-prefill
+	run grep -c '^    count: 1$' c.yaml
+	assert_output 1
+	run grep -c '^      wq: {shape: \[64, 64\], dtype: fp16}$' c.yaml
+	assert_output 1
+	run grep -c '^  emb: {shape: \[64, 512\], dtype: fp16}$' c.yaml
+	assert_output 1
+	run grep -c '^      cache: {shape: \[1, 2048, 64\], dtype: fp8}$' c.yaml
+	assert_output 1
+	amp-import --decode --name my.model_1 ck > d.yaml
+	run sed -n 's/^name: //p' d.yaml
+	assert_output my.model_1
+	# an untied head has its own weights; Llama's attention_bias puts biases on q, k, v and o
+	tiny_config u.json LlamaForCausalLM '.tie_word_embeddings = false | .attention_bias = true'
+	amp-import --decode u.json > u.yaml
+	run grep -c '^  wlm: {shape: \[64, 512\], dtype: fp8}$' u.yaml
+	assert_output 1
+	run grep -c '^  - {op: matmul, name: lm_head, a: hf, b: wlm, out: logits}$' u.yaml
+	assert_output 1
+	run grep -c '^      - {op: matmul, name: o, a: a, b: wo, bias: bo, out: ao}$' u.yaml
+	assert_output 1
+	amp-plan u.yaml > /dev/null
+	# head_dim apart from hidden / heads: q is heads x head_dim wide
+	tiny_config h.json LlamaForCausalLM '.head_dim = 32'
+	amp-import --decode h.json > h.yaml
+	run grep -c '^      wq: {shape: \[64, 128\], dtype: fp8}$' h.yaml
+	assert_output 1
+}
+
+@test "import: what amp does not run is refused by name, and nothing is written" {
+	tiny_config c.json LlamaForCausalLM '.rope_scaling = {rope_type: "llama3", factor: 32}'
+	import_rejects c.json "c.json: 'rope_scaling' of type 'llama3' is not supported \\(amp's rope is unscaled\\)"
+	tiny_config c.json Qwen2ForCausalLM '.use_sliding_window = true'
+	import_rejects c.json "c.json: a sliding window \\('use_sliding_window' true\\) is not supported"
+	tiny_config c.json LlamaForCausalLM '.num_local_experts = 8'
+	import_rejects c.json "c.json: a mixture of experts \\('num_local_experts' 8\\) is not supported"
+	tiny_config c.json LlamaForCausalLM '.hidden_act = "gelu"'
+	import_rejects c.json "c.json: 'hidden_act' 'gelu' is not supported \\(amp-import reads silu, SwiGLU's\\)"
+	tiny_config c.json LlamaForCausalLM '.mlp_bias = true'
+	import_rejects c.json "c.json: biases on the MLP \\('mlp_bias' true\\) are not supported"
+	tiny_config c.json GPT2LMHeadModel
+	import_rejects c.json "c.json: architecture 'GPT2LMHeadModel' is not supported \\(amp-import reads LlamaForCausalLM and Qwen2ForCausalLM\\)"
+	tiny_config c.json LlamaForCausalLM '.rope_interleaved = true'
+	import_rejects c.json "c.json: 'rope_interleaved' true is not supported .*"
+}
+
+@test "import: a malformed configuration names the file and the field, or the line and column" {
+	tiny_config c.json LlamaForCausalLM 'del(.num_key_value_heads)'
+	import_rejects c.json "c.json: 'num_key_value_heads' is missing \\(a decoder's configuration must name it\\)"
+	tiny_config c.json LlamaForCausalLM '.hidden_size = "64"'
+	import_rejects c.json "c.json: 'hidden_size' must be an integer, not a string"
+	tiny_config c.json LlamaForCausalLM '.num_key_value_heads = 3'
+	import_rejects c.json "c.json: 'num_key_value_heads' 3 does not divide 'num_attention_heads' 4"
+	tiny_config c.json LlamaForCausalLM '.num_hidden_layers = 0'
+	import_rejects c.json "c.json: 'num_hidden_layers' is 0; it must be positive"
+	tiny_config c.json LlamaForCausalLM '.rms_norm_eps = -1'
+	import_rejects c.json "c.json: 'rms_norm_eps' is -1; it must be positive"
+	tiny_config c.json LlamaForCausalLM 'del(.architectures)'
+	import_rejects c.json "c.json: 'architectures' is missing or holds no name"
+	printf '{\n  "architectures": ["LlamaForCausalLM"],\n  "hidden_size": 64,,\n}\n' > c.json
+	import_rejects c.json "c.json:3:21: string or .}. expected near .,."
+	printf '{"hidden_size": 1, "hidden_size": 2}\n' > c.json
+	import_rejects c.json "c.json:1:.*duplicate.*"
+	printf '[1, 2]\n' > c.json
+	import_rejects c.json "c.json: expected a JSON object, found a list"
+	import_rejects missing.json "missing.json: .*"
+	# and what the options ask of the configuration
+	tiny_config c.json LlamaForCausalLM
+	import_rejects c.json "3 layers: the configuration has 2" --layers 3
+	run --separate-stderr amp-import --prefill --prompt 100 --context 64 c.json -o out.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: a prompt of 100 tokens does not fit a cache of 64 positions" ]] || fail "$stderr"
+	[ ! -e out.yaml ]
+}
+
+@test "import: usage errors exit 2" {
+	tiny_config c.json LlamaForCausalLM
+	run --separate-stderr amp-import c.json
+	assert_failure 2
+	[[ $stderr =~ say\ --decode\ or\ --prefill ]] || fail "$stderr"
+	run --separate-stderr amp-import --decode --prefill c.json
+	assert_failure 2
+	run --separate-stderr amp-import --decode --prompt 8 c.json
+	assert_failure 2
+	run --separate-stderr amp-import --decode --name 'a b' c.json
+	assert_failure 2
+	run --separate-stderr amp-import --decode --cache fp32 c.json
+	assert_failure 2
+	run --separate-stderr amp-import --decode --batch 0 c.json
+	assert_failure 2
+	run --separate-stderr amp-import --decode
+	assert_failure 2
+	# a name made from a file name that is none
+	cp c.json 'a b.json'
+	run --separate-stderr amp-import --decode 'a b.json'
+	assert_failure 2
+	[[ $stderr =~ give\ one\ with\ --name ]] || fail "$stderr"
+	amp-import --decode --name ab 'a b.json' > /dev/null
+}

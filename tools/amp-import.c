@@ -1,0 +1,164 @@
+/* amp-import: a Hugging Face decoder's config.json -> an amp model file
+ * (formats/import.md; lib/model/import.c does the work). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/import.h"
+#include "tool.h"
+
+static const char usage[] =
+	"Usage: amp-import (--decode | --prefill) [OPTION]... CONFIG\n"
+	"Read a Hugging Face model's configuration (CONFIG: its config.json, or\n"
+	"the directory holding it) and write the amp model file (formats/model.md)\n"
+	"of its decode step or its prefill. Architectures: LlamaForCausalLM\n"
+	"(SmolLM2, Llama 3.x without rope scaling) and Qwen2ForCausalLM (biases\n"
+	"on q, k and v). What the configuration describes and amp does not run\n"
+	"(rope_scaling, a sliding window, experts, an MLP bias, an activation\n"
+	"other than silu) is refused by name (formats/import.md).\n";
+
+static const char epilogue[] =
+	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
+
+enum { K_DECODE = 256, K_PREFILL, K_PROMPT, K_CONTEXT, K_LAYERS, K_WEIGHTS, K_HEAD, K_CACHE, K_NAME };
+
+static const Opt opts[] = {
+	{ K_DECODE, 0, "decode", OPT_NOARG, NULL, NULL,
+	  "a decode step: one token for each sequence at its\n"
+	  "runtime position, appending to each layer's KV cache" },
+	{ K_PREFILL, 0, "prefill", OPT_NOARG, NULL, NULL,
+	  "a prefill: the prompt of each sequence, its cache\n"
+	  "written from row 0, the logits of its last position" },
+	{ 'b', 'b', "batch", OPT_ARG, "N", NULL,
+	  "sequences (default 8 for --decode, 1 for --prefill)" },
+	{ K_PROMPT, 0, "prompt", OPT_ARG, "N", NULL,
+	  "a prefill's tokens (default 512)" },
+	{ K_CONTEXT, 0, "context", OPT_ARG, "N", NULL,
+	  "positions each layer's KV cache holds (default 2048)" },
+	{ K_LAYERS, 0, "layers", OPT_ARG, "N", NULL,
+	  "the first N layers only (a copy for validation; default\n"
+	  "all; the default name then says N)" },
+	{ K_WEIGHTS, 0, "weights", OPT_ARG, "FORMAT", "words:fp8 fp16",
+	  "the layers' matmul weights (default fp8)" },
+	{ K_HEAD, 0, "head", OPT_ARG, "FORMAT", "words:fp8 fp16",
+	  "the embedding table, which a tied lm_head reads, and an\n"
+	  "untied lm_head's weights (default fp8)" },
+	{ K_CACHE, 0, "cache", OPT_ARG, "FORMAT", "words:fp8 fp16",
+	  "the KV cache (default fp16)" },
+	{ K_NAME, 0, "name", OPT_ARG, "NAME", NULL,
+	  "the model's name (default CONFIG's base name, or its\n"
+	  "directory's, then -Nlayer with --layers, then -decode\n"
+	  "or -prefill); A-Z, a-z, 0-9, '.', '_' and '-'" },
+	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
+	  "write the model to FILE (default standard output)" },
+	{ 0 },
+};
+
+static const OptTool tool = { "amp-import", usage, opts, epilogue };
+
+static Format format_arg(const char *opt, const char *arg)
+{
+	if (!strcmp(arg, "fp8"))
+		return FMT_FP8;
+	if (!strcmp(arg, "fp16"))
+		return FMT_FP16;
+	usage_error("%s takes fp8 or fp16, not '%s'", opt, arg);
+}
+
+static int64_t positive_arg(const char *opt, const char *arg)
+{
+	int64_t n = count_arg(opt, arg);
+	if (n < 1 || n > (INT64_C(1) << 30))
+		usage_error("%s takes a count from 1 to 2^30, not '%s'", opt, arg);
+	return n;
+}
+
+/* CONFIG's base name without ".json", or its directory's when it is a
+ * directory or a config.json. */
+static char *stem(const char *path)
+{
+	char *p = xstrdup(path), *s;
+	size_t n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = 0;
+	s = strrchr(p, '/');
+	if (!strcmp(s ? s + 1 : p, "config.json") && s)
+		*s = 0, s = strrchr(p, '/');
+	char *base = xstrdup(s ? s + 1 : p);
+	free(p);
+	n = strlen(base);
+	if (n > 5 && !strcmp(base + n - 5, ".json"))
+		base[n - 5] = 0;
+	return base;
+}
+
+int main(int argc, char **argv)
+{
+	ImportOpts o = { IMPORT_DECODE, 0, 512, 2048, 0, FMT_FP8, FMT_FP8, FMT_FP16, NULL, NULL };
+	const char *out_path = NULL, *arg;
+	int kind = -1, c, prompt_given = 0;
+	OptParse op;
+	opt_init(&op, &tool, argc, argv);
+	while ((c = opt_next(&op, &arg)) != -1) {
+		switch (c) {
+		case K_DECODE:
+		case K_PREFILL:
+			if (kind >= 0 && kind != (c == K_PREFILL))
+				usage_error("--decode and --prefill: one model at a time");
+			kind = c == K_PREFILL;
+			break;
+		case 'b': o.batch = positive_arg("--batch", arg); break;
+		case K_PROMPT: o.prompt = positive_arg("--prompt", arg), prompt_given = 1; break;
+		case K_CONTEXT: o.context = positive_arg("--context", arg); break;
+		case K_LAYERS: o.layers = positive_arg("--layers", arg); break;
+		case K_WEIGHTS: o.weights = format_arg("--weights", arg); break;
+		case K_HEAD: o.head = format_arg("--head", arg); break;
+		case K_CACHE: o.cache = format_arg("--cache", arg); break;
+		case K_NAME: o.name = arg; break;
+		case 'o': out_path = arg; break;
+		}
+	}
+	if (kind < 0)
+		usage_error("say --decode or --prefill");
+	if (kind == 0 && prompt_given)
+		usage_error("--prompt is a prefill's (with --decode, each sequence brings one token)");
+	const char *in = one_input(argc, argv, op.optind, "configuration");
+	if (!in)
+		usage_error("name the configuration (a config.json, or its directory)");
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the configuration", in } }, 1, 2);
+	if (o.name && !import_name_ok(o.name))
+		usage_error("--name '%s': a name is 1 to 128 of A-Z, a-z, 0-9, '.', '_' and '-'", o.name);
+	o.kind = kind ? IMPORT_PREFILL : IMPORT_DECODE;
+	o.batch = o.batch ? o.batch : kind ? 1 : 8;
+
+	HfConfig hc;
+	Err e;
+	if (hf_config_load(&hc, in, &e))
+		fail(&e);
+	int layers_given = o.layers > 0;
+	o.layers = layers_given ? o.layers : hc.layers;
+	char *base = stem(in), *name = NULL;
+	o.source = base;
+	if (!o.name) {
+		char layers[32] = "";
+		if (layers_given && o.layers != hc.layers)
+			snprintf(layers, sizeof layers, "-%lldlayer", (long long)o.layers);
+		name = xasprintf("%s%s-%s", base, layers, kind ? "prefill" : "decode");
+		if (!import_name_ok(name))
+			usage_error("'%s' is no model name (A-Z, a-z, 0-9, '.', '_' and '-'): give one with --name", name);
+		o.name = name;
+	}
+	Output *out = output_open(out_path, 0, &e);
+	if (!out)
+		fail(&e);
+	if (import_model(&hc, &o, out, &e)) {
+		output_abort(out);      /* no partial model */
+		fail(&e);
+	}
+	if (output_commit(out, &e))
+		fail(&e);
+	free(name);
+	free(base);
+	hf_config_free(&hc);
+	return EXIT_OK;
+}
