@@ -107,7 +107,7 @@ mutate: deps report-test-deps
 	@bash tests/mutants/run.sh
 
 check: deps report-test-deps sweep-deps
-	@$(MAKE) -s --no-print-directory all $(UNIT_BINS) $(OBJ)/bench/staging
+	@$(MAKE) -s --no-print-directory all $(UNIT_BINS) $(OBJ)/bench/staging $(OBJ)/tests/mkckpt
 	@AMP_BIN=$(CURDIR)/$(BIN) AMP_OBJ=$(CURDIR)/$(OBJ) AMP_SAN=$(SAN) UNIT_BINS="$(UNIT_BINS)" FUZZ=$(FUZZ) bash tests/run.sh
 
 unit: $(UNIT_BINS)

@@ -5,7 +5,7 @@
 #
 # Each reader (tests/fuzz/readers.h: model, machine, scales, the four stage
 # kinds, program, npy, amp-compare's capture reader, the sweep spec and
-# amp-import's config.json) runs for FUZZ_SECONDS from its seeds in
+# amp-import's config.json and safetensors) runs for FUZZ_SECONDS from its seeds in
 # tests/fuzz/<reader>/, growing artifacts/fuzz/<reader>/corpus/. A crash,
 # leak, timeout or out-of-memory input is written to artifacts/fuzz/<reader>/
 # and the run fails; copy it into tests/fuzz/<reader>/ with the fix, where
@@ -14,7 +14,7 @@
 # corpus grows across runs) and findings. FUZZ_SECONDS=3600 is the long
 # campaign; `make -j2 fuzz` runs two readers at once.
 
-FUZZ_READERS ?= model machine scales plan expand exchange group program npy capture sweep config
+FUZZ_READERS ?= model machine scales plan expand exchange group program npy capture sweep config safetensors
 FUZZ_SECONDS ?= 60
 FUZZ_PKGS    := clang libclang-rt-dev
 FUZZ_OBJ     := build/fuzz

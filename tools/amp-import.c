@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/import.h"
 #include "tool.h"
@@ -20,7 +21,7 @@ static const char usage[] =
 static const char epilogue[] =
 	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
 
-enum { K_DECODE = 256, K_PREFILL, K_PROMPT, K_CONTEXT, K_LAYERS, K_WEIGHTS, K_HEAD, K_CACHE, K_NAME };
+enum { K_DECODE = 256, K_PREFILL, K_PROMPT, K_CONTEXT, K_LAYERS, K_MATMULS, K_HEAD, K_CACHE, K_NAME, K_CKPT, K_WDIR };
 
 static const Opt opts[] = {
 	{ K_DECODE, 0, "decode", OPT_NOARG, NULL, NULL,
@@ -38,7 +39,7 @@ static const Opt opts[] = {
 	{ K_LAYERS, 0, "layers", OPT_ARG, "N", NULL,
 	  "the first N layers only (a copy for validation; default\n"
 	  "all; the default name then says N)" },
-	{ K_WEIGHTS, 0, "weights", OPT_ARG, "FORMAT", "words:fp8 fp16",
+	{ K_MATMULS, 0, "matmuls", OPT_ARG, "FORMAT", "words:fp8 fp16",
 	  "the layers' matmul weights (default fp8)" },
 	{ K_HEAD, 0, "head", OPT_ARG, "FORMAT", "words:fp8 fp16",
 	  "the embedding table, which a tied lm_head reads, and an\n"
@@ -51,6 +52,13 @@ static const Opt opts[] = {
 	  "or -prefill); A-Z, a-z, 0-9, '.', '_' and '-'" },
 	{ 'o', 'o', "output", OPT_ARG, "FILE", "file",
 	  "write the model to FILE (default standard output)" },
+	{ K_WDIR, 0, "weights-dir", OPT_ARG, "DIR", "dir",
+	  "also write the checkpoint's weights as the model's\n"
+	  "parameters: DIR/<parameter>.npy and DIR/weights.yaml,\n"
+	  "for amp-run --weights DIR (formats/import.md)" },
+	{ K_CKPT, 0, "checkpoint", OPT_ARG, "PATH", "file",
+	  "the weights: a .safetensors, a model.safetensors.index.json\n"
+	  "or their directory (default CONFIG's directory)" },
 	{ 0 },
 };
 
@@ -92,10 +100,20 @@ static char *stem(const char *path)
 	return base;
 }
 
+/* The directory of CONFIG: itself when it is one, else the file's. */
+static char *config_dir(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return xstrdup(path);
+	const char *s = strrchr(path, '/');
+	return s ? xasprintf("%.*s", (int)(s - path) + (s == path), path) : xstrdup(".");
+}
+
 int main(int argc, char **argv)
 {
 	ImportOpts o = { IMPORT_DECODE, 0, 512, 2048, 0, FMT_FP8, FMT_FP8, FMT_FP16, NULL, NULL };
-	const char *out_path = NULL, *arg;
+	const char *out_path = NULL, *arg, *wdir = NULL, *ckpt_path = NULL;
 	int kind = -1, c, prompt_given = 0;
 	OptParse op;
 	opt_init(&op, &tool, argc, argv);
@@ -111,11 +129,13 @@ int main(int argc, char **argv)
 		case K_PROMPT: o.prompt = positive_arg("--prompt", arg), prompt_given = 1; break;
 		case K_CONTEXT: o.context = positive_arg("--context", arg); break;
 		case K_LAYERS: o.layers = positive_arg("--layers", arg); break;
-		case K_WEIGHTS: o.weights = format_arg("--weights", arg); break;
+		case K_MATMULS: o.weights = format_arg("--matmuls", arg); break;
 		case K_HEAD: o.head = format_arg("--head", arg); break;
 		case K_CACHE: o.cache = format_arg("--cache", arg); break;
 		case K_NAME: o.name = arg; break;
 		case 'o': out_path = arg; break;
+		case K_WDIR: wdir = arg; break;
+		case K_CKPT: ckpt_path = arg; break;
 		}
 	}
 	if (kind < 0)
@@ -148,12 +168,24 @@ int main(int argc, char **argv)
 			usage_error("'%s' is no model name (A-Z, a-z, 0-9, '.', '_' and '-'): give one with --name", name);
 		o.name = name;
 	}
+	/* the model is committed only when the weights are written too */
 	Output *out = output_open(out_path, 0, &e);
 	if (!out)
 		fail(&e);
 	if (import_model(&hc, &o, out, &e)) {
 		output_abort(out);      /* no partial model */
 		fail(&e);
+	}
+	if (wdir) {
+		char *dir = ckpt_path ? NULL : config_dir(in);
+		const char *cp = ckpt_path ? ckpt_path : dir;
+		Checkpoint ck;
+		if (ckpt_open(&ck, cp, &e) || import_weights(&hc, &o, &ck, wdir, &e)) {
+			output_abort(out);
+			fail(&e);
+		}
+		ckpt_close(&ck);
+		free(dir);
 	}
 	if (output_commit(out, &e))
 		fail(&e);

@@ -56,6 +56,12 @@ static const Opt opts[] = {
 	  "reads its part of DIR/<input>.npy, which holds the\n"
 	  "whole batch's [B, ...]; a tensor whose name holds '/'\n"
 	  "is refused, never read outside DIR" },
+	{ 'W', 0, "weights", OPT_ARG, "DIR", "dir",
+	  "read every parameter from DIR/<tensor>.npy as amp-import\n"
+	  "--weights-dir wrote them (before --data), for the\n"
+	  "machine and the reference alike; DIR/weights.yaml must\n"
+	  "name each with the program's shape and its file's\n"
+	  "digest (formats/import.md)" },
 	{ 'S', 0, "seed", OPT_ARG, "N", NULL,
 	  "seed for generated data (default 1)" },
 	{ 'A', 0, "save", OPT_ARG, "DIR", "dir",
@@ -286,6 +292,8 @@ static void load_prog(Prog *p, const char *path, const char *model_path, const c
 		fprintf(stderr, "amp-run: warning: '%s' carries no model (amp-emit --no-model) and none was given "
 			"(--model): movement and arithmetic are checked, not that the stage computes the "
 			"model\n", path ? path : "<stdin>");
+	if (ro->weights_dir && run_weights_check(&p->pl, ro->weights_dir, &e))
+		fail(&e);
 	if (p->has_model)
 		p->opcheck = run_opcheck_new(&p->md, p->has_sc ? &p->sc : NULL, &p->pl, ro);
 	p->ids = run_token_ids(&p->pl, &p->logits);
@@ -540,6 +548,7 @@ int main(int argc, char **argv)
 	while ((c = opt_next(&op, &arg)) != -1) {
 		switch (c) {
 		case 'D': ro.data_dir = arg; break;
+		case 'W': ro.weights_dir = arg; break;
 		case 'S':
 			if (parse_i64(arg, &n) || n < 0)
 				usage_error("--seed takes a non-negative integer, not '%s'", arg);

@@ -10,6 +10,7 @@
 #include "base/diag.h"
 #include "base/io.h"
 #include "model/layout.h"
+#include "model/safetensors.h"
 
 /* The facts of a decoder's configuration that its amp model needs. */
 typedef struct {
@@ -44,6 +45,13 @@ typedef struct {
 /* Writes the amp model (formats/model.md, format 7) of configuration c
  * under options o. */
 int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e);
+
+/* Writes the checkpoint ck's tensors as the parameters of the model
+ * import_model writes under o: DIR/<parameter>.npy (float32) and the
+ * manifest DIR/weights.yaml (formats/import.md, "Weights"). A tensor
+ * missing, of another shape or of a dtype other than F32, F16 and BF16 is
+ * an error naming it; on an error nothing is left in DIR. */
+int import_weights(const HfConfig *c, const ImportOpts *o, const Checkpoint *ck, const char *dir, Err *e);
 
 /* Is s a model name import_model writes as it is: 1 to 128 of
  * [A-Za-z0-9._-]? */

@@ -97,6 +97,8 @@ void carry_stack(Carry *all, const Carry *one, const Plan *pl);
 
 typedef struct {
 	const char *data_dir;   /* inputs and parameters as DIR/<name>.npy, or NULL */
+	const char *weights_dir;        /* parameters as DIR/<name>.npy (amp-import's, run_weights_check),
+					 * before data_dir; or NULL */
 	uint64_t seed;
 	int quantized;          /* store values in their formats (0: raw fp32, for calibration) */
 	RunCache *cache;        /* NULL: nothing shared */
@@ -118,6 +120,13 @@ typedef struct {
 	void (*progress)(void *ctx, const char *what, int done, int total);
 	void *progress_ctx;
 } RunOpts;
+
+/* amp-run --weights DIR: the manifest DIR/weights.yaml that amp-import
+ * wrote names every parameter of pl and no other tensor, each with pl's
+ * shape ([count, ...]; with count 1 one instance's too), fp32, and the
+ * digest of its file DIR/<name>.npy, which must still be the file's. The
+ * first disagreement is an error naming the tensor. */
+int run_weights_check(const Plan *pl, const char *dir, Err *e);
 
 /* val[t] for every input, parameter and state of pl (others NULL). The
  * positions an append reads must name rows of its state. */

@@ -149,9 +149,10 @@ int64_t spec_values(const DataSpec *x)
 static char *data_file(const DataSpec *x, const RunOpts *o)
 {
 	struct stat st;
-	if (!o->data_dir || strchr(x->name, '/'))      /* never a file outside DIR (tensor_data refuses it) */
+	const char *dir = x->param && o->weights_dir ? o->weights_dir : o->data_dir;
+	if (!dir || strchr(x->name, '/'))      /* never a file outside DIR (tensor_data refuses it) */
 		return NULL;
-	char *path = xasprintf("%s/%s.npy", o->data_dir, x->name);
+	char *path = xasprintf("%s/%s.npy", dir, x->name);
 	if (stat(path, &st) == 0)
 		return path;
 	free(path);

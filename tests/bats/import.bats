@@ -80,7 +80,7 @@ import_rejects() {
 	assert_success
 	run sed -n 's/^name: //p' a.yaml
 	assert_output ck-decode
-	amp-import --prefill --layers 1 --weights fp16 --head fp16 --cache fp8 ck > c.yaml
+	amp-import --prefill --layers 1 --matmuls fp16 --head fp16 --cache fp8 ck > c.yaml
 	run sed -n 's/^name: //p' c.yaml
 	assert_output ck-1layer-prefill
 	run grep -c '^    count: 1$' c.yaml
@@ -180,4 +180,135 @@ import_rejects() {
 	assert_failure 2
 	[[ $stderr =~ give\ one\ with\ --name ]] || fail "$stderr"
 	amp-import --decode --name ab 'a b.json' > /dev/null
+}
+
+MKCKPT=${AMP_OBJ:-$ROOT/build/rel}/tests/mkckpt
+
+# st_file FILE HEADER [DATA_BYTES]: a safetensors file: the header's
+# length as 8 little-endian bytes, the header, then DATA_BYTES zero bytes.
+st_file() {
+	local n=${#2} i
+	{
+		for i in 0 1 2 3 4 5 6 7; do
+			printf "\\$(printf '%03o' $(((n >> (8 * i)) & 255)))"
+		done
+		printf '%s' "$2"
+		head -c "${3:-0}" /dev/zero
+	} > "$1"
+}
+
+@test "import: checkpoints written here run byte-exact and match a float64 reference of the Hugging Face model" {
+	# a Llama with its own lm_head in F32, a Qwen2 in BF16 in two shards
+	mkdir -p llama qwen
+	"$MKCKPT" write llama LlamaForCausalLM untied
+	"$MKCKPT" write qwen Qwen2ForCausalLM sharded bf16
+	local a c
+	for a in llama qwen; do
+		amp-import --prefill --prompt 8 --context 64 --matmuls fp16 --head fp16 "$a" --weights-dir "w$a" -o pre.yaml
+		amp-import --decode --batch 1 --context 64 --matmuls fp16 --head fp16 "$a" -o dec.yaml
+		run grep -c '^amp-weights: 1$' "w$a/weights.yaml"
+		assert_output 1
+		"$MKCKPT" prompt "$a" 8
+		program pre.yaml pre.amp
+		program dec.yaml dec.amp
+		mkdir -p "s$a"
+		run --separate-stderr amp-run pre.amp --weights "w$a" --data "$a" --save "s$a"
+		assert_success
+		assert_line --regexp '^movement: byte-exact after every phase'
+		# against the float64 forward pass over the checkpoint itself (rotate_half, q, k and v apart)
+		c=$("$MKCKPT" cosine "s$a/logits.npy" "$a/ref_logits.npy")
+		awk -v c="$c" 'BEGIN { exit !(c >= 0.999) }' || fail "$a: logits cosine $c against the float64 reference"
+		# the same weights serve the decode, after the prefill
+		run --separate-stderr amp-run dec.amp --prefill pre.amp --weights "w$a" --data "$a" --generate 3
+		assert_success
+		assert_line --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
+	done
+}
+
+@test "import: amp-run --weights refuses weights that are not the program's, naming the tensor" {
+	mkdir -p llama
+	"$MKCKPT" write llama LlamaForCausalLM
+	amp-import --decode --batch 1 --context 64 llama --weights-dir w -o dec.yaml
+	program dec.yaml dec.amp
+	amp-run dec.amp --weights w > /dev/null
+	# a file changed after the import
+	cp -r w w1
+	"$MKCKPT" write llama LlamaForCausalLM untied
+	amp-import --decode --batch 1 --context 64 --name x llama --weights-dir w9 -o /dev/null
+	cp w9/wq.npy w1/wq.npy
+	run --separate-stderr amp-run dec.amp --weights w1
+	assert_failure 1
+	[[ $stderr =~ ^amp-run:\ w1/wq\.npy:\ its\ digest\ [0-9a-f]{16}\ differs\ from\ [0-9a-f]{16},\ recorded\ at\ import\ \(w1/weights\.yaml\)$ ]] || fail "$stderr"
+	# a parameter missing, another shape, another dtype, a tensor the program lacks
+	cp -r w w2 && sed -i '/name: wq,/d' w2/weights.yaml
+	run --separate-stderr amp-run dec.amp --weights w2
+	assert_failure 1
+	[[ $stderr == "amp-run: w2/weights.yaml: the program's parameter 'wq' is missing" ]] || fail "$stderr"
+	cp -r w w3 && sed -i 's/^\(  - {name: wq, shape: \[\)2, /\13, /' w3/weights.yaml
+	run --separate-stderr amp-run dec.amp --weights w3
+	assert_failure 1
+	[[ $stderr =~ ^amp-run:\ w3/weights\.yaml:[0-9]+:[0-9]+:\ tensor\ \'wq\':\ this\ shape\ is\ not\ the\ program\'s ]] || fail "$stderr"
+	cp -r w w4 && sed -i 's/^\(  - {name: wq, .*dtype: \)fp32/\1fp16/' w4/weights.yaml
+	run --separate-stderr amp-run dec.amp --weights w4
+	assert_failure 1
+	[[ $stderr =~ tensor\ \'wq\'\ is\ fp16\;\ amp-import\ writes\ fp32 ]] || fail "$stderr"
+	cp -r w w5 && printf '  - {name: extra, shape: [1], dtype: fp32, fnv1a: 0000000000000000}\n' >> w5/weights.yaml
+	run --separate-stderr amp-run dec.amp --weights w5
+	assert_failure 1
+	[[ $stderr =~ tensor\ \'extra\'\ is\ no\ parameter\ of\ the\ program ]] || fail "$stderr"
+}
+
+@test "import: a malformed checkpoint names the file and what is wrong; nothing is written" {
+	local h
+	mkdir -p c
+	"$MKCKPT" write c LlamaForCausalLM
+	ok_model=$(amp-import --decode c)
+	# truncated: the last tensor's bytes past the end
+	size=$(stat -c %s c/model.safetensors)
+	head -c $((size - 100)) c/model.safetensors > t.st && mv t.st c/model.safetensors
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-import:\ c/model\.safetensors:\ tensor\ \'[a-z_.0-9]+\':\ its\ data\ ends\ at\ byte\ [0-9]+\ of\ the\ data,\ which\ holds\ [0-9]+$ ]] || fail "$stderr"
+	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
+	# a header claiming bytes past the end
+	printf '\377\377\0\0\0\0\0\0{}' > c/model.safetensors
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c/model.safetensors: its header claims 65535 bytes, past the end of the file (10 bytes)" ]] || fail "$stderr"
+	# overlapping tensors
+	h='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}'
+	st_file c/model.safetensors "$h" 12
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c/model.safetensors: tensors 'a' and 'b' overlap" ]] || fail "$stderr"
+	# a dtype that does not exist
+	st_file c/model.safetensors '{"a":{"dtype":"F7","shape":[1],"data_offsets":[0,4]}}' 4
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c/model.safetensors: tensor 'a': dtype 'F7' does not exist" ]] || fail "$stderr"
+	# bytes that are not the shape's
+	st_file c/model.safetensors '{"a":{"dtype":"F16","shape":[3],"data_offsets":[0,4]}}' 4
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c/model.safetensors: tensor 'a': 4 bytes for 3 elements of F16" ]] || fail "$stderr"
+	# a well-formed file without the model's tensors
+	st_file c/model.safetensors '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}' 4
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c: the checkpoint has no tensor 'model.embed_tokens.weight'" ]] || fail "$stderr"
+	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
+	# a tensor of another shape than the configuration's
+	"$MKCKPT" write c LlamaForCausalLM
+	jq '.vocab_size = 100' c/config.json > c2.json && mv c2.json c/config.json
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c/model.safetensors: tensor 'model.embed_tokens.weight' is [96, 64]; the configuration makes it [100, 64]" ]] || fail "$stderr"
+	# an lm_head the configuration says is tied, which is not the table
+	rm -rf c && mkdir c && "$MKCKPT" write c LlamaForCausalLM untied
+	jq '.tie_word_embeddings = true' c/config.json > c2.json && mv c2.json c/config.json
+	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr =~ but\ the\ checkpoint.s\ .lm_head\.weight.\ differs\ from\ .model\.embed_tokens\.weight.$ ]] || fail "$stderr"
+	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
+	[ -n "$ok_model" ]
 }

@@ -3,7 +3,8 @@
  * the corpora under make check (tests/unit/test_fuzz.c).
  *
  * Each takes any bytes, hands them to the reader as a file (the model,
- * machine, scales, program, .npy, sweep spec and config.json readers take paths) or as a memory
+ * machine, scales, program, .npy, sweep spec, config.json and safetensors
+ * readers take paths) or as a memory
  * input (the stage readers and amp-compare's capture reader), and frees whatever was read. A reader may
  * refuse the bytes; it must never crash, leak, hang or read out of bounds.
  */
@@ -203,6 +204,22 @@ static int fuzz_config(const uint8_t *d, size_t n)
 	return 0;
 }
 
+/* amp-import's safetensors reader, and the conversion of what it read. */
+static int fuzz_safetensors(const uint8_t *d, size_t n)
+{
+	Checkpoint c;
+	Err e;
+	if (ckpt_open(&c, fuzz_path(d, n), &e) == 0) {
+		for (int i = 0; i < c.nt; i++) {
+			float *v;
+			if (ckpt_floats(&c, &c.t[i], &v, &e) == 0)
+				free(v);
+		}
+		ckpt_close(&c);
+	}
+	return 0;
+}
+
 typedef int (*FuzzFn)(const uint8_t *d, size_t n);
 
 /* Every reader, by the name of its corpus directory tests/fuzz/<name>/. */
@@ -214,6 +231,7 @@ static const struct {
 	{ "plan", fuzz_plan }, { "expand", fuzz_expand }, { "exchange", fuzz_exchange },
 	{ "group", fuzz_group }, { "program", fuzz_program }, { "npy", fuzz_npy },
 	{ "capture", fuzz_capture }, { "sweep", fuzz_sweep }, { "config", fuzz_config },
+	{ "safetensors", fuzz_safetensors },
 };
 #define FUZZ_READERS ((int)(sizeof fuzz_readers / sizeof *fuzz_readers))
 

@@ -1,0 +1,369 @@
+/* mkckpt: tiny Hugging Face checkpoints for the importer's tests, and
+ * their logits by an independent float64 forward pass written here from
+ * the Hugging Face definitions of LlamaForCausalLM and Qwen2ForCausalLM
+ * (rotate_half rotary embedding, grouped-query causal attention, SwiGLU),
+ * never from amp's model or code paths.
+ *
+ *   mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied]
+ *       DIR/config.json and DIR/model.safetensors (or two shards and
+ *       model.safetensors.index.json): hidden 64, MLP 96, 4 heads sharing
+ *       2 kv heads of 16, 2 layers, vocabulary 96, random weights (seeded
+ *       by ARCH and the options), F32 unless bf16 or f16.
+ *   mkckpt prompt DIR T
+ *       DIR/tok.npy and DIR/pos.npy ([1, T, 1] int32: token ids, 0..T-1),
+ *       and DIR/ref_logits.npy ([1, 1, V] float64): the logits of the
+ *       prompt's last position by the float64 forward pass over DIR's
+ *       checkpoint.
+ *   mkckpt cosine A.npy B.npy
+ *       prints the cosine of two arrays of one size.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/npy.h"
+#include "base/num.h"
+#include "model/safetensors.h"
+
+enum { H = 64, F = 96, NH = 4, NKV = 2, D = 16, L = 2, V = 96 };
+static const double EPS = 1e-5, THETA = 10000;
+
+static uint64_t rng;
+static double uni(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "mkckpt: %s\n", what);
+	exit(1);
+}
+
+/* ---- writing ---- */
+
+typedef struct {
+	char *name;
+	int rank;
+	int64_t shape[2];
+	float *v;
+} T;
+
+static T ts[64];
+static int nts;
+
+static void tensor(const char *name, int64_t r, int64_t c, double scale, double base)
+{
+	T *t = &ts[nts++];
+	t->name = strdup(name);
+	t->rank = c ? 2 : 1;
+	t->shape[0] = r, t->shape[1] = c;
+	int64_t n = r * (c ? c : 1);
+	t->v = malloc((size_t)n * sizeof *t->v);
+	for (int64_t i = 0; i < n; i++)
+		t->v[i] = (float)(base + scale * uni());
+}
+
+static uint16_t bf16(float x)
+{
+	uint32_t b;
+	memcpy(&b, &x, 4);
+	b += 0x7FFF + ((b >> 16) & 1);  /* round to nearest even */
+	return (uint16_t)(b >> 16);
+}
+
+/* Writes tensors [a, b) as one safetensors file. */
+static void write_file(const char *path, int a, int b, const char *dtype)
+{
+	size_t es = strcmp(dtype, "F32") ? 2 : 4, off = 0;
+	json_t *h = json_object();
+	for (int i = a; i < b; i++) {
+		size_t n = (size_t)(ts[i].shape[0] * (ts[i].rank > 1 ? ts[i].shape[1] : 1));
+		json_t *sh = json_array();
+		for (int k = 0; k < ts[i].rank; k++)
+			json_array_append_new(sh, json_integer(ts[i].shape[k]));
+		json_object_set_new(h, ts[i].name, json_pack("{s:s, s:o, s:[I, I]}", "dtype", dtype, "shape", sh,
+							     "data_offsets", (json_int_t)off, (json_int_t)(off + n * es)));
+		off += n * es;
+	}
+	json_object_set_new(h, "__metadata__", json_pack("{s:s}", "format", "pt"));
+	char *text = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	size_t hl = strlen(text), pad = (8 - hl % 8) % 8;
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		die("cannot write the checkpoint");
+	uint64_t len = hl + pad;
+	for (int k = 0; k < 8; k++)
+		fputc((int)(len >> (8 * k) & 255), f);
+	fputs(text, f);
+	for (size_t k = 0; k < pad; k++)
+		fputc(' ', f);
+	for (int i = a; i < b; i++) {
+		size_t n = (size_t)(ts[i].shape[0] * (ts[i].rank > 1 ? ts[i].shape[1] : 1));
+		for (size_t k = 0; k < n; k++) {
+			if (es == 4) {
+				fwrite(&ts[i].v[k], 4, 1, f);
+			} else {
+				uint16_t u = !strcmp(dtype, "BF16") ? bf16(ts[i].v[k]) : f32_to_f16(ts[i].v[k]);
+				fputc(u & 255, f), fputc(u >> 8, f);
+			}
+		}
+	}
+	fclose(f);
+	free(text);
+	json_decref(h);
+}
+
+static int write_ckpt(const char *dir, const char *arch, int sharded, const char *dtype, int untied)
+{
+	int qwen = !strcmp(arch, "Qwen2ForCausalLM");
+	char name[128], path[4096];
+	rng = 0x9E3779B97F4A7C15u ^ (uint64_t)(qwen * 7 + sharded * 3 + untied * 5 + (int)strlen(dtype));
+	tensor("model.embed_tokens.weight", V, H, 1, 0);
+	for (int l = 0; l < L; l++) {
+#define LT(s, r, c, sc, b) (snprintf(name, sizeof name, "model.layers.%d.%s", l, s), tensor(name, r, c, sc, b))
+		LT("input_layernorm.weight", H, 0, 0.2, 1);
+		LT("self_attn.q_proj.weight", NH * D, H, 0.15, 0);
+		LT("self_attn.k_proj.weight", NKV * D, H, 0.15, 0);
+		LT("self_attn.v_proj.weight", NKV * D, H, 0.15, 0);
+		if (qwen) {
+			LT("self_attn.q_proj.bias", NH * D, 0, 0.1, 0);
+			LT("self_attn.k_proj.bias", NKV * D, 0, 0.1, 0);
+			LT("self_attn.v_proj.bias", NKV * D, 0, 0.1, 0);
+		}
+		LT("self_attn.o_proj.weight", H, NH * D, 0.15, 0);
+		LT("post_attention_layernorm.weight", H, 0, 0.2, 1);
+		LT("mlp.gate_proj.weight", F, H, 0.15, 0);
+		LT("mlp.up_proj.weight", F, H, 0.15, 0);
+		LT("mlp.down_proj.weight", H, F, 0.15, 0);
+#undef LT
+	}
+	tensor("model.norm.weight", H, 0, 0.2, 1);
+	if (untied)
+		tensor("lm_head.weight", V, H, 0.3, 0);
+	json_t *cfg = json_pack("{s:[s], s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:b, s:n, s:s}", "architectures",
+				arch, "hidden_act", "silu", "hidden_size", (json_int_t)H, "intermediate_size",
+				(json_int_t)F, "num_attention_heads", (json_int_t)NH, "num_key_value_heads",
+				(json_int_t)NKV, "num_hidden_layers", (json_int_t)L, "vocab_size", (json_int_t)V,
+				"rms_norm_eps", EPS, "rope_theta", THETA, "tie_word_embeddings", !untied,
+				"rope_scaling", "torch_dtype", !strcmp(dtype, "BF16") ? "bfloat16" : "float32");
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	if (json_dump_file(cfg, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER))
+		die("cannot write config.json");
+	json_decref(cfg);
+	if (!sharded) {
+		snprintf(path, sizeof path, "%s/model.safetensors", dir);
+		write_file(path, 0, nts, dtype);
+		return 0;
+	}
+	int half = nts / 2;
+	json_t *wm = json_object();
+	for (int i = 0; i < nts; i++)
+		json_object_set_new(wm, ts[i].name, json_string(i < half ? "model-00001-of-00002.safetensors"
+									  : "model-00002-of-00002.safetensors"));
+	json_t *idx = json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)0, "weight_map", wm);
+	snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+	json_dump_file(idx, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(idx);
+	snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dir);
+	write_file(path, 0, half, dtype);
+	snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
+	write_file(path, half, nts, dtype);
+	return 0;
+}
+
+/* ---- the float64 reference ---- */
+
+static Checkpoint ck;
+
+/* The tensor as doubles (exactly its stored values), or NULL when absent. */
+static double *get(const char *name)
+{
+	const StTensor *t = ckpt_find(&ck, name);
+	float *f;
+	Err e;
+	if (!t)
+		return NULL;
+	if (ckpt_floats(&ck, t, &f, &e))
+		die(e.msg);
+	size_t n = t->type == ST_F32 ? t->bytes / 4 : t->bytes / 2;
+	double *d = malloc(n * sizeof *d);
+	for (size_t i = 0; i < n; i++)
+		d[i] = f[i];
+	free(f);
+	return d;
+}
+
+static double *getl(int l, const char *s)
+{
+	char name[128];
+	snprintf(name, sizeof name, "model.layers.%d.%s", l, s);
+	return get(name);
+}
+
+/* y[n] = x[k] W^T (+ b): W [n, k] as nn.Linear holds it */
+static void linear(const double *x, const double *w, const double *b, int n, int k, double *y)
+{
+	for (int o = 0; o < n; o++) {
+		double s = b ? b[o] : 0;
+		for (int i = 0; i < k; i++)
+			s += x[i] * w[o * k + i];
+		y[o] = s;
+	}
+}
+
+static void rmsnorm(const double *x, const double *w, double *y)
+{
+	double ss = 0;
+	for (int i = 0; i < H; i++)
+		ss += x[i] * x[i];
+	double r = 1 / sqrt(ss / H + EPS);
+	for (int i = 0; i < H; i++)
+		y[i] = x[i] * r * w[i];
+}
+
+/* rotate_half on each head of x (n heads of D) at position p */
+static void rope(double *x, int n, int p)
+{
+	for (int h = 0; h < n; h++)
+		for (int i = 0; i < D / 2; i++) {
+			double th = p * pow(THETA, -2.0 * i / D), c = cos(th), s = sin(th);
+			double a = x[h * D + i], b = x[h * D + i + D / 2];
+			x[h * D + i] = a * c - b * s;
+			x[h * D + i + D / 2] = b * c + a * s;
+		}
+}
+
+static int prompt(const char *dir, int T)
+{
+	char path[4096];
+	Err e;
+	if (ckpt_open(&ck, dir, &e))
+		die(e.msg);
+	int32_t *tok = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
+	rng = 0xD1B54A32D192ED03u;
+	for (int t = 0; t < T; t++)
+		tok[t] = (int32_t)((uni() + 1) / 2 * V) % V, pos[t] = t;
+	Npy a = { NPY_I32, 3, { 1, T, 1 }, tok, (size_t)T * 4 };
+	snprintf(path, sizeof path, "%s/tok.npy", dir);
+	if (npy_write(path, &a, &e))
+		die(e.msg);
+	a.data = pos;
+	snprintf(path, sizeof path, "%s/pos.npy", dir);
+	if (npy_write(path, &a, &e))
+		die(e.msg);
+	double *emb = get("model.embed_tokens.weight"), *head = get("lm_head.weight");
+	double *x = malloc((size_t)T * H * sizeof *x), *hn = malloc(H * sizeof *hn);
+	double *q = malloc((size_t)T * NH * D * sizeof *q), *k = malloc((size_t)T * NKV * D * sizeof *k);
+	double *v = malloc((size_t)T * NKV * D * sizeof *v), *att = malloc(NH * D * sizeof *att);
+	double *o = malloc(H * sizeof *o), *g = malloc(F * sizeof *g), *u = malloc(F * sizeof *u);
+	double *sc = malloc((size_t)T * sizeof *sc);
+	for (int t = 0; t < T; t++)
+		memcpy(x + t * H, emb + tok[t] * H, H * sizeof *x);
+	for (int l = 0; l < L; l++) {
+		double *n1 = getl(l, "input_layernorm.weight"), *wq = getl(l, "self_attn.q_proj.weight");
+		double *wk = getl(l, "self_attn.k_proj.weight"), *wv = getl(l, "self_attn.v_proj.weight");
+		double *bq = getl(l, "self_attn.q_proj.bias"), *bk = getl(l, "self_attn.k_proj.bias");
+		double *bv = getl(l, "self_attn.v_proj.bias"), *wo = getl(l, "self_attn.o_proj.weight");
+		double *n2 = getl(l, "post_attention_layernorm.weight"), *wg = getl(l, "mlp.gate_proj.weight");
+		double *wu = getl(l, "mlp.up_proj.weight"), *wd = getl(l, "mlp.down_proj.weight");
+		for (int t = 0; t < T; t++) {
+			rmsnorm(x + t * H, n1, hn);
+			linear(hn, wq, bq, NH * D, H, q + t * NH * D);
+			linear(hn, wk, bk, NKV * D, H, k + t * NKV * D);
+			linear(hn, wv, bv, NKV * D, H, v + t * NKV * D);
+			rope(q + t * NH * D, NH, pos[t]);
+			rope(k + t * NKV * D, NKV, pos[t]);
+		}
+		for (int t = 0; t < T; t++) {
+			for (int h = 0; h < NH; h++) {
+				int j = h / (NH / NKV);
+				double m = -INFINITY, z = 0;
+				for (int s = 0; s <= t; s++) {
+					double d = 0;
+					for (int i = 0; i < D; i++)
+						d += q[t * NH * D + h * D + i] * k[s * NKV * D + j * D + i];
+					sc[s] = d / sqrt((double)D);
+					m = sc[s] > m ? sc[s] : m;
+				}
+				for (int s = 0; s <= t; s++)
+					sc[s] = exp(sc[s] - m), z += sc[s];
+				for (int i = 0; i < D; i++) {
+					double acc = 0;
+					for (int s = 0; s <= t; s++)
+						acc += sc[s] / z * v[s * NKV * D + j * D + i];
+					att[h * D + i] = acc;
+				}
+			}
+			linear(att, wo, NULL, H, NH * D, o);
+			for (int i = 0; i < H; i++)
+				x[t * H + i] += o[i];
+			rmsnorm(x + t * H, n2, hn);
+			linear(hn, wg, NULL, F, H, g);
+			linear(hn, wu, NULL, F, H, u);
+			for (int i = 0; i < F; i++)
+				g[i] = g[i] / (1 + exp(-g[i])) * u[i];
+			linear(g, wd, NULL, H, F, o);
+			for (int i = 0; i < H; i++)
+				x[t * H + i] += o[i];
+		}
+		free(n1), free(wq), free(wk), free(wv), free(bq), free(bk), free(bv), free(wo), free(n2), free(wg),
+			free(wu), free(wd);
+	}
+	double *nf = get("model.norm.weight"), *logits = malloc(V * sizeof *logits);
+	rmsnorm(x + (T - 1) * H, nf, hn);
+	linear(hn, head ? head : emb, NULL, V, H, logits);
+	Npy r = { NPY_F64, 3, { 1, 1, V }, logits, V * sizeof *logits };
+	snprintf(path, sizeof path, "%s/ref_logits.npy", dir);
+	if (npy_write(path, &r, &e))
+		die(e.msg);
+	ckpt_close(&ck);
+	return 0;
+}
+
+static int cosine(const char *a, const char *b)
+{
+	Npy x, y;
+	Err e;
+	float *fx, *fy;
+	if (npy_read(a, &x, &e) || npy_read(b, &y, &e) || npy_floats(&x, &fx, &e) || npy_floats(&y, &fy, &e))
+		die(e.msg);
+	if (npy_count(&x) != npy_count(&y))
+		die("the arrays differ in size");
+	double xy = 0, xx = 0, yy = 0;
+	for (int64_t i = 0; i < npy_count(&x); i++)
+		xy += (double)fx[i] * fy[i], xx += (double)fx[i] * fx[i], yy += (double)fy[i] * fy[i];
+	printf("%.6f\n", xy / sqrt(xx * yy));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && !strcmp(argv[1], "write")) {
+		int sharded = 0, untied = 0;
+		const char *dtype = "F32";
+		for (int i = 4; i < argc; i++) {
+			if (!strcmp(argv[i], "sharded"))
+				sharded = 1;
+			else if (!strcmp(argv[i], "bf16"))
+				dtype = "BF16";
+			else if (!strcmp(argv[i], "f16"))
+				dtype = "F16";
+			else if (!strcmp(argv[i], "untied"))
+				untied = 1;
+			else
+				die("unknown option");
+		}
+		return write_ckpt(argv[2], argv[3], sharded, dtype, untied);
+	}
+	if (argc == 4 && !strcmp(argv[1], "prompt"))
+		return prompt(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "cosine"))
+		return cosine(argv[2], argv[3]);
+	die("usage: mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied] | prompt DIR T | cosine A B");
+	return 2;
+}
