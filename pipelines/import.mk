@@ -1,4 +1,4 @@
-# The decoder models amp ships, made by amp-import from the published
+# The decoder and SigLIP models amp ships, made by amp-import from the published
 # configurations in share/configs/ (formats/import.md): `make
 # import-models` writes them again into IMPORT_DIR (default share/models).
 # tests/bats/import.bats checks that the shipped files are exactly what
@@ -18,3 +18,6 @@ import-models: $(BIN)/amp-import
 	$(BIN)/amp-import --prefill --layers 1 --cache fp8 share/configs/smollm2-360m.json -o "$(IMPORT_DIR)/smollm2-360m-1layer-prefill.yaml"
 	$(BIN)/amp-import --decode share/configs/smollm2-135m.json -o "$(IMPORT_DIR)/smollm2-135m-decode.yaml"
 	$(BIN)/amp-import --prefill share/configs/smollm2-135m.json -o "$(IMPORT_DIR)/smollm2-135m-prefill.yaml"
+	$(BIN)/amp-import --batch 2 share/configs/siglip-so400m.json -o "$(IMPORT_DIR)/siglip-so400m.yaml"
+	$(BIN)/amp-import --batch 1 --name siglip-so400m-b1 share/configs/siglip-so400m.json -o "$(IMPORT_DIR)/siglip-so400m-b1.yaml"
+	$(BIN)/amp-import --batch 2 --layers 1 share/configs/siglip-so400m.json -o "$(IMPORT_DIR)/siglip-so400m-1layer.yaml"

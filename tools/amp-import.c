@@ -9,14 +9,17 @@
 #include "tool.h"
 
 static const char usage[] =
-	"Usage: amp-import (--decode | --prefill) [OPTION]... CONFIG\n"
+	"Usage: amp-import (--decode | --prefill) [OPTION]... CONFIG   (a decoder)\n"
+	"  or:  amp-import [OPTION]... CONFIG                           (a vision tower)\n"
 	"Read a Hugging Face model's configuration (CONFIG: its config.json, or\n"
 	"the directory holding it) and write the amp model file (formats/model.md)\n"
-	"of its decode step or its prefill. Architectures: LlamaForCausalLM\n"
-	"(SmolLM2, Llama 3.x without rope scaling) and Qwen2ForCausalLM (biases\n"
-	"on q, k and v). What the configuration describes and amp does not run\n"
-	"(rope_scaling, a sliding window, experts, an MLP bias, an activation\n"
-	"other than silu) is refused by name (formats/import.md).\n";
+	"of a decoder's decode step or prefill, or of a vision tower over a batch\n"
+	"of images. Architectures: LlamaForCausalLM (SmolLM2, Llama 3.x without\n"
+	"rope scaling), Qwen2ForCausalLM (biases on q, k and v), SiglipVisionModel\n"
+	"(and SiglipModel's vision tower, MAP head included). What the\n"
+	"configuration describes and amp does not run (rope_scaling, a sliding\n"
+	"window, experts, an MLP bias, another activation) is refused by name\n"
+	"(formats/import.md).\n";
 
 static const char epilogue[] =
 	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
@@ -114,7 +117,7 @@ int main(int argc, char **argv)
 {
 	ImportOpts o = { IMPORT_DECODE, 0, 512, 2048, 0, FMT_FP8, FMT_FP8, FMT_FP16, NULL, NULL };
 	const char *out_path = NULL, *arg, *wdir = NULL, *ckpt_path = NULL;
-	int kind = -1, c, prompt_given = 0;
+	int kind = -1, c, prompt_given = 0, decoder_only = 0;
 	OptParse op;
 	opt_init(&op, &tool, argc, argv);
 	while ((c = opt_next(&op, &arg)) != -1) {
@@ -127,34 +130,36 @@ int main(int argc, char **argv)
 			break;
 		case 'b': o.batch = positive_arg("--batch", arg); break;
 		case K_PROMPT: o.prompt = positive_arg("--prompt", arg), prompt_given = 1; break;
-		case K_CONTEXT: o.context = positive_arg("--context", arg); break;
+		case K_CONTEXT: o.context = positive_arg("--context", arg), decoder_only = 1; break;
 		case K_LAYERS: o.layers = positive_arg("--layers", arg); break;
 		case K_MATMULS: o.weights = format_arg("--matmuls", arg); break;
-		case K_HEAD: o.head = format_arg("--head", arg); break;
-		case K_CACHE: o.cache = format_arg("--cache", arg); break;
+		case K_HEAD: o.head = format_arg("--head", arg), decoder_only = 1; break;
+		case K_CACHE: o.cache = format_arg("--cache", arg), decoder_only = 1; break;
 		case K_NAME: o.name = arg; break;
 		case 'o': out_path = arg; break;
 		case K_WDIR: wdir = arg; break;
 		case K_CKPT: ckpt_path = arg; break;
 		}
 	}
-	if (kind < 0)
-		usage_error("say --decode or --prefill");
-	if (kind == 0 && prompt_given)
-		usage_error("--prompt is a prefill's (with --decode, each sequence brings one token)");
 	const char *in = one_input(argc, argv, op.optind, "configuration");
 	if (!in)
 		usage_error("name the configuration (a config.json, or its directory)");
 	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the configuration", in } }, 1, 2);
 	if (o.name && !import_name_ok(o.name))
 		usage_error("--name '%s': a name is 1 to 128 of A-Z, a-z, 0-9, '.', '_' and '-'", o.name);
-	o.kind = kind ? IMPORT_PREFILL : IMPORT_DECODE;
-	o.batch = o.batch ? o.batch : kind ? 1 : 8;
-
 	HfConfig hc;
 	Err e;
 	if (hf_config_load(&hc, in, &e))
 		fail(&e);
+	if (hc.vision && (kind >= 0 || prompt_given || decoder_only))
+		usage_error("'%s' is a vision tower (%s): --decode, --prefill, --prompt, --context, --head and --cache "
+			    "are a decoder's", in, hc.arch);
+	if (!hc.vision && kind < 0)
+		usage_error("say --decode or --prefill (a decoder)");
+	if (kind == 0 && prompt_given)
+		usage_error("--prompt is a prefill's (with --decode, each sequence brings one token)");
+	o.kind = kind > 0 ? IMPORT_PREFILL : IMPORT_DECODE;
+	o.batch = o.batch ? o.batch : hc.vision || kind ? 1 : 8;
 	int layers_given = o.layers > 0;
 	o.layers = layers_given ? o.layers : hc.layers;
 	char *base = stem(in), *name = NULL;
@@ -163,7 +168,7 @@ int main(int argc, char **argv)
 		char layers[32] = "";
 		if (layers_given && o.layers != hc.layers)
 			snprintf(layers, sizeof layers, "-%lldlayer", (long long)o.layers);
-		name = xasprintf("%s%s-%s", base, layers, kind ? "prefill" : "decode");
+		name = xasprintf("%s%s%s", base, layers, hc.vision ? "" : kind ? "-prefill" : "-decode");
 		if (!import_name_ok(name))
 			usage_error("'%s' is no model name (A-Z, a-z, 0-9, '.', '_' and '-'): give one with --name", name);
 		o.name = name;

@@ -36,7 +36,7 @@ static int cfg_int(const Cfg *c, const char *key, int64_t dflt, int64_t *v)
 	json_t *j = json_object_get(c->root, key);
 	if (!j || json_is_null(j)) {
 		if (dflt < 0)
-			return errf(c->e, "%s: '%s' is missing (a decoder's configuration must name it)", c->path, key);
+			return errf(c->e, "%s: '%s' is missing (amp-import needs it)", c->path, key);
 		*v = dflt;
 		return 0;
 	}
@@ -118,6 +118,41 @@ static int cfg_refuse(const Cfg *c, int llama)
 	return 0;
 }
 
+/* A SigLIP vision tower: SiglipVisionModel's own fields, or SiglipModel's
+ * vision_config (its text tower is not amp's). */
+static int cfg_vision(HfConfig *hc, const Cfg *top)
+{
+	Cfg c = *top;
+	if (!strcmp(hc->arch, "SiglipModel")) {
+		c.root = json_object_get(top->root, "vision_config");
+		if (!json_is_object(c.root))
+			return errf(top->e, "%s: 'vision_config' is missing (a SiglipModel's vision tower)", top->path);
+	}
+	json_t *j = json_object_get(c.root, "hidden_act");
+	if (j && (!json_is_string(j) || strcmp(json_string_value(j), "gelu_pytorch_tanh")))
+		return errf(c.e, "%s: 'hidden_act' %s is not supported (amp's gelu is the tanh approximation: "
+			    "gelu_pytorch_tanh)", c.path, json_is_string(j) ? json_string_value(j) : type_name(j));
+	int head;
+	if (cfg_bool(&c, "vision_use_head", 1, &head))
+		return -1;
+	if (!head)
+		return errf(c.e, "%s: 'vision_use_head' false: amp's SigLIP ends in its MAP head", c.path);
+	if (cfg_int(&c, "hidden_size", -1, &hc->hidden) || cfg_int(&c, "intermediate_size", -1, &hc->inter) ||
+	    cfg_int(&c, "num_attention_heads", -1, &hc->heads) || cfg_int(&c, "num_hidden_layers", -1, &hc->layers) ||
+	    cfg_int(&c, "image_size", -1, &hc->image) || cfg_int(&c, "patch_size", -1, &hc->patch) ||
+	    cfg_int(&c, "num_channels", 3, &hc->channels) || cfg_real(&c, "layer_norm_eps", 1e-6, &hc->eps))
+		return -1;
+	if (hc->hidden % hc->heads)
+		return errf(c.e, "%s: 'hidden_size' %lld is not a multiple of 'num_attention_heads' %lld", c.path,
+			    (long long)hc->hidden, (long long)hc->heads);
+	if (hc->image < hc->patch)
+		return errf(c.e, "%s: 'image_size' %lld is smaller than 'patch_size' %lld", c.path,
+			    (long long)hc->image, (long long)hc->patch);
+	hc->vision = 1;
+	hc->kv_heads = hc->heads, hc->head_dim = hc->hidden / hc->heads;
+	return 0;
+}
+
 static int cfg_read(HfConfig *hc, const Cfg *c)
 {
 	json_t *a = json_object_get(c->root, "architectures");
@@ -128,10 +163,13 @@ static int cfg_read(HfConfig *hc, const Cfg *c)
 			    json_array_size(a));
 	const char *arch = json_string_value(json_array_get(a, 0));
 	int llama = !strcmp(arch, "LlamaForCausalLM"), qwen = !strcmp(arch, "Qwen2ForCausalLM");
-	if (!llama && !qwen)
-		return errf(c->e, "%s: architecture '%s' is not supported (amp-import reads LlamaForCausalLM and "
-			    "Qwen2ForCausalLM)", c->path, arch);
+	int siglip = !strcmp(arch, "SiglipVisionModel") || !strcmp(arch, "SiglipModel");
+	if (!llama && !qwen && !siglip)
+		return errf(c->e, "%s: architecture '%s' is not supported (amp-import reads LlamaForCausalLM, "
+			    "Qwen2ForCausalLM, SiglipVisionModel and SiglipModel's vision tower)", c->path, arch);
 	hc->arch = xstrdup(arch);
+	if (siglip)
+		return cfg_vision(hc, c);
 	int bias;
 	if (cfg_refuse(c, llama) || cfg_int(c, "hidden_size", -1, &hc->hidden) ||
 	    cfg_int(c, "intermediate_size", -1, &hc->inter) || cfg_int(c, "num_attention_heads", -1, &hc->heads) ||
@@ -303,6 +341,73 @@ static int layer(const HfConfig *c, const ImportOpts *o, Output *out, Err *e, co
 	return rc;
 }
 
+/* A SigLIP vision tower: patches, the encoder, the MAP head. */
+static int vision(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
+{
+	int rc = 0;
+	char eps[32];
+	int64_t C = c->hidden, F = c->inter, P = c->patch, N = (c->image / P) * (c->image / P), K = c->channels * P * P;
+	const char *w = fmt_name(o->weights);
+	number(eps, sizeof eps, c->eps);
+	PUT(f, "# Imported by amp-import from %s (%s), %lld of its %lld layers: %lldx%lld images of %lld channels,\n"
+	       "# patch %lld (%lld tokens), width %lld, %lld heads of %lld, MLP %lld (tanh GELU), layernorm eps %s,\n"
+	       "# biased linears, fused QKV, MAP head. Batch %lld; GEMM weights %s, attention fp16.\n",
+	    o->source, c->arch, (long long)o->layers, (long long)c->layers, (long long)c->image, (long long)c->image,
+	    (long long)c->channels, (long long)P, (long long)N, (long long)C, (long long)c->heads,
+	    (long long)c->head_dim, (long long)F, eps, (long long)o->batch, w);
+	PUT(f, "amp-model: 7\nname: %s\ninputs:\n  image: {shape: [%lld, %lld, %lld, %lld], dtype: fp16}\nparams:\n",
+	    o->name, (long long)o->batch, (long long)c->channels, (long long)c->image, (long long)c->image);
+	PUT(f, "  w_patch: {shape: [%lld, %lld], dtype: %s}\n  b_patch: {shape: [%lld], dtype: fp16}\n", (long long)K,
+	    (long long)C, w, (long long)C);
+	PUT(f, "  pos: {shape: [%lld, %lld], dtype: fp16}\n  post_g: {shape: [%lld], dtype: fp16}\n"
+	       "  post_b: {shape: [%lld], dtype: fp16}\n  probe: {shape: [1, %lld], dtype: fp16}\n", (long long)N,
+	    (long long)C, (long long)C, (long long)C, (long long)C);
+	PUT(f, "  map_wq: {shape: [%lld, %lld], dtype: %s}\n  map_bq: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)C, w, (long long)C);
+	PUT(f, "  map_wkv: {shape: [%lld, %lld], dtype: %s}\n  map_bkv: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)(2 * C), w, (long long)(2 * C));
+	PUT(f, "  map_wo: {shape: [%lld, %lld], dtype: %s}\n  map_bo: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)C, w, (long long)C);
+	PUT(f, "  map_g: {shape: [%lld], dtype: fp16}\n  map_b: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)C);
+	PUT(f, "  map_w1: {shape: [%lld, %lld], dtype: %s}\n  map_b1: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)F, w, (long long)F);
+	PUT(f, "  map_w2: {shape: [%lld, %lld], dtype: %s}\n  map_b2: {shape: [%lld], dtype: fp16}\nops:\n",
+	    (long long)F, (long long)C, w, (long long)C);
+	PUT(f, "  - {op: patchify, name: patchify, x: image, patch: %lld, out: patches}\n"
+	       "  - {op: matmul, name: embed, a: patches, b: w_patch, bias: b_patch, out: emb}\n"
+	       "  - {op: add, name: pos_add, a: emb, b: pos, out: x0}\n", (long long)P);
+	PUT(f, "  - repeat: layers\n    count: %lld\n    in: x0\n    carry: x\n    params:\n", (long long)o->layers);
+	PUT(f, "      ln1_g: {shape: [%lld], dtype: fp16}\n      ln1_b: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)C);
+	PUT(f, "      w_qkv: {shape: [%lld, %lld], dtype: %s}\n      b_qkv: {shape: [%lld], dtype: fp16}\n",
+	    (long long)C, (long long)(3 * C), w, (long long)(3 * C));
+	PUT(f, "      w_o: {shape: [%lld, %lld], dtype: %s}\n      b_o: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)C, w, (long long)C);
+	PUT(f, "      ln2_g: {shape: [%lld], dtype: fp16}\n      ln2_b: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)C);
+	PUT(f, "      w_up: {shape: [%lld, %lld], dtype: %s}\n      b_up: {shape: [%lld], dtype: fp16}\n", (long long)C,
+	    (long long)F, w, (long long)F);
+	PUT(f, "      w_down: {shape: [%lld, %lld], dtype: %s}\n      b_down: {shape: [%lld], dtype: fp16}\n",
+	    (long long)F, (long long)C, w, (long long)C);
+	PUT(f, "    ops:\n      - {op: layernorm, name: ln1, x: x, scale: ln1_g, bias: ln1_b, eps: %s, out: h1}\n", eps);
+	PUT(f, "      - {op: matmul, name: qkv, a: h1, b: w_qkv, bias: b_qkv, out: qkv_out}\n"
+	       "      - {op: attention, name: attn, qkv: qkv_out, heads: %lld, out: att}\n", (long long)c->heads);
+	PUT(f, "      - {op: matmul, name: proj, a: att, b: w_o, bias: b_o, out: proj_out}\n"
+	       "      - {op: add, name: res1, a: x, b: proj_out, out: r1}\n");
+	PUT(f, "      - {op: layernorm, name: ln2, x: r1, scale: ln2_g, bias: ln2_b, eps: %s, out: h2}\n", eps);
+	PUT(f, "      - {op: matmul, name: mlp_up, a: h2, b: w_up, bias: b_up, out: up}\n"
+	       "      - {op: gelu, name: act, x: up, out: gl}\n"
+	       "      - {op: matmul, name: mlp_down, a: gl, b: w_down, bias: b_down, out: down}\n"
+	       "      - {op: add, name: res2, a: r1, b: down, out: r2}\n");
+	PUT(f, "  - {op: layernorm, name: post_ln, x: x, scale: post_g, bias: post_b, eps: %s, out: enc}\n", eps);
+	PUT(f, "  - {op: map, name: head, x: enc, probe: probe, heads: %lld,\n"
+	       "     wq: map_wq, bq: map_bq, wkv: map_wkv, bkv: map_bkv, wo: map_wo, bo: map_bo,\n"
+	       "     scale: map_g, bias: map_b, eps: %s, w1: map_w1, b1: map_b1, w2: map_w2, b2: map_b2, out: pooled}\n"
+	       "outputs: [pooled]\n", (long long)c->heads, eps);
+	return rc ? -1 : 0;
+}
+
 int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
 {
 	int rc = 0;
@@ -312,6 +417,8 @@ int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
 		return errf(e, "model name '%s': a name is 1 to 128 of A-Z, a-z, 0-9, '.', '_' and '-'", o->name);
 	if (o->layers < 1 || o->layers > c->layers)
 		return errf(e, "%lld layers: the configuration has %lld", (long long)o->layers, (long long)c->layers);
+	if (c->vision)
+		return vision(c, o, out, e);
 	if (o->kind == IMPORT_PREFILL && o->prompt > o->context)
 		return errf(e, "a prompt of %lld tokens does not fit a cache of %lld positions", (long long)o->prompt,
 			    (long long)o->context);

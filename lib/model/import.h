@@ -12,13 +12,16 @@
 #include "model/layout.h"
 #include "model/safetensors.h"
 
-/* The facts of a decoder's configuration that its amp model needs. */
+/* The facts of a configuration that its amp model needs. */
 typedef struct {
-	char *arch;                     /* architectures[0]: LlamaForCausalLM or Qwen2ForCausalLM */
+	char *arch;                     /* architectures[0]: LlamaForCausalLM, Qwen2ForCausalLM,
+					   SiglipVisionModel (or SiglipModel: its vision_config) */
+	int vision;                     /* a SigLIP vision tower (below), else a decoder */
 	int64_t hidden, inter, heads, kv_heads, head_dim, layers, vocab;
 	double eps, theta;
 	int tied;                       /* tie_word_embeddings: lm_head reads the embedding table */
 	int qkv_bias, o_bias;           /* biases on q, k and v (Qwen2, Llama's attention_bias); on o */
+	int64_t image, patch, channels; /* SigLIP: image_size, patch_size, num_channels */
 } HfConfig;
 
 /* Reads config.json at path (or path/config.json when path is a
@@ -43,7 +46,9 @@ typedef struct {
 } ImportOpts;
 
 /* Writes the amp model (formats/model.md, format 7) of configuration c
- * under options o. */
+ * under options o: a decoder's decode step or prefill (o->kind), or a
+ * vision tower's encoder and MAP head over o->batch images (the kind
+ * unused; the cache and the head format unused). */
 int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e);
 
 /* Writes the checkpoint ck's tensors as the parameters of the model

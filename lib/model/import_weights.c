@@ -19,9 +19,15 @@ typedef struct {
 	Err *e;
 } Src;
 
-/* The checkpoint's tensor name as floats of exactly the shape rows x cols
- * (cols 0: a vector of rows). */
-static float *take(const Src *s, const char *name, int64_t rows, int64_t cols, Err *e)
+static void shape_text(char *buf, size_t n, int rank, const int64_t *shape)
+{
+	buf[0] = 0;
+	for (int i = 0; i < rank && strlen(buf) + 24 < n; i++)
+		snprintf(buf + strlen(buf), n - strlen(buf), "%s%lld", i ? ", " : "", (long long)shape[i]);
+}
+
+/* The checkpoint's tensor name as floats of exactly the shape want[rank]. */
+static float *take_shape(const Src *s, const char *name, int rank, const int64_t *want, Err *e)
 {
 	const StTensor *t = ckpt_find(s->ck, name);
 	float *v;
@@ -29,20 +35,24 @@ static float *take(const Src *s, const char *name, int64_t rows, int64_t cols, E
 		errf(e, "%s: the checkpoint has no tensor '%s'", s->ck->origin, name);
 		return NULL;
 	}
-	int ok = cols ? t->rank == 2 && t->shape[0] == rows && t->shape[1] == cols : t->rank == 1 && t->shape[0] == rows;
+	int ok = t->rank == rank;
+	for (int i = 0; ok && i < rank; i++)
+		ok = t->shape[i] == want[i];
 	if (!ok) {
-		char got[160] = "";
-		for (int i = 0; i < t->rank && strlen(got) < 120; i++)
-			snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-		if (cols)
-			errf(e, "%s: tensor '%s' is [%s]; the configuration makes it [%lld, %lld]", s->ck->paths[t->file], name,
-			     got, (long long)rows, (long long)cols);
-		else
-			errf(e, "%s: tensor '%s' is [%s]; the configuration makes it [%lld]", s->ck->paths[t->file], name, got,
-			     (long long)rows);
+		char got[160], exp[160];
+		shape_text(got, sizeof got, t->rank, t->shape);
+		shape_text(exp, sizeof exp, rank, want);
+		errf(e, "%s: tensor '%s' is [%s]; the configuration makes it [%s]", s->ck->paths[t->file], name, got, exp);
 		return NULL;
 	}
 	return ckpt_floats(s->ck, t, &v, e) ? NULL : v;
+}
+
+/* The same for [rows, cols], or [rows] when cols is 0. */
+static float *take(const Src *s, const char *name, int64_t rows, int64_t cols, Err *e)
+{
+	int64_t want[2] = { rows, cols };
+	return take_shape(s, name, cols ? 2 : 1, want, e);
 }
 
 /* Column of the amp tensor that holds a head's column j (D wide): rotary
@@ -171,6 +181,153 @@ static int top_param(const Src *s, const Param *p, float *dst, Err *e)
 	return 0;
 }
 
+/* ---- SigLIP's vision tower ---- */
+
+static int vision_params(const HfConfig *c, Param *p)
+{
+	int64_t C = c->hidden, F = c->inter, N = (c->image / c->patch) * (c->image / c->patch);
+	int64_t K = c->channels * c->patch * c->patch;
+	int n = 0;
+	p[n++] = (Param){ "w_patch", K, C, 0 };
+	p[n++] = (Param){ "b_patch", C, 0, 0 };
+	p[n++] = (Param){ "pos", N, C, 0 };
+	p[n++] = (Param){ "post_g", C, 0, 0 };
+	p[n++] = (Param){ "post_b", C, 0, 0 };
+	p[n++] = (Param){ "probe", 1, C, 0 };
+	p[n++] = (Param){ "map_wq", C, C, 0 };
+	p[n++] = (Param){ "map_bq", C, 0, 0 };
+	p[n++] = (Param){ "map_wkv", C, 2 * C, 0 };
+	p[n++] = (Param){ "map_bkv", 2 * C, 0, 0 };
+	p[n++] = (Param){ "map_wo", C, C, 0 };
+	p[n++] = (Param){ "map_bo", C, 0, 0 };
+	p[n++] = (Param){ "map_g", C, 0, 0 };
+	p[n++] = (Param){ "map_b", C, 0, 0 };
+	p[n++] = (Param){ "map_w1", C, F, 0 };
+	p[n++] = (Param){ "map_b1", F, 0, 0 };
+	p[n++] = (Param){ "map_w2", F, C, 0 };
+	p[n++] = (Param){ "map_b2", C, 0, 0 };
+	p[n++] = (Param){ "ln1_g", C, 0, 1 };
+	p[n++] = (Param){ "ln1_b", C, 0, 1 };
+	p[n++] = (Param){ "w_qkv", C, 3 * C, 1 };
+	p[n++] = (Param){ "b_qkv", 3 * C, 0, 1 };
+	p[n++] = (Param){ "w_o", C, C, 1 };
+	p[n++] = (Param){ "b_o", C, 0, 1 };
+	p[n++] = (Param){ "ln2_g", C, 0, 1 };
+	p[n++] = (Param){ "ln2_b", C, 0, 1 };
+	p[n++] = (Param){ "w_up", C, F, 1 };
+	p[n++] = (Param){ "b_up", F, 0, 1 };
+	p[n++] = (Param){ "w_down", F, C, 1 };
+	p[n++] = (Param){ "b_down", C, 0, 1 };
+	return n;
+}
+
+/* Where a SigLIP parameter comes from: the checkpoint's tensor (after
+ * "vision_model.", a layer's after "encoder.layers.<i>."), its shape, and
+ * rows first .. first + rows of it (a Linear's output features) placed at
+ * column c0 of a [.., width] parameter; transposed when it is a Linear's
+ * weight (cols > 0). */
+typedef struct {
+	const char *param, *hf;
+	int64_t first, rows, c0, width;
+} VisionSrc;
+
+static int vision_one(const Src *s, const VisionSrc *v, int64_t layer, int rank, const int64_t *shape, float *dst,
+		      Err *e)
+{
+	char *name = layer < 0 ? xasprintf("vision_model.%s", v->hf)
+			       : xasprintf("vision_model.encoder.layers.%lld.%s", (long long)layer, v->hf);
+	float *x = take_shape(s, name, rank, shape, e);
+	free(name);
+	if (!x)
+		return -1;
+	int64_t in = rank > 1 ? shape[rank - 1] : 0;
+	for (int k = 1; k < rank - 1; k++)     /* a convolution's [out, channels, p, p]: each output's K inputs */
+		in *= shape[k];
+	if (in)
+		put_linear(dst, v->width, v->c0, x + v->first * in, v->rows, in, v->rows, 0);
+	else
+		memcpy(dst + v->c0, x + v->first, (size_t)v->rows * sizeof *dst);
+	free(x);
+	return 0;
+}
+
+static int vision_param(const Src *s, const Param *p, int64_t layer, float *dst, Err *e)
+{
+	const HfConfig *c = s->c;
+	int64_t C = c->hidden, F = c->inter, N = (c->image / c->patch) * (c->image / c->patch), P = c->patch;
+	int64_t conv[4] = { C, c->channels, P, P }, vec_C[1] = { C }, vec_F[1] = { F }, sq[2] = { C, C };
+	int64_t up[2] = { F, C }, down[2] = { C, F }, in3[2] = { 3 * C, C }, b3[1] = { 3 * C }, pos[2] = { N, C };
+	int64_t probe[3] = { 1, 1, C };
+	static const struct {
+		const char *param, *hf;
+		int shape;              /* index into the shapes below */
+		int64_t first, c0;      /* in units of C */
+		int64_t width;          /* columns of the parameter, in units of C (0: F) */
+	} map[] = {
+		{ "w_patch", "embeddings.patch_embedding.weight", 0, 0, 0, 1 },
+		{ "b_patch", "embeddings.patch_embedding.bias", 1, 0, 0, 1 },
+		{ "pos", "embeddings.position_embedding.weight", 9, 0, 0, 1 },
+		{ "post_g", "post_layernorm.weight", 1, 0, 0, 1 },
+		{ "post_b", "post_layernorm.bias", 1, 0, 0, 1 },
+		{ "probe", "head.probe", 10, 0, 0, 1 },
+		{ "map_wq", "head.attention.in_proj_weight", 7, 0, 0, 1 },
+		{ "map_bq", "head.attention.in_proj_bias", 8, 0, 0, 1 },
+		{ "map_wkv", "head.attention.in_proj_weight", 7, 1, 0, 2 },
+		{ "map_bkv", "head.attention.in_proj_bias", 8, 1, 0, 2 },
+		{ "map_wo", "head.attention.out_proj.weight", 3, 0, 0, 1 },
+		{ "map_bo", "head.attention.out_proj.bias", 1, 0, 0, 1 },
+		{ "map_g", "head.layernorm.weight", 1, 0, 0, 1 },
+		{ "map_b", "head.layernorm.bias", 1, 0, 0, 1 },
+		{ "map_w1", "head.mlp.fc1.weight", 4, 0, 0, 0 },
+		{ "map_b1", "head.mlp.fc1.bias", 2, 0, 0, 0 },
+		{ "map_w2", "head.mlp.fc2.weight", 5, 0, 0, 1 },
+		{ "map_b2", "head.mlp.fc2.bias", 1, 0, 0, 1 },
+		{ "ln1_g", "layer_norm1.weight", 1, 0, 0, 1 },
+		{ "ln1_b", "layer_norm1.bias", 1, 0, 0, 1 },
+		{ "w_qkv", "self_attn.q_proj.weight", 3, 0, 0, 3 },
+		{ "w_qkv", "self_attn.k_proj.weight", 3, 0, 1, 3 },
+		{ "w_qkv", "self_attn.v_proj.weight", 3, 0, 2, 3 },
+		{ "b_qkv", "self_attn.q_proj.bias", 1, 0, 0, 3 },
+		{ "b_qkv", "self_attn.k_proj.bias", 1, 0, 1, 3 },
+		{ "b_qkv", "self_attn.v_proj.bias", 1, 0, 2, 3 },
+		{ "w_o", "self_attn.out_proj.weight", 3, 0, 0, 1 },
+		{ "b_o", "self_attn.out_proj.bias", 1, 0, 0, 1 },
+		{ "ln2_g", "layer_norm2.weight", 1, 0, 0, 1 },
+		{ "ln2_b", "layer_norm2.bias", 1, 0, 0, 1 },
+		{ "w_up", "mlp.fc1.weight", 4, 0, 0, 0 },
+		{ "b_up", "mlp.fc1.bias", 2, 0, 0, 0 },
+		{ "w_down", "mlp.fc2.weight", 5, 0, 0, 1 },
+		{ "b_down", "mlp.fc2.bias", 1, 0, 0, 1 },
+	};
+	const int64_t *shapes[] = { conv, vec_C, vec_F, sq, up, down, NULL, in3, b3, pos, probe };
+	static const int ranks[] = { 4, 1, 1, 2, 2, 2, 0, 2, 1, 2, 3 };
+	for (size_t k = 0; k < sizeof map / sizeof *map; k++) {
+		if (strcmp(map[k].param, p->name))
+			continue;
+		int sh = map[k].shape;
+		int64_t rows = sh == 2 || sh == 4 ? F : map[k].width == 2 ? 2 * C : C;
+		if (sh == 9)
+			rows = N;       /* the positions: copied whole */
+		VisionSrc v = { p->name, map[k].hf, map[k].first * C, rows, map[k].c0 * C,
+				map[k].width ? map[k].width * C : F };
+		if (sh == 9 || sh == 10)        /* [N, C] and [1, 1, C] as they are */
+			v.rows = sh == 9 ? N * C : C, v.width = 0;
+		if (sh == 9 || sh == 10) {
+			int64_t n = v.rows;
+			char *name = xasprintf("vision_model.%s", v.hf);
+			float *x = take_shape(s, name, ranks[sh], shapes[sh], e);
+			free(name);
+			if (!x)
+				return -1;
+			memcpy(dst, x, (size_t)n * sizeof *dst);
+			free(x);
+		} else if (vision_one(s, &v, p->stacked ? layer : -1, ranks[sh], shapes[sh], dst, e)) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* A tied configuration whose checkpoint holds an lm_head that is not the
  * table: the file says tied and the weights say otherwise. */
 static int tied_check(const Src *s, Err *e)
@@ -228,8 +385,9 @@ static void undo(const char *dir, const Param *p, int n, int made)
 int import_weights(const HfConfig *c, const ImportOpts *o, const Checkpoint *ck, const char *dir, Err *e)
 {
 	Src s = { c, ck, e };
-	Param p[16];
-	int np = params(c, p), rc = tied_check(&s, e), made = 0, done = 0;
+	Param p[40];
+	int np = c->vision ? vision_params(c, p) : params(c, p), rc = c->vision ? 0 : tied_check(&s, e);
+	int made = 0, done = 0;
 	struct stat st;
 	if (!rc && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		rc = errf(e, "%s: not a directory", dir);
@@ -244,7 +402,8 @@ int import_weights(const HfConfig *c, const ImportOpts *o, const Checkpoint *ck,
 		int64_t inst = p[k].rows * (p[k].cols ? p[k].cols : 1), n = p[k].stacked ? o->layers : 1;
 		float *v = xmalloc((size_t)(inst * n) * sizeof *v);
 		for (int64_t i = 0; !rc && i < n; i++)
-			rc = p[k].stacked ? layer_param(&s, &p[k], i, v + i * inst, e) : top_param(&s, &p[k], v, e);
+			rc = c->vision ? vision_param(&s, &p[k], i, v + i * inst, e)
+			     : p[k].stacked ? layer_param(&s, &p[k], i, v + i * inst, e) : top_param(&s, &p[k], v, e);
 		rc = rc || write_param(dir, &p[k], o->layers, v, man, e);
 		done += !rc;
 		free(v);

@@ -32,7 +32,7 @@ import_rejects() {
 	[ -z "$output" ] || fail "output on stdout: $output"
 }
 
-@test "import: the shipped decoders are exactly what make import-models writes from share/configs" {
+@test "import: the shipped decoders and SigLIP are exactly what make import-models writes from share/configs" {
 	make -s -C "$ROOT" import-models IMPORT_DIR="$BATS_TEST_TMPDIR/m" >/dev/null
 	local f n=0
 	for f in m/*.yaml; do
@@ -40,7 +40,7 @@ import_rejects() {
 		assert_success
 		n=$((n + 1))
 	done
-	assert_equal "$n" 10
+	assert_equal "$n" 13
 	# and what the importer writes is what the shipped prefill and decode say: their shapes
 	run grep -c '^      cache: {shape: \[8, 2048, 256\], dtype: fp16}$' "$MODELS/qwen2.5-0.5b-decode.yaml"
 	assert_output 1
@@ -123,14 +123,14 @@ import_rejects() {
 	tiny_config c.json LlamaForCausalLM '.mlp_bias = true'
 	import_rejects c.json "c.json: biases on the MLP \\('mlp_bias' true\\) are not supported"
 	tiny_config c.json GPT2LMHeadModel
-	import_rejects c.json "c.json: architecture 'GPT2LMHeadModel' is not supported \\(amp-import reads LlamaForCausalLM and Qwen2ForCausalLM\\)"
+	import_rejects c.json "c.json: architecture 'GPT2LMHeadModel' is not supported \\(amp-import reads LlamaForCausalLM, Qwen2ForCausalLM, SiglipVisionModel and SiglipModel's vision tower\\)"
 	tiny_config c.json LlamaForCausalLM '.rope_interleaved = true'
 	import_rejects c.json "c.json: 'rope_interleaved' true is not supported .*"
 }
 
 @test "import: a malformed configuration names the file and the field, or the line and column" {
 	tiny_config c.json LlamaForCausalLM 'del(.num_key_value_heads)'
-	import_rejects c.json "c.json: 'num_key_value_heads' is missing \\(a decoder's configuration must name it\\)"
+	import_rejects c.json "c.json: 'num_key_value_heads' is missing \\(amp-import needs it\\)"
 	tiny_config c.json LlamaForCausalLM '.hidden_size = "64"'
 	import_rejects c.json "c.json: 'hidden_size' must be an integer, not a string"
 	tiny_config c.json LlamaForCausalLM '.num_key_value_heads = 3'
@@ -311,4 +311,38 @@ st_file() {
 	[[ $stderr =~ but\ the\ checkpoint.s\ .lm_head\.weight.\ differs\ from\ .model\.embed_tokens\.weight.$ ]] || fail "$stderr"
 	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
 	[ -n "$ok_model" ]
+}
+
+@test "import: a SigLIP vision tower imports, runs byte-exact and matches a float64 reference of the Hugging Face model" {
+	mkdir -p sg
+	"$MKCKPT" write sg SiglipVisionModel
+	"$MKCKPT" image sg
+	amp-import --matmuls fp16 sg --weights-dir w -o sg.yaml
+	run sed -n 's/^name: //p' sg.yaml
+	assert_output sg
+	program sg.yaml sg.amp
+	mkdir -p s
+	run --separate-stderr amp-run sg.amp --weights w --data sg --save s
+	assert_success
+	assert_line --regexp '^movement: byte-exact after every phase'
+	# against the float64 pass: the convolution over patches, layernorms, attention, tanh GELU, the MAP head
+	c=$("$MKCKPT" cosine s/pooled.npy sg/ref_pooled.npy)
+	awk -v c="$c" 'BEGIN { exit !(c >= 0.999) }' || fail "pooled cosine $c against the float64 reference"
+	# SiglipModel: its vision_config is the tower
+	jq '{architectures: ["SiglipModel"], vision_config: ., text_config: {hidden_size: 8}}' sg/config.json > both.json
+	amp-import --name sg both.json > both.yaml
+	run diff <(grep -v '^#' both.yaml) <(grep -v '^#' sg.yaml | sed 's/dtype: fp16}$/dtype: fp16}/; s/\(w_[a-z]*\|map_w[a-z0-9]*\|w_patch\): {shape: \(\[[0-9, ]*\]\), dtype: fp16}/\1: {shape: \2, dtype: fp8}/')
+	assert_success
+	# what a tower is not, and a decoder's options
+	jq '.hidden_act = "gelu"' sg/config.json > g.json
+	import_rejects g.json "g.json: 'hidden_act' gelu is not supported \\(amp's gelu is the tanh approximation: gelu_pytorch_tanh\\)"
+	jq '.vision_use_head = false' sg/config.json > h.json
+	import_rejects h.json "h.json: 'vision_use_head' false: amp's SigLIP ends in its MAP head"
+	jq 'del(.patch_size)' sg/config.json > p.json
+	import_rejects p.json "p.json: 'patch_size' is missing \\(amp-import needs it\\)"
+	jq '{architectures: ["SiglipModel"]}' sg/config.json > v.json
+	import_rejects v.json "v.json: 'vision_config' is missing \\(a SiglipModel's vision tower\\)"
+	run --separate-stderr amp-import --decode sg
+	assert_failure 2
+	[[ $stderr =~ is\ a\ vision\ tower ]] || fail "$stderr"
 }

@@ -14,6 +14,14 @@
  *       and DIR/ref_logits.npy ([1, 1, V] float64): the logits of the
  *       prompt's last position by the float64 forward pass over DIR's
  *       checkpoint.
+ *   mkckpt write DIR SiglipVisionModel
+ *       a SigLIP vision tower: 16x16 images of 3 channels, patch 4 (16
+ *       tokens), width 32, 2 heads of 16, MLP 48, 2 layers, MAP head.
+ *   mkckpt image DIR
+ *       DIR/image.npy ([1, 3, 16, 16], values fp16 holds) and
+ *       DIR/ref_pooled.npy ([1, 1, 32] float64): the MAP head's output by
+ *       the float64 forward pass (layernorm, attention over all tokens,
+ *       tanh GELU; the head's probe attending over the encoder's output).
  *   mkckpt cosine A.npy B.npy
  *       prints the cosine of two arrays of one size.
  */
@@ -49,9 +57,17 @@ static void die(const char *what)
 typedef struct {
 	char *name;
 	int rank;
-	int64_t shape[2];
+	int64_t shape[4];
 	float *v;
 } T;
+
+static size_t elems(const T *t)
+{
+	size_t n = 1;
+	for (int k = 0; k < t->rank; k++)
+		n *= (size_t)t->shape[k];
+	return n;
+}
 
 static T ts[64];
 static int nts;
@@ -82,7 +98,7 @@ static void write_file(const char *path, int a, int b, const char *dtype)
 	size_t es = strcmp(dtype, "F32") ? 2 : 4, off = 0;
 	json_t *h = json_object();
 	for (int i = a; i < b; i++) {
-		size_t n = (size_t)(ts[i].shape[0] * (ts[i].rank > 1 ? ts[i].shape[1] : 1));
+		size_t n = elems(&ts[i]);
 		json_t *sh = json_array();
 		for (int k = 0; k < ts[i].rank; k++)
 			json_array_append_new(sh, json_integer(ts[i].shape[k]));
@@ -103,7 +119,7 @@ static void write_file(const char *path, int a, int b, const char *dtype)
 	for (size_t k = 0; k < pad; k++)
 		fputc(' ', f);
 	for (int i = a; i < b; i++) {
-		size_t n = (size_t)(ts[i].shape[0] * (ts[i].rank > 1 ? ts[i].shape[1] : 1));
+		size_t n = elems(&ts[i]);
 		for (size_t k = 0; k < n; k++) {
 			if (es == 4) {
 				fwrite(&ts[i].v[k], 4, 1, f);
@@ -206,6 +222,7 @@ static double *getl(int l, const char *s)
 }
 
 /* y[n] = x[k] W^T (+ b): W [n, k] as nn.Linear holds it */
+#define linear_n linear
 static void linear(const double *x, const double *w, const double *b, int n, int k, double *y)
 {
 	for (int o = 0; o < n; o++) {
@@ -341,8 +358,230 @@ static int cosine(const char *a, const char *b)
 	return 0;
 }
 
+/* ---- SigLIP ---- */
+
+enum { SC = 32, SF = 48, SNH = 2, SD = 16, SL = 2, SIMG = 16, SP = 4, SCH = 3, SN = (SIMG / SP) * (SIMG / SP) };
+static const double SEPS = 1e-6;
+
+static int write_siglip(const char *dir)
+{
+	char name[160], path[4096];
+	rng = 0x5161C0FFEEu;
+	snprintf(name, sizeof name, "vision_model.embeddings.patch_embedding.weight");
+	T *t = &ts[nts];
+	tensor(name, SC, SCH * SP * SP, 0.2, 0);
+	t->rank = 4;            /* [C, channels, p, p]: the same values, a convolution's shape */
+	t->shape[1] = SCH, t->shape[2] = SP, t->shape[3] = SP;
+	tensor("vision_model.embeddings.patch_embedding.bias", SC, 0, 0.1, 0);
+	tensor("vision_model.embeddings.position_embedding.weight", SN, SC, 0.5, 0);
+	for (int l = 0; l < SL; l++) {
+#define ST(s, r, c, sc, b) (snprintf(name, sizeof name, "vision_model.encoder.layers.%d.%s", l, s), tensor(name, r, c, sc, b))
+		ST("layer_norm1.weight", SC, 0, 0.2, 1);
+		ST("layer_norm1.bias", SC, 0, 0.1, 0);
+		ST("self_attn.q_proj.weight", SC, SC, 0.3, 0);
+		ST("self_attn.q_proj.bias", SC, 0, 0.1, 0);
+		ST("self_attn.k_proj.weight", SC, SC, 0.3, 0);
+		ST("self_attn.k_proj.bias", SC, 0, 0.1, 0);
+		ST("self_attn.v_proj.weight", SC, SC, 0.3, 0);
+		ST("self_attn.v_proj.bias", SC, 0, 0.1, 0);
+		ST("self_attn.out_proj.weight", SC, SC, 0.3, 0);
+		ST("self_attn.out_proj.bias", SC, 0, 0.1, 0);
+		ST("layer_norm2.weight", SC, 0, 0.2, 1);
+		ST("layer_norm2.bias", SC, 0, 0.1, 0);
+		ST("mlp.fc1.weight", SF, SC, 0.3, 0);
+		ST("mlp.fc1.bias", SF, 0, 0.1, 0);
+		ST("mlp.fc2.weight", SC, SF, 0.3, 0);
+		ST("mlp.fc2.bias", SC, 0, 0.1, 0);
+#undef ST
+	}
+	tensor("vision_model.post_layernorm.weight", SC, 0, 0.2, 1);
+	tensor("vision_model.post_layernorm.bias", SC, 0, 0.1, 0);
+	t = &ts[nts];
+	tensor("vision_model.head.probe", 1, SC, 1, 0);
+	t->rank = 3;            /* [1, 1, C] */
+	t->shape[1] = 1, t->shape[2] = SC;
+	tensor("vision_model.head.attention.in_proj_weight", 3 * SC, SC, 0.3, 0);
+	tensor("vision_model.head.attention.in_proj_bias", 3 * SC, 0, 0.1, 0);
+	tensor("vision_model.head.attention.out_proj.weight", SC, SC, 0.3, 0);
+	tensor("vision_model.head.attention.out_proj.bias", SC, 0, 0.1, 0);
+	tensor("vision_model.head.layernorm.weight", SC, 0, 0.2, 1);
+	tensor("vision_model.head.layernorm.bias", SC, 0, 0.1, 0);
+	tensor("vision_model.head.mlp.fc1.weight", SF, SC, 0.3, 0);
+	tensor("vision_model.head.mlp.fc1.bias", SF, 0, 0.1, 0);
+	tensor("vision_model.head.mlp.fc2.weight", SC, SF, 0.3, 0);
+	tensor("vision_model.head.mlp.fc2.bias", SC, 0, 0.1, 0);
+	json_t *cfg = json_pack("{s:[s], s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "architectures",
+				"SiglipVisionModel", "hidden_act", "gelu_pytorch_tanh", "hidden_size", (json_int_t)SC,
+				"intermediate_size", (json_int_t)SF, "num_attention_heads", (json_int_t)SNH,
+				"num_hidden_layers", (json_int_t)SL, "image_size", (json_int_t)SIMG, "patch_size",
+				(json_int_t)SP, "num_channels", (json_int_t)SCH, "layer_norm_eps", SEPS);
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	if (json_dump_file(cfg, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER))
+		die("cannot write config.json");
+	json_decref(cfg);
+	snprintf(path, sizeof path, "%s/model.safetensors", dir);
+	write_file(path, 0, nts, "F32");
+	return 0;
+}
+
+static double *getv(const char *s)
+{
+	char name[256];
+	snprintf(name, sizeof name, "vision_model.%s", s);
+	double *d = get(name);
+	if (!d)
+		die(name);
+	return d;
+}
+
+static void layernorm(const double *x, const double *g, const double *b, double *y)
+{
+	double m = 0, v = 0;
+	for (int i = 0; i < SC; i++)
+		m += x[i];
+	m /= SC;
+	for (int i = 0; i < SC; i++)
+		v += (x[i] - m) * (x[i] - m);
+	v /= SC;
+	for (int i = 0; i < SC; i++)
+		y[i] = (x[i] - m) / sqrt(v + SEPS) * g[i] + b[i];
+}
+
+static double gelu(double x)
+{
+	return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));   /* sqrt(2 / pi) */
+}
+
+/* Multi-head attention of nq query rows q [nq, SC] over SN rows k, v. */
+static void mha(const double *q, int nq, const double *k, const double *v, double *out)
+{
+	double sc[SN];
+	for (int t = 0; t < nq; t++)
+		for (int h = 0; h < SNH; h++) {
+			double m = -INFINITY, z = 0;
+			for (int s = 0; s < SN; s++) {
+				double d = 0;
+				for (int i = 0; i < SD; i++)
+					d += q[t * SC + h * SD + i] * k[s * SC + h * SD + i];
+				sc[s] = d / sqrt((double)SD);
+				m = sc[s] > m ? sc[s] : m;
+			}
+			for (int s = 0; s < SN; s++)
+				sc[s] = exp(sc[s] - m), z += sc[s];
+			for (int i = 0; i < SD; i++) {
+				double a = 0;
+				for (int s = 0; s < SN; s++)
+					a += sc[s] / z * v[s * SC + h * SD + i];
+				out[t * SC + h * SD + i] = a;
+			}
+		}
+}
+
+/* The MLP: fc2(gelu(fc1(x))) into y. */
+static void mlp(const double *x, const double *w1, const double *b1, const double *w2, const double *b2, double *y)
+{
+	double u[SF];
+	linear_n(x, w1, b1, SF, SC, u);
+	for (int i = 0; i < SF; i++)
+		u[i] = gelu(u[i]);
+	linear_n(u, w2, b2, SC, SF, y);
+}
+
+static int image(const char *dir)
+{
+	char path[4096];
+	Err e;
+	if (ckpt_open(&ck, dir, &e))
+		die(e.msg);
+	static float img[SCH * SIMG * SIMG];
+	rng = 0xABCDEF12345u;
+	for (int i = 0; i < SCH * SIMG * SIMG; i++)
+		img[i] = f16_to_f32(f32_to_f16((float)uni()));
+	Npy a = { NPY_F32, 4, { 1, SCH, SIMG, SIMG }, img, sizeof img };
+	snprintf(path, sizeof path, "%s/image.npy", dir);
+	if (npy_write(path, &a, &e))
+		die(e.msg);
+	static double x[SN * SC], h[SN * SC], q[SN * SC], k[SN * SC], v[SN * SC], att[SN * SC], o[SC];
+	double *wp = getv("embeddings.patch_embedding.weight"), *bp = getv("embeddings.patch_embedding.bias");
+	double *pos = getv("embeddings.position_embedding.weight");
+	for (int pi = 0; pi < SIMG / SP; pi++)
+		for (int pj = 0; pj < SIMG / SP; pj++) {
+			int n = pi * (SIMG / SP) + pj;
+			for (int c = 0; c < SC; c++) {  /* the convolution, stride p */
+				double s = bp[c];
+				for (int ch = 0; ch < SCH; ch++)
+					for (int r = 0; r < SP; r++)
+						for (int w = 0; w < SP; w++)
+							s += wp[((c * SCH + ch) * SP + r) * SP + w] *
+							     img[(ch * SIMG + pi * SP + r) * SIMG + pj * SP + w];
+				x[n * SC + c] = s + pos[n * SC + c];
+			}
+		}
+	for (int l = 0; l < SL; l++) {
+		char nm[160];
+#define LV(s) (snprintf(nm, sizeof nm, "encoder.layers.%d.%s", l, s), getv(nm))
+		double *g1 = LV("layer_norm1.weight"), *b1 = LV("layer_norm1.bias");
+		double *wq = LV("self_attn.q_proj.weight"), *bq = LV("self_attn.q_proj.bias");
+		double *wk = LV("self_attn.k_proj.weight"), *bk = LV("self_attn.k_proj.bias");
+		double *wv = LV("self_attn.v_proj.weight"), *bv = LV("self_attn.v_proj.bias");
+		double *wo = LV("self_attn.out_proj.weight"), *bo = LV("self_attn.out_proj.bias");
+		double *g2 = LV("layer_norm2.weight"), *b2 = LV("layer_norm2.bias");
+		double *f1 = LV("mlp.fc1.weight"), *c1 = LV("mlp.fc1.bias"), *f2 = LV("mlp.fc2.weight");
+		double *c2 = LV("mlp.fc2.bias");
+#undef LV
+		for (int t = 0; t < SN; t++) {
+			layernorm(x + t * SC, g1, b1, h + t * SC);
+			linear_n(h + t * SC, wq, bq, SC, SC, q + t * SC);
+			linear_n(h + t * SC, wk, bk, SC, SC, k + t * SC);
+			linear_n(h + t * SC, wv, bv, SC, SC, v + t * SC);
+		}
+		mha(q, SN, k, v, att);
+		for (int t = 0; t < SN; t++) {
+			linear_n(att + t * SC, wo, bo, SC, SC, o);
+			for (int i = 0; i < SC; i++)
+				x[t * SC + i] += o[i];
+			layernorm(x + t * SC, g2, b2, h + t * SC);
+			mlp(h + t * SC, f1, c1, f2, c2, o);
+			for (int i = 0; i < SC; i++)
+				x[t * SC + i] += o[i];
+		}
+		free(g1), free(b1), free(wq), free(bq), free(wk), free(bk), free(wv), free(bv), free(wo), free(bo),
+			free(g2), free(b2), free(f1), free(c1), free(f2), free(c2);
+	}
+	double *pg = getv("post_layernorm.weight"), *pb = getv("post_layernorm.bias");
+	for (int t = 0; t < SN; t++)
+		layernorm(x + t * SC, pg, pb, h + t * SC);      /* the encoder's output */
+	double *probe = getv("head.probe"), *win = getv("head.attention.in_proj_weight");
+	double *bin = getv("head.attention.in_proj_bias"), *wo = getv("head.attention.out_proj.weight");
+	double *bo = getv("head.attention.out_proj.bias"), *lg = getv("head.layernorm.weight");
+	double *lb = getv("head.layernorm.bias"), *f1 = getv("head.mlp.fc1.weight"), *c1 = getv("head.mlp.fc1.bias");
+	double *f2 = getv("head.mlp.fc2.weight"), *c2 = getv("head.mlp.fc2.bias");
+	double pq[SC], pa[SC], ln[SC], m[SC], *pooled = malloc(SC * sizeof *pooled);
+	linear_n(probe, win, bin, SC, SC, pq);
+	for (int t = 0; t < SN; t++) {
+		linear_n(h + t * SC, win + SC * SC, bin + SC, SC, SC, k + t * SC);
+		linear_n(h + t * SC, win + 2 * SC * SC, bin + 2 * SC, SC, SC, v + t * SC);
+	}
+	mha(pq, 1, k, v, pa);
+	linear_n(pa, wo, bo, SC, SC, o);
+	layernorm(o, lg, lb, ln);
+	mlp(ln, f1, c1, f2, c2, m);
+	for (int i = 0; i < SC; i++)
+		pooled[i] = o[i] + m[i];
+	Npy r = { NPY_F64, 3, { 1, 1, SC }, pooled, SC * sizeof *pooled };
+	snprintf(path, sizeof path, "%s/ref_pooled.npy", dir);
+	if (npy_write(path, &r, &e))
+		die(e.msg);
+	ckpt_close(&ck);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "write") && !strcmp(argv[3], "SiglipVisionModel"))
+		return write_siglip(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "image"))
+		return image(argv[2]);
 	if (argc >= 4 && !strcmp(argv[1], "write")) {
 		int sharded = 0, untied = 0;
 		const char *dtype = "F32";
