@@ -17,7 +17,7 @@
 #
 #   bench/fit.sh [MACHINE] [MODEL...]   (default amp1472 and every
 #                                        SigLIP-so400m, PE-Core-L14,
-#                                        Qwen2.5-0.5B and SmolLM2-360M file)
+#                                        Qwen2.5-0.5B and SmolLM2 file)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -30,7 +30,8 @@ models=("$@")
 	share/models/qwen2.5-0.5b-prefill.yaml share/models/qwen2.5-0.5b-decode.yaml
 	share/models/qwen2.5-0.5b-1layer-prefill.yaml share/models/qwen2.5-0.5b-1layer-decode.yaml
 	share/models/smollm2-360m-prefill.yaml share/models/smollm2-360m-decode.yaml
-	share/models/smollm2-360m-1layer-prefill.yaml share/models/smollm2-360m-1layer-decode.yaml)
+	share/models/smollm2-360m-1layer-prefill.yaml share/models/smollm2-360m-1layer-decode.yaml
+	share/models/smollm2-135m-prefill.yaml share/models/smollm2-135m-decode.yaml)
 make -s all
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 
 #include "model/import.h"
+#include "model/machine.h"
+#include "model/model.h"
+#include "planner/planner.h"
 #include "tool.h"
 
 static const char usage[] =
@@ -44,9 +47,13 @@ static const Opt opts[] = {
 	  "all; the default name then says N)" },
 	{ K_MATMULS, 0, "matmuls", OPT_ARG, "FORMAT", "words:fp8 fp16",
 	  "the layers' matmul weights (default fp8)" },
-	{ K_HEAD, 0, "head", OPT_ARG, "FORMAT", "words:fp8 fp16",
+	{ K_HEAD, 0, "head", OPT_ARG, "FORMAT", "words:auto fp8 fp16",
 	  "the embedding table, which a tied lm_head reads, and an\n"
-	  "untied lm_head's weights (default fp8)" },
+	  "untied lm_head's weights; auto (the default): fp16 when\n"
+	  "amp-plan finds a plan of the model that fits the\n"
+	  "machine at its own limits, else fp8, and says which" },
+	{ 'm', 'm', "machine", OPT_ARG, "FILE", "machine",
+	  "the machine --head auto plans for (default amp1472)" },
 	{ K_CACHE, 0, "cache", OPT_ARG, "FORMAT", "words:fp8 fp16",
 	  "the KV cache (default fp16)" },
 	{ K_NAME, 0, "name", OPT_ARG, "NAME", NULL,
@@ -66,6 +73,65 @@ static const Opt opts[] = {
 };
 
 static const OptTool tool = { "amp-import", usage, opts, epilogue };
+
+/* Does the model text fit machine mc: a plan that fits at its own limits,
+ * as amp-plan's default objective finds? 0, or -1 with why. */
+static int fits(char *text, size_t len, const Machine *mc, Err *why)
+{
+	Model m;
+	Plan pl;
+	Scales none = { NULL, NULL, 0 };
+	Err fit = { { 0 } };
+	int fell_back = 0;
+	PlanOpts po;
+	memset(&po, 0, sizeof po);
+	po.objective = OBJ_CYCLES, po.scales = &none, po.ownership = OWN_AUTO;
+	po.no_fit_check = 1, po.fit = &fit, po.fell_back = &fell_back;
+	if (model_load_input(&m, input_open_mem("the model", text, len, why), why))
+		return -1;
+	int rc = model_check_size(&m, mc, why) || plan_build(&pl, &m, mc, &po, NULL, why) ? -1 : 0;
+	if (!rc) {
+		plan_free(&pl);
+		if (fit.msg[0])
+			*why = fit, rc = -1;
+	}
+	model_free(&m);
+	return rc;
+}
+
+/* The model with the embedding table and lm_head fp16 when a plan of it
+ * fits the machine, else fp8; says which on stderr. */
+static void choose_head(const HfConfig *hc, ImportOpts *o, const char *machine_path)
+{
+	Machine mc;
+	Err e, why;
+	char *text = NULL;
+	size_t len = 0;
+	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e))
+		fail(&e);
+	o->head = FMT_FP16;
+	Output *mem = output_open_mem(&text, &len, &e);
+	if (!mem || import_model(hc, o, mem, &e) || output_commit(mem, &e))
+		fail(&e);
+	int ok = fits(text, len, &mc, &why) == 0;
+	free(text);
+	if (!ok) {
+		char *nl = strchr(why.msg, '\n'), *at = why.msg;
+		if (nl)
+			*nl = 0;
+		if (!strncmp(at, "the model:", 10))     /* its line and column in the text amp-import made */
+			for (int colons = 0; *at && colons < 3; at++)
+				colons += *at == ':';
+		while (*at == ' ')
+			at++;
+		memmove(why.msg, at, strlen(at) + 1);
+		o->head = FMT_FP8;
+		fprintf(stderr, "amp-import: the embedding table and lm_head are fp8: at fp16, %s\n", why.msg);
+	} else {
+		fprintf(stderr, "amp-import: the embedding table and lm_head stay fp16: a plan fits %s at its limits\n",
+			mc.name);
+	}
+}
 
 static Format format_arg(const char *opt, const char *arg)
 {
@@ -117,7 +183,8 @@ int main(int argc, char **argv)
 {
 	ImportOpts o = { IMPORT_DECODE, 0, 512, 2048, 0, FMT_FP8, FMT_FP8, FMT_FP16, NULL, NULL };
 	const char *out_path = NULL, *arg, *wdir = NULL, *ckpt_path = NULL;
-	int kind = -1, c, prompt_given = 0, decoder_only = 0;
+	int kind = -1, c, prompt_given = 0, decoder_only = 0, head_auto = 1;
+	const char *machine_path = NULL;
 	OptParse op;
 	opt_init(&op, &tool, argc, argv);
 	while ((c = opt_next(&op, &arg)) != -1) {
@@ -133,7 +200,11 @@ int main(int argc, char **argv)
 		case K_CONTEXT: o.context = positive_arg("--context", arg), decoder_only = 1; break;
 		case K_LAYERS: o.layers = positive_arg("--layers", arg); break;
 		case K_MATMULS: o.weights = format_arg("--matmuls", arg); break;
-		case K_HEAD: o.head = format_arg("--head", arg), decoder_only = 1; break;
+		case K_HEAD:
+			head_auto = !strcmp(arg, "auto");
+			o.head = head_auto ? FMT_FP8 : format_arg("--head", arg), decoder_only = 1;
+			break;
+		case 'm': machine_path = machine_arg(arg); break;
 		case K_CACHE: o.cache = format_arg("--cache", arg), decoder_only = 1; break;
 		case K_NAME: o.name = arg; break;
 		case 'o': out_path = arg; break;
@@ -144,7 +215,8 @@ int main(int argc, char **argv)
 	const char *in = one_input(argc, argv, op.optind, "configuration");
 	if (!in)
 		usage_error("name the configuration (a config.json, or its directory)");
-	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the configuration", in } }, 1, 2);
+	distinct_outputs((ToolFile[]){ { "-o", out_path }, { "the configuration", in }, { "--machine", machine_path } }, 1,
+			 3);
 	if (o.name && !import_name_ok(o.name))
 		usage_error("--name '%s': a name is 1 to 128 of A-Z, a-z, 0-9, '.', '_' and '-'", o.name);
 	HfConfig hc;
@@ -173,6 +245,8 @@ int main(int argc, char **argv)
 			usage_error("'%s' is no model name (A-Z, a-z, 0-9, '.', '_' and '-'): give one with --name", name);
 		o.name = name;
 	}
+	if (head_auto && !hc.vision)
+		choose_head(&hc, &o, machine_path);
 	/* the model is committed only when the weights are written too */
 	Output *out = output_open(out_path, 0, &e);
 	if (!out)

@@ -97,7 +97,7 @@ import_rejects() {
 	# an untied head has its own weights; Llama's attention_bias puts biases on q, k, v and o
 	tiny_config u.json LlamaForCausalLM '.tie_word_embeddings = false | .attention_bias = true'
 	amp-import --decode u.json > u.yaml
-	run grep -c '^  wlm: {shape: \[64, 512\], dtype: fp8}$' u.yaml
+	run grep -c '^  wlm: {shape: \[64, 512\], dtype: fp16}$' u.yaml
 	assert_output 1
 	run grep -c '^  - {op: matmul, name: lm_head, a: hf, b: wlm, out: logits}$' u.yaml
 	assert_output 1
@@ -266,47 +266,47 @@ st_file() {
 	# truncated: the last tensor's bytes past the end
 	size=$(stat -c %s c/model.safetensors)
 	head -c $((size - 100)) c/model.safetensors > t.st && mv t.st c/model.safetensors
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-import:\ c/model\.safetensors:\ tensor\ \'[a-z_.0-9]+\':\ its\ data\ ends\ at\ byte\ [0-9]+\ of\ the\ data,\ which\ holds\ [0-9]+$ ]] || fail "$stderr"
 	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
 	# a header claiming bytes past the end
 	printf '\377\377\0\0\0\0\0\0{}' > c/model.safetensors
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c/model.safetensors: its header claims 65535 bytes, past the end of the file (10 bytes)" ]] || fail "$stderr"
 	# overlapping tensors
 	h='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}'
 	st_file c/model.safetensors "$h" 12
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c/model.safetensors: tensors 'a' and 'b' overlap" ]] || fail "$stderr"
 	# a dtype that does not exist
 	st_file c/model.safetensors '{"a":{"dtype":"F7","shape":[1],"data_offsets":[0,4]}}' 4
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c/model.safetensors: tensor 'a': dtype 'F7' does not exist" ]] || fail "$stderr"
 	# bytes that are not the shape's
 	st_file c/model.safetensors '{"a":{"dtype":"F16","shape":[3],"data_offsets":[0,4]}}' 4
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c/model.safetensors: tensor 'a': 4 bytes for 3 elements of F16" ]] || fail "$stderr"
 	# a well-formed file without the model's tensors
 	st_file c/model.safetensors '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}' 4
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c: the checkpoint has no tensor 'model.embed_tokens.weight'" ]] || fail "$stderr"
 	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
 	# a tensor of another shape than the configuration's
 	"$MKCKPT" write c LlamaForCausalLM
 	jq '.vocab_size = 100' c/config.json > c2.json && mv c2.json c/config.json
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c/model.safetensors: tensor 'model.embed_tokens.weight' is [96, 64]; the configuration makes it [100, 64]" ]] || fail "$stderr"
 	# an lm_head the configuration says is tied, which is not the table
 	rm -rf c && mkdir c && "$MKCKPT" write c LlamaForCausalLM untied
 	jq '.tie_word_embeddings = true' c/config.json > c2.json && mv c2.json c/config.json
-	run --separate-stderr amp-import --decode c --weights-dir w -o m.yaml
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr =~ but\ the\ checkpoint.s\ .lm_head\.weight.\ differs\ from\ .model\.embed_tokens\.weight.$ ]] || fail "$stderr"
 	[ ! -e m.yaml ] && [ ! -e w ] || fail "something was written"
@@ -345,4 +345,26 @@ st_file() {
 	run --separate-stderr amp-import --decode sg
 	assert_failure 2
 	[[ $stderr =~ is\ a\ vision\ tower ]] || fail "$stderr"
+}
+
+@test "import: the embedding table and lm_head stay fp16 when a plan fits, else fp8, and amp-import says which" {
+	tiny_config c.json LlamaForCausalLM
+	run --separate-stderr amp-import --decode c.json
+	assert_success
+	[[ $stderr == "amp-import: the embedding table and lm_head stay fp16: a plan fits amp1472 at its limits" ]] || fail "$stderr"
+	assert_line '  emb: {shape: [64, 512], dtype: fp16}'
+	run --separate-stderr amp-import --decode --head fp8 c.json
+	assert_success
+	[ -z "$stderr" ] || fail "$stderr"
+	assert_line '  emb: {shape: [64, 512], dtype: fp8}'
+	# Qwen2.5-0.5B's decode step: at fp16, its table's homes and the caches overflow a tile
+	run --separate-stderr amp-import --decode "$CONFIGS/qwen2.5-0.5b.json"
+	assert_success
+	[[ $stderr =~ ^amp-import:\ the\ embedding\ table\ and\ lm_head\ are\ fp8:\ at\ fp16,\ model\ \'qwen2\.5-0\.5b-decode\':\ parameter\ and\ state\ homes\ put\ [0-9]+\ bytes\ on\ tile\ [0-9]+\;\ 586960\ are\ available$ ]] || fail "$stderr"
+	assert_line '  emb: {shape: [896, 151936], dtype: fp8}'
+	# on a machine of 4 times the tiles it fits
+	run --separate-stderr amp-import --decode --machine amp5888 "$CONFIGS/qwen2.5-0.5b.json"
+	assert_success
+	[[ $stderr == "amp-import: the embedding table and lm_head stay fp16: a plan fits amp5888 at its limits" ]] || fail "$stderr"
+	assert_line '  emb: {shape: [896, 151936], dtype: fp16}'
 }
