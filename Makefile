@@ -80,7 +80,7 @@ $(OBJ)/libamp.a: $(LIB_OBJ)
 
 # What the tools share (tools/tool.c, tools/opt.c: messages, provenance,
 # the option table's parser and help), in its own archive.
-TOOL_SRC := tools/opt.c tools/tool.c
+TOOL_SRC := tools/opt.c tools/tool.c tools/prov.c
 $(OBJ)/tools/%.o: tools/%.c tools/*.h $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(WFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Ilib -c $< -o $@

@@ -4,9 +4,11 @@
 #   1. Includes: every #include "..." of lib/LAYER/FILE names its layer
 #      (`#include "stage/plan.h"`), and that layer is LAYER or one listed
 #      before it in lib/LAYERS.
-#   2. Calls, from the objects' symbols (nm) under OBJDIR/lib/: no object
-#      uses a symbol defined by an object of a higher layer, and no set of
-#      objects depends on itself (a circle: a.c -> b.c -> a.c).
+#   2. Calls, from the objects' symbols (nm) under OBJDIR/lib/ and
+#      OBJDIR/tools/ (the tools' shared files): no object of lib/ uses a
+#      symbol defined by an object of a higher layer, and no set of
+#      objects, tools/ included, depends on itself (a circle: a.c -> b.c
+#      -> a.c).
 #
 # Prints one line per offence (file:line for includes) and exits 1 when
 # there is any. ROOT defaults to the current directory, OBJDIR to
@@ -54,7 +56,7 @@ out=$(cd "$root" && find lib -name '*.[ch]' | sort | xargs awk -v order="$(echo 
 [ -z "$out" ] || { echo "$out"; bad=1; }
 
 # 2. Calls and circles, from the objects.
-objs=$(cd "$obj" 2>/dev/null && find lib -name '*.o' | sort || true)
+objs=$(cd "$obj" 2>/dev/null && find lib tools -name '*.o' 2>/dev/null | sort || true)
 if [ -z "$objs" ]; then
 	echo "layers: no objects under $obj/lib; calls and circles not checked" >&2
 else
@@ -73,7 +75,9 @@ else
 			for (i = 1; i <= nu; i++) {
 				d = def[use[i]]
 				if (d == "" || d == user[i]) continue
-				if (rank[layer(d)] > rank[layer(user[i])])
+				# tools/ (their shared objects) sit above every layer:
+				# only circles are checked among them
+				if (user[i] !~ /^tools\// && d !~ /^tools\// && rank[layer(d)] > rank[layer(user[i])])
 					printf "%s: calls %s, defined in %s: a higher layer (%s above %s)\n", \
 						user[i], use[i], d, layer(d), layer(user[i])
 				k = user[i] SUBSEP d

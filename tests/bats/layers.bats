@@ -66,3 +66,22 @@ plant_tree() {
 	run bash "$ROOT/tests/layers.sh" tree tree/obj
 	[ "$status" -eq 0 ] || fail "$output"
 }
+
+@test "layers: a circle between the tools' shared files is found; their calls into lib/ are no upward call" {
+	mkdir -p tree/lib/base tree/obj/lib/base tree/tools tree/obj/tools
+	printf 'base\n' > tree/lib/LAYERS
+	printf 'int amp_d(void) { return 1; }\n' > tree/lib/base/d.c
+	printf 'int amp_p(int);\nint amp_d(void);\nint amp_o(int n) { return n ? amp_p(n - 1) : amp_d(); }\n' > tree/tools/o.c
+	printf 'int amp_o(int);\nint amp_p(int n) { return n ? amp_o(n - 1) : 0; }\n' > tree/tools/p.c
+	cc -c -o tree/obj/lib/base/d.o tree/lib/base/d.c
+	cc -c -o tree/obj/tools/o.o tree/tools/o.c
+	cc -c -o tree/obj/tools/p.o tree/tools/p.c
+	run bash "$ROOT/tests/layers.sh" tree tree/obj
+	[ "$status" -eq 1 ]
+	[[ $output == *"circle: tools/o.c -(amp_p)-> tools/p.c -(amp_o)-> tools/o.c"* ]] || fail "$output"
+	[[ $output != *"higher layer"* ]] || fail "$output"
+	printf 'int amp_p(int n) { return n; }\n' > tree/tools/p.c
+	cc -c -o tree/obj/tools/p.o tree/tools/p.c
+	run bash "$ROOT/tests/layers.sh" tree tree/obj
+	[ "$status" -eq 0 ] || fail "$output"
+}
