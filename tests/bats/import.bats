@@ -197,7 +197,7 @@ st_file() {
 	} > "$1"
 }
 
-@test "import: checkpoints written here run byte-exact and match a float64 reference of the Hugging Face model" {
+@test "import: checkpoints written here run byte-exact and match a float64 reference of the Hugging Face model, prefill and every decode step" {
 	# a Llama with its own lm_head in F32, a Qwen2 in BF16 in two shards
 	mkdir -p llama qwen
 	"$MKCKPT" write llama LlamaForCausalLM untied
@@ -218,10 +218,20 @@ st_file() {
 		# against the float64 forward pass over the checkpoint itself (rotate_half, q, k and v apart)
 		c=$("$MKCKPT" cosine "s$a/logits.npy" "$a/ref_logits.npy")
 		awk -v c="$c" 'BEGIN { exit !(c >= 0.999) }' || fail "$a: logits cosine $c against the float64 reference"
-		# the same weights serve the decode, after the prefill
-		run --separate-stderr amp-run dec.amp --prefill pre.amp --weights "w$a" --data "$a" --generate 3
+		# the same weights serve the decode, after the prefill; every step's logits against the float64
+		# pass over the prompt and the tokens fed so far (the reference's greedy ones: teacher-forced)
+		mkdir -p "g$a"
+		run --separate-stderr amp-run dec.amp --prefill pre.amp --weights "w$a" --data "$a" --generate 3 --save "g$a"
 		assert_success
 		assert_line --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
+		local -a fed
+		read -r -a fed < <(printf '%s\n' "$output" | sed -n 's/^generate: sequence 0, reference: //p')
+		[ "${#fed[@]}" -eq 4 ] || fail "tokens: ${fed[*]}"
+		"$MKCKPT" steps "$a" "${fed[@]:0:3}"
+		for k in 0 1 2; do
+			c=$("$MKCKPT" cosine "g$a/step.$k/logits.npy" "$a/ref_step.$k.npy")
+			awk -v c="$c" 'BEGIN { exit !(c >= 0.999) }' || fail "$a: decode step $k: logits cosine $c"
+		done
 	done
 }
 

@@ -22,6 +22,10 @@
  *       DIR/ref_pooled.npy ([1, 1, 32] float64): the MAP head's output by
  *       the float64 forward pass (layernorm, attention over all tokens,
  *       tanh GELU; the head's probe attending over the encoder's output).
+ *   mkckpt steps DIR TOKEN...
+ *       after DIR/tok.npy's prompt, each TOKEN appended in turn (a decode
+ *       step's, at the next position): the logits after each,
+ *       DIR/ref_step.<k>.npy, by the same float64 pass.
  *   mkckpt cosine A.npy B.npy
  *       prints the cosine of two arrays of one size.
  */
@@ -255,24 +259,10 @@ static void rope(double *x, int n, int p)
 		}
 }
 
-static int prompt(const char *dir, int T)
+/* The logits of the last of T tokens (positions 0..T-1), by the float64
+ * forward pass over the open checkpoint, into logits[V]. */
+static void forward(const int32_t *tok, int T, double *logits)
 {
-	char path[4096];
-	Err e;
-	if (ckpt_open(&ck, dir, &e))
-		die(e.msg);
-	int32_t *tok = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
-	rng = 0xD1B54A32D192ED03u;
-	for (int t = 0; t < T; t++)
-		tok[t] = (int32_t)((uni() + 1) / 2 * V) % V, pos[t] = t;
-	Npy a = { NPY_I32, 3, { 1, T, 1 }, tok, (size_t)T * 4 };
-	snprintf(path, sizeof path, "%s/tok.npy", dir);
-	if (npy_write(path, &a, &e))
-		die(e.msg);
-	a.data = pos;
-	snprintf(path, sizeof path, "%s/pos.npy", dir);
-	if (npy_write(path, &a, &e))
-		die(e.msg);
 	double *emb = get("model.embed_tokens.weight"), *head = get("lm_head.weight");
 	double *x = malloc((size_t)T * H * sizeof *x), *hn = malloc(H * sizeof *hn);
 	double *q = malloc((size_t)T * NH * D * sizeof *q), *k = malloc((size_t)T * NKV * D * sizeof *k);
@@ -293,8 +283,8 @@ static int prompt(const char *dir, int T)
 			linear(hn, wq, bq, NH * D, H, q + t * NH * D);
 			linear(hn, wk, bk, NKV * D, H, k + t * NKV * D);
 			linear(hn, wv, bv, NKV * D, H, v + t * NKV * D);
-			rope(q + t * NH * D, NH, pos[t]);
-			rope(k + t * NKV * D, NKV, pos[t]);
+			rope(q + t * NH * D, NH, t);
+			rope(k + t * NKV * D, NKV, t);
 		}
 		for (int t = 0; t < T; t++) {
 			for (int h = 0; h < NH; h++) {
@@ -331,13 +321,74 @@ static int prompt(const char *dir, int T)
 		free(n1), free(wq), free(wk), free(wv), free(bq), free(bk), free(bv), free(wo), free(n2), free(wg),
 			free(wu), free(wd);
 	}
-	double *nf = get("model.norm.weight"), *logits = malloc(V * sizeof *logits);
+	double *nf = get("model.norm.weight");
 	rmsnorm(x + (T - 1) * H, nf, hn);
 	linear(hn, head ? head : emb, NULL, V, H, logits);
+	free(emb), free(head), free(nf), free(x), free(hn), free(q), free(k), free(v), free(att), free(o), free(g),
+		free(u), free(sc);
+}
+
+static void write_logits(const char *dir, const char *name, double *logits)
+{
+	char path[4096];
+	Err e;
 	Npy r = { NPY_F64, 3, { 1, 1, V }, logits, V * sizeof *logits };
-	snprintf(path, sizeof path, "%s/ref_logits.npy", dir);
+	snprintf(path, sizeof path, "%s/%s", dir, name);
 	if (npy_write(path, &r, &e))
 		die(e.msg);
+}
+
+static int prompt(const char *dir, int T)
+{
+	char path[4096];
+	Err e;
+	if (ckpt_open(&ck, dir, &e))
+		die(e.msg);
+	int32_t *tok = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
+	rng = 0xD1B54A32D192ED03u;
+	for (int t = 0; t < T; t++)
+		tok[t] = (int32_t)((uni() + 1) / 2 * V) % V, pos[t] = t;
+	Npy a = { NPY_I32, 3, { 1, T, 1 }, tok, (size_t)T * 4 };
+	snprintf(path, sizeof path, "%s/tok.npy", dir);
+	if (npy_write(path, &a, &e))
+		die(e.msg);
+	a.data = pos;
+	snprintf(path, sizeof path, "%s/pos.npy", dir);
+	if (npy_write(path, &a, &e))
+		die(e.msg);
+	double logits[V];
+	forward(tok, T, logits);
+	write_logits(dir, "ref_logits.npy", logits);
+	ckpt_close(&ck);
+	free(tok), free(pos);
+	return 0;
+}
+
+/* The prompt DIR/tok.npy, then each token of next[n] appended in turn
+ * (a decode step's, at the positions after the prompt's): the logits
+ * after each, DIR/ref_step.<k>.npy. */
+static int steps(const char *dir, char **next, int n)
+{
+	char path[4096], name[64];
+	Err e;
+	Npy a;
+	float *f;
+	snprintf(path, sizeof path, "%s/tok.npy", dir);
+	if (ckpt_open(&ck, dir, &e) || npy_read(path, &a, &e) || npy_floats(&a, &f, &e))
+		die(e.msg);
+	int T = (int)npy_count(&a);
+	int32_t *tok = malloc((size_t)(T + n) * 4);
+	for (int t = 0; t < T; t++)
+		tok[t] = (int32_t)f[t];
+	for (int k = 0; k < n; k++) {
+		double logits[V];
+		tok[T + k] = atoi(next[k]);
+		forward(tok, T + k + 1, logits);
+		snprintf(name, sizeof name, "ref_step.%d.npy", k);
+		write_logits(dir, name, logits);
+	}
+	free(tok), free(f);
+	npy_free(&a);
 	ckpt_close(&ck);
 	return 0;
 }
@@ -601,6 +652,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[1], "prompt"))
 		return prompt(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "steps"))
+		return steps(argv[2], argv + 3, argc - 3);
 	if (argc == 4 && !strcmp(argv[1], "cosine"))
 		return cosine(argv[2], argv[3]);
 	die("usage: mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied] | prompt DIR T | cosine A B");
