@@ -11,6 +11,8 @@
 
 #include "base/num.h"
 
+#define ST_HEADER_MAX 100000000      /* bytes of JSON header the safetensors format allows */
+
 /* The dtypes of the safetensors format, with their sizes. */
 static const struct {
 	const char *name;
@@ -102,6 +104,9 @@ static int open_file(Checkpoint *c, int f, Err *e)
 	if (hl > size - 8)
 		return errf(e, "%s: its header claims %llu bytes, past the end of the file (%zu bytes)", path,
 			    (unsigned long long)hl, size);
+	if (hl > ST_HEADER_MAX)         /* the format's own limit */
+		return errf(e, "%s: its header claims %llu bytes; the format allows %d", path, (unsigned long long)hl,
+			    ST_HEADER_MAX);
 	json_error_t je;
 	json_t *h = json_loadb((const char *)p + 8, (size_t)hl, JSON_REJECT_DUPLICATES, &je);
 	if (!h)

@@ -285,6 +285,12 @@ st_file() {
 	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
 	assert_failure 1
 	[[ $stderr == "amp-import: c/model.safetensors: its header claims 65535 bytes, past the end of the file (10 bytes)" ]] || fail "$stderr"
+	# a header over the format's 100,000,000 bytes (a sparse file)
+	printf '\001\341\365\005\0\0\0\0' > c/model.safetensors
+	truncate -s 100000100 c/model.safetensors
+	run --separate-stderr amp-import --decode --head fp8 c --weights-dir w -o m.yaml
+	assert_failure 1
+	[[ $stderr == "amp-import: c/model.safetensors: its header claims 100000001 bytes; the format allows 100000000" ]] || fail "$stderr"
 	# overlapping tensors
 	h='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}'
 	st_file c/model.safetensors "$h" 12
