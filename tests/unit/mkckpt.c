@@ -88,6 +88,13 @@ static void tensor(const char *name, int64_t r, int64_t c, double scale, double 
 		t->v[i] = (float)(base + scale * uni());
 }
 
+static void free_tensors(void)
+{
+	for (int i = 0; i < nts; i++)
+		free(ts[i].name), free(ts[i].v);
+	nts = 0;
+}
+
 static uint16_t bf16(float x)
 {
 	uint32_t b;
@@ -178,6 +185,7 @@ static int write_ckpt(const char *dir, const char *arch, int sharded, const char
 	if (!sharded) {
 		snprintf(path, sizeof path, "%s/model.safetensors", dir);
 		write_file(path, 0, nts, dtype);
+		free_tensors();
 		return 0;
 	}
 	int half = nts / 2;
@@ -193,6 +201,7 @@ static int write_ckpt(const char *dir, const char *arch, int sharded, const char
 	write_file(path, 0, half, dtype);
 	snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
 	write_file(path, half, nts, dtype);
+	free_tensors();
 	return 0;
 }
 
@@ -406,6 +415,8 @@ static int cosine(const char *a, const char *b)
 	for (int64_t i = 0; i < npy_count(&x); i++)
 		xy += (double)fx[i] * fy[i], xx += (double)fx[i] * fx[i], yy += (double)fy[i] * fy[i];
 	printf("%.6f\n", xy / sqrt(xx * yy));
+	free(fx), free(fy);
+	npy_free(&x), npy_free(&y);
 	return 0;
 }
 
@@ -472,6 +483,7 @@ static int write_siglip(const char *dir)
 	json_decref(cfg);
 	snprintf(path, sizeof path, "%s/model.safetensors", dir);
 	write_file(path, 0, nts, "F32");
+	free_tensors();
 	return 0;
 }
 
@@ -623,6 +635,8 @@ static int image(const char *dir)
 	snprintf(path, sizeof path, "%s/ref_pooled.npy", dir);
 	if (npy_write(path, &r, &e))
 		die(e.msg);
+	free(wp), free(bp), free(pos), free(pg), free(pb), free(probe), free(win), free(bin), free(wo), free(bo);
+	free(lg), free(lb), free(f1), free(c1), free(f2), free(c2), free(pooled);
 	ckpt_close(&ck);
 	return 0;
 }
