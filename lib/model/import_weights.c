@@ -227,8 +227,8 @@ static int vision_params(const HfConfig *c, Param *p)
  * column c0 of a [.., width] parameter; transposed when it is a Linear's
  * weight (cols > 0). */
 typedef struct {
-	const char *param, *hf;
-	int64_t first, rows, c0, width;
+	const char *hf;
+	int64_t first, rows, c0, width;        /* width 0: the tensor copied as it is */
 } VisionSrc;
 
 static int vision_one(const Src *s, const VisionSrc *v, int64_t layer, int rank, const int64_t *shape, float *dst,
@@ -243,7 +243,7 @@ static int vision_one(const Src *s, const VisionSrc *v, int64_t layer, int rank,
 	int64_t in = rank > 1 ? shape[rank - 1] : 0;
 	for (int k = 1; k < rank - 1; k++)     /* a convolution's [out, channels, p, p]: each output's K inputs */
 		in *= shape[k];
-	if (in)
+	if (in && v->width)
 		put_linear(dst, v->width, v->c0, x + v->first * in, v->rows, in, v->rows, 0);
 	else
 		memcpy(dst + v->c0, x + v->first, (size_t)v->rows * sizeof *dst);
@@ -304,26 +304,12 @@ static int vision_param(const Src *s, const Param *p, int64_t layer, float *dst,
 	for (size_t k = 0; k < sizeof map / sizeof *map; k++) {
 		if (strcmp(map[k].param, p->name))
 			continue;
-		int sh = map[k].shape;
-		int64_t rows = sh == 2 || sh == 4 ? F : map[k].width == 2 ? 2 * C : C;
-		if (sh == 9)
-			rows = N;       /* the positions: copied whole */
-		VisionSrc v = { p->name, map[k].hf, map[k].first * C, rows, map[k].c0 * C,
-				map[k].width ? map[k].width * C : F };
-		if (sh == 9 || sh == 10)        /* [N, C] and [1, 1, C] as they are */
-			v.rows = sh == 9 ? N * C : C, v.width = 0;
-		if (sh == 9 || sh == 10) {
-			int64_t n = v.rows;
-			char *name = xasprintf("vision_model.%s", v.hf);
-			float *x = take_shape(s, name, ranks[sh], shapes[sh], e);
-			free(name);
-			if (!x)
-				return -1;
-			memcpy(dst, x, (size_t)n * sizeof *dst);
-			free(x);
-		} else if (vision_one(s, &v, p->stacked ? layer : -1, ranks[sh], shapes[sh], dst, e)) {
+		int sh = map[k].shape, whole = sh == 9 || sh == 10;     /* [N, C] and [1, 1, C]: as they are */
+		int64_t rows = sh == 9 ? N * C : sh == 2 || sh == 4 ? F : map[k].width == 2 ? 2 * C : C;
+		VisionSrc v = { map[k].hf, map[k].first * C, rows, map[k].c0 * C,
+				whole ? 0 : map[k].width ? map[k].width * C : F };
+		if (vision_one(s, &v, p->stacked ? layer : -1, ranks[sh], shapes[sh], dst, e))
 			return -1;
-		}
 	}
 	return 0;
 }
