@@ -17,12 +17,12 @@ static const char usage[] =
 	"Read a Hugging Face model's configuration (CONFIG: its config.json, or\n"
 	"the directory holding it) and write the amp model file (formats/model.md)\n"
 	"of a decoder's decode step or prefill, or of a vision tower over a batch\n"
-	"of images. Architectures: LlamaForCausalLM (SmolLM2, Llama 3.x without\n"
-	"rope scaling), Qwen2ForCausalLM (biases on q, k and v), SiglipVisionModel\n"
-	"(and SiglipModel's vision tower, MAP head included). What the\n"
-	"configuration describes and amp does not run (rope_scaling, a sliding\n"
-	"window, experts, an MLP bias, another activation) is refused by name\n"
-	"(formats/import.md).\n";
+	"of images. Architectures: LlamaForCausalLM (SmolLM2, Llama 3.x with its\n"
+	"llama3 rope scaling), Qwen2ForCausalLM (biases on q, k and v),\n"
+	"SiglipVisionModel (and SiglipModel's vision tower, MAP head included).\n"
+	"What the configuration describes and amp does not run (another\n"
+	"rope_scaling type, a sliding window, experts, an MLP bias, another\n"
+	"activation) is refused by name (formats/import.md).\n";
 
 static const char epilogue[] =
 	"Exit status: 0 success, 1 bad input or a write error, 2 usage error.\n";
@@ -99,34 +99,61 @@ static int fits(char *text, size_t len, const Machine *mc, Err *why)
 	return rc;
 }
 
+/* Error text of the model's size check or plan, on its first line and
+ * without the line and column in the text amp-import made. */
+static void why_line(Err *why)
+{
+	char *nl = strchr(why->msg, '\n'), *at = why->msg;
+	if (nl)
+		*nl = 0;
+	if (!strncmp(at, "the model:", 10))
+		for (int colons = 0; *at && colons < 3; at++)
+			colons += *at == ':';
+	while (*at == ' ')
+		at++;
+	memmove(why->msg, at, strlen(at) + 1);
+}
+
+/* Does the model of hc under o fit mc: with plan, a plan that fits (fits
+ * above), else the parameters and operands by the size check alone? */
+static int model_fits(const HfConfig *hc, const ImportOpts *o, const Machine *mc, int plan, Err *why)
+{
+	Err e;
+	char *text = NULL;
+	size_t len = 0;
+	Output *mem = output_open_mem(&text, &len, &e);
+	if (!mem || import_model(hc, o, mem, &e) || output_commit(mem, &e))
+		fail(&e);
+	int rc;
+	if (plan)
+		rc = fits(text, len, mc, why);
+	else {
+		Model m;
+		rc = model_load_input(&m, input_open_mem("the model", text, len, why), why);
+		if (!rc)
+			rc = model_check_size(&m, mc, why), model_free(&m);
+	}
+	free(text);
+	if (rc)
+		why_line(why);
+	return rc;
+}
+
 /* The model with the embedding table and lm_head fp16 when a plan of it
- * fits the machine, else fp8; says which on stderr. */
+ * fits the machine, else fp8; says which on stderr, and when even the fp8
+ * model's parameters cannot fit the machine, says so too. */
 static void choose_head(const HfConfig *hc, ImportOpts *o, const char *machine_path)
 {
 	Machine mc;
 	Err e, why;
-	char *text = NULL;
-	size_t len = 0;
 	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e))
 		fail(&e);
 	o->head = FMT_FP16;
-	Output *mem = output_open_mem(&text, &len, &e);
-	if (!mem || import_model(hc, o, mem, &e) || output_commit(mem, &e))
-		fail(&e);
-	int ok = fits(text, len, &mc, &why) == 0;
-	free(text);
-	if (!ok) {
-		char *nl = strchr(why.msg, '\n'), *at = why.msg;
-		if (nl)
-			*nl = 0;
-		if (!strncmp(at, "the model:", 10))     /* its line and column in the text amp-import made */
-			for (int colons = 0; *at && colons < 3; at++)
-				colons += *at == ':';
-		while (*at == ' ')
-			at++;
-		memmove(why.msg, at, strlen(at) + 1);
+	if (model_fits(hc, o, &mc, 1, &why)) {
 		o->head = FMT_FP8;
 		fprintf(stderr, "amp-import: the embedding table and lm_head are fp8: at fp16, %s\n", why.msg);
+		if (model_fits(hc, o, &mc, 0, &why))
+			fprintf(stderr, "amp-import: at fp8 too, %s\n", why.msg);
 	} else {
 		fprintf(stderr, "amp-import: the embedding table and lm_head stay fp16: a plan fits %s at its limits\n",
 			mc.name);

@@ -108,6 +108,9 @@ static void op_line(Str *l, Walk *w, const MOp *o)
 			str_printf(l, " head_stride %lld", (long long)o->head_stride);
 		if (o->interleaved)                     /* (version 7) */
 			str_printf(l, " pairs interleaved");
+		if (o->rope_scale.factor > 0)           /* (version 8) */
+			str_printf(l, " scaling llama3 factor %.17g low %.17g high %.17g original %.17g",
+				   o->rope_scale.factor, o->rope_scale.low, o->rope_scale.high, o->rope_scale.original);
 		break;
 	case OP_EMBED: str_printf(l, " transposed %d", o->transposed); break;
 	case OP_ATTENTION:

@@ -87,13 +87,6 @@ static int cfg_refuse(const Cfg *c, int llama)
 		return errf(c->e, "%s: 'hidden_act' %s%s%s is not supported (amp-import reads silu, SwiGLU's)", c->path,
 			    json_is_string(j) ? "'" : "", json_is_string(j) ? json_string_value(j) : type_name(j),
 			    json_is_string(j) ? "'" : "");
-	j = json_object_get(c->root, "rope_scaling");
-	if (j && !json_is_null(j)) {
-		json_t *t = json_is_object(j) ? json_object_get(j, "rope_type") : NULL;
-		t = t ? t : json_is_object(j) ? json_object_get(j, "type") : NULL;
-		return errf(c->e, "%s: 'rope_scaling' of type '%s' is not supported (amp's rope is unscaled)", c->path,
-			    t && json_is_string(t) ? json_string_value(t) : "?");
-	}
 	for (size_t k = 0; k < sizeof experts / sizeof *experts; k++) {
 		j = json_object_get(c->root, experts[k]);
 		if (j && json_is_integer(j) && json_integer_value(j) > 0)
@@ -115,6 +108,41 @@ static int cfg_refuse(const Cfg *c, int llama)
 		return errf(c->e, "%s: 'rope_interleaved' true is not supported (amp-import reads checkpoints that "
 			    "rotate halves)", c->path);
 	(void)llama;
+	return 0;
+}
+
+/* rope_scaling: absent, null or of rope_type "default", none; "llama3",
+ * Llama 3's frequency scaling, its four fields needed; any other type is
+ * refused by name. */
+static int cfg_rope(const Cfg *c, RopeScale *sc)
+{
+	static const char *keys[] = { "factor", "low_freq_factor", "high_freq_factor",
+				      "original_max_position_embeddings" };
+	json_t *j = json_object_get(c->root, "rope_scaling");
+	memset(sc, 0, sizeof *sc);
+	if (!j || json_is_null(j))
+		return 0;
+	if (!json_is_object(j))
+		return errf(c->e, "%s: 'rope_scaling' must be an object or null, not %s", c->path, type_name(j));
+	json_t *t = json_object_get(j, "rope_type");
+	t = t ? t : json_object_get(j, "type");
+	const char *type = t && json_is_string(t) ? json_string_value(t) : NULL;
+	if (type && !strcmp(type, "default"))
+		return 0;
+	if (!type || strcmp(type, "llama3"))
+		return errf(c->e, "%s: 'rope_scaling' of type '%s' is not supported (amp's rope reads llama3 scaling "
+			    "only)", c->path, type ? type : "?");
+	Cfg in = { j, c->path, c->e };
+	double *to[4] = { &sc->factor, &sc->low, &sc->high, &sc->original };
+	for (int k = 0; k < 4; k++) {
+		if (!json_object_get(j, keys[k]) || json_is_null(json_object_get(j, keys[k])))
+			return errf(c->e, "%s: 'rope_scaling' of type 'llama3' has no '%s'", c->path, keys[k]);
+		if (cfg_real(&in, keys[k], 0, to[k]))
+			return -1;
+	}
+	if (sc->factor < 1 || !(sc->high > sc->low))
+		return errf(c->e, "%s: 'rope_scaling' needs a factor of at least 1 (it is %g) and a high_freq_factor "
+			    "above its low_freq_factor (%g against %g)", c->path, sc->factor, sc->high, sc->low);
 	return 0;
 }
 
@@ -176,7 +204,7 @@ static int cfg_read(HfConfig *hc, const Cfg *c)
 	    cfg_int(c, "num_key_value_heads", -1, &hc->kv_heads) || cfg_int(c, "num_hidden_layers", -1, &hc->layers) ||
 	    cfg_int(c, "vocab_size", -1, &hc->vocab) || cfg_real(c, "rms_norm_eps", 1e-6, &hc->eps) ||
 	    cfg_real(c, "rope_theta", 10000, &hc->theta) || cfg_bool(c, "tie_word_embeddings", 0, &hc->tied) ||
-	    cfg_bool(c, "attention_bias", 0, &bias))
+	    cfg_bool(c, "attention_bias", 0, &bias) || cfg_rope(c, &hc->rope_scale))
 		return -1;
 	if (hc->heads % hc->kv_heads)
 		return errf(c->e, "%s: 'num_key_value_heads' %lld does not divide 'num_attention_heads' %lld", c->path,
@@ -274,7 +302,7 @@ static int header(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
 	PUT(f, "# %lld heads sharing %lld kv heads of %lld, vocabulary %lld, %s embeddings, RMSNorm eps %s,\n",
 	    (long long)c->heads, (long long)c->kv_heads, (long long)D, (long long)c->vocab, c->tied ? "tied" : "untied",
 	    eps);
-	PUT(f, "# RoPE theta %s, %s.\n", theta,
+	PUT(f, "# RoPE theta %s%s, %s.\n", theta, c->rope_scale.factor > 0 ? " with Llama 3's frequency scaling" : "",
 	    c->o_bias ? "biases on q, k, v and o" : c->qkv_bias ? "biases on q, k and v only" : "no biases");
 	if (o->kind == IMPORT_DECODE)
 		PUT(f, "# A decode step of one token for each of %lld sequences at its runtime position, appending\n"
@@ -292,7 +320,7 @@ static int header(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
 }
 
 /* A layer: the repeat's state, parameters and ops. */
-static int layer(const HfConfig *c, const ImportOpts *o, Output *out, Err *e, const char *eps, const char *theta)
+static int layer(const HfConfig *c, const ImportOpts *o, Output *out, Err *e, const char *eps, const char *rope)
 {
 	int rc = 0;
 	int64_t H = c->hidden, D = c->head_dim, Q = c->heads * D, KV = 2 * c->kv_heads * D, F = c->inter;
@@ -318,10 +346,10 @@ static int layer(const HfConfig *c, const ImportOpts *o, Output *out, Err *e, co
 	PUT(f, "      - {op: matmul, name: q, a: xn, b: wq,%s out: q0}\n", c->qkv_bias ? " bias: bq," : "");
 	PUT(f, "      - {op: matmul, name: kv, a: xn, b: wkv,%s out: kv0}\n", c->qkv_bias ? " bias: bkv," : "");
 	PUT(f, "      - {op: rope, name: rq, x: q0, positions: pos, heads: %lld, head_dim: %lld, pairs: interleaved, "
-	       "theta: %s, out: q}\n", (long long)c->heads, (long long)D, theta);
+	       "theta: %s, out: q}\n", (long long)c->heads, (long long)D, rope);
 	PUT(f, "      - {op: rope, name: rk, x: kv0, positions: pos, heads: %lld, head_dim: %lld, head_stride: %lld, "
 	       "pairs: interleaved, theta: %s, out: kv}\n", (long long)c->kv_heads, (long long)D, (long long)(2 * D),
-	    theta);
+	    rope);
 	if (o->kind == IMPORT_DECODE) {
 		PUT(f, "      - {op: append, name: store, cache: cache, x: kv, positions: pos}\n");
 		PUT(f, "      - {op: attention, name: attn, q: q, kv: cache, heads: %lld, kv_heads: %lld, positions: pos, "
@@ -424,8 +452,18 @@ int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
 			    (long long)o->context);
 	number(eps, sizeof eps, c->eps);
 	number(theta, sizeof theta, c->theta);
+	const RopeScale *sc = &c->rope_scale;
+	char rope[256];                 /* theta, and Llama 3's scaling (model format 8) */
+	if (sc->factor > 0) {
+		char n[4][32];
+		number(n[0], sizeof n[0], sc->factor), number(n[1], sizeof n[1], sc->low);
+		number(n[2], sizeof n[2], sc->high), number(n[3], sizeof n[3], sc->original);
+		snprintf(rope, sizeof rope, "%s, scaling: {type: llama3, factor: %s, low_freq_factor: %s, "
+			 "high_freq_factor: %s, original_context: %s}", theta, n[0], n[1], n[2], n[3]);
+	} else
+		snprintf(rope, sizeof rope, "%s", theta);
 	rc = header(c, o, out, e);
-	PUT(f, "amp-model: 7\nname: %s\ninputs:\n", o->name);
+	PUT(f, "amp-model: %d\nname: %s\ninputs:\n", sc->factor > 0 ? 8 : 7, o->name);
 	PUT(f, "  tok: {shape: [%lld, %lld, 1], dtype: int32}\n  pos: {shape: [%lld, %lld, 1], dtype: int32}\n",
 	    (long long)o->batch, (long long)T, (long long)o->batch, (long long)T);
 	PUT(f, "params:\n  emb: {shape: [%lld, %lld], dtype: %s}\n", (long long)H, (long long)V, fmt_name(o->head));
@@ -433,7 +471,7 @@ int import_model(const HfConfig *c, const ImportOpts *o, Output *out, Err *e)
 		PUT(f, "  wlm: {shape: [%lld, %lld], dtype: %s}\n", (long long)H, (long long)V, fmt_name(o->head));
 	PUT(f, "  norm_f: {shape: [%lld], dtype: fp16}\nops:\n", (long long)H);
 	PUT(f, "  - {op: embed, name: embed, ids: tok, table: emb, transposed: true, out: h0}\n");
-	rc = rc || layer(c, o, out, e, eps, theta);
+	rc = rc || layer(c, o, out, e, eps, rope);
 	if (o->kind == IMPORT_PREFILL)
 		PUT(f, "  - {op: last, name: next, x: x, out: xl}\n");
 	PUT(f, "  - {op: rmsnorm, name: norm_f, x: %s, scale: norm_f, eps: %s, out: hf}\n",

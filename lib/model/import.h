@@ -10,6 +10,7 @@
 #include "base/diag.h"
 #include "base/io.h"
 #include "model/layout.h"
+#include "model/model.h"
 #include "model/safetensors.h"
 
 /* The facts of a configuration that its amp model needs. */
@@ -19,6 +20,7 @@ typedef struct {
 	int vision;                     /* a SigLIP vision tower (below), else a decoder */
 	int64_t hidden, inter, heads, kv_heads, head_dim, layers, vocab;
 	double eps, theta;
+	RopeScale rope_scale;           /* rope_scaling of rope_type llama3 (factor 0: none) */
 	int tied;                       /* tie_word_embeddings: lm_head reads the embedding table */
 	int qkv_bias, o_bias;           /* biases on q, k and v (Qwen2, Llama's attention_bias); on o */
 	int64_t image, patch, channels; /* SigLIP: image_size, patch_size, num_channels */

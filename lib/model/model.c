@@ -4,6 +4,7 @@
  * visible tensor, and model_free. The reader is model_read.c (the file)
  * and model_ops.c (its ops); lib/model/model_int.h says which part holds
  * what. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,59 @@ int staging_parse(const char *s, Staging *st)
 			return 0;
 		}
 	return -1;
+}
+
+double rope_frequency(double theta, const RopeScale *sc, int64_t i, int64_t D)
+{
+	double f = pow(theta, -2.0 * (double)i / (double)D);
+	if (!sc || sc->factor == 0)
+		return f;
+	double w = 2 * 3.14159265358979323846 / f;  /* pi */
+	if (w < sc->original / sc->high)
+		return f;
+	if (w > sc->original / sc->low)
+		return f / sc->factor;
+	double s = (sc->original / w - sc->low) / (sc->high - sc->low);
+	return (1 - s) * f / sc->factor + s * f;
+}
+
+int rope_scale_read(const char *f, const Val *kv, const char *op, RopeScale *sc, Err *e)
+{
+	static const char *const keys[] = { "type", "factor", "low_freq_factor", "high_freq_factor",
+					    "original_context", NULL };
+	const char *type;
+	const Val *x;
+	if (kv->kind != VAL_MAP)
+		return val_err(f, kv, e, "rope '%s': scaling is a mapping {type: llama3, factor, low_freq_factor, "
+			       "high_freq_factor, original_context}", op);
+	if (map_keys(f, kv, keys, e) || map_need(f, kv, "type", &x, e) || val_str(f, x, &type, e))
+		return -1;
+	if (strcmp(type, "llama3"))
+		return val_err(f, x, e, "rope '%s': scaling type '%s' is not one amp has (llama3)", op, type);
+	double *to[4] = { &sc->factor, &sc->low, &sc->high, &sc->original };
+	for (int i = 0; i < 4; i++)
+		if (map_need(f, kv, keys[i + 1], &x, e) || val_f64(f, x, to[i], e))
+			return -1;
+		else if (!isfinite(*to[i]) || !(*to[i] > 0) || (i == 0 && !(*to[i] >= 1)) ||
+			 (i == 2 && !(*to[i] > sc->low)))
+			return val_err(f, x, e, "rope '%s': scaling %s must be %s", op, keys[i + 1],
+				       i == 0 ? "a number of at least 1" :
+				       i == 2 ? "a number above low_freq_factor" : "a number above 0");
+	return 0;
+}
+
+void rope_scale_write(YWriter *w, const RopeScale *sc)
+{
+	yw_str(w, "scaling");
+	yw_map(w, 1);
+	yw_kstr(w, "type", "llama3");
+	const char *k[4] = { "factor", "low_freq_factor", "high_freq_factor", "original_context" };
+	double v[4] = { sc->factor, sc->low, sc->high, sc->original };
+	for (int i = 0; i < 4; i++) {
+		yw_str(w, k[i]);
+		yw_f64(w, v[i]);
+	}
+	yw_end_map(w);
 }
 
 int model_find(const Model *m, const char *name)

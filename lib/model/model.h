@@ -17,9 +17,10 @@
 #include "model/layout.h"
 #include "model/machine.h"
 
-#define MODEL_VERSION 7       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
+#define MODEL_VERSION 8       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
 				 * silu or mul), 4 (no state, append, embed or attention positions), 5 (no rope
-				 * head_stride, no attention kv_order), 6 (no rope pairs) and 7 */
+				 * head_stride, no attention kv_order), 6 (no rope pairs), 7 (no rope scaling)
+				 * and 8 */
 #define MAX_RANK 4
 
 /* T_STATE: a resident tensor whose values persist from one run of the
@@ -46,6 +47,23 @@ typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, O
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
 
+/* rope (version 8): Llama 3's frequency scaling ("rope_type": "llama3" in a
+ * Hugging Face config). factor 0: none, every pair at theta^(-2i/D). Else,
+ * with wavelength w = 2 pi / f of pair i's frequency f = theta^(-2i/D):
+ * w < original / high keeps f; w > original / low takes f / factor; in
+ * between, s = (original / w - low) / (high - low) and f (1 - s) / factor
+ * + f s (formats/model.md, "rope"). */
+typedef struct {
+	double factor, low, high, original;
+} RopeScale;
+/* Pair i's frequency of a rope over heads of D columns (radians a position). */
+double rope_frequency(double theta, const RopeScale *sc, int64_t i, int64_t D);
+/* The `scaling` mapping of a model's rope op and of a plan's rope step
+ * (kv its value, op the op's name; every key needed), and its writer (key
+ * and value). */
+int rope_scale_read(const char *f, const Val *kv, const char *op, RopeScale *sc, Err *e);
+void rope_scale_write(YWriter *w, const RopeScale *sc);
+
 typedef struct {
 	OpKind kind;
 	char *name;
@@ -69,6 +87,7 @@ typedef struct {
 	int kv_order;       /* attention (version 6): 0 kv (every kv head's keys, then every one's values);
 			     * 1 heads (kv head j's keys, then its values, at columns 2jD .. 2jD + 2D) */
 	double theta;       /* rope: the frequencies' base */
+	RopeScale rope_scale; /* rope (version 8): the frequencies' scaling */
 	int transposed;     /* embed: the table is [C, vocab] (a tied logits matmul's b), not [vocab, C] */
 	int64_t first;      /* append: the rows land at positions first + t (a prefill's), or -1: any */
 	int rep;            /* the repeat whose body holds it, or -1 */

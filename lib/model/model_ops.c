@@ -114,8 +114,8 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
 		[OP_SILU] = { "op", "name", "x", "out", NULL },
 		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
-		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "head_stride", "pairs", "theta", "out",
-			      NULL },
+		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "head_stride", "pairs", "theta",
+			      "scaling", "out", NULL },
 		[OP_APPEND] = { "op", "name", "cache", "x", "positions", "first", NULL },
 		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
 		[OP_LAST] = { "op", "name", "x", "out", NULL },
@@ -238,6 +238,10 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 			return -1;
 		if (!(o.theta > 1) || !isfinite(o.theta))
 			return val_err(f, kv, e, "rope '%s': theta must be a number above 1", name);
+		if ((kv = map_get(v, "scaling")) &&
+		    (m->version < 8 ? val_err(f, kv, e, "rope '%s': scaling needs amp-model: 8 (this file is version %d)",
+					      name, m->version) : rope_scale_read(f, kv, name, &o.rope_scale, e)))
+			return -1;
 		o.nin = 2;
 		break;
 	case OP_EMBED:

@@ -190,7 +190,8 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	int st = add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
 	if (op->kind == OP_ROPE)
 		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta,
-		pl->s[st].head_stride = op->head_stride, pl->s[st].interleaved = op->interleaved;
+		pl->s[st].head_stride = op->head_stride, pl->s[st].interleaved = op->interleaved,
+		pl->s[st].rope_scale = op->rope_scale;
 }
 
 /* append: the state's home holds whole rows of a batch entry's block of

@@ -127,6 +127,13 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 				      "the model %lld heads of %lld at theta %g", op->name, found, (long long)st->heads,
 				      (long long)st->head_dim, st->theta, (long long)op->heads, (long long)op->head_dim,
 				      op->theta);
+		const RopeScale *ss = &st->rope_scale, *os = &op->rope_scale;
+		if (op->kind == OP_ROPE && (ss->factor != os->factor || ss->low != os->low || ss->high != os->high ||
+					    ss->original != os->original))
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d scales the frequencies by factor %g "
+				      "(low %g, high %g, original %g), the model by factor %g (low %g, high %g, original "
+				      "%g; factor 0: no scaling)", op->name, found, ss->factor, ss->low, ss->high,
+				      ss->original, os->factor, os->low, os->high, os->original);
 		if (op->kind == OP_ROPE && st->head_stride != op->head_stride)
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates heads %lld columns apart, "
 				      "the model %lld (head_stride)", op->name, found, (long long)st->head_stride,

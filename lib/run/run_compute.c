@@ -101,9 +101,9 @@ static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layou
 	int64_t D = st->head_dim, h2 = D / 2, c0 = run_shard_first(m, st->in[0], t, 2);
 	int64_t S = st->head_stride > 0 ? st->head_stride : D;  /* head h at column h*S */
 	int64_t lo = st->interleaved ? 2 : 1, hi = st->interleaved ? 1 : h2;   /* pair i: i*lo, i*lo + hi */
-	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once per shard */
+	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* pair i's frequency, once per shard */
 	for (int64_t i = 0; i < h2; i++)
-		fr[i] = pow(st->theta, -2.0 * (double)i / (double)D);
+		fr[i] = rope_frequency(st->theta, &st->rope_scale, i, D);
 	memcpy(res, a, (size_t)(R * C) * sizeof *res);
 	for (int64_t r = 0; r < R; r++)
 		for (int64_t i = 0; i < h2; i++) {

@@ -155,7 +155,7 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 		break;
 	case OP_ROPE:
 		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->head_stride,
-			 op->interleaved, op->theta);
+			 op->interleaved, op->theta, &op->rope_scale);
 		break;
 	case OP_LAST:
 		ref_last(x, y, in->shape[0], in->shape[1], C);

@@ -201,17 +201,18 @@ void ref_silu(const float *x, float *y, int64_t n)
 
 /* Rotary positions on rows of C values, in double: row r's first heads
  * heads of D columns, head h at column h x S, rotated pairwise (i,
- * i + D/2), or interleaved (2i, 2i + 1), by pos[r] x theta^(-2i/D);
+ * i + D/2), or interleaved (2i, 2i + 1), by pos[r] x pair i's frequency
+ * (theta^(-2i/D), or as sc scales it: rope_frequency);
  * every other column copied. */
 void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
-	      int64_t S, int interleaved, double theta)
+	      int64_t S, int interleaved, double theta, const RopeScale *sc)
 {
 	/* pair i: elements i and i + D/2 of each head, or 2i and 2i + 1 */
 	int64_t lo = interleaved ? 2 : 1, hi = interleaved ? 1 : D / 2;
 	int64_t h2 = D / 2;
-	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* theta^(-2i/D), once */
+	double *fr = xmalloc((size_t)h2 * sizeof *fr);  /* pair i's frequency, once */
 	for (int64_t i = 0; i < h2; i++)
-		fr[i] = pow(theta, -2.0 * (double)i / (double)D);
+		fr[i] = rope_frequency(theta, sc, i, D);
 	memcpy(y, x, (size_t)(rows * C) * sizeof *y);
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t i = 0; i < h2; i++) {
@@ -344,7 +345,7 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		break;
 	case C_ROPE:
 		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,
-			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved, st->theta);
+			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved, st->theta, &st->rope_scale);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];

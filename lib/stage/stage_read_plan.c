@@ -308,7 +308,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
 					   "causal", "scale", "scratch", "head_dim", "theta", "first", "chunks",
-					   "head_stride", "kv_order", "pairs", NULL };
+					   "head_stride", "kv_order", "pairs", "scaling", NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -392,6 +392,11 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		     one_word(f, v, "interleaved", "pairs is 'interleaved' when given (absent: half)", e)))
 			return -1;
 		s.interleaved = v != NULL;
+		if ((v = map_get(r, "scaling")) &&
+		    (step_key(f, v, s.compute, C_ROPE, "scaling", version, 15, e) ||
+		     rope_scale_read(f, v, map_get(r, "op") && map_get(r, "op")->kind == VAL_SCALAR ?
+				     map_get(r, "op")->s : "?", &s.rope_scale, e)))
+			return -1;
 		if ((v = map_get(r, "kv_order")) &&
 		    (step_key(f, v, s.compute, C_ATTENTION, "kv_order", version, 11, e) ||
 		     one_word(f, v, "heads", "kv_order is 'heads' (written only then)", e)))

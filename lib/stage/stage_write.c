@@ -69,6 +69,8 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 				yw_kstr(w, "pairs", "interleaved");
 			yw_str(w, "theta");
 			yw_f64(w, s->theta);
+			if (s->rope_scale.factor > 0)
+				rope_scale_write(w, &s->rope_scale);
 		}
 		if (s->compute == C_ATTENTION) {
 			yw_kint(w, "heads", s->heads);

@@ -112,8 +112,15 @@ import_rejects() {
 }
 
 @test "import: what amp does not run is refused by name, and nothing is written" {
-	tiny_config c.json LlamaForCausalLM '.rope_scaling = {rope_type: "llama3", factor: 32}'
-	import_rejects c.json "c.json: 'rope_scaling' of type 'llama3' is not supported \\(amp's rope is unscaled\\)"
+	tiny_config c.json LlamaForCausalLM '.rope_scaling = {rope_type: "yarn", factor: 4}'
+	import_rejects c.json "c.json: 'rope_scaling' of type 'yarn' is not supported \\(amp's rope reads llama3 scaling only\\)"
+	# llama3 scaling needs its four fields, a factor of at least 1 and high above low
+	tiny_config c.json LlamaForCausalLM '.rope_scaling = {rope_type: "llama3", factor: 32, low_freq_factor: 1, high_freq_factor: 4}'
+	import_rejects c.json "c.json: 'rope_scaling' of type 'llama3' has no 'original_max_position_embeddings'"
+	tiny_config c.json LlamaForCausalLM '.rope_scaling = {rope_type: "llama3", factor: 32, low_freq_factor: 4, high_freq_factor: 1, original_max_position_embeddings: 8192}'
+	import_rejects c.json "c.json: 'rope_scaling' needs a factor of at least 1 \\(it is 32\\) and a high_freq_factor above its low_freq_factor \\(1 against 4\\)"
+	tiny_config c.json LlamaForCausalLM '.rope_scaling = {rope_type: "llama3", factor: "x", low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192}'
+	import_rejects c.json "c.json: 'factor' must be a number, not a string"
 	tiny_config c.json Qwen2ForCausalLM '.use_sliding_window = true'
 	import_rejects c.json "c.json: a sliding window \\('use_sliding_window' true\\) is not supported"
 	tiny_config c.json LlamaForCausalLM '.num_local_experts = 8'
@@ -198,9 +205,9 @@ st_file() {
 }
 
 @test "import: checkpoints written here run byte-exact and match a float64 reference of the Hugging Face model, prefill and every decode step" {
-	# a Llama with its own lm_head in F32, a Qwen2 in BF16 in two shards
+	# a Llama with its own lm_head and Llama 3's rope scaling in F32, a Qwen2 in BF16 in two shards
 	mkdir -p llama qwen
-	"$MKCKPT" write llama LlamaForCausalLM untied
+	"$MKCKPT" write llama LlamaForCausalLM untied llama3
 	"$MKCKPT" write qwen Qwen2ForCausalLM sharded bf16
 	local a c
 	for a in llama qwen; do
@@ -373,6 +380,24 @@ st_file() {
 	assert_success
 	[ -z "$stderr" ] || fail "$stderr"
 	assert_line '  emb: {shape: [64, 512], dtype: fp8}'
+}
+
+@test "import: Llama-3.2-1B imports with its llama3 rope scaling; at fp8 its parameters are refused with the bytes no plan avoids" {
+	run --separate-stderr amp-import --decode "$CONFIGS/llama-3.2-1b.json" -o l.yaml
+	assert_success
+	[[ $stderr == *"amp-import: at fp8 too, model 'llama-3.2-1b-decode': parameters need 1235881984 bytes; 1472 tiles hold at most 864005120 "* ]] || fail "$stderr"
+	run grep -c 'theta: 500000, scaling: {type: llama3, factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_context: 8192}' l.yaml
+	assert_output 2
+	run sed -n '/^amp-model:/p' l.yaml
+	assert_output 'amp-model: 8'
+	run --separate-stderr amp-plan l.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-plan:\ l\.yaml:[0-9]+:[0-9]+:\ model\ \'llama-3\.2-1b-decode\':\ parameters\ need\ 1235881984\ bytes\;\ 1472\ tiles\ hold\ at\ most\ 864005120 ]] || fail "$stderr"
+	# a 1-layer copy plans and lowers, its rotations scaled in every stage
+	amp-import --decode --layers 1 --head fp8 "$CONFIGS/llama-3.2-1b.json" -o l1.yaml
+	amp-plan l1.yaml | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	run grep -c '^- {step: [0-9]*, compute: rope, .*, theta: 5e+05, scaling: {type: llama3, factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_context: 8192}}$' g.yaml
+	assert_output 2
 }
 
 @test "import: Qwen2.5-0.5B's table stays fp8 on amp1472, where fp16 overflows a tile, and fp16 on amp5888" {

@@ -4,11 +4,15 @@
  * (rotate_half rotary embedding, grouped-query causal attention, SwiGLU),
  * never from amp's model or code paths.
  *
- *   mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied]
+ *   mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied] [llama3]
  *       DIR/config.json and DIR/model.safetensors (or two shards and
  *       model.safetensors.index.json): hidden 64, MLP 96, 4 heads sharing
  *       2 kv heads of 16, 2 layers, vocabulary 96, random weights (seeded
- *       by ARCH and the options), F32 unless bf16 or f16.
+ *       by ARCH and the options), F32 unless bf16 or f16; with llama3,
+ *       Llama 3's rope_scaling (factor 8, low 1, high 4, original 32: of
+ *       the 8 frequencies the first kept, the second smoothed, the rest
+ *       divided by the factor), which the float64 pass reads back from
+ *       DIR/config.json.
  *   mkckpt prompt DIR T
  *       DIR/tok.npy and DIR/pos.npy ([1, T, 1] int32: token ids, 0..T-1),
  *       and DIR/ref_logits.npy ([1, 1, V] float64): the logits of the
@@ -145,7 +149,7 @@ static void write_file(const char *path, int a, int b, const char *dtype)
 	json_decref(h);
 }
 
-static int write_ckpt(const char *dir, const char *arch, int sharded, const char *dtype, int untied)
+static int write_ckpt(const char *dir, const char *arch, int sharded, const char *dtype, int untied, int llama3)
 {
 	int qwen = !strcmp(arch, "Qwen2ForCausalLM");
 	char name[128], path[4096];
@@ -178,6 +182,11 @@ static int write_ckpt(const char *dir, const char *arch, int sharded, const char
 				(json_int_t)NKV, "num_hidden_layers", (json_int_t)L, "vocab_size", (json_int_t)V,
 				"rms_norm_eps", EPS, "rope_theta", THETA, "tie_word_embeddings", !untied,
 				"rope_scaling", "torch_dtype", !strcmp(dtype, "BF16") ? "bfloat16" : "float32");
+	if (llama3)
+		json_object_set_new(cfg, "rope_scaling", json_pack("{s:f, s:f, s:f, s:I, s:s}", "factor", 8.0,
+								   "low_freq_factor", 1.0, "high_freq_factor", 4.0,
+								   "original_max_position_embeddings", (json_int_t)32,
+								   "rope_type", "llama3"));
 	snprintf(path, sizeof path, "%s/config.json", dir);
 	if (json_dump_file(cfg, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER))
 		die("cannot write config.json");
@@ -256,12 +265,45 @@ static void rmsnorm(const double *x, const double *w, double *y)
 		y[i] = x[i] * r * w[i];
 }
 
+/* The rotary inverse frequencies, as transformers' modeling_rope_utils
+ * computes them: the default ones, or (DIR/config.json's rope_scaling of
+ * rope_type llama3) _compute_llama3_parameters's. */
+static double inv_freq[D / 2];
+
+static void load_rope(const char *dir)
+{
+	char path[4096];
+	json_error_t je;
+	snprintf(path, sizeof path, "%s/config.json", dir);
+	json_t *cfg = json_load_file(path, 0, &je), *rs = cfg ? json_object_get(cfg, "rope_scaling") : NULL;
+	if (!cfg)
+		die("cannot read config.json");
+	for (int i = 0; i < D / 2; i++)
+		inv_freq[i] = 1.0 / pow(THETA, (double)(2 * i) / D);
+	if (json_is_object(rs)) {
+		double factor = json_number_value(json_object_get(rs, "factor"));
+		double low = json_number_value(json_object_get(rs, "low_freq_factor"));
+		double high = json_number_value(json_object_get(rs, "high_freq_factor"));
+		double old = json_number_value(json_object_get(rs, "original_max_position_embeddings"));
+		double low_wavelen = old / low, high_wavelen = old / high;
+		for (int i = 0; i < D / 2; i++) {
+			double wavelen = 2 * 3.141592653589793 / inv_freq[i];
+			double llama = wavelen > low_wavelen ? inv_freq[i] / factor : inv_freq[i];
+			double smooth = (old / wavelen - low) / (high - low);
+			double smoothed = (1 - smooth) * llama / factor + smooth * llama;
+			int medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+			inv_freq[i] = medium ? smoothed : llama;
+		}
+	}
+	json_decref(cfg);
+}
+
 /* rotate_half on each head of x (n heads of D) at position p */
 static void rope(double *x, int n, int p)
 {
 	for (int h = 0; h < n; h++)
 		for (int i = 0; i < D / 2; i++) {
-			double th = p * pow(THETA, -2.0 * i / D), c = cos(th), s = sin(th);
+			double th = p * inv_freq[i], c = cos(th), s = sin(th);
 			double a = x[h * D + i], b = x[h * D + i + D / 2];
 			x[h * D + i] = a * c - b * s;
 			x[h * D + i + D / 2] = b * c + a * s;
@@ -353,6 +395,7 @@ static int prompt(const char *dir, int T)
 	Err e;
 	if (ckpt_open(&ck, dir, &e))
 		die(e.msg);
+	load_rope(dir);
 	int32_t *tok = malloc((size_t)T * 4), *pos = malloc((size_t)T * 4);
 	rng = 0xD1B54A32D192ED03u;
 	for (int t = 0; t < T; t++)
@@ -385,6 +428,7 @@ static int steps(const char *dir, char **next, int n)
 	snprintf(path, sizeof path, "%s/tok.npy", dir);
 	if (ckpt_open(&ck, dir, &e) || npy_read(path, &a, &e) || npy_floats(&a, &f, &e))
 		die(e.msg);
+	load_rope(dir);
 	int T = (int)npy_count(&a);
 	int32_t *tok = malloc((size_t)(T + n) * 4);
 	for (int t = 0; t < T; t++)
@@ -648,7 +692,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "image"))
 		return image(argv[2]);
 	if (argc >= 4 && !strcmp(argv[1], "write")) {
-		int sharded = 0, untied = 0;
+		int sharded = 0, untied = 0, llama3 = 0;
 		const char *dtype = "F32";
 		for (int i = 4; i < argc; i++) {
 			if (!strcmp(argv[i], "sharded"))
@@ -659,10 +703,12 @@ int main(int argc, char **argv)
 				dtype = "F16";
 			else if (!strcmp(argv[i], "untied"))
 				untied = 1;
+			else if (!strcmp(argv[i], "llama3"))
+				llama3 = 1;
 			else
 				die("unknown option");
 		}
-		return write_ckpt(argv[2], argv[3], sharded, dtype, untied);
+		return write_ckpt(argv[2], argv[3], sharded, dtype, untied, llama3);
 	}
 	if (argc == 4 && !strcmp(argv[1], "prompt"))
 		return prompt(argv[2], atoi(argv[3]));
@@ -670,6 +716,6 @@ int main(int argc, char **argv)
 		return steps(argv[2], argv + 3, argc - 3);
 	if (argc == 4 && !strcmp(argv[1], "cosine"))
 		return cosine(argv[2], argv[3]);
-	die("usage: mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied] | prompt DIR T | cosine A B");
+	die("usage: mkckpt write DIR ARCH [sharded] [bf16] [f16] [untied] [llama3] | prompt DIR T | cosine A B");
 	return 2;
 }

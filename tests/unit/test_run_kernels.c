@@ -3,7 +3,8 @@
  * the CPU has: run_gemm, run_gemm_ref and run_gemm_strips on random sizes
  * and values, run_decode_fp8 on every code at every scale, run_gelu on
  * every fp16 value and fp8 code, quantize_n on random bit patterns; the
- * next tokens' judgement (run_next_judge, run_next_summary). */
+ * next tokens' judgement (run_next_judge, run_next_summary); rope's
+ * frequencies, Llama 3's scaling among them (rope_frequency). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,8 +278,45 @@ static void next_tokens(void)
 	}
 }
 
+/* rope_frequency against Llama 3's scaling as Meta's apply_scaling
+ * writes it (a loop over the frequencies: wavelength under the high
+ * bound kept, over the low one divided, between them interpolated by the
+ * smoothing factor), on random theta, widths and scalings; and unscaled
+ * (factor 0) against theta^(-2i/D). Every regime is met. */
+static void rope_frequencies(void)
+{
+	int seen[3] = { 0, 0, 0 };
+	for (int c = 0; c < 300; c++) {
+		t_case("rope_frequency: llama3 scaling against apply_scaling");
+		double theta = pick(2, 1000000), old = (double)pick(8, 16384);
+		double low = (double)pick(1, 4), high = low + (double)pick(1, 8) / 2, factor = (double)pick(1, 64);
+		int64_t D = 2 * pick(1, 64);
+		RopeScale sc = { factor, low, high, old }, none = { 0, 0, 0, 0 };
+		for (int64_t i = 0; i < D / 2; i++) {
+			double freq = 1.0 / pow(theta, (double)(2 * i) / (double)D), want;
+			double wavelen = 2 * 3.141592653589793 / freq;
+			if (wavelen < old / high)
+				want = freq, seen[0]++;
+			else if (wavelen > old / low)
+				want = freq / factor, seen[1]++;
+			else {
+				double smooth = (old / wavelen - low) / (high - low);
+				want = (1 - smooth) * freq / factor + smooth * freq, seen[2]++;
+			}
+			double got = rope_frequency(theta, &sc, i, D), plain = rope_frequency(theta, &none, i, D);
+			CHECK(fabs(got - want) <= 1e-12 * want, "theta %g D %lld pair %lld: %.17g, expected %.17g", theta,
+			      (long long)D, (long long)i, got, want);
+			CHECK(fabs(plain - freq) <= 1e-12 * freq, "unscaled pair %lld: %.17g, expected %.17g", (long long)i,
+			      plain, freq);
+		}
+	}
+	t_case("rope_frequency: every regime met");
+	CHECK(seen[0] && seen[1] && seen[2], "kept %d, divided %d, smoothed %d", seen[0], seen[1], seen[2]);
+}
+
 int main(void)
 {
+	rope_frequencies();
 	next_tokens();
 	gemm_bits();
 	strips_bits();
