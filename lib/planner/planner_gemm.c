@@ -257,6 +257,30 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 	return 1;
 }
 
+/* A GEMM without a K split whose result it unpacks to row-major on its
+ * own tiles (pi) may keep it there as its class's cut: the class's first
+ * maker claims that cut when the class is free and unplaced (class_claim),
+ * and a later maker whose unpacked result is cut exactly alike (a sibling
+ * of the same grid on the same tiles: up beside gate) finds it there. The
+ * class's row-local work (a decoder's silu and mul, the cast before down)
+ * then runs on the GEMM's tiles, and the result makes no trip to the
+ * canonical owners and back. */
+static int unpacked_at_class(Builder *b, int out, int pi)
+{
+	if (!b->maker_cuts)
+		return 0;
+	const Placement *cp = class_placement(b, out), *p = &b->pl->p[pi];
+	if (!cp)
+		return class_claim(b, out, pi);
+	if (cp->layout != p->layout || cp->base != p->base || p->nrep || cp->nrep)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		if (cp->split[k] != p->split[k] || cp->block[k] != p->block[k] || cp->off[k] != p->off[k] ||
+		    (p->split[k] > 1 && cp->stride[k] != p->stride[k]))
+			return 0;
+	return 1;
+}
+
 /* The first tile of matmul op's grid under candidate c: its own
  * (op_start), but when an earlier sibling (one of the run of adjacent
  * matmuls of the same a just before it, such as a decoder's gate before
@@ -415,7 +439,8 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 		b->canon[out] = idx[GP_OUT];
 		return;
 	}
-	if (at_class == 1 || (at_class == 2 && class_claim(b, out, idx[GP_OUT]))) {
+	if (at_class == 1 || (at_class == 2 && class_claim(b, out, idx[GP_OUT])) ||
+	    (c.grid[1] == 1 && c.unpack && unpacked_at_class(b, out, idx[GP_OUT]))) {
 		b->canon[out] = idx[GP_OUT];    /* where its readers want it: no copy back */
 		return;
 	}

@@ -22,13 +22,41 @@ lowered() {
 	amp-emit --model "$SW" g.yaml -o p.amp
 	run --separate-stderr amp-run --model "$SW" p.amp
 	assert_success
-	# 5 phases: gate and up (74 rows, siblings) share theirs
-	assert_line --index 0 'movement: byte-exact after every phase (5 phases)'
+	# 4 phases: gate and up (74 rows, siblings) share theirs, and gate's
+	# unpacked result is where silu, the gated product and down's cast run
+	# (no output phase for g and u)
+	assert_line --index 0 'movement: byte-exact after every phase (4 phases)'
 	assert_line --index 2 --regexp "^per op: 7 ops checked after every run"
 	local cos
 	cos=$(printf '%s\n' "$output" | sed -n 's/^output z: cosine \([0-9.]*\),.*/\1/p')
 	[ -n "$cos" ] || fail "no cosine in: $output"
 	awk -v c="$cos" 'BEGIN { exit !(c >= 0.999) }' || fail "cosine $cos"
+}
+
+@test "decoder: a prefill's silu, gated product and down's cast run where gate leaves g unpacked; u joins it there" {
+	# tiny-swiglu's 74 rows leave tiles over: its MLP class is owned wide,
+	# and gate (no K split) claims it with its unpacked result
+	amp-plan "$SW" > p.yaml
+	assert_line_re() { grep -qE "$1" p.yaml || fail "no line matching $1"; }
+	assert_line_re '^- \{op: gate, .*grid: \[[0-9]+, 1, [0-9]+\], .*out_staging: unpack, '
+	assert_line_re '^- \{step: [0-9]+, compute: silu, op: act, in: \[g@gate\.out\.rows\], out: s@canon\}$'
+	run grep -c '^- {step: [0-9]*, copy: output, op: gate, ' p.yaml
+	assert_output 0
+	# g's cut is the class's: s, u and h sit exactly there
+	local cut
+	cut=$(sed -n 's/^- {name: g@gate\.out\.rows, tensor: g, \(layout: .*\)}$/\1/p' p.yaml)
+	[ -n "$cut" ] || fail "no g@gate.out.rows"
+	for t in s u h; do
+		run grep -cF -- "- {name: $t@canon, tensor: $t, $cut}" p.yaml
+		assert_output 1
+	done
+	# u's copy into it stays on its tiles: it moves no bytes across the exchange
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-capture -o c.json g.yaml
+	run jq '[.phase_traffic[][] | select(.op == "up" and .operand == "out")] | length' c.json
+	assert_output 0
+	run jq '[.phases[].labels[] | select(. == "gate.out" or . == "up.out")] | length' c.json
+	assert_output 0
 }
 
 @test "decoder: the plan has one rmsnorm step with the model's eps, a silu and a mul" {

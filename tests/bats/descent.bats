@@ -11,21 +11,41 @@ bats_require_minimum_version 1.5.0
 VIT=$ROOT/tests/models/vit-stacked-home.yaml
 M18=$ROOT/tests/models/machine-18.yaml
 
-# pins_for PLAN [OP GRID STAGING OUT REDUCE]: a pins block holding every
-# GEMM of PLAN at its choice, OP at the one given; the model's own pins
-# (the attention's blocks) kept.
+# pins_for PLAN [OP GRID STAGING OUT REDUCE]...: a pins block holding
+# every GEMM of PLAN at its choice, each OP given at the one given; the
+# model's own pins (the attention's blocks) kept.
 pins_for() {
-	awk -v op="$2" -v grid="$3" -v st="$4" -v out="$5" -v red="$6" '
+	local plan=$1 over=
+	shift
+	while [ $# -ge 5 ]; do
+		over+="$1|$2|$3|$4|$5;"
+		shift 5
+	done
+	awk -v over="$over" '
 	/^- \{op: .* grid: / {
 		n = $0; sub(/^- \{op: /, "", n); sub(/,.*/, "", n)
 		g = $0; sub(/.* grid: /, "", g); sub(/\].*/, "]", g)
 		s = $0; sub(/.* staging: /, "", s); sub(/,.*/, "", s)
 		o = $0; sub(/.* out_staging: /, "", o); sub(/,.*/, "", o)
 		r = $0; sub(/.* reduce: /, "", r); sub(/,.*/, "", r)
-		if (n == op) { g = grid; s = st; o = out; r = red }
+		k = split(over, ch, ";")
+		for (i = 1; i <= k; i++) {
+			split(ch[i], f, "|")
+			if (f[1] == n) { g = f[2]; s = f[3]; o = f[4]; r = f[5] }
+		}
 		printf "  %s: {grid: %s, staging: %s, out_staging: %s, reduce: %s}\n", n, g, s, o, r
-	}' "$1"
+	}' "$plan"
 	echo "  attn: {blocks: [1, 2]}"
+}
+
+# greedy_of OP: OP's choice in the greedy plan, from amp-plan --explain's
+# $output: its table's first candidate (fitting ones rank by the trial's
+# cycles, and the greedy plan takes the first), as OP GRID STAGING OUT
+# REDUCE for pins_for.
+greedy_of() {
+	sed -n "/^gemm $1:/,/^\$/p" <<<"$output" | awk -v op="$1" '$1 == "1" || $1 == "1*" {
+		r = $8 == "-" ? "gather" : $8
+		printf "%s|%s %s %s|%s|%s|%s\n", op, $2, $3, $4, $6, $7, r; exit }'
 }
 
 # model_with PINS: the VIT model with its pins block replaced.
@@ -56,13 +76,27 @@ total() {
 	amp-plan --machine "$M18" -o kept.plan "$VIT"
 	run --separate-stderr amp-plan --explain=1 --machine "$M18" "$VIT"
 	assert_success
-	local rows n=0 op grid st out red cycles
+	local rows n=0 op grid st out red cycles kept_op kept_row
 	rows=$(sed -n '/^descent:/,/^$/p' <<<"$output" | grep -E '^  [a-z_.]+ +\[')
 	[ -n "$rows" ] || fail "no changes tried: $output"
-	while read -r op g1 g2 g3 _cast st out red _saving cycles _fits _kept; do
+	# every change is tried on the greedy plan: kept.plan holds the kept
+	# change instead, so the others' pins hold the kept op at its greedy
+	# choice
+	kept_op=$(awk '$NF == "yes" { print $1; exit }' <<<"$rows")
+	local -a base=()
+	if [ -n "$kept_op" ]; then
+		kept_row=$(greedy_of "$kept_op")
+		[ -n "$kept_row" ] || fail "no greedy choice of $kept_op"
+		IFS='|' read -r -a base <<<"$kept_row"
+	fi
+	while read -r op g1 g2 g3 _cast st out red _saving cycles _fits kept; do
 		grid="$g1 $g2 $g3"
 		[ "$red" != - ] || red=gather
-		pins_for kept.plan "$op" "$grid" "$st" "$out" "$red" >pins.txt
+		if [ "$kept" = yes ] || [ -z "$kept_op" ]; then
+			pins_for kept.plan "$op" "$grid" "$st" "$out" "$red" >pins.txt
+		else
+			pins_for kept.plan "${base[@]}" "$op" "$grid" "$st" "$out" "$red" >pins.txt
+		fi
 		model_with pins.txt >m.yaml
 		[ "$(total m.yaml)" = "$cycles" ] || fail "$op $grid $st/$out/$red: $(total m.yaml), the descent says $cycles"
 		n=$((n + 1))
