@@ -99,6 +99,378 @@ static int word_pair(const char *f, const Model *m, const Val *kv, const char *k
 	return 0;
 }
 
+/* A rope's attributes (o: its op, read so far): its operands, heads and
+ * head width, head_stride (version 6), pairs (7), theta and scaling (8). */
+static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, Err *e)
+{
+	const Val *kv;
+	if (operand(m, f, v, "x", rep, &o->in[0], e) || operand(m, f, v, "positions", rep, &o->in[1], e) ||
+	    positive(f, v, "heads", &o->heads, e) || positive(f, v, "head_dim", &o->head_dim, e))
+		return -1;
+	if (o->head_dim % 2)
+		return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is odd (each head's "
+			       "halves rotate together)", o->name, (long long)o->head_dim);
+	o->head_stride = o->head_dim;
+	if ((kv = map_get(v, "head_stride"))) {
+		if (m->version < 6)
+			return val_err(f, kv, e, "rope '%s': head_stride needs amp-model: 6 (this file is "
+				       "version %d)", o->name, m->version);
+		if (positive(f, v, "head_stride", &o->head_stride, e))
+			return -1;
+		if (o->head_stride < o->head_dim)
+			return val_err(f, kv, e, "rope '%s': head_stride %lld is less than head_dim %lld (the "
+				       "rotated heads would overlap)", o->name, (long long)o->head_stride,
+				       (long long)o->head_dim);
+	}
+	if ((kv = map_get(v, "pairs"))) {
+		if (word_pair(f, m, kv, "rope", o->name, "pairs", 7, "half", "interleaved",
+			      "'half' (element i of a head with i + head_dim/2) or 'interleaved' (2i with 2i + 1)",
+			      &o->interleaved, e))
+			return -1;
+		if (o->interleaved && o->head_stride % 2)
+			return val_err(f, map_get(v, "head_stride"), e, "rope '%s': pairs interleaved needs an even "
+				       "head_stride (%lld would start head 1's pairs at an odd column)", o->name,
+				       (long long)o->head_stride);
+	}
+	o->theta = 10000;
+	if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o->theta, e))
+		return -1;
+	if (!(o->theta > 1) || !isfinite(o->theta))
+		return val_err(f, kv, e, "rope '%s': theta must be a number above 1", o->name);
+	if ((kv = map_get(v, "scaling")) &&
+	    (m->version < 8 ? val_err(f, kv, e, "rope '%s': scaling needs amp-model: 8 (this file is version %d)",
+				      o->name, m->version) : rope_scale_read(f, kv, o->name, &o->rope_scale, e)))
+		return -1;
+	o->nin = 2;
+	return 0;
+}
+
+/* An attention's operands (a fused qkv, or q and kv: *first names a's key)
+ * and attributes: heads, kv_heads and causal (version 4), kv_order (6) and
+ * positions (5). */
+static int attention_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	const Val *kv;
+	if (map_get(v, "qkv")) {
+		*first = "qkv";
+		if (map_get(v, "q") || map_get(v, "kv"))
+			return val_err(f, map_get(v, "qkv"), e,
+				       "attention '%s': give either qkv or q and kv", o->name);
+		if (operand(m, f, v, "qkv", rep, &o->in[0], e))
+			return -1;
+		o->in[1] = o->in[0];
+	} else {
+		*first = "q";
+		if (operand(m, f, v, "q", rep, &o->in[0], e) || operand(m, f, v, "kv", rep, &o->in[1], e))
+			return -1;
+	}
+	if (positive(f, v, "heads", &o->heads, e))
+		return -1;
+	o->kv_heads = o->heads;
+	if ((map_get(v, "kv_heads") || map_get(v, "causal")) && m->version < 4)
+		return val_err(f, map_get(v, map_get(v, "kv_heads") ? "kv_heads" : "causal"), e,
+			       "attention '%s': %s needs amp-model: 4 (this file is version %d)", o->name,
+			       map_get(v, "kv_heads") ? "kv_heads" : "causal", m->version);
+	if (map_get(v, "kv_heads") && positive(f, v, "kv_heads", &o->kv_heads, e))
+		return -1;
+	if (o->heads % o->kv_heads)
+		return val_err(f, map_get(v, "kv_heads"), e, "attention '%s': %lld kv_heads do not divide "
+			       "%lld heads", o->name, (long long)o->kv_heads, (long long)o->heads);
+	if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o->causal, e))
+		return -1;
+	if ((kv = map_get(v, "kv_order"))) {
+		if (word_pair(f, m, kv, "attention", o->name, "kv_order", 6, "kv", "heads",
+			      "'kv' (every key, then every value) or 'heads' (each kv head's keys, then its values)",
+			      &o->kv_order, e))
+			return -1;
+		if (o->kv_order && map_get(v, "qkv"))
+			return val_err(f, kv, e, "attention '%s': kv_order heads takes q and kv, not a fused qkv",
+				       o->name);
+	}
+	o->nin = 2;
+	if ((kv = map_get(v, "positions"))) {
+		if (m->version < 5)
+			return val_err(f, kv, e, "attention '%s': positions needs amp-model: 5 (this file is "
+				       "version %d)", o->name, m->version);
+		if (map_get(v, "causal") && !o->causal)
+			return val_err(f, map_get(v, "causal"), e, "attention '%s': positions make it causal "
+				       "(each query sees the keys up to its position)", o->name);
+		if (operand(m, f, v, "positions", rep, &o->in[2], e))
+			return -1;
+		o->causal = 1;
+		o->nin = 3;
+	}
+	return 0;
+}
+
+/* The operands and attributes of op o (its kind and name read), by kind;
+ * *first: the key of its first operand, in[0]. */
+static int read_operands(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	const Val *kv;
+	*first = "x";
+	switch (o->kind) {
+	case OP_MATMUL:
+		*first = "a";
+		if (operand(m, f, v, "a", rep, &o->in[0], e) || operand(m, f, v, "b", rep, &o->in[1], e))
+			return -1;
+		if (map_get(v, "bias") && operand(m, f, v, "bias", rep, &o->in[2], e))
+			return -1;
+		o->nin = 3;
+		break;
+	case OP_GELU:
+	case OP_SILU:
+	case OP_LAST:
+	case OP_CAST:
+		if (operand(m, f, v, "x", rep, &o->in[0], e))
+			return -1;
+		o->nin = 1;
+		break;
+	case OP_PATCHIFY:
+		if (operand(m, f, v, "x", rep, &o->in[0], e) || positive(f, v, "patch", &o->patch, e))
+			return -1;
+		if (map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &o->cls, e))
+			return -1;
+		o->nin = 1;
+		break;
+	case OP_BROADCAST:
+		if (operand(m, f, v, "x", rep, &o->in[0], e) || positive(f, v, "batch", &o->batch, e))
+			return -1;
+		o->nin = 1;
+		break;
+	case OP_ADD:
+	case OP_MUL:
+		*first = "a";
+		if (operand(m, f, v, "a", rep, &o->in[0], e) || operand(m, f, v, "b", rep, &o->in[1], e))
+			return -1;
+		o->nin = 2;
+		break;
+	case OP_LAYERNORM:
+	case OP_RMSNORM:
+		if (operand(m, f, v, "x", rep, &o->in[0], e) || operand(m, f, v, "scale", rep, &o->in[1], e))
+			return -1;
+		if (o->kind == OP_LAYERNORM && operand(m, f, v, "bias", rep, &o->in[2], e))
+			return -1;
+		o->nin = o->kind == OP_LAYERNORM ? 3 : 2;
+		o->eps = 1e-6;
+		if ((kv = map_get(v, "eps")) && val_f64(f, kv, &o->eps, e))
+			return -1;
+		if (!(o->eps > 0) || !isfinite(o->eps))
+			return val_err(f, kv, e, "%s eps must be positive", op_name(o->kind));
+		break;
+	case OP_ROPE:
+		if (rope_attrs(m, f, v, rep, o, e))
+			return -1;
+		break;
+	case OP_EMBED:
+		*first = "ids";
+		if (operand(m, f, v, "ids", rep, &o->in[0], e) || operand(m, f, v, "table", rep, &o->in[1], e))
+			return -1;
+		if ((kv = map_get(v, "transposed")) && val_bool(f, kv, &o->transposed, e))
+			return -1;
+		if (rep >= 0)
+			return val_err(f, v, e, "embed '%s': an embed runs on the host, outside every repeat", o->name);
+		o->nin = 2;
+		break;
+	case OP_APPEND:
+		if (operand(m, f, v, "x", rep, &o->in[0], e) || operand(m, f, v, "positions", rep, &o->in[1], e) ||
+		    operand(m, f, v, "cache", rep, &o->out, e))
+			return -1;
+		o->first = -1;
+		if (map_get(v, "first") && get_int(f, v, "first", 0, INT64_C(1) << 30, &o->first, e))
+			return -1;
+		o->nin = 2;
+		break;
+	case OP_ATTENTION:
+		if (attention_attrs(m, f, v, rep, o, first, e))
+			return -1;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* The operands' roles: int32 tensors are positions, read by rope, append
+ * and attention alone (or an embed's ids); a state is an append's cache or
+ * an attention's kv. */
+static int operand_roles(const Model *m, const char *f, const Val *v, const MOp *o, Err *e)
+{
+	for (int k = 0; k < 3; k++) {
+		int pos = (o->kind == OP_ROPE || o->kind == OP_APPEND) ? k == 1 :
+			  o->kind == OP_ATTENTION ? k == 2 : o->kind == OP_EMBED && k == 0;
+		if (o->in[k] >= 0 && m->t[o->in[k]].dtype == FMT_I32 && !pos)
+			return val_err(f, v, e, "%s '%s': int32 '%s' can only be the positions of rope, append or "
+				       "attention, or an embed's ids", op_name(o->kind), o->name, m->t[o->in[k]].name);
+		if (o->in[k] >= 0 && m->t[o->in[k]].role == T_STATE && !(o->kind == OP_ATTENTION && k == 1 && o->in[0] != o->in[1]))
+			return val_err(f, v, e, "%s '%s': state '%s' can only be an append's cache or an attention's "
+				       "kv", op_name(o->kind), o->name, m->t[o->in[k]].name);
+	}
+	return 0;
+}
+
+/* An attention's shape rules (a its q or fused qkv): its output's width
+ * into *out. */
+static int attention_shape(const Model *m, const char *f, const Val *v, const MOp *o, const char *first,
+			   const MTensor *a, MTensor *out, Err *e)
+{
+	const MTensor *kvt = &m->t[o->in[1]];
+	const Val *at = map_get(v, first);
+	int fused = o->in[0] == o->in[1];
+	int64_t H = o->heads, G = o->kv_heads, parts = H + 2 * G;    /* widths in head widths */
+	int64_t c = !fused ? a->shape[2] : G == H ? a->shape[2] / 3 : a->shape[2] / parts * H;
+	if (!fused && activation(f, map_get(v, "kv"), o, kvt, e))
+		return -1;
+	if (fused && G == H && a->shape[2] % 3)
+		return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not 3 x width",
+			       o->name, a->name, (long long)a->shape[2]);
+	if (fused && G < H && a->shape[2] % parts)
+		return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not a whole number of "
+			       "(heads + 2 x kv_heads) = %lld head widths", o->name, a->name, (long long)a->shape[2],
+			       (long long)parts);
+	if (c % o->heads)
+		return val_err(f, map_get(v, "heads"), e,
+			       "attention '%s': %lld heads do not divide width %lld", o->name,
+			       (long long)o->heads, (long long)c);
+	if (!fused && (kvt->shape[2] != 2 * c / H * G || kvt->shape[0] != a->shape[0]))
+		return val_err(f, map_get(v, "kv"), e,
+			       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v: %lld kv head%s of "
+			       "%lld columns each)", o->name, kvt->name, (long long)a->shape[0],
+			       (long long)(2 * c / H * G), (long long)G, G > 1 ? "s" : "", (long long)(c / H));
+	if (o->causal && o->in[2] < 0 && a->shape[1] > kvt->shape[1])
+		return val_err(f, map_get(v, "causal"), e, "attention '%s': causal with %lld queries over "
+			       "%lld keys (the queries are the last of the keys' positions)", o->name,
+			       (long long)a->shape[1], (long long)kvt->shape[1]);
+	if (a->dtype != FMT_FP16 || (kvt->dtype != FMT_FP16 && !(kvt->dtype == FMT_FP8 && kvt->role == T_STATE)))
+		return val_err(f, at, e, "attention '%s': q, k and v must be fp16 (k and v fp8 only in a "
+			       "state)", o->name);
+	if (o->in[2] >= 0 && positions_of(f, map_get(v, "positions"), o, &m->t[o->in[2]], a, e))
+		return -1;
+	out->shape[2] = c;
+	return 0;
+}
+
+/* The shape rules of op o (every op but append): *out, the tensor it
+ * makes, follows from them. */
+static int out_shape(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, int rep,
+		     MTensor *out, Err *e)
+{
+	const MTensor *a = &m->t[o->in[0]];
+	memset(out, 0, sizeof *out);
+	out->role = T_ACT;
+	out->rank = 3;
+	memcpy(out->shape, a->shape, sizeof out->shape);
+	out->dtype = a->dtype;
+	out->count = 1;
+	out->rep = rep;
+	if (o->kind == OP_EMBED) {
+		const MTensor *tb = &m->t[o->in[1]];
+		if (a->dtype != FMT_I32 || a->role != T_INPUT || a->rank != 3 || a->shape[2] != 1)
+			return val_err(f, map_get(v, "ids"), e, "embed '%s': ids '%s' must be an int32 input [batch, "
+				       "tokens, 1]", o->name, a->name);
+		if (tb->role != T_PARAM || tb->rank != 2 || tb->dtype == FMT_I32 || tb->dtype == FMT_FP32)
+			return val_err(f, map_get(v, "table"), e, "embed '%s': table '%s' must be an fp16 or fp8 "
+				       "parameter [vocab, features] (or [features, vocab], transposed)", o->name, tb->name);
+		out->shape[2] = tb->shape[o->transposed ? 0 : 1];
+		out->dtype = FMT_FP16;
+	} else if (o->kind == OP_PATCHIFY) {
+		int64_t p = o->patch;
+		if (a->role != T_INPUT || a->rank != 4)
+			return val_err(f, map_get(v, "x"), e,
+				       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
+				       o->name, a->name);
+		if (a->shape[2] < p || a->shape[3] < p)      /* a remainder is dropped, as a valid convolution does */
+			return val_err(f, map_get(v, "patch"), e,
+				       "patchify '%s': patch %lld is larger than the image %lld x %lld",
+				       o->name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
+		out->shape[0] = a->shape[0];
+		out->shape[1] = o->cls + (a->shape[2] / p) * (a->shape[3] / p);
+		out->shape[2] = a->shape[1] * p * p;
+		out->shape[3] = 0;
+	} else if (o->kind == OP_BROADCAST) {
+		if (a->role != T_PARAM || a->rank != 2)
+			return val_err(f, map_get(v, "x"), e,
+				       "broadcast '%s': '%s' must be a [tokens, features] parameter", o->name, a->name);
+		out->shape[0] = o->batch;
+		out->shape[1] = a->shape[0];
+		out->shape[2] = a->shape[1];
+	} else if (activation(f, map_get(v, first), o, a, e)) {
+		return -1;
+	} else if (o->kind == OP_ROPE) {
+		if (a->dtype != FMT_FP16)
+			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o->name, a->name);
+		if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], a, e))
+			return -1;
+		if ((o->heads - 1) * o->head_stride + o->head_dim > a->shape[2]) {
+			char *apart = o->head_stride == o->head_dim ? xstrdup("") :
+				      xasprintf(", %lld apart,", (long long)o->head_stride);
+			val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns%s pass the %lld of "
+				"'%s'", o->name, (long long)o->heads, (long long)o->head_dim, apart, (long long)a->shape[2],
+				a->name);
+			free(apart);
+			return -1;
+		}
+	}
+	if (o->kind == OP_MATMUL) {
+		const MTensor *b = &m->t[o->in[1]];
+		if (b->role != T_PARAM || b->rank != 2)
+			return val_err(f, map_get(v, "b"), e,
+				       "matmul '%s': b '%s' must be a [K, N] parameter", o->name, b->name);
+		if (b->dtype == FMT_FP32)
+			return val_err(f, map_get(v, "b"), e,
+				       "matmul '%s': b '%s' must be fp16 or fp8", o->name, b->name);
+		if (a->shape[2] != b->shape[0])
+			return val_err(f, map_get(v, "b"), e,
+				       "matmul '%s': inner dimensions differ: a '%s' has %lld features, b '%s' has %lld rows",
+				       o->name, a->name, (long long)a->shape[2], b->name, (long long)b->shape[0]);
+		if (o->in[2] >= 0 && vector(f, map_get(v, "bias"), o, &m->t[o->in[2]], b->shape[1], e))
+			return -1;
+		if (o->in[2] >= 0 && m->t[o->in[2]].dtype != FMT_FP16)
+			return val_err(f, map_get(v, "bias"), e, "matmul '%s': bias '%s' must be fp16",
+				       o->name, m->t[o->in[2]].name);
+		out->shape[2] = b->shape[1];
+		out->dtype = FMT_FP16;
+	} else if (o->kind == OP_ADD) {
+		const MTensor *b = &m->t[o->in[1]];
+		if (b->role == T_PARAM) {       /* a table added to every batch entry */
+			if (b->rank != 2 || b->shape[0] != a->shape[1] || b->shape[1] != a->shape[2] ||
+			    b->dtype != a->dtype)
+				return val_err(f, map_get(v, "b"), e,
+					       "add '%s': parameter '%s' must be [%lld, %lld] %s, like a row of '%s'",
+					       o->name, b->name, (long long)a->shape[1], (long long)a->shape[2],
+					       fmt_name(a->dtype), a->name);
+		} else {
+			if (activation(f, map_get(v, "b"), o, b, e))
+				return -1;
+			if (!model_same_shape(a, b) || a->dtype != b->dtype)
+				return val_err(f, map_get(v, "b"), e,
+					       "add '%s': '%s' and '%s' differ in shape or dtype", o->name, a->name, b->name);
+		}
+	} else if (o->kind == OP_MUL) {
+		const MTensor *b = &m->t[o->in[1]];
+		if (activation(f, map_get(v, "b"), o, b, e))
+			return -1;
+		if (!model_same_shape(a, b) || a->dtype != b->dtype)
+			return val_err(f, map_get(v, "b"), e,
+				       "mul '%s': '%s' and '%s' differ in shape or dtype", o->name, a->name, b->name);
+	} else if (o->kind == OP_LAYERNORM || o->kind == OP_RMSNORM) {
+		if (vector(f, map_get(v, "scale"), o, &m->t[o->in[1]], a->shape[2], e) ||
+		    (o->kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), o, &m->t[o->in[2]], a->shape[2], e)))
+			return -1;
+	} else if (o->kind == OP_LAST) {
+		out->shape[1] = 1;       /* each batch entry's last row */
+	} else if (o->kind == OP_CAST) {
+		if (model_dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out->dtype, e))
+			return -1;
+		if (!map_get(v, "to"))
+			return val_err(f, v, e, "missing key 'to'");
+	} else if (o->kind == OP_ATTENTION) {
+		if (attention_shape(m, f, v, o, first, a, out, e))
+			return -1;
+	}
+	return 0;
+}
+
 static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
 	static const char *keys[OP_COUNT][12] = {
@@ -154,331 +526,14 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 		return val_err(f, map_get(v, "name"), e, "op '%s' is defined twice", name);
 	o.name = (char *)name;
 
-	const char *first = "x";        /* the key of in[0] */
-	switch (o.kind) {
-	case OP_MATMUL:
-		first = "a";
-		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
-			return -1;
-		if (map_get(v, "bias") && operand(m, f, v, "bias", rep, &o.in[2], e))
-			return -1;
-		o.nin = 3;
-		break;
-	case OP_GELU:
-	case OP_SILU:
-	case OP_LAST:
-	case OP_CAST:
-		if (operand(m, f, v, "x", rep, &o.in[0], e))
-			return -1;
-		o.nin = 1;
-		break;
-	case OP_PATCHIFY:
-		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "patch", &o.patch, e))
-			return -1;
-		if (map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &o.cls, e))
-			return -1;
-		o.nin = 1;
-		break;
-	case OP_BROADCAST:
-		if (operand(m, f, v, "x", rep, &o.in[0], e) || positive(f, v, "batch", &o.batch, e))
-			return -1;
-		o.nin = 1;
-		break;
-	case OP_ADD:
-	case OP_MUL:
-		first = "a";
-		if (operand(m, f, v, "a", rep, &o.in[0], e) || operand(m, f, v, "b", rep, &o.in[1], e))
-			return -1;
-		o.nin = 2;
-		break;
-	case OP_LAYERNORM:
-	case OP_RMSNORM:
-		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "scale", rep, &o.in[1], e))
-			return -1;
-		if (o.kind == OP_LAYERNORM && operand(m, f, v, "bias", rep, &o.in[2], e))
-			return -1;
-		o.nin = o.kind == OP_LAYERNORM ? 3 : 2;
-		o.eps = 1e-6;
-		if ((kv = map_get(v, "eps")) && val_f64(f, kv, &o.eps, e))
-			return -1;
-		if (!(o.eps > 0) || !isfinite(o.eps))
-			return val_err(f, kv, e, "%s eps must be positive", kind);
-		break;
-	case OP_ROPE:
-		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
-		    positive(f, v, "heads", &o.heads, e) || positive(f, v, "head_dim", &o.head_dim, e))
-			return -1;
-		if (o.head_dim % 2)
-			return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is odd (each head's "
-				       "halves rotate together)", name, (long long)o.head_dim);
-		o.head_stride = o.head_dim;
-		if ((kv = map_get(v, "head_stride"))) {
-			if (m->version < 6)
-				return val_err(f, kv, e, "rope '%s': head_stride needs amp-model: 6 (this file is "
-					       "version %d)", name, m->version);
-			if (positive(f, v, "head_stride", &o.head_stride, e))
-				return -1;
-			if (o.head_stride < o.head_dim)
-				return val_err(f, kv, e, "rope '%s': head_stride %lld is less than head_dim %lld (the "
-					       "rotated heads would overlap)", name, (long long)o.head_stride,
-					       (long long)o.head_dim);
-		}
-		if ((kv = map_get(v, "pairs"))) {
-			if (word_pair(f, m, kv, "rope", name, "pairs", 7, "half", "interleaved",
-				      "'half' (element i of a head with i + head_dim/2) or 'interleaved' (2i with 2i + 1)",
-				      &o.interleaved, e))
-				return -1;
-			if (o.interleaved && o.head_stride % 2)
-				return val_err(f, map_get(v, "head_stride"), e, "rope '%s': pairs interleaved needs an even "
-					       "head_stride (%lld would start head 1's pairs at an odd column)", name,
-					       (long long)o.head_stride);
-		}
-		o.theta = 10000;
-		if ((kv = map_get(v, "theta")) && val_f64(f, kv, &o.theta, e))
-			return -1;
-		if (!(o.theta > 1) || !isfinite(o.theta))
-			return val_err(f, kv, e, "rope '%s': theta must be a number above 1", name);
-		if ((kv = map_get(v, "scaling")) &&
-		    (m->version < 8 ? val_err(f, kv, e, "rope '%s': scaling needs amp-model: 8 (this file is version %d)",
-					      name, m->version) : rope_scale_read(f, kv, name, &o.rope_scale, e)))
-			return -1;
-		o.nin = 2;
-		break;
-	case OP_EMBED:
-		first = "ids";
-		if (operand(m, f, v, "ids", rep, &o.in[0], e) || operand(m, f, v, "table", rep, &o.in[1], e))
-			return -1;
-		if ((kv = map_get(v, "transposed")) && val_bool(f, kv, &o.transposed, e))
-			return -1;
-		if (rep >= 0)
-			return val_err(f, v, e, "embed '%s': an embed runs on the host, outside every repeat", name);
-		o.nin = 2;
-		break;
-	case OP_APPEND:
-		if (operand(m, f, v, "x", rep, &o.in[0], e) || operand(m, f, v, "positions", rep, &o.in[1], e) ||
-		    operand(m, f, v, "cache", rep, &o.out, e))
-			return -1;
-		o.first = -1;
-		if (map_get(v, "first") && get_int(f, v, "first", 0, INT64_C(1) << 30, &o.first, e))
-			return -1;
-		o.nin = 2;
-		break;
-	case OP_ATTENTION:
-		if (map_get(v, "qkv")) {
-			first = "qkv";
-			if (map_get(v, "q") || map_get(v, "kv"))
-				return val_err(f, map_get(v, "qkv"), e,
-					       "attention '%s': give either qkv or q and kv", name);
-			if (operand(m, f, v, "qkv", rep, &o.in[0], e))
-				return -1;
-			o.in[1] = o.in[0];
-		} else {
-			first = "q";
-			if (operand(m, f, v, "q", rep, &o.in[0], e) || operand(m, f, v, "kv", rep, &o.in[1], e))
-				return -1;
-		}
-		if (positive(f, v, "heads", &o.heads, e))
-			return -1;
-		o.kv_heads = o.heads;
-		if ((map_get(v, "kv_heads") || map_get(v, "causal")) && m->version < 4)
-			return val_err(f, map_get(v, map_get(v, "kv_heads") ? "kv_heads" : "causal"), e,
-				       "attention '%s': %s needs amp-model: 4 (this file is version %d)", name,
-				       map_get(v, "kv_heads") ? "kv_heads" : "causal", m->version);
-		if (map_get(v, "kv_heads") && positive(f, v, "kv_heads", &o.kv_heads, e))
-			return -1;
-		if (o.heads % o.kv_heads)
-			return val_err(f, map_get(v, "kv_heads"), e, "attention '%s': %lld kv_heads do not divide "
-				       "%lld heads", name, (long long)o.kv_heads, (long long)o.heads);
-		if ((kv = map_get(v, "causal")) && val_bool(f, kv, &o.causal, e))
-			return -1;
-		if ((kv = map_get(v, "kv_order"))) {
-			if (word_pair(f, m, kv, "attention", name, "kv_order", 6, "kv", "heads",
-				      "'kv' (every key, then every value) or 'heads' (each kv head's keys, then its values)",
-				      &o.kv_order, e))
-				return -1;
-			if (o.kv_order && map_get(v, "qkv"))
-				return val_err(f, kv, e, "attention '%s': kv_order heads takes q and kv, not a fused qkv",
-					       name);
-		}
-		o.nin = 2;
-		if ((kv = map_get(v, "positions"))) {
-			if (m->version < 5)
-				return val_err(f, kv, e, "attention '%s': positions needs amp-model: 5 (this file is "
-					       "version %d)", name, m->version);
-			if (map_get(v, "causal") && !o.causal)
-				return val_err(f, map_get(v, "causal"), e, "attention '%s': positions make it causal "
-					       "(each query sees the keys up to its position)", name);
-			if (operand(m, f, v, "positions", rep, &o.in[2], e))
-				return -1;
-			o.causal = 1;
-			o.nin = 3;
-		}
-		break;
-	default:
-		break;
-	}
-
-	/* int32 tensors are positions, read by rope, append and attention
-	 * alone; a state is an append's cache or an attention's kv */
-	for (int k = 0; k < 3; k++) {
-		int pos = (o.kind == OP_ROPE || o.kind == OP_APPEND) ? k == 1 :
-			  o.kind == OP_ATTENTION ? k == 2 : o.kind == OP_EMBED && k == 0;
-		if (o.in[k] >= 0 && m->t[o.in[k]].dtype == FMT_I32 && !pos)
-			return val_err(f, v, e, "%s '%s': int32 '%s' can only be the positions of rope, append or "
-				       "attention, or an embed's ids", kind, name, m->t[o.in[k]].name);
-		if (o.in[k] >= 0 && m->t[o.in[k]].role == T_STATE && !(o.kind == OP_ATTENTION && k == 1 && o.in[0] != o.in[1]))
-			return val_err(f, v, e, "%s '%s': state '%s' can only be an append's cache or an attention's "
-				       "kv", kind, name, m->t[o.in[k]].name);
-	}
+	const char *first;
+	if (read_operands(m, f, v, rep, &o, &first, e) || operand_roles(m, f, v, &o, e))
+		return -1;
 	if (o.kind == OP_APPEND)
 		return append_op(m, f, v, &o, e);
-
-	/* Shape rules; the new tensor follows from them. */
 	MTensor out;
-	const MTensor *a = &m->t[o.in[0]];
-	memset(&out, 0, sizeof out);
-	out.role = T_ACT;
-	out.rank = 3;
-	memcpy(out.shape, a->shape, sizeof out.shape);
-	out.dtype = a->dtype;
-	out.count = 1;
-	out.rep = rep;
-	if (o.kind == OP_EMBED) {
-		const MTensor *tb = &m->t[o.in[1]];
-		if (a->dtype != FMT_I32 || a->role != T_INPUT || a->rank != 3 || a->shape[2] != 1)
-			return val_err(f, map_get(v, "ids"), e, "embed '%s': ids '%s' must be an int32 input [batch, "
-				       "tokens, 1]", o.name, a->name);
-		if (tb->role != T_PARAM || tb->rank != 2 || tb->dtype == FMT_I32 || tb->dtype == FMT_FP32)
-			return val_err(f, map_get(v, "table"), e, "embed '%s': table '%s' must be an fp16 or fp8 "
-				       "parameter [vocab, features] (or [features, vocab], transposed)", o.name, tb->name);
-		out.shape[2] = tb->shape[o.transposed ? 0 : 1];
-		out.dtype = FMT_FP16;
-	} else if (o.kind == OP_PATCHIFY) {
-		int64_t p = o.patch;
-		if (a->role != T_INPUT || a->rank != 4)
-			return val_err(f, map_get(v, "x"), e,
-				       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
-				       o.name, a->name);
-		if (a->shape[2] < p || a->shape[3] < p)      /* a remainder is dropped, as a valid convolution does */
-			return val_err(f, map_get(v, "patch"), e,
-				       "patchify '%s': patch %lld is larger than the image %lld x %lld",
-				       o.name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
-		out.shape[0] = a->shape[0];
-		out.shape[1] = o.cls + (a->shape[2] / p) * (a->shape[3] / p);
-		out.shape[2] = a->shape[1] * p * p;
-		out.shape[3] = 0;
-	} else if (o.kind == OP_BROADCAST) {
-		if (a->role != T_PARAM || a->rank != 2)
-			return val_err(f, map_get(v, "x"), e,
-				       "broadcast '%s': '%s' must be a [tokens, features] parameter", o.name, a->name);
-		out.shape[0] = o.batch;
-		out.shape[1] = a->shape[0];
-		out.shape[2] = a->shape[1];
-	} else if (activation(f, map_get(v, first), &o, a, e)) {
+	if (out_shape(m, f, v, &o, first, rep, &out, e))
 		return -1;
-	} else if (o.kind == OP_ROPE) {
-		if (a->dtype != FMT_FP16)
-			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o.name, a->name);
-		if (positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[1]], a, e))
-			return -1;
-		if ((o.heads - 1) * o.head_stride + o.head_dim > a->shape[2]) {
-			char *apart = o.head_stride == o.head_dim ? xstrdup("") :
-				      xasprintf(", %lld apart,", (long long)o.head_stride);
-			val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns%s pass the %lld of "
-				"'%s'", o.name, (long long)o.heads, (long long)o.head_dim, apart, (long long)a->shape[2],
-				a->name);
-			free(apart);
-			return -1;
-		}
-	}
-	if (o.kind == OP_MATMUL) {
-		const MTensor *b = &m->t[o.in[1]];
-		if (b->role != T_PARAM || b->rank != 2)
-			return val_err(f, map_get(v, "b"), e,
-				       "matmul '%s': b '%s' must be a [K, N] parameter", o.name, b->name);
-		if (b->dtype == FMT_FP32)
-			return val_err(f, map_get(v, "b"), e,
-				       "matmul '%s': b '%s' must be fp16 or fp8", o.name, b->name);
-		if (a->shape[2] != b->shape[0])
-			return val_err(f, map_get(v, "b"), e,
-				       "matmul '%s': inner dimensions differ: a '%s' has %lld features, b '%s' has %lld rows",
-				       o.name, a->name, (long long)a->shape[2], b->name, (long long)b->shape[0]);
-		if (o.in[2] >= 0 && vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], b->shape[1], e))
-			return -1;
-		if (o.in[2] >= 0 && m->t[o.in[2]].dtype != FMT_FP16)
-			return val_err(f, map_get(v, "bias"), e, "matmul '%s': bias '%s' must be fp16",
-				       o.name, m->t[o.in[2]].name);
-		out.shape[2] = b->shape[1];
-		out.dtype = FMT_FP16;
-	} else if (o.kind == OP_ADD) {
-		const MTensor *b = &m->t[o.in[1]];
-		if (b->role == T_PARAM) {       /* a table added to every batch entry */
-			if (b->rank != 2 || b->shape[0] != a->shape[1] || b->shape[1] != a->shape[2] ||
-			    b->dtype != a->dtype)
-				return val_err(f, map_get(v, "b"), e,
-					       "add '%s': parameter '%s' must be [%lld, %lld] %s, like a row of '%s'",
-					       o.name, b->name, (long long)a->shape[1], (long long)a->shape[2],
-					       fmt_name(a->dtype), a->name);
-		} else {
-			if (activation(f, map_get(v, "b"), &o, b, e))
-				return -1;
-			if (!model_same_shape(a, b) || a->dtype != b->dtype)
-				return val_err(f, map_get(v, "b"), e,
-					       "add '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
-		}
-	} else if (o.kind == OP_MUL) {
-		const MTensor *b = &m->t[o.in[1]];
-		if (activation(f, map_get(v, "b"), &o, b, e))
-			return -1;
-		if (!model_same_shape(a, b) || a->dtype != b->dtype)
-			return val_err(f, map_get(v, "b"), e,
-				       "mul '%s': '%s' and '%s' differ in shape or dtype", o.name, a->name, b->name);
-	} else if (o.kind == OP_LAYERNORM || o.kind == OP_RMSNORM) {
-		if (vector(f, map_get(v, "scale"), &o, &m->t[o.in[1]], a->shape[2], e) ||
-		    (o.kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), &o, &m->t[o.in[2]], a->shape[2], e)))
-			return -1;
-	} else if (o.kind == OP_LAST) {
-		out.shape[1] = 1;       /* each batch entry's last row */
-	} else if (o.kind == OP_CAST) {
-		if (model_dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out.dtype, e))
-			return -1;
-		if (!map_get(v, "to"))
-			return val_err(f, v, e, "missing key 'to'");
-	} else if (o.kind == OP_ATTENTION) {
-		const MTensor *kvt = &m->t[o.in[1]];
-		const Val *at = map_get(v, first);
-		int fused = o.in[0] == o.in[1];
-		int64_t H = o.heads, G = o.kv_heads, parts = H + 2 * G;    /* widths in head widths */
-		int64_t c = !fused ? a->shape[2] : G == H ? a->shape[2] / 3 : a->shape[2] / parts * H;
-		if (!fused && activation(f, map_get(v, "kv"), &o, kvt, e))
-			return -1;
-		if (fused && G == H && a->shape[2] % 3)
-			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not 3 x width",
-				       o.name, a->name, (long long)a->shape[2]);
-		if (fused && G < H && a->shape[2] % parts)
-			return val_err(f, at, e, "attention '%s': qkv '%s' has %lld features, not a whole number of "
-				       "(heads + 2 x kv_heads) = %lld head widths", o.name, a->name, (long long)a->shape[2],
-				       (long long)parts);
-		if (c % o.heads)
-			return val_err(f, map_get(v, "heads"), e,
-				       "attention '%s': %lld heads do not divide width %lld", o.name,
-				       (long long)o.heads, (long long)c);
-		if (!fused && (kvt->shape[2] != 2 * c / H * G || kvt->shape[0] != a->shape[0]))
-			return val_err(f, map_get(v, "kv"), e,
-				       "attention '%s': kv '%s' must be [%lld, tokens, %lld] (k then v: %lld kv head%s of "
-				       "%lld columns each)", o.name, kvt->name, (long long)a->shape[0],
-				       (long long)(2 * c / H * G), (long long)G, G > 1 ? "s" : "", (long long)(c / H));
-		if (o.causal && o.in[2] < 0 && a->shape[1] > kvt->shape[1])
-			return val_err(f, map_get(v, "causal"), e, "attention '%s': causal with %lld queries over "
-				       "%lld keys (the queries are the last of the keys' positions)", o.name,
-				       (long long)a->shape[1], (long long)kvt->shape[1]);
-		if (a->dtype != FMT_FP16 || (kvt->dtype != FMT_FP16 && !(kvt->dtype == FMT_FP8 && kvt->role == T_STATE)))
-			return val_err(f, at, e, "attention '%s': q, k and v must be fp16 (k and v fp8 only in a "
-				       "state)", o.name);
-		if (o.in[2] >= 0 && positions_of(f, map_get(v, "positions"), &o, &m->t[o.in[2]], a, e))
-			return -1;
-		out.shape[2] = c;
-	}
 
 	if (map_need(f, v, "out", &outv, e))
 		return -1;
