@@ -91,13 +91,41 @@ static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int
 		    owner >= 0 ? "' (" : "", owner >= 0 ? (live ? "live at this step)" : "dead at this step)") : "");
 }
 
+/* Tile t's next instruction. Each tile's row is read in order, but the
+ * tiles' turns come in the schedule's order, far apart: the line after
+ * this instruction's is fetched now, to be in cache at the tile's next turn
+ * (a row has room for one instruction past its last). */
 static Instr *next_instr(Exchange *x, int64_t t)
 {
 	if (!x->row[t] || x->cur[t] >= x->n[t])
 		return NULL;
-	return &x->row[t][x->cur[t]++];
+	int k = x->cur[t]++;
+	__builtin_prefetch(&x->row[t][k + 2 <= x->n[t] ? k + 2 : x->n[t]]);
+	return &x->row[t][k];
 }
 
+
+/* Room for the moves of any one of the copy steps first .. last: each
+ * member of a record moves to its nrecv receivers, so the counts are
+ * known before any is made (the array grows at most once a phase, to
+ * its largest step's, not by doubling step by step). */
+static void reserve_moves(Exchange *x, const Plan *pl, int first, int last)
+{
+	int64_t need = 0, step = 0;
+	for (int i = 0, s = -1; i < pl->nx; i++) {
+		const Xfer *xf = &pl->x[i];
+		if (xf->step < first || xf->step > last || pl->s[xf->step].kind != STEP_COPY)
+			continue;
+		if (xf->step != s)
+			s = xf->step, step = 0;
+		step += xfer_members(xf) * (xf->nrecv > 0 ? xf->nrecv : 0);
+		need = step > need ? step : need;
+	}
+	if (need > x->cmv) {            /* (none kept yet: x->nmv is 0) */
+		free(x->mv);
+		x->mv = xmalloc((size_t)(x->cmv = need) * sizeof *x->mv);
+	}
+}
 
 static void push_move(Exchange *x, Move v)
 {
@@ -305,13 +333,15 @@ static int count_writes(Exchange *x, int s)
 	const char *tn = pl->t[p->tensor].name;
 	int64_t T = pl->machine.tiles;
 	const int64_t *ds = shards_of(m, x->dst);
-	int64_t *first = xmalloc((size_t)(T + 1) * sizeof *first), *order = xmalloc((size_t)(x->nmv + 1) * sizeof *order);
+	int64_t *first = x->first, *order;
 	uint64_t *bits = NULL;          /* a shard's bytes, written or not */
 	int64_t nbits = 0;
 	const Placement *S = &pl->p[x->src];
 	int64_t *r0 = S->addr == p->addr && S->layout == p->layout ? place_r0_shards(pl, x->src) : NULL;
 	int rc = 0;
 
+	/* the moves by destination tile, kept in x for make_moves */
+	order = x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
 	if (x->nmv)
 		group_by(&x->mv[0].dt, (int64_t)(sizeof *x->mv / sizeof x->mv[0].dt), x->nmv, T, first, order);
 	else
@@ -352,8 +382,6 @@ static int count_writes(Exchange *x, int s)
 			  p->name, (long long)(p->addr + gap), (long long)(p->addr + end), s, (long long)wrote,
 			  (long long)B);
 	}
-	free(first);
-	free(order);
 	free(bits);
 	free(r0);
 	return rc;
@@ -380,12 +408,7 @@ static int make_moves(Exchange *x, int ph)
 			sim_tile(&m->s, t);
 	double t0 = run_now();
 	if (!x->hazard && sim_threads() > 1) {
-		x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
-		if (x->nmv)
-			group_by(&x->mv[0].dt, (int64_t)(sizeof *x->mv / sizeof x->mv[0].dt), x->nmv, T, x->first,
-				 x->order);
-		else
-			memset(x->first, 0, (size_t)(T + 1) * sizeof *x->first);
+		/* (x->first and x->order: the moves by destination tile, from count_writes) */
 		/* the destination's tiles by shard (the tiles with none last, not visited) */
 		int64_t ns = place_shards(&pl->p[x->dst]), *key = xmalloc((size_t)T * sizeof *key);
 		for (int64_t t = 0; t < T; t++)
@@ -505,6 +528,7 @@ int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 	 * earlier in the phase may share its address, and checked when its
 	 * step ends, since one that dies later in the phase may be reused. */
 	int i = 0;
+	reserve_moves(&x, pl, first, last);
 	for (int s = first; s <= last && !rc; s++) {
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
