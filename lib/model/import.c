@@ -140,7 +140,7 @@ static int cfg_rope(const Cfg *c, RopeScale *sc)
 		if (cfg_real(&in, keys[k], 0, to[k]))
 			return -1;
 	}
-	if (sc->factor < 1 || !(sc->high > sc->low))
+	if (rope_scale_bad(sc, 0) || rope_scale_bad(sc, 2))    /* (low and original: positive, as cfg_real reads) */
 		return errf(c->e, "%s: 'rope_scaling' needs a factor of at least 1 (it is %g) and a high_freq_factor "
 			    "above its low_freq_factor (%g against %g)", c->path, sc->factor, sc->high, sc->low);
 	return 0;

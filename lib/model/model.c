@@ -69,15 +69,21 @@ int rope_scale_read(const char *f, const Val *kv, const char *op, RopeScale *sc,
 	if (strcmp(type, "llama3"))
 		return val_err(f, x, e, "rope '%s': scaling type '%s' is not one amp has (llama3)", op, type);
 	double *to[4] = { &sc->factor, &sc->low, &sc->high, &sc->original };
+	const char *why;
 	for (int i = 0; i < 4; i++)
 		if (map_need(f, kv, keys[i + 1], &x, e) || val_f64(f, x, to[i], e))
 			return -1;
-		else if (!isfinite(*to[i]) || !(*to[i] > 0) || (i == 0 && !(*to[i] >= 1)) ||
-			 (i == 2 && !(*to[i] > sc->low)))
-			return val_err(f, x, e, "rope '%s': scaling %s must be %s", op, keys[i + 1],
-				       i == 0 ? "a number of at least 1" :
-				       i == 2 ? "a number above low_freq_factor" : "a number above 0");
+		else if ((why = rope_scale_bad(sc, i)))
+			return val_err(f, x, e, "rope '%s': scaling %s must be %s", op, keys[i + 1], why);
 	return 0;
+}
+
+const char *rope_scale_bad(const RopeScale *sc, int i)
+{
+	double v[4] = { sc->factor, sc->low, sc->high, sc->original };
+	if (!isfinite(v[i]) || !(v[i] > 0) || (i == 0 && !(v[i] >= 1)) || (i == 2 && !(v[i] > sc->low)))
+		return i == 0 ? "a number of at least 1" : i == 2 ? "a number above low_freq_factor" : "a number above 0";
+	return NULL;
 }
 
 void rope_scale_write(YWriter *w, const RopeScale *sc)

@@ -62,6 +62,11 @@ double rope_frequency(double theta, const RopeScale *sc, int64_t i, int64_t D);
  * (kv its value, op the op's name; every key needed), and its writer (key
  * and value). */
 int rope_scale_read(const char *f, const Val *kv, const char *op, RopeScale *sc, Err *e);
+/* Llama 3's rule for field i of sc (0 factor, 1 low, 2 high, 3 original;
+ * high read after low): what it must be when it breaks the rule (every
+ * field finite and above 0, the factor at least 1, high above low), else
+ * NULL. The model and stage readers and amp-import all check by it. */
+const char *rope_scale_bad(const RopeScale *sc, int i);
 void rope_scale_write(YWriter *w, const RopeScale *sc);
 
 typedef struct {

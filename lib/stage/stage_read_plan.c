@@ -392,10 +392,10 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		     one_word(f, v, "interleaved", "pairs is 'interleaved' when given (absent: half)", e)))
 			return -1;
 		s.interleaved = v != NULL;
+		const Val *opv = map_get(r, "op");     /* (its name checked below, with every step's) */
 		if ((v = map_get(r, "scaling")) &&
 		    (step_key(f, v, s.compute, C_ROPE, "scaling", version, 15, e) ||
-		     rope_scale_read(f, v, map_get(r, "op") && map_get(r, "op")->kind == VAL_SCALAR ?
-				     map_get(r, "op")->s : "?", &s.rope_scale, e)))
+		     rope_scale_read(f, v, opv && opv->kind == VAL_SCALAR ? opv->s : "?", &s.rope_scale, e)))
 			return -1;
 		if ((v = map_get(r, "kv_order")) &&
 		    (step_key(f, v, s.compute, C_ATTENTION, "kv_order", version, 11, e) ||
