@@ -12,30 +12,31 @@ typedef struct {
 	int64_t group;          /* attention: q heads per kv head */
 } TileWork;
 
+/* How a tile's cycles follow from its shards: the compute table's cost
+ * column (lib/stage/plan.h, AMP_COMPUTES). */
+typedef enum { COST_ELEMENTWISE, COST_COPY, COST_MATMUL, COST_REDUCTION, COST_ATTENTION, COST_APPEND } CostKind;
+#define COMPUTE_COST(E, name, since, cost) [C_##E] = COST_##cost,
+static const CostKind cost_kinds[C_COUNT] = { AMP_COMPUTES(COMPUTE_COST) };
+#undef COMPUTE_COST
+
 /* Does the kind's cost read the input shard, or the output shard alone? */
 static int reads_input(ComputeKind k)
 {
-	return k == C_MATMUL || k == C_LAYERNORM || k == C_RMSNORM || k == C_SUMSQ || k == C_REDUCE || k == C_ATTENTION ||
-	       k == C_MERGE || k == C_APPEND;
+	CostKind c = cost_kinds[k];
+	return c == COST_MATMUL || c == COST_REDUCTION || c == COST_ATTENTION || c == COST_APPEND;
 }
 
-/* One tile's cycles. A new compute kind gets its own case here, and
- * reads_input() above when its cost depends on an input shard; until then
- * it costs as elementwise. */
+/* One tile's cycles, by the kind's cost row. */
 static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 {
-	switch (k) {
-	case C_MATMUL: {
+	switch (cost_kinds[k]) {
+	case COST_MATMUL: {
 		int64_t macs = w->in.fmt == FMT_FP8 ? m->macs_fp8 : m->macs_fp16;
 		return cdiv(w->out.rows * w->in.cols * w->out.cols, macs) + m->matmul_call_cycles;
 	}
-	case C_LAYERNORM:
-	case C_RMSNORM:
-	case C_SUMSQ:
-	case C_REDUCE:
-	case C_MERGE:
+	case COST_REDUCTION:
 		return w->in.rows * w->in.cols * m->reduction_cycles_per_element;
-	case C_ATTENTION: {     /* q·kᵀ and p·v on the matrix unit (fp16), softmax per score */
+	case COST_ATTENTION: {  /* q·kᵀ and p·v on the matrix unit (fp16), softmax per score */
 		/* the tile's heads that share a kv head (at most group of them)
 		 * stack their rows into one call of each product */
 		int64_t R = w->in.rows, D = w->head_dim, N = w->keys, nh = w->in.cols / D;
@@ -44,21 +45,13 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 		return calls * (2 * (cdiv(r * R * N * D, m->macs_fp16) + m->matmul_call_cycles)) +
 		       nh * R * N * m->reduction_cycles_per_element;
 	}
-	case C_APPEND: {        /* at worst every row it received lands in its block: copied on the tile */
+	case COST_APPEND: {     /* at worst every row it received lands in its block: copied on the tile */
 		int64_t in = layout_bytes(&w->in), out = layout_bytes(&w->out);
 		return cdiv(in < out ? in : out, m->local_copy_bytes_per_cycle);
 	}
-	case C_PACK:
-	case C_LAST:
-	case C_CARRY:
-	case C_BROADCAST:       /* on-tile copies */
+	case COST_COPY:         /* on-tile copies */
 		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);
-	case C_GELU:
-	case C_SILU:
-	case C_ROPE:
-	case C_ADD:
-	case C_MUL:
-	case C_CAST:
+	case COST_ELEMENTWISE:
 	default:
 		return w->out.rows * w->out.cols * m->elementwise_cycles_per_element;
 	}

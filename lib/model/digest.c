@@ -86,14 +86,7 @@ static void operand(Str *l, Walk *w, const char *key, int t)
 /* Op o's kind, attributes and operands. */
 static void op_line(Str *l, Walk *w, const MOp *o)
 {
-	static const char *keys[OP_COUNT][3] = {
-		[OP_MATMUL] = { "a", "b", "bias" }, [OP_GELU] = { "x" }, [OP_ADD] = { "a", "b" },
-		[OP_LAYERNORM] = { "x", "scale", "bias" }, [OP_CAST] = { "x" }, [OP_PATCHIFY] = { "x" },
-		[OP_BROADCAST] = { "x" }, [OP_ATTENTION] = { "q", "kv", "positions" },
-		[OP_RMSNORM] = { "x", "scale" }, [OP_SILU] = { "x" }, [OP_MUL] = { "a", "b" },
-		[OP_ROPE] = { "x", "positions" }, [OP_APPEND] = { "x", "positions" }, [OP_EMBED] = { "ids", "table" },
-		[OP_LAST] = { "x" },
-	};
+	const char *const *keys = op_info(o->kind)->slots;        /* the op table's operand keys */
 	const Model *m = w->m;
 	str_printf(l, "%s", op_name(o->kind));
 	switch (o->kind) {
@@ -129,9 +122,9 @@ static void op_line(Str *l, Walk *w, const MOp *o)
 		operand(l, w, "q", o->in[0]);
 		str_printf(l, " kv state %s", m->t[s].name);
 	} else {
-		for (int k = 0; k < 3 && keys[o->kind][k]; k++)
+		for (int k = 0; k < 3 && keys[k]; k++)
 			if (k < o->nin || o->in[k] >= 0)
-				operand(l, w, keys[o->kind][k], o->in[k]);
+				operand(l, w, keys[k], o->in[k]);
 	}
 }
 

@@ -10,11 +10,13 @@
 
 #include "model/model_int.h"
 
-static const char *op_names[OP_COUNT] = { "matmul", "gelu", "add", "layernorm", "cast",
-					  "patchify", "broadcast", "attention", "rmsnorm", "silu", "mul", "rope",
-					  "append", "embed", "last" };
+#define OPTAB_INFO(E, name, since, slots, need, keys, ...) \
+	[OP_##E] = { name, since, { OPTAB_LIST slots, NULL }, need, { OPTAB_LIST keys, NULL } },
+static const OpInfo op_infos[OP_COUNT] = { AMP_OPS(OPTAB_INFO) };
+#undef OPTAB_INFO
 
-const char *op_name(OpKind k) { return op_names[k]; }
+const OpInfo *op_info(OpKind k) { return &op_infos[k]; }
+const char *op_name(OpKind k) { return op_infos[k].name; }
 
 static const char *cast_names[] = { "auto", "early", "late" };
 static const char *staging_names[] = { "auto", "pack-once", "direct", "spread" };

@@ -16,6 +16,7 @@
 #include "base/io.h"
 #include "model/layout.h"
 #include "model/machine.h"
+#include "model/optab.h"
 
 #define MODEL_VERSION 8       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
 				 * silu or mul), 4 (no state, append, embed or attention positions), 5 (no rope
@@ -41,8 +42,10 @@ typedef struct {
 	long line, col;
 } MTensor;
 
-typedef enum { OP_MATMUL, OP_GELU, OP_ADD, OP_LAYERNORM, OP_CAST, OP_PATCHIFY, OP_BROADCAST,
-	       OP_ATTENTION, OP_RMSNORM, OP_SILU, OP_MUL, OP_ROPE, OP_APPEND, OP_EMBED, OP_LAST, OP_COUNT } OpKind;
+/* The ops, one per row of the op table (lib/model/optab.h). */
+#define OPTAB_KIND(E, ...) OP_##E,
+typedef enum { AMP_OPS(OPTAB_KIND) OP_COUNT } OpKind;
+#undef OPTAB_KIND
 
 typedef enum { CAST_AUTO, CAST_EARLY, CAST_LATE } CastOrder;
 typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, STAGING_COUNT } Staging;
@@ -158,6 +161,18 @@ int model_check_size(const Model *m, const Machine *mc, Err *e);
 #define NEXT_MORE_TILES "use a machine file with more tiles (share/machines/amp5888.yaml has 4x amp1472's)"
 #define NEXT_NO_PLAN " Next: no plan of this model fits this machine; " NEXT_MORE_TILES
 const char *op_name(OpKind k);
+
+/* The model layer's columns of op k's row (lib/model/optab.h): the first
+ * version with it, its operand slots (NULL after the last), how many the
+ * reader requires, and its keys (NULL after the last). */
+typedef struct {
+	const char *name;
+	int since;
+	const char *slots[4];
+	int need;
+	const char *keys[12];
+} OpInfo;
+const OpInfo *op_info(OpKind k);
 const char *cast_name(CastOrder c);
 const char *staging_name(Staging s);
 int cast_parse(const char *s, CastOrder *c);

@@ -99,13 +99,13 @@ static int word_pair(const char *f, const Model *m, const Val *kv, const char *k
 	return 0;
 }
 
-/* A rope's attributes (o: its op, read so far): its operands, heads and
- * head width, head_stride (version 6), pairs (7), theta and scaling (8). */
-static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, Err *e)
+/* A rope's attributes (o: its op, read so far): heads and head width,
+ * head_stride (version 6), pairs (7), theta and scaling (8). */
+static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
 {
 	const Val *kv;
-	if (operand(m, f, v, "x", rep, &o->in[0], e) || operand(m, f, v, "positions", rep, &o->in[1], e) ||
-	    positive(f, v, "heads", &o->heads, e) || positive(f, v, "head_dim", &o->head_dim, e))
+	(void)rep, (void)first;
+	if (positive(f, v, "heads", &o->heads, e) || positive(f, v, "head_dim", &o->head_dim, e))
 		return -1;
 	if (o->head_dim % 2)
 		return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is odd (each head's "
@@ -141,7 +141,6 @@ static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, Er
 	    (m->version < 8 ? val_err(f, kv, e, "rope '%s': scaling needs amp-model: 8 (this file is version %d)",
 				      o->name, m->version) : rope_scale_read(f, kv, o->name, &o->rope_scale, e)))
 		return -1;
-	o->nin = 2;
 	return 0;
 }
 
@@ -203,106 +202,71 @@ static int attention_attrs(Model *m, const char *f, const Val *v, int rep, MOp *
 	return 0;
 }
 
-/* The operands and attributes of op o (its kind and name read), by kind;
- * *first: the key of its first operand, in[0]. */
-static int read_operands(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+static int no_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
 {
-	const Val *kv;
-	*first = "x";
-	switch (o->kind) {
-	case OP_MATMUL:
-		*first = "a";
-		if (operand(m, f, v, "a", rep, &o->in[0], e) || operand(m, f, v, "b", rep, &o->in[1], e))
-			return -1;
-		if (map_get(v, "bias") && operand(m, f, v, "bias", rep, &o->in[2], e))
-			return -1;
-		o->nin = 3;
-		break;
-	case OP_GELU:
-	case OP_SILU:
-	case OP_LAST:
-	case OP_CAST:
-		if (operand(m, f, v, "x", rep, &o->in[0], e))
-			return -1;
-		o->nin = 1;
-		break;
-	case OP_PATCHIFY:
-		if (operand(m, f, v, "x", rep, &o->in[0], e) || positive(f, v, "patch", &o->patch, e))
-			return -1;
-		if (map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &o->cls, e))
-			return -1;
-		o->nin = 1;
-		break;
-	case OP_BROADCAST:
-		if (operand(m, f, v, "x", rep, &o->in[0], e) || positive(f, v, "batch", &o->batch, e))
-			return -1;
-		o->nin = 1;
-		break;
-	case OP_ADD:
-	case OP_MUL:
-		*first = "a";
-		if (operand(m, f, v, "a", rep, &o->in[0], e) || operand(m, f, v, "b", rep, &o->in[1], e))
-			return -1;
-		o->nin = 2;
-		break;
-	case OP_LAYERNORM:
-	case OP_RMSNORM:
-		if (operand(m, f, v, "x", rep, &o->in[0], e) || operand(m, f, v, "scale", rep, &o->in[1], e))
-			return -1;
-		if (o->kind == OP_LAYERNORM && operand(m, f, v, "bias", rep, &o->in[2], e))
-			return -1;
-		o->nin = o->kind == OP_LAYERNORM ? 3 : 2;
-		o->eps = 1e-6;
-		if ((kv = map_get(v, "eps")) && val_f64(f, kv, &o->eps, e))
-			return -1;
-		if (!(o->eps > 0) || !isfinite(o->eps))
-			return val_err(f, kv, e, "%s eps must be positive", op_name(o->kind));
-		break;
-	case OP_ROPE:
-		if (rope_attrs(m, f, v, rep, o, e))
-			return -1;
-		break;
-	case OP_EMBED:
-		*first = "ids";
-		if (operand(m, f, v, "ids", rep, &o->in[0], e) || operand(m, f, v, "table", rep, &o->in[1], e))
-			return -1;
-		if ((kv = map_get(v, "transposed")) && val_bool(f, kv, &o->transposed, e))
-			return -1;
-		if (rep >= 0)
-			return val_err(f, v, e, "embed '%s': an embed runs on the host, outside every repeat", o->name);
-		o->nin = 2;
-		break;
-	case OP_APPEND:
-		if (operand(m, f, v, "x", rep, &o->in[0], e) || operand(m, f, v, "positions", rep, &o->in[1], e) ||
-		    operand(m, f, v, "cache", rep, &o->out, e))
-			return -1;
-		o->first = -1;
-		if (map_get(v, "first") && get_int(f, v, "first", 0, INT64_C(1) << 30, &o->first, e))
-			return -1;
-		o->nin = 2;
-		break;
-	case OP_ATTENTION:
-		if (attention_attrs(m, f, v, rep, o, first, e))
-			return -1;
-		break;
-	default:
-		break;
-	}
+	(void)m, (void)f, (void)v, (void)rep, (void)o, (void)first, (void)e;
 	return 0;
 }
 
+static int norm_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	(void)m, (void)rep, (void)first;
+	const Val *kv;
+	o->eps = 1e-6;
+	if ((kv = map_get(v, "eps")) && val_f64(f, kv, &o->eps, e))
+		return -1;
+	if (!(o->eps > 0) || !isfinite(o->eps))
+		return val_err(f, kv, e, "%s eps must be positive", op_name(o->kind));
+	return 0;
+}
+
+static int patchify_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	(void)m, (void)rep, (void)first;
+	if (positive(f, v, "patch", &o->patch, e))
+		return -1;
+	return map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &o->cls, e) ? -1 : 0;
+}
+
+static int broadcast_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	(void)m, (void)rep, (void)first;
+	return positive(f, v, "batch", &o->batch, e);
+}
+
+static int embed_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	(void)m, (void)first;
+	const Val *kv;
+	if ((kv = map_get(v, "transposed")) && val_bool(f, kv, &o->transposed, e))
+		return -1;
+	if (rep >= 0)
+		return val_err(f, v, e, "embed '%s': an embed runs on the host, outside every repeat", o->name);
+	return 0;
+}
+
+/* append: the state it writes (its cache) and the first row it writes at. */
+static int append_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	(void)first;
+	if (operand(m, f, v, "cache", rep, &o->out, e))
+		return -1;
+	o->first = -1;
+	return map_get(v, "first") && get_int(f, v, "first", 0, INT64_C(1) << 30, &o->first, e) ? -1 : 0;
+}
+
 /* The operands' roles: int32 tensors are positions, read by rope, append
- * and attention alone (or an embed's ids); a state is an append's cache or
- * an attention's kv. */
+ * and attention alone (or an embed's ids), the slots of those keys; a
+ * state is an append's cache or an attention's kv. */
 static int operand_roles(const Model *m, const char *f, const Val *v, const MOp *o, Err *e)
 {
-	for (int k = 0; k < 3; k++) {
-		int pos = (o->kind == OP_ROPE || o->kind == OP_APPEND) ? k == 1 :
-			  o->kind == OP_ATTENTION ? k == 2 : o->kind == OP_EMBED && k == 0;
+	const char *const *slot = op_info(o->kind)->slots;
+	for (int k = 0; k < 3 && slot[k]; k++) {
+		int pos = !strcmp(slot[k], "positions") || !strcmp(slot[k], "ids");
 		if (o->in[k] >= 0 && m->t[o->in[k]].dtype == FMT_I32 && !pos)
 			return val_err(f, v, e, "%s '%s': int32 '%s' can only be the positions of rope, append or "
 				       "attention, or an embed's ids", op_name(o->kind), o->name, m->t[o->in[k]].name);
-		if (o->in[k] >= 0 && m->t[o->in[k]].role == T_STATE && !(o->kind == OP_ATTENTION && k == 1 && o->in[0] != o->in[1]))
+		if (o->in[k] >= 0 && m->t[o->in[k]].role == T_STATE && !(!strcmp(slot[k], "kv") && o->in[0] != o->in[1]))
 			return val_err(f, v, e, "%s '%s': state '%s' can only be an append's cache or an attention's "
 				       "kv", op_name(o->kind), o->name, m->t[o->in[k]].name);
 	}
@@ -312,9 +276,9 @@ static int operand_roles(const Model *m, const char *f, const Val *v, const MOp 
 /* An attention's shape rules (a its q or fused qkv): its output's width
  * into *out. */
 static int attention_shape(const Model *m, const char *f, const Val *v, const MOp *o, const char *first,
-			   const MTensor *a, MTensor *out, Err *e)
+			   MTensor *out, Err *e)
 {
-	const MTensor *kvt = &m->t[o->in[1]];
+	const MTensor *a = &m->t[o->in[0]], *kvt = &m->t[o->in[1]];
 	const Val *at = map_get(v, first);
 	int fused = o->in[0] == o->in[1];
 	int64_t H = o->heads, G = o->kv_heads, parts = H + 2 * G;    /* widths in head widths */
@@ -350,6 +314,205 @@ static int attention_shape(const Model *m, const char *f, const Val *v, const MO
 	return 0;
 }
 
+/* The shape rules, one per op (every op but append; the op table's shape
+ * column): *out, the tensor op o defines, starts as a copy of in[0]'s
+ * shape and dtype and follows from them. */
+static int shape_embed(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		       Err *e)
+{
+	(void)first;
+	const MTensor *a = &m->t[o->in[0]], *tb = &m->t[o->in[1]];
+	if (a->dtype != FMT_I32 || a->role != T_INPUT || a->rank != 3 || a->shape[2] != 1)
+		return val_err(f, map_get(v, "ids"), e, "embed '%s': ids '%s' must be an int32 input [batch, "
+			       "tokens, 1]", o->name, a->name);
+	if (tb->role != T_PARAM || tb->rank != 2 || tb->dtype == FMT_I32 || tb->dtype == FMT_FP32)
+		return val_err(f, map_get(v, "table"), e, "embed '%s': table '%s' must be an fp16 or fp8 "
+			       "parameter [vocab, features] (or [features, vocab], transposed)", o->name, tb->name);
+	out->shape[2] = tb->shape[o->transposed ? 0 : 1];
+	out->dtype = FMT_FP16;
+	return 0;
+}
+
+static int shape_patchify(const Model *m, const char *f, const Val *v, const MOp *o, const char *first,
+			  MTensor *out, Err *e)
+{
+	(void)first;
+	const MTensor *a = &m->t[o->in[0]];
+	int64_t p = o->patch;
+	if (a->role != T_INPUT || a->rank != 4)
+		return val_err(f, map_get(v, "x"), e,
+			       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
+			       o->name, a->name);
+	if (a->shape[2] < p || a->shape[3] < p)      /* a remainder is dropped, as a valid convolution does */
+		return val_err(f, map_get(v, "patch"), e,
+			       "patchify '%s': patch %lld is larger than the image %lld x %lld",
+			       o->name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
+	out->shape[0] = a->shape[0];
+	out->shape[1] = o->cls + (a->shape[2] / p) * (a->shape[3] / p);
+	out->shape[2] = a->shape[1] * p * p;
+	out->shape[3] = 0;
+	return 0;
+}
+
+static int shape_broadcast(const Model *m, const char *f, const Val *v, const MOp *o, const char *first,
+			   MTensor *out, Err *e)
+{
+	(void)first;
+	const MTensor *a = &m->t[o->in[0]];
+	if (a->role != T_PARAM || a->rank != 2)
+		return val_err(f, map_get(v, "x"), e,
+			       "broadcast '%s': '%s' must be a [tokens, features] parameter", o->name, a->name);
+	out->shape[0] = o->batch;
+	out->shape[1] = a->shape[0];
+	out->shape[2] = a->shape[1];
+	return 0;
+}
+
+static int shape_same(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		      Err *e)
+{
+	(void)m, (void)f, (void)v, (void)o, (void)first, (void)out, (void)e;
+	return 0;
+}
+
+static int shape_rope(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		      Err *e)
+{
+	(void)first, (void)out;
+	const MTensor *a = &m->t[o->in[0]];
+	if (a->dtype != FMT_FP16)
+		return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o->name, a->name);
+	if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], a, e))
+		return -1;
+	if ((o->heads - 1) * o->head_stride + o->head_dim > a->shape[2]) {
+		char *apart = o->head_stride == o->head_dim ? xstrdup("") :
+			      xasprintf(", %lld apart,", (long long)o->head_stride);
+		val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns%s pass the %lld of "
+			"'%s'", o->name, (long long)o->heads, (long long)o->head_dim, apart, (long long)a->shape[2],
+			a->name);
+		free(apart);
+		return -1;
+	}
+	return 0;
+}
+
+static int shape_matmul(const Model *m, const char *f, const Val *v, const MOp *o, const char *first,
+			MTensor *out, Err *e)
+{
+	(void)first;
+	const MTensor *a = &m->t[o->in[0]], *b = &m->t[o->in[1]];
+	if (b->role != T_PARAM || b->rank != 2)
+		return val_err(f, map_get(v, "b"), e,
+			       "matmul '%s': b '%s' must be a [K, N] parameter", o->name, b->name);
+	if (b->dtype == FMT_FP32)
+		return val_err(f, map_get(v, "b"), e,
+			       "matmul '%s': b '%s' must be fp16 or fp8", o->name, b->name);
+	if (a->shape[2] != b->shape[0])
+		return val_err(f, map_get(v, "b"), e,
+			       "matmul '%s': inner dimensions differ: a '%s' has %lld features, b '%s' has %lld rows",
+			       o->name, a->name, (long long)a->shape[2], b->name, (long long)b->shape[0]);
+	if (o->in[2] >= 0 && vector(f, map_get(v, "bias"), o, &m->t[o->in[2]], b->shape[1], e))
+		return -1;
+	if (o->in[2] >= 0 && m->t[o->in[2]].dtype != FMT_FP16)
+		return val_err(f, map_get(v, "bias"), e, "matmul '%s': bias '%s' must be fp16",
+			       o->name, m->t[o->in[2]].name);
+	out->shape[2] = b->shape[1];
+	out->dtype = FMT_FP16;
+	return 0;
+}
+
+/* b, an activation of a's shape and dtype (add's and mul's rule). */
+static int same_as_a(const Model *m, const char *f, const Val *v, const MOp *o, Err *e)
+{
+	const MTensor *a = &m->t[o->in[0]], *b = &m->t[o->in[1]];
+	if (activation(f, map_get(v, "b"), o, b, e))
+		return -1;
+	if (!model_same_shape(a, b) || a->dtype != b->dtype)
+		return val_err(f, map_get(v, "b"), e, "%s '%s': '%s' and '%s' differ in shape or dtype",
+			       op_name(o->kind), o->name, a->name, b->name);
+	return 0;
+}
+
+static int shape_add(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		     Err *e)
+{
+	(void)first, (void)out;
+	const MTensor *a = &m->t[o->in[0]], *b = &m->t[o->in[1]];
+	if (b->role != T_PARAM)
+		return same_as_a(m, f, v, o, e);
+	/* a table added to every batch entry */
+	if (b->rank != 2 || b->shape[0] != a->shape[1] || b->shape[1] != a->shape[2] || b->dtype != a->dtype)
+		return val_err(f, map_get(v, "b"), e,
+			       "add '%s': parameter '%s' must be [%lld, %lld] %s, like a row of '%s'",
+			       o->name, b->name, (long long)a->shape[1], (long long)a->shape[2],
+			       fmt_name(a->dtype), a->name);
+	return 0;
+}
+
+static int shape_mul(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		     Err *e)
+{
+	(void)first, (void)out;
+	return same_as_a(m, f, v, o, e);
+}
+
+static int shape_norm(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		      Err *e)
+{
+	(void)first, (void)out;
+	const MTensor *a = &m->t[o->in[0]];
+	if (vector(f, map_get(v, "scale"), o, &m->t[o->in[1]], a->shape[2], e) ||
+	    (o->kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), o, &m->t[o->in[2]], a->shape[2], e)))
+		return -1;
+	return 0;
+}
+
+static int shape_last(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		      Err *e)
+{
+	(void)m, (void)f, (void)v, (void)o, (void)first, (void)e;
+	out->shape[1] = 1;       /* each batch entry's last row */
+	return 0;
+}
+
+static int shape_cast(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
+		      Err *e)
+{
+	(void)m, (void)o, (void)first;
+	if (model_dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out->dtype, e))
+		return -1;
+	if (!map_get(v, "to"))
+		return val_err(f, v, e, "missing key 'to'");
+	return 0;
+}
+
+/* The model layer's own columns of the op table: each op's attribute
+ * reader, whether in[0] is an activation, and its shape rule. */
+typedef int (*AttrsFn)(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e);
+typedef int (*ShapeFn)(const Model *m, const char *f, const Val *v, const MOp *o, const char *first,
+		       MTensor *out, Err *e);
+#define OPTAB_READ(E, name, since, slots, need, keys, attrs, act, shape, ...) [OP_##E] = { attrs, act, shape },
+static const struct {
+	AttrsFn attrs;
+	int act;
+	ShapeFn shape;
+} op_rules[OP_COUNT] = { AMP_OPS(OPTAB_READ) };
+#undef OPTAB_READ
+
+/* The operands of op o by its slots (the op table), then its attributes;
+ * *first: the key of in[0]. */
+static int read_operands(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
+{
+	const OpInfo *oi = op_info(o->kind);
+	int k = 0;
+	*first = oi->slots[0];
+	for (; oi->need >= 0 && k < 3 && oi->slots[k]; k++)
+		if ((k < oi->need || map_get(v, oi->slots[k])) && operand(m, f, v, oi->slots[k], rep, &o->in[k], e))
+			return -1;
+	o->nin = k;
+	return op_rules[o->kind].attrs(m, f, v, rep, o, first, e);
+}
+
 /* The shape rules of op o (every op but append): *out, the tensor it
  * makes, follows from them. */
 static int out_shape(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, int rep,
@@ -363,135 +526,13 @@ static int out_shape(const Model *m, const char *f, const Val *v, const MOp *o, 
 	out->dtype = a->dtype;
 	out->count = 1;
 	out->rep = rep;
-	if (o->kind == OP_EMBED) {
-		const MTensor *tb = &m->t[o->in[1]];
-		if (a->dtype != FMT_I32 || a->role != T_INPUT || a->rank != 3 || a->shape[2] != 1)
-			return val_err(f, map_get(v, "ids"), e, "embed '%s': ids '%s' must be an int32 input [batch, "
-				       "tokens, 1]", o->name, a->name);
-		if (tb->role != T_PARAM || tb->rank != 2 || tb->dtype == FMT_I32 || tb->dtype == FMT_FP32)
-			return val_err(f, map_get(v, "table"), e, "embed '%s': table '%s' must be an fp16 or fp8 "
-				       "parameter [vocab, features] (or [features, vocab], transposed)", o->name, tb->name);
-		out->shape[2] = tb->shape[o->transposed ? 0 : 1];
-		out->dtype = FMT_FP16;
-	} else if (o->kind == OP_PATCHIFY) {
-		int64_t p = o->patch;
-		if (a->role != T_INPUT || a->rank != 4)
-			return val_err(f, map_get(v, "x"), e,
-				       "patchify '%s': '%s' must be an input image [batch, channels, height, width]",
-				       o->name, a->name);
-		if (a->shape[2] < p || a->shape[3] < p)      /* a remainder is dropped, as a valid convolution does */
-			return val_err(f, map_get(v, "patch"), e,
-				       "patchify '%s': patch %lld is larger than the image %lld x %lld",
-				       o->name, (long long)p, (long long)a->shape[2], (long long)a->shape[3]);
-		out->shape[0] = a->shape[0];
-		out->shape[1] = o->cls + (a->shape[2] / p) * (a->shape[3] / p);
-		out->shape[2] = a->shape[1] * p * p;
-		out->shape[3] = 0;
-	} else if (o->kind == OP_BROADCAST) {
-		if (a->role != T_PARAM || a->rank != 2)
-			return val_err(f, map_get(v, "x"), e,
-				       "broadcast '%s': '%s' must be a [tokens, features] parameter", o->name, a->name);
-		out->shape[0] = o->batch;
-		out->shape[1] = a->shape[0];
-		out->shape[2] = a->shape[1];
-	} else if (activation(f, map_get(v, first), o, a, e)) {
+	if (op_rules[o->kind].act && activation(f, map_get(v, first), o, a, e))
 		return -1;
-	} else if (o->kind == OP_ROPE) {
-		if (a->dtype != FMT_FP16)
-			return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o->name, a->name);
-		if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], a, e))
-			return -1;
-		if ((o->heads - 1) * o->head_stride + o->head_dim > a->shape[2]) {
-			char *apart = o->head_stride == o->head_dim ? xstrdup("") :
-				      xasprintf(", %lld apart,", (long long)o->head_stride);
-			val_err(f, map_get(v, "heads"), e, "rope '%s': %lld heads of %lld columns%s pass the %lld of "
-				"'%s'", o->name, (long long)o->heads, (long long)o->head_dim, apart, (long long)a->shape[2],
-				a->name);
-			free(apart);
-			return -1;
-		}
-	}
-	if (o->kind == OP_MATMUL) {
-		const MTensor *b = &m->t[o->in[1]];
-		if (b->role != T_PARAM || b->rank != 2)
-			return val_err(f, map_get(v, "b"), e,
-				       "matmul '%s': b '%s' must be a [K, N] parameter", o->name, b->name);
-		if (b->dtype == FMT_FP32)
-			return val_err(f, map_get(v, "b"), e,
-				       "matmul '%s': b '%s' must be fp16 or fp8", o->name, b->name);
-		if (a->shape[2] != b->shape[0])
-			return val_err(f, map_get(v, "b"), e,
-				       "matmul '%s': inner dimensions differ: a '%s' has %lld features, b '%s' has %lld rows",
-				       o->name, a->name, (long long)a->shape[2], b->name, (long long)b->shape[0]);
-		if (o->in[2] >= 0 && vector(f, map_get(v, "bias"), o, &m->t[o->in[2]], b->shape[1], e))
-			return -1;
-		if (o->in[2] >= 0 && m->t[o->in[2]].dtype != FMT_FP16)
-			return val_err(f, map_get(v, "bias"), e, "matmul '%s': bias '%s' must be fp16",
-				       o->name, m->t[o->in[2]].name);
-		out->shape[2] = b->shape[1];
-		out->dtype = FMT_FP16;
-	} else if (o->kind == OP_ADD) {
-		const MTensor *b = &m->t[o->in[1]];
-		if (b->role == T_PARAM) {       /* a table added to every batch entry */
-			if (b->rank != 2 || b->shape[0] != a->shape[1] || b->shape[1] != a->shape[2] ||
-			    b->dtype != a->dtype)
-				return val_err(f, map_get(v, "b"), e,
-					       "add '%s': parameter '%s' must be [%lld, %lld] %s, like a row of '%s'",
-					       o->name, b->name, (long long)a->shape[1], (long long)a->shape[2],
-					       fmt_name(a->dtype), a->name);
-		} else {
-			if (activation(f, map_get(v, "b"), o, b, e))
-				return -1;
-			if (!model_same_shape(a, b) || a->dtype != b->dtype)
-				return val_err(f, map_get(v, "b"), e,
-					       "add '%s': '%s' and '%s' differ in shape or dtype", o->name, a->name, b->name);
-		}
-	} else if (o->kind == OP_MUL) {
-		const MTensor *b = &m->t[o->in[1]];
-		if (activation(f, map_get(v, "b"), o, b, e))
-			return -1;
-		if (!model_same_shape(a, b) || a->dtype != b->dtype)
-			return val_err(f, map_get(v, "b"), e,
-				       "mul '%s': '%s' and '%s' differ in shape or dtype", o->name, a->name, b->name);
-	} else if (o->kind == OP_LAYERNORM || o->kind == OP_RMSNORM) {
-		if (vector(f, map_get(v, "scale"), o, &m->t[o->in[1]], a->shape[2], e) ||
-		    (o->kind == OP_LAYERNORM && vector(f, map_get(v, "bias"), o, &m->t[o->in[2]], a->shape[2], e)))
-			return -1;
-	} else if (o->kind == OP_LAST) {
-		out->shape[1] = 1;       /* each batch entry's last row */
-	} else if (o->kind == OP_CAST) {
-		if (model_dtype(f, map_get(v, "to") ? map_get(v, "to") : v, &out->dtype, e))
-			return -1;
-		if (!map_get(v, "to"))
-			return val_err(f, v, e, "missing key 'to'");
-	} else if (o->kind == OP_ATTENTION) {
-		if (attention_shape(m, f, v, o, first, a, out, e))
-			return -1;
-	}
-	return 0;
+	return op_rules[o->kind].shape(m, f, v, o, first, out, e);
 }
 
 static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 {
-	static const char *keys[OP_COUNT][12] = {
-		[OP_MATMUL] = { "op", "name", "a", "b", "bias", "out", NULL },
-		[OP_GELU] = { "op", "name", "x", "out", NULL },
-		[OP_ADD] = { "op", "name", "a", "b", "out", NULL },
-		[OP_LAYERNORM] = { "op", "name", "x", "scale", "bias", "eps", "out", NULL },
-		[OP_CAST] = { "op", "name", "x", "to", "out", NULL },
-		[OP_PATCHIFY] = { "op", "name", "x", "patch", "class_tokens", "out", NULL },
-		[OP_BROADCAST] = { "op", "name", "x", "batch", "out", NULL },
-		[OP_ATTENTION] = { "op", "name", "qkv", "q", "kv", "heads", "kv_heads", "causal", "positions", "kv_order",
-				   "out", NULL },
-		[OP_RMSNORM] = { "op", "name", "x", "scale", "eps", "out", NULL },
-		[OP_SILU] = { "op", "name", "x", "out", NULL },
-		[OP_MUL] = { "op", "name", "a", "b", "out", NULL },
-		[OP_ROPE] = { "op", "name", "x", "positions", "heads", "head_dim", "head_stride", "pairs", "theta",
-			      "scaling", "out", NULL },
-		[OP_APPEND] = { "op", "name", "cache", "x", "positions", "first", NULL },
-		[OP_EMBED] = { "op", "name", "ids", "table", "transposed", "out", NULL },
-		[OP_LAST] = { "op", "name", "x", "out", NULL },
-	};
 	const char *kind, *name;
 	const Val *kv, *outv;
 	MOp o;
@@ -509,17 +550,19 @@ static int one_op(Model *m, const char *f, const Val *v, int rep, Err *e)
 	for (k = 0; k < OP_COUNT; k++)
 		if (strcmp(kind, op_name((OpKind)k)) == 0)
 			break;
-	if (k == OP_COUNT)
-		return val_err(f, kv, e, "unknown op '%s' (expected matmul, gelu, add, layernorm, cast, "
-			       "patchify, broadcast, attention, map, rmsnorm, silu, mul, rope, append, embed or last)", kind);
+	if (k == OP_COUNT) {
+		Str l = { 0 };
+		for (int i = 0; i < OP_COUNT; i++)
+			str_printf(&l, "%s, ", op_name((OpKind)i));
+		val_err(f, kv, e, "unknown op '%s' (expected %sor map)", kind, l.s);
+		free(l.s);
+		return -1;
+	}
 	o.kind = (OpKind)k;
-	if (o.kind >= OP_APPEND && m->version < 5)
-		return val_err(f, kv, e, "op '%s' needs amp-model: 5 (this file is version %d)", kind, m->version);
-	if (o.kind >= OP_RMSNORM && m->version < 4)
-		return val_err(f, kv, e, "op '%s' needs amp-model: 4 (this file is version %d)", kind, m->version);
-	if (o.kind >= OP_PATCHIFY && m->version < 2)
-		return val_err(f, kv, e, "op '%s' needs amp-model: 2", kind);
-	if (map_keys(f, v, keys[k], e) || get_str(f, v, "name", &name, e) ||
+	if (m->version < op_info(o.kind)->since)
+		return val_err(f, kv, e, "op '%s' needs amp-model: %d (this file is version %d)", kind,
+			       op_info(o.kind)->since, m->version);
+	if (map_keys(f, v, op_info(o.kind)->keys, e) || get_str(f, v, "name", &name, e) ||
 	    model_name_ok(f, map_get(v, "name"), "op", 0, e))
 		return -1;
 	if (model_find_op(m, name) >= 0)

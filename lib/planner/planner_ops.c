@@ -152,10 +152,9 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int in[3], nin = 0, out = plan_find_tensor(pl, m->t[op->out].name), existed;
-	static const ComputeKind kinds[OP_COUNT] = {
-		[OP_GELU] = C_GELU, [OP_ADD] = C_ADD, [OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST,
-		[OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU, [OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE,
-	};
+#define OPTAB_STEP(E, name, since, slots, need, keys, attrs, act, shape, compute, ...) [OP_##E] = compute,
+	static const ComputeKind kinds[OP_COUNT] = { AMP_OPS(OPTAB_STEP) };     /* the op table's step */
+#undef OPTAB_STEP
 	Placement p;
 
 	in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[0]].name));

@@ -15,34 +15,27 @@
 
 #include "run/run_int.h"
 
+/* The op table's compute columns (lib/model/optab.h): the step an op
+ * lowers to, and every compute kind its lowering may use. */
+#define OPTAB_STEPS(E, name, since, slots, need, keys, attrs, act, shape, compute, lowers, ...) \
+	[OP_##E] = { compute, { OPTAB_LIST lowers, C_COUNT } },
+static const struct {
+	ComputeKind primary;
+	ComputeKind lowers[6];          /* C_COUNT after the last */
+} op_steps[OP_COUNT] = { AMP_OPS(OPTAB_STEPS) };
+#undef OPTAB_STEPS
+
 static int allowed(OpKind k, ComputeKind c)
 {
-	switch (k) {
-	case OP_MATMUL: return c == C_CAST || c == C_PACK || c == C_MATMUL || c == C_REDUCE;
-	case OP_GELU: return c == C_GELU;
-	case OP_ADD: return c == C_ADD;
-	case OP_LAYERNORM: return c == C_LAYERNORM;
-	case OP_RMSNORM: return c == C_RMSNORM || c == C_SUMSQ || c == C_MUL;   /* mul: folded */
-	case OP_SILU: return c == C_SILU;
-	case OP_MUL: return c == C_MUL;
-	case OP_ROPE: return c == C_ROPE;
-	case OP_APPEND: return c == C_APPEND;
-	case OP_LAST: return c == C_LAST;
-	case OP_CAST: return c == C_CAST;
-	case OP_BROADCAST: return c == C_BROADCAST;
-	case OP_ATTENTION: return c == C_ATTENTION || c == C_MERGE;
-	default: return 0;              /* patchify and embed run on the host */
-	}
+	for (int i = 0; op_steps[k].lowers[i] != C_COUNT; i++)
+		if (op_steps[k].lowers[i] == c)
+			return 1;
+	return 0;               /* (patchify and embed run on the host) */
 }
 
 static ComputeKind primary(OpKind k)
 {
-	static const ComputeKind p[OP_COUNT] = { [OP_MATMUL] = C_MATMUL, [OP_GELU] = C_GELU, [OP_ADD] = C_ADD,
-		[OP_LAYERNORM] = C_LAYERNORM, [OP_CAST] = C_CAST, [OP_BROADCAST] = C_BROADCAST,
-		[OP_ATTENTION] = C_ATTENTION, [OP_PATCHIFY] = C_COUNT, [OP_RMSNORM] = C_RMSNORM, [OP_SILU] = C_SILU,
-		[OP_MUL] = C_MUL, [OP_ROPE] = C_ROPE, [OP_APPEND] = C_APPEND,
-		[OP_LAST] = C_LAST };
-	return p[k];
+	return op_steps[k].primary;
 }
 
 /* Is rmsnorm step st's third input the sums of squares that a sumsq step

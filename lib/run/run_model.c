@@ -105,98 +105,162 @@ static void mset(const Model *m, ModelRef *r, int t, float *y)
 	track(r->amax, t, y, mtensor_count(&m->t[t]));
 }
 
-/* One op of the model on fp32 values (formats/model.md): no cast inside a
- * matmul, a cast op keeps its input's values, every result fp32. */
+/* ---- each op's FP32 reference (the op table's ref column) ----
+ *
+ * Op a->op on fp32 values (formats/model.md): no cast inside a matmul, a
+ * cast op keeps its input's values, every result fp32. Each writes the
+ * n values of its result into y (x: in[0]'s values, C: the result's last
+ * dimension) and returns 0; or stores the result itself and returns 1. */
+typedef struct {
+	const Model *m;
+	ModelRef *r;
+	const MOp *op;
+	int64_t iter, n, C;
+	const float *x;
+	float *y;
+} RefOp;
+
+/* Operand k's values. */
+static const float *ref_in(const RefOp *a, int k)
+{
+	return minst(a->m, a->r, a->op->in[k], a->iter);
+}
+
+static int opref_matmul(const RefOp *a)
+{
+	const MTensor *b = &a->m->t[a->op->in[1]];
+	int64_t K = b->shape[0], N = b->shape[1], M = mtensor_count(&a->m->t[a->op->in[0]]) / K;
+	memset(a->y, 0, (size_t)(M * N) * sizeof *a->y);       /* read before written */
+	ref_gemm2(a->x, ref_in(a, 1), a->op->in[2] >= 0 ? ref_in(a, 2) : NULL, a->y, M, K, N);
+	return 0;
+}
+
+static int opref_gelu(const RefOp *a)
+{
+	for (int64_t i = 0; i < a->n; i++)
+		a->y[i] = gelu(a->x[i]);
+	return 0;
+}
+
+static int opref_add(const RefOp *a)
+{
+	ref_add(a->x, ref_in(a, 1), a->y, a->n, mtensor_count(&a->m->t[a->op->in[1]]));
+	return 0;
+}
+
+static int opref_broadcast(const RefOp *a)
+{
+	for (int64_t i = 0, nx = mtensor_count(&a->m->t[a->op->in[0]]); i < a->n; i++)
+		a->y[i] = a->x[i % nx];
+	return 0;
+}
+
+static int opref_layernorm(const RefOp *a)
+{
+	ref_layernorm(a->x, ref_in(a, 1), ref_in(a, 2), a->y, a->n / a->C, a->C, a->op->eps);
+	return 0;
+}
+
+static int opref_rmsnorm(const RefOp *a)
+{
+	const float *g = ref_in(a, 1);
+	ref_rmsnorm(a->x, g, a->y, a->n / a->C, a->C, a->op->eps);
+	for (int64_t i = 0; a->r->amax_pre && i < a->n; i++)   /* what a folded norm casts: x times the scale */
+		a->r->amax_pre[a->op->out] = fmax(a->r->amax_pre[a->op->out], fabs((double)a->x[i] * g[i % a->C]));
+	return 0;
+}
+
+static int opref_silu(const RefOp *a)
+{
+	ref_silu(a->x, a->y, a->n);
+	return 0;
+}
+
+static int opref_mul(const RefOp *a)
+{
+	ref_mul(a->x, ref_in(a, 1), a->y, a->n, a->n);
+	return 0;
+}
+
+static int opref_rope(const RefOp *a)
+{
+	const MOp *op = a->op;
+	ref_rope(a->x, ref_in(a, 1), a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride,
+		 op->interleaved, op->theta, &op->rope_scale);
+	return 0;
+}
+
+static int opref_last(const RefOp *a)
+{
+	const MTensor *in = &a->m->t[a->op->in[0]];
+	ref_last(a->x, a->y, in->shape[0], in->shape[1], a->C);
+	return 0;
+}
+
+static int opref_append(const RefOp *a)
+{
+	const MOp *op = a->op;
+	const MTensor *out = &a->m->t[op->out], *in = &a->m->t[op->in[0]];
+	float *cache = minst(a->m, a->r, op->out, a->iter);
+	ref_append(cache, a->x, ref_in(a, 1), a->y, out->shape[0], in->shape[1], out->shape[1], out->shape[2]);
+	if (out->count == 1)
+		return 0;
+	/* a stacked state: this iteration's instance, in place */
+	memcpy(cache, a->y, (size_t)a->n * sizeof *a->y);
+	track(a->r->amax, op->out, a->y, a->n);
+	free(a->y);
+	return 1;
+}
+
+static int opref_attention(const RefOp *a)
+{
+	const MOp *op = a->op;
+	const MTensor *in = &a->m->t[op->in[0]], *kv = &a->m->t[op->in[1]];
+	ref_attend(a->x, ref_in(a, 1), op->in[2] >= 0 ? ref_in(a, 2) : NULL, a->y, in->shape[0], in->shape[1],
+		   kv->shape[1], in->shape[2], kv->shape[2], a->C, op->heads, op->kv_heads, op->causal, op->kv_order,
+		   op->in[0] == op->in[1], 1.0 / sqrt((double)(a->C / op->heads)));
+	return 0;
+}
+
+/* The reference's own lookup (the machine's host op is embed_rows). */
+static int opref_embed(const RefOp *a)
+{
+	const float *tab = ref_in(a, 1);
+	int64_t cols = a->m->t[a->op->in[1]].shape[1];  /* [V, C] rows, or [C, V]: column id */
+	for (int64_t q = 0; q < a->n; q++) {
+		int64_t row = q / a->C, c = q % a->C, id = (int64_t)a->x[row];
+		a->y[q] = a->op->transposed ? tab[c * cols + id] : tab[id * cols + c];
+	}
+	return 0;
+}
+
+static int opref_patchify(const RefOp *a)
+{
+	const MTensor *in = &a->m->t[a->op->in[0]];
+	patchify(a->x, in->shape[0], in->shape[1], in->shape[2], in->shape[3], a->op->patch, a->op->cls, a->y);
+	return 0;
+}
+
+/* cast: the reference keeps fp32 */
+static int opref_keep(const RefOp *a)
+{
+	memcpy(a->y, a->x, (size_t)a->n * sizeof *a->y);
+	return 0;
+}
+
+#define OPTAB_REF(E, name, since, slots, need, keys, attrs, act, shape, compute, lowers, ref) [OP_##E] = ref,
+static int (*const op_refs[OP_COUNT])(const RefOp *) = { AMP_OPS(OPTAB_REF) };
+#undef OPTAB_REF
+
 void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter)
 {
 	const MOp *op = &m->ops[k];
-	const MTensor *out = &m->t[op->out], *in = &m->t[op->in[0]];
-	int64_t n = mtensor_count(out), C = out->shape[out->rank - 1];
-	const float *x = minst(m, r, op->in[0], iter);
-	float *y;
-	if (op->kind == OP_MATMUL) {
-		const MTensor *b = &m->t[op->in[1]];
-		int64_t K = b->shape[0], N = b->shape[1], M = mtensor_count(in) / K;
-		y = xzeroed((size_t)(M * N), sizeof *y);   /* read before written */
-		ref_gemm2(x, minst(m, r, op->in[1], iter), op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL, y,
-			  M, K, N);
-		mset(m, r, op->out, y);
-		return;
-	}
-	y = xmalloc((size_t)n * sizeof *y);
-	switch (op->kind) {
-	case OP_GELU:
-		for (int64_t i = 0; i < n; i++)
-			y[i] = gelu(x[i]);
-		break;
-	case OP_ADD:
-		ref_add(x, minst(m, r, op->in[1], iter), y, n, mtensor_count(&m->t[op->in[1]]));
-		break;
-	case OP_BROADCAST:
-		for (int64_t i = 0, nx = mtensor_count(in); i < n; i++)
-			y[i] = x[i % nx];
-		break;
-	case OP_LAYERNORM:
-		ref_layernorm(x, minst(m, r, op->in[1], iter), minst(m, r, op->in[2], iter), y, n / C, C, op->eps);
-		break;
-	case OP_RMSNORM:
-		ref_rmsnorm(x, minst(m, r, op->in[1], iter), y, n / C, C, op->eps);
-		if (r->amax_pre) {      /* what a folded norm casts: x times the scale */
-			const float *g = minst(m, r, op->in[1], iter);
-			for (int64_t i = 0; i < n; i++)
-				r->amax_pre[op->out] = fmax(r->amax_pre[op->out], fabs((double)x[i] * g[i % C]));
-		}
-		break;
-	case OP_SILU:
-		ref_silu(x, y, n);
-		break;
-	case OP_MUL:
-		ref_mul(x, minst(m, r, op->in[1], iter), y, n, n);
-		break;
-	case OP_ROPE:
-		ref_rope(x, minst(m, r, op->in[1], iter), y, n / C, C, op->heads, op->head_dim, op->head_stride,
-			 op->interleaved, op->theta, &op->rope_scale);
-		break;
-	case OP_LAST:
-		ref_last(x, y, in->shape[0], in->shape[1], C);
-		break;
-	case OP_APPEND:
-		ref_append(minst(m, r, op->out, iter), x, minst(m, r, op->in[1], iter), y, out->shape[0], in->shape[1],
-			   out->shape[1], out->shape[2]);
-		if (out->count > 1) {   /* a stacked state: this iteration's instance, in place */
-			memcpy(minst(m, r, op->out, iter), y, (size_t)n * sizeof *y);
-			track(r->amax, op->out, y, n);
-			free(y);
-			return;
-		}
-		break;
-	case OP_ATTENTION: {
-		const MTensor *kv = &m->t[op->in[1]];
-		const float *pos = op->in[2] >= 0 ? minst(m, r, op->in[2], iter) : NULL;
-		ref_attend(x, minst(m, r, op->in[1], iter), pos, y, in->shape[0], in->shape[1], kv->shape[1],
-			   in->shape[2], kv->shape[2], C, op->heads, op->kv_heads, op->causal, op->kv_order,
-			   op->in[0] == op->in[1],
-			   1.0 / sqrt((double)(C / op->heads)));
-		break;
-	}
-	case OP_EMBED: {                /* the reference's own lookup (the machine's host op is embed_rows) */
-		const MTensor *tb = &m->t[op->in[1]];
-		const float *tab = minst(m, r, op->in[1], iter);
-		int64_t cols = tb->shape[1];    /* [V, C] rows, or [C, V]: column id */
-		for (int64_t q = 0; q < n; q++) {
-			int64_t row = q / C, c = q % C, id = (int64_t)x[row];
-			y[q] = op->transposed ? tab[c * cols + id] : tab[id * cols + c];
-		}
-		break;
-	}
-	case OP_PATCHIFY:
-		patchify(x, in->shape[0], in->shape[1], in->shape[2], in->shape[3], op->patch, op->cls, y);
-		break;
-	default:        /* cast: the reference keeps fp32 */
-		memcpy(y, x, (size_t)n * sizeof *y);
-		break;
-	}
-	mset(m, r, op->out, y);
+	const MTensor *out = &m->t[op->out];
+	int64_t n = mtensor_count(out);
+	RefOp a = { m, r, op, iter, n, out->shape[out->rank - 1], minst(m, r, op->in[0], iter),
+		    xmalloc((size_t)n * sizeof(float)) };
+	if (!op_refs[op->kind](&a))
+		mset(m, r, op->out, a.y);
 }
 
 void run_model_ops(const Model *m, ModelRef *r)

@@ -12,10 +12,13 @@ const char *const role_names[R_COUNT] = { "input", "param", "act", "output", "pa
 const char *const map_names[MAP_COUNT] = { "identity", "native-panel", "relayout" };
 const char *const move_names[MOVE_COUNT] = { "parameter", "activation", "reduction",
 					       "output", "copy", "relay" };
-const char *const compute_names[C_COUNT] = { "cast", "pack", "matmul", "reduce", "gelu",
-					      "add", "layernorm", "attention", "broadcast", "carry",
-					      "merge", "rmsnorm", "silu", "mul", "rope", "append",
-					      "last", "sumsq" };
+#define COMPUTE_NAME(E, name, ...) [C_##E] = name,
+const char *const compute_names[C_COUNT] = { AMP_COMPUTES(COMPUTE_NAME) };
+#undef COMPUTE_NAME
+#define COMPUTE_SINCE(E, name, since, ...) [C_##E] = since,
+static const int compute_sinces[C_COUNT] = { AMP_COMPUTES(COMPUTE_SINCE) };
+#undef COMPUTE_SINCE
+int compute_since(ComputeKind k) { return compute_sinces[k]; }
 const char *const operand_names[OPD_COUNT] = { "a", "b", "bias", "partial", "out", "x",
 					        "scale", "q", "k", "v", "positions" };
 

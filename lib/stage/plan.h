@@ -79,9 +79,37 @@ typedef enum { STEP_COPY, STEP_COMPUTE } StepKind;
 typedef enum { MAP_IDENTITY, MAP_NATIVE_PANEL, MAP_RELAYOUT, MAP_COUNT } Mapping;
 typedef enum { MOVE_PARAMETER, MOVE_ACTIVATION, MOVE_REDUCTION, MOVE_OUTPUT,
 	       MOVE_COPY, MOVE_RELAY, MOVE_COUNT } Movement;
-typedef enum { C_CAST, C_PACK, C_MATMUL, C_REDUCE, C_GELU, C_ADD, C_LAYERNORM,
-	       C_ATTENTION, C_BROADCAST, C_CARRY, C_MERGE, C_RMSNORM, C_SILU, C_MUL, C_ROPE, C_APPEND,
-	       C_LAST, C_SUMSQ, C_COUNT } ComputeKind;
+/* The compute kinds, one row each: X(E, name, since, cost)
+ *   E      ComputeKind C_<E>
+ *   name   its spelling in a stage file (formats/plan.md)
+ *   since  the first stage version with it (4: every version read)
+ *   cost   how a tile's cycles follow from its shards (lib/cost/cost.c):
+ *          MATMUL, REDUCTION (per input element), ATTENTION, APPEND,
+ *          COPY (its output's bytes at local-copy speed) or ELEMENTWISE
+ *          (per output element); the column names cost/'s kinds, which
+ *          only cost/ expands. */
+#define AMP_COMPUTES(X) \
+	X(CAST, "cast", 4, ELEMENTWISE) \
+	X(PACK, "pack", 4, COPY) \
+	X(MATMUL, "matmul", 4, MATMUL) \
+	X(REDUCE, "reduce", 4, REDUCTION) \
+	X(GELU, "gelu", 4, ELEMENTWISE) \
+	X(ADD, "add", 4, ELEMENTWISE) \
+	X(LAYERNORM, "layernorm", 4, REDUCTION) \
+	X(ATTENTION, "attention", 4, ATTENTION) \
+	X(BROADCAST, "broadcast", 4, COPY) \
+	X(CARRY, "carry", 4, COPY) \
+	X(MERGE, "merge", 4, REDUCTION) \
+	X(RMSNORM, "rmsnorm", 7, REDUCTION) \
+	X(SILU, "silu", 7, ELEMENTWISE) \
+	X(MUL, "mul", 7, ELEMENTWISE) \
+	X(ROPE, "rope", 7, ELEMENTWISE) \
+	X(APPEND, "append", 8, APPEND) \
+	X(LAST, "last", 8, COPY) \
+	X(SUMSQ, "sumsq", 10, REDUCTION)
+#define COMPUTE_KIND(E, ...) C_##E,
+typedef enum { AMP_COMPUTES(COMPUTE_KIND) C_COUNT } ComputeKind;
+#undef COMPUTE_KIND
 typedef enum { OPD_A, OPD_B, OPD_BIAS, OPD_PARTIAL, OPD_OUT, OPD_X, OPD_SCALE,
 	       OPD_Q, OPD_K, OPD_V, OPD_POS, OPD_COUNT } Operand;
 
@@ -210,6 +238,8 @@ extern const char *const role_names[R_COUNT];
 extern const char *const map_names[MAP_COUNT];
 extern const char *const move_names[MOVE_COUNT];
 extern const char *const compute_names[C_COUNT];
+/* The first stage version with compute kind k (AMP_COMPUTES). */
+int compute_since(ComputeKind k);
 extern const char *const operand_names[OPD_COUNT];
 int plan_name_lookup(const char *const *names, int n, const char *s);
 /* Step that writes placement i, or -1 for an initial placement. */

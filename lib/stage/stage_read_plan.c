@@ -345,15 +345,9 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		    ref_enum(f, r, "compute", compute_names, C_COUNT, &k, e))
 			return -1;
 		s.compute = (ComputeKind)k;
-		if (s.compute == C_SUMSQ && version < 10)
-			return val_err(f, map_get(r, "compute"), e, "compute 'sumsq' needs version 10 (this file is "
-				       "version %d)", version);
-		if (s.compute >= C_RMSNORM && version < 7)
-			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 7 (this file is version %d)",
-				       compute_names[k], version);
-		if (s.compute >= C_APPEND && version < 8)
-			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version 8 (this file is "
-				       "version %d)", compute_names[k], version);
+		if (version < compute_since(s.compute))
+			return val_err(f, map_get(r, "compute"), e, "compute '%s' needs version %d (this file is "
+				       "version %d)", compute_names[k], compute_since(s.compute), version);
 		if (map_need(f, r, "in", &v, e))
 			return -1;
 		if (v->kind != VAL_SEQ || v->n < 1 || v->n > 4)

@@ -43,6 +43,11 @@ load amp-plan
 		"$BAD/model-unknown-op.yaml"
 }
 
+@test "plan's unknown-op message lists every op of the op table" {
+	rejects "$BAD/model-unknown-op.yaml" 7:10 "unknown op 'softmax' (expected matmul, gelu, add, layernorm, cast, patchify, broadcast, attention, rmsnorm, silu, mul, rope, append, embed, last, or map)" \
+		"$BAD/model-unknown-op.yaml"
+}
+
 @test "plan rejects an unknown dtype" {
 	rejects "$BAD/model-unknown-dtype.yaml" 7:31 "unknown dtype 'bf16'" \
 		"$BAD/model-unknown-dtype.yaml"

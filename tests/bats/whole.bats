@@ -156,6 +156,10 @@ restride() {
 	rejects model-repeat-needs-version-2.yaml 7:5 "repeat needs amp-model: 2"
 }
 
+@test "plan rejects an op newer than its model file at the op (the op table's first version)" {
+	rejects model-patchify-version.yaml 7:10 "op 'patchify' needs amp-model: 2 (this file is version 1)"
+}
+
 @test "plan rejects a repeat nested in a repeat's body at the inner repeat" {
 	rejects model-repeat-nested.yaml 16:9 "repeat 'layers': repeats do not nest"
 }
@@ -243,7 +247,7 @@ restride() {
 }
 
 @test "every new model error has a file in tests/bad that this suite checks" {
-	every_bad_checked 21 'rejects %s ' "$BAD"/model-{repeat,patchify,broadcast,add,attention,map}-*.yaml
+	every_bad_checked 22 'rejects %s ' "$BAD"/model-{repeat,patchify,broadcast,add,attention,map}-*.yaml
 }
 
 @test "a MAP head (op: map) stands for its ten ops, named <name>.<part>, the last defining out" {
