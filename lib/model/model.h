@@ -18,10 +18,10 @@
 #include "model/machine.h"
 #include "model/optab.h"
 
-#define MODEL_VERSION 8       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
+#define MODEL_VERSION 9       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
 				 * silu or mul), 4 (no state, append, embed or attention positions), 5 (no rope
-				 * head_stride, no attention kv_order), 6 (no rope pairs), 7 (no rope scaling)
-				 * and 8 */
+				 * head_stride, no attention kv_order), 6 (no rope pairs), 7 (no rope scaling),
+				 * 8 (no per-channel mul) and 9 */
 #define MAX_RANK 4
 
 /* T_STATE: a resident tensor whose values persist from one run of the

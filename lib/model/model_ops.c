@@ -449,11 +449,22 @@ static int shape_add(const Model *m, const char *f, const Val *v, const MOp *o, 
 	return 0;
 }
 
+/* mul: b an activation of a's shape, or (version 9) a per-channel scale,
+ * an fp16 parameter [features] multiplying every row (LayerScale). */
 static int shape_mul(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,
 		     Err *e)
 {
 	(void)first, (void)out;
-	return same_as_a(m, f, v, o, e);
+	const MTensor *a = &m->t[o->in[0]], *b = &m->t[o->in[1]];
+	if (b->role != T_PARAM || (m->version < 9 && b->rank != 1))
+		return same_as_a(m, f, v, o, e);
+	if (m->version < 9)
+		return val_err(f, map_get(v, "b"), e, "mul '%s': a parameter b (a per-channel scale) needs amp-model: 9 "
+			       "(this file is version %d)", o->name, m->version);
+	if (b->rank != 1 || b->shape[0] != a->shape[2] || b->dtype != FMT_FP16 || a->dtype != FMT_FP16)
+		return val_err(f, map_get(v, "b"), e, "mul '%s': parameter '%s' must be fp16 [%lld], a scale per "
+			       "feature of the fp16 activation '%s'", o->name, b->name, (long long)a->shape[2], a->name);
+	return 0;
 }
 
 static int shape_norm(const Model *m, const char *f, const Val *v, const MOp *o, const char *first, MTensor *out,

@@ -167,7 +167,9 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
 						      : canonical(b, bt);
 	}
-	if (op->kind == OP_MUL || op->kind == OP_ROPE)      /* the other activation, or the positions */
+	if (op->kind == OP_MUL && m->t[op->in[1]].role == T_PARAM)       /* a per-channel scale */
+		in[nin++] = on_owners(b, op->name, OPD_SCALE, plan_find_tensor(pl, m->t[op->in[1]].name), in[0]);
+	else if (op->kind == OP_MUL || op->kind == OP_ROPE)        /* the other activation, or the positions */
 		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
 	if (op->kind == OP_ROPE && pl->p[in[0]].split[2] > 1) {    /* wide: the positions beside each row's heads */
 		Placement xc = pl->p[in[0]];

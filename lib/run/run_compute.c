@@ -314,9 +314,9 @@ static void *compute_tiles(void *arg)
 		case C_ROPE:
 			k_rope(m, st, t, a, la, R, C, res);
 			break;
-		case C_MUL: {           /* (a folded rmsnorm's: b a vector, the same for every row) */
+		case C_MUL: {           /* b a vector, the same for every row: a per-channel scale (a folded rmsnorm's) */
 			float *b = run_read_shard(m, st->in[1], t, &lb);
-			int64_t bn = plan_norm_fold(m->pl, st) ? C : R * C;
+			int64_t bn = m->pl->p[st->in[1]].rank == 1 ? C : R * C;
 			for (int64_t q = 0; q < R * C; q++)
 				res[q] = a[q] * b[q % bn];
 			free(b);

@@ -97,9 +97,9 @@ static Dist plan_dist(const Plan *pl, int t)
 	}
 	for (int s = 0; s < pl->ns; s++)
 		if (pl->s[s].kind == STEP_COMPUTE &&
+		    pl->p[pl->s[s].in[1]].tensor == t &&
 		    (pl->s[s].compute == C_LAYERNORM || pl->s[s].compute == C_RMSNORM ||
-		     plan_norm_fold(pl, &pl->s[s])) &&      /* (a folded rmsnorm's scale) */
-		    pl->p[pl->s[s].in[1]].tensor == t)
+		     (pl->s[s].compute == C_MUL && pl->p[pl->s[s].in[1]].rank == 1)))  /* (a folded rmsnorm's, a mul's) */
 			return (Dist){ 1, 0.1, 0 };
 	return (Dist){ 0, 0.02, 0 };
 }
@@ -120,7 +120,8 @@ Dist model_dist(const Model *m, int t)
 			return (Dist){ 0, 0.02, 0 };
 	}
 	for (int k = 0; k < m->nops; k++)
-		if ((m->ops[k].kind == OP_LAYERNORM || m->ops[k].kind == OP_RMSNORM) && m->ops[k].in[1] == t)
+		if ((m->ops[k].kind == OP_LAYERNORM || m->ops[k].kind == OP_RMSNORM || m->ops[k].kind == OP_MUL) &&
+		    m->ops[k].in[1] == t && m->t[t].role == T_PARAM)      /* a scale: a norm's, or per channel */
 			return (Dist){ 1, 0.1, 0 };
 	return (Dist){ 0, 0.02, 0 };
 }

@@ -178,7 +178,7 @@ static int opref_silu(const RefOp *a)
 
 static int opref_mul(const RefOp *a)
 {
-	ref_mul(a->x, ref_in(a, 1), a->y, a->n, a->n);
+	ref_mul(a->x, ref_in(a, 1), a->y, a->n, mtensor_count(&a->m->t[a->op->in[1]]));   /* b: an activation, or per channel */
 	return 0;
 }
 

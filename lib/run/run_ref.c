@@ -274,7 +274,8 @@ static float *folded_norm(PRef *c, int pre, int x, double eps, int64_t iter)
 	const Plan *pl = c->pl;
 	for (int s = 0; s < pl->ns; s++) {
 		const Step *st = &pl->s[s];
-		if (!plan_norm_fold(pl, st) || pl->p[st->out].tensor != pre || pl->p[st->in[0]].tensor != x)
+		if (st->kind != STEP_COMPUTE || pl->p[st->out].tensor != pre || pl->p[st->in[0]].tensor != x ||
+		    !plan_norm_fold(pl, st))
 			continue;
 		int64_t n = tensor_count(&pl->t[x]), C = pl->t[x].shape[pl->t[x].rank - 1];
 		float *y = xmalloc((size_t)n * sizeof *y);
@@ -341,7 +342,7 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		break;
 	case C_MUL:
 		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n,
-			tensor_count(&pl->t[pl->p[st->in[1]].tensor]));        /* (a folded norm's: a vector) */
+			tensor_count(&pl->t[pl->p[st->in[1]].tensor]));        /* (a vector: a per-channel scale) */
 		break;
 	case C_ROPE:
 		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,

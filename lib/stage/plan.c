@@ -215,7 +215,12 @@ int plan_fold_rows(const Plan *p, const char *op, int *reduce)
 
 int plan_norm_fold(const Plan *p, const Step *s)
 {
-	return s->kind == STEP_COMPUTE && s->compute == C_MUL && s->nin == 2 && p->p[s->in[1]].rank == 1;
+	if (s->kind != STEP_COMPUTE || s->compute != C_MUL || s->nin != 2 || p->p[s->in[1]].rank != 1)
+		return 0;
+	for (const Step *q = p->s; q < p->s + p->ns; q++)       /* its norm's sums (a mul op's scale has none) */
+		if (q->kind == STEP_COMPUTE && q->compute == C_SUMSQ && q->op && s->op && !strcmp(q->op, s->op))
+			return 1;
+	return 0;
 }
 
 void plan_reduce_inputs(const Plan *p, const Step *s, int *bias, int *sums)

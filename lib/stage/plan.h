@@ -254,7 +254,9 @@ int64_t plan_head_dim(const Plan *p, const Step *s);
 /* An attention step's chunks (1 when not set). */
 int64_t plan_chunks(const Step *s);
 /* Is compute step s a folded rmsnorm's first step (version 13): a mul of
- * rows by a vector (its second input of rank 1), the norm's scale? */
+ * rows by a vector (its second input of rank 1), the norm's scale, in an
+ * op that has a sumsq step (a mul op's per-channel scale, model version
+ * 9, is the same product without the sums)? */
 int plan_norm_fold(const Plan *p, const Step *s);
 /* The rows a folded rmsnorm normalises in the reduction of GEMM op: the
  * tensor its sums of squares were taken of (the input of the sumsq step

@@ -279,7 +279,10 @@ static int step_eps(const Plan *pl, const char *f, const Val *r, Step *s, int ve
 	int bias, sums;
 	const Val *v;
 	plan_reduce_inputs(pl, s, &bias, &sums);
-	if ((sums >= 0 || plan_norm_fold(pl, s)) && version < 13)
+	/* (a mul by a vector: a folded norm's, or a per-channel scale, which
+	 * the stage spells alike, came with version 13) */
+	int vec = s->compute == C_MUL && s->nin == 2 && pl->p[s->in[1]].rank == 1;
+	if ((sums >= 0 || vec) && version < 13)
 		return val_err(f, map_get(r, "in"), e, "a folded rmsnorm (%s) needs version 13 (this file is "
 			       "version %d)", sums >= 0 ? "a reduce reading row sums of squares" : "a mul by a vector",
 			       version);

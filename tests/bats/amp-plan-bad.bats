@@ -64,7 +64,7 @@ load amp-plan
 }
 
 @test "plan rejects a model file of another amp-model version" {
-	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 9 (this amp reads 1 to 8)" \
+	rejects "$BAD/model-wrong-version.yaml" 2:12 "unsupported model file version 10 (this amp reads 1 to 9)" \
 		"$BAD/model-wrong-version.yaml"
 }
 

@@ -192,9 +192,35 @@ static void chain_cases(void)
 	fini(&b);
 }
 
+/* A mul of rows by a vector is a folded rmsnorm's (the norm's work, at the
+ * reduction rate, in the floor) only beside its op's sums; a mul op's
+ * per-channel scale (LayerScale) is elementwise. */
+static void fold_cases(void)
+{
+	t_case("a rank-1 mul is a folded norm only with its op's sumsq step");
+	for (int sums = 0; sums < 2; sums++) {
+		B b;
+		init(&b);
+		int x = tensor(&b, "x", R_ACT, 8, 1, 512, FMT_FP16), g = tensor(&b, "g", R_PARAM, 512, 0, 0, FMT_FP16);
+		int y = tensor(&b, "y", R_ACT, 8, 1, 512, FMT_FP16), ss = tensor(&b, "ss", R_PARTIAL, 8, 1, 1, FMT_FP32);
+		b.pl.t[1].rank = b.pl.p[g].rank = 1;
+		if (sums)
+			step(&b, C_SUMSQ, "n", x, -1, ss);
+		step(&b, C_MUL, sums ? "n" : "ls", x, g, y);
+		const Step *mul = &b.pl.s[b.pl.ns - 1];
+		CHECK(plan_norm_fold(&b.pl, mul) == sums, "sums %d: fold %d", sums, plan_norm_fold(&b.pl, mul));
+		/* the floor: 4,096 products at 2 cycles (a norm's) or 1, over 64 tiles */
+		int64_t want = (sums ? 2 * 4096 : 4096) / 64;
+		CHECK(essential_compute(&b.pl) == want, "sums %d: essential %lld, want %lld", sums,
+		      (long long)essential_compute(&b.pl), (long long)want);
+		fini(&b);
+	}
+}
+
 int main(void)
 {
 	movement_cases();
 	chain_cases();
+	fold_cases();
 	return t_summary();
 }
