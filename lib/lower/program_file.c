@@ -235,7 +235,7 @@ static int same_entry(const Program *a, const Program *b, int i)
 /* The rows and table agree with the STAGE text: the program amp-emit would
  * build from the stage decodes, entry by entry and instruction by
  * instruction, to the same tiles, phases, lengths, addresses and peers.
- * (Every row of p decoded already, in read_mem: an entry whose row and
+ * (Every row of p decoded already, in read_table: an entry whose row and
  * addresses are the same bytes decodes alike, and is not decoded again.) */
 static int match_stage(const Program *p, const Plan *pl, Err *e)
 {
@@ -327,208 +327,224 @@ int program_read(const char *path, Program *p, Plan *pl, Err *e)
 	return rc;
 }
 
-/* A program in memory (data stays the caller's). */
-static int read_mem(const char *name, const char *data, size_t len, Program *p, Plan *pl, Err *e)
-{
-	const uint8_t *d = (const uint8_t *)data;
-	uint8_t *plain[4] = { NULL, NULL, NULL, NULL };
-	int rc = -1;
+/* The section table of a program in memory: where each section lies, its
+ * size and encoding, and its bytes once decoded (plain: what read_mem
+ * frees). */
+typedef struct {
+	uint64_t off[7], size[7], enc[7];
+	const uint8_t *data[4];
+	uint8_t *plain[4];
+} Sections;
 
-	memset(p, 0, sizeof *p);
-	p->name = xstrdup(name);
-	if (len < 8 || memcmp(d, PROGRAM_MAGIC, 8)) {
-		bad(e, name, "not an amp program (no AMPPROG magic number)");
-		goto out;
-	}
-	if (len < 16) {
-		bad(e, name, "truncated program header");
-		goto out;
-	}
-	if (program_get(d + 8, 4) != PROGRAM_VERSION) {
-		errf(e, "'%s': unsupported program version %llu (this amp reads %d)", name,
-		     (unsigned long long)program_get(d + 8, 4), PROGRAM_VERSION);
-		goto out;
-	}
-	uint64_t nsec = program_get(d + 12, 4), off[7] = { 0 }, size[7] = { 0 }, enc[7] = { 0 };
-	if (nsec > 64 || 16 + nsec * 24 > len) {
-		bad(e, name, "truncated section table");
-		goto out;
-	}
+/* The header and the section table: the magic number, the version, every
+ * section inside the file, the four required ones present, and the STAGE
+ * text matching its HASH. */
+static int read_header(const char *name, const uint8_t *d, size_t len, Sections *s, Err *e)
+{
+	if (len < 8 || memcmp(d, PROGRAM_MAGIC, 8))
+		return bad(e, name, "not an amp program (no AMPPROG magic number)");
+	if (len < 16)
+		return bad(e, name, "truncated program header");
+	if (program_get(d + 8, 4) != PROGRAM_VERSION)
+		return errf(e, "'%s': unsupported program version %llu (this amp reads %d)", name,
+			    (unsigned long long)program_get(d + 8, 4), PROGRAM_VERSION);
+	uint64_t nsec = program_get(d + 12, 4);
+	if (nsec > 64 || 16 + nsec * 24 > len)
+		return bad(e, name, "truncated section table");
 	for (uint64_t i = 0; i < nsec; i++) {
-		const uint8_t *s = d + 16 + i * 24;
-		uint64_t id = program_get(s, 4), o = program_get(s + 8, 8), n = program_get(s + 16, 8);
-		if (o > len || n > len - o) {
-			bad(e, name, "a section runs past the end of the file");
-			goto out;
-		}
+		const uint8_t *t = d + 16 + i * 24;
+		uint64_t id = program_get(t, 4), o = program_get(t + 8, 8), n = program_get(t + 16, 8);
+		if (o > len || n > len - o)
+			return bad(e, name, "a section runs past the end of the file");
 		if (id >= 1 && id <= 6)
-			off[id] = o, size[id] = n, enc[id] = program_get(s + 4, 4);
+			s->off[id] = o, s->size[id] = n, s->enc[id] = program_get(t + 4, 4);
 	}
 	for (int id = 1; id <= 4; id++)
-		if (!off[id]) {
-			errf(e, "'%s': missing section %s", name, id == SEC_STAGE ? "STAGE" :
-			     id == SEC_ROWS ? "ROWS" : id == SEC_TABLE ? "TABLE" : "HASH");
-			goto out;
-		}
-	if (enc[SEC_STAGE] != 0 || enc[SEC_HASH] != 0 || size[SEC_HASH] != 8) {
-		bad(e, name, "the STAGE and HASH sections must be raw, HASH 8 bytes");
-		goto out;
-	}
-	if (program_get(d + off[SEC_HASH], 8) != fnv1a(d + off[SEC_STAGE], size[SEC_STAGE])) {
-		bad(e, name, "the STAGE section does not match its hash (the stage text was changed "
-		    "or corrupted)");
-		goto out;
-	}
-	for (int id = SEC_MODEL; id <= SEC_SCALES; id++) {      /* optional: a hash, then the text */
-		if (!off[id])
+		if (!s->off[id])
+			return errf(e, "'%s': missing section %s", name, id == SEC_STAGE ? "STAGE" :
+				    id == SEC_ROWS ? "ROWS" : id == SEC_TABLE ? "TABLE" : "HASH");
+	if (s->enc[SEC_STAGE] != 0 || s->enc[SEC_HASH] != 0 || s->size[SEC_HASH] != 8)
+		return bad(e, name, "the STAGE and HASH sections must be raw, HASH 8 bytes");
+	if (program_get(d + s->off[SEC_HASH], 8) != fnv1a(d + s->off[SEC_STAGE], s->size[SEC_STAGE]))
+		return bad(e, name, "the STAGE section does not match its hash (the stage text was changed "
+			   "or corrupted)");
+	return 0;
+}
+
+/* The optional MODEL and SCALES sections (a hash, then the text), copied
+ * into p. */
+static int read_texts(const char *name, const uint8_t *d, const Sections *s, Program *p, Err *e)
+{
+	for (int id = SEC_MODEL; id <= SEC_SCALES; id++) {
+		if (!s->off[id])
 			continue;
 		const char *what = id == SEC_MODEL ? "MODEL" : "SCALES";
-		if (enc[id] != 0 || size[id] < 8 ||
-		    program_get(d + off[id], 8) != fnv1a(d + off[id] + 8, size[id] - 8)) {
-			errf(e, "'%s': the %s section is not raw or does not match its hash", name, what);
-			goto out;
-		}
+		if (s->enc[id] != 0 || s->size[id] < 8 ||
+		    program_get(d + s->off[id], 8) != fnv1a(d + s->off[id] + 8, s->size[id] - 8))
+			return errf(e, "'%s': the %s section is not raw or does not match its hash", name, what);
 		char **text = id == SEC_MODEL ? &p->model : &p->scales;
 		size_t *tl = id == SEC_MODEL ? &p->model_len : &p->scales_len;
-		*tl = size[id] - 8;
+		*tl = s->size[id] - 8;
 		*text = xmalloc(*tl + 1);
-		memcpy(*text, d + off[id] + 8, *tl);
+		memcpy(*text, d + s->off[id] + 8, *tl);
 		(*text)[*tl] = 0;
 	}
-	/* sections stored as zstd frames, each decoded to at most what the
-	 * STAGE's machine could hold: every tile's tables in its SRAM */
-	unsigned long long most = stage_sram_total((const char *)d + off[SEC_STAGE], size[SEC_STAGE]);
-	const uint8_t *sec_data[4] = { NULL, d + off[1], d + off[2], d + off[3] };
+	return 0;
+}
+
+/* The STAGE, ROWS and TABLE sections' bytes in s->data: the sections
+ * stored as zstd frames, each decoded to at most what the STAGE's machine
+ * could hold (every tile's tables in its SRAM), into s->plain. */
+static int decode_sections(const char *name, const uint8_t *d, Sections *s, Err *e)
+{
+	unsigned long long most = stage_sram_total((const char *)d + s->off[SEC_STAGE], s->size[SEC_STAGE]);
+	for (int id = 1; id <= 3; id++)
+		s->data[id] = d + s->off[id];
 	for (int id = 1; id <= 3; id++) {
-		if (enc[id] == 0)
+		if (s->enc[id] == 0)
 			continue;
-		unsigned long long n = ZSTD_getFrameContentSize(d + off[id], size[id]);
+		unsigned long long n = ZSTD_getFrameContentSize(d + s->off[id], s->size[id]);
 		/* a zstd block of 128 KiB takes at least 4 bytes (RLE): a frame
 		 * that claims more than that ratio is corrupt */
-		if (enc[id] != 1 || n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN ||
-		    n > (1ull << 34) || n > (unsigned long long)size[id] * 32768 + 65536) {
-			bad(e, name, "a section's encoding is unknown or its zstd frame is corrupt");
-			goto out;
-		}
-		if (most && n > most) {
-			errf(e, "'%s': the %s section decodes to %llu bytes, more than the machine's SRAM holds "
-			     "(tiles x sram_bytes of the STAGE's machine: %llu)", name, id == SEC_ROWS ? "ROWS" : "TABLE",
-			     n, most);
-			goto out;
-		}
-		plain[id] = xmalloc((size_t)n + 1);
-		size_t got = ZSTD_decompress(plain[id], (size_t)n, d + off[id], size[id]);
-		if (ZSTD_isError(got) || got != n) {
-			bad(e, name, "a section's zstd frame is corrupt or truncated");
-			goto out;
-		}
-		sec_data[id] = plain[id];
-		size[id] = n;
+		if (s->enc[id] != 1 || n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN ||
+		    n > (1ull << 34) || n > (unsigned long long)s->size[id] * 32768 + 65536)
+			return bad(e, name, "a section's encoding is unknown or its zstd frame is corrupt");
+		if (most && n > most)
+			return errf(e, "'%s': the %s section decodes to %llu bytes, more than the machine's SRAM "
+				    "holds (tiles x sram_bytes of the STAGE's machine: %llu)", name,
+				    id == SEC_ROWS ? "ROWS" : "TABLE", n, most);
+		s->plain[id] = xmalloc((size_t)n + 1);
+		size_t got = ZSTD_decompress(s->plain[id], (size_t)n, d + s->off[id], s->size[id]);
+		if (ZSTD_isError(got) || got != n)
+			return bad(e, name, "a section's zstd frame is corrupt or truncated");
+		s->data[id] = s->plain[id];
+		s->size[id] = n;
 	}
-	/* rows */
-	const uint8_t *r = sec_data[SEC_ROWS], *rend = r + size[SEC_ROWS];
-	if (rend - r < 4) {
-		bad(e, name, "truncated ROWS section");
-		goto out;
-	}
-	if (program_get(r, 4) > (uint64_t)(rend - r - 4) / 12) {      /* a row takes 12 bytes or more */
-		bad(e, name, "the ROWS section counts more rows than it holds");
-		goto out;
-	}
+	return 0;
+}
+
+/* The ROWS section (r, n bytes) into p->row and p->row_len. */
+static int read_rows(const char *name, const uint8_t *r, uint64_t n, Program *p, Err *e)
+{
+	const uint8_t *rend = r + n;
+	if (rend - r < 4)
+		return bad(e, name, "truncated ROWS section");
+	if (program_get(r, 4) > (uint64_t)(rend - r - 4) / 12)      /* a row takes 12 bytes or more */
+		return bad(e, name, "the ROWS section counts more rows than it holds");
 	p->nrow = (int)program_get(r, 4);
 	r += 4;
 	p->row = xcalloc((size_t)p->nrow + 1, sizeof *p->row);
 	p->row_len = xcalloc((size_t)p->nrow + 1, sizeof *p->row_len);
 	for (int i = 0; i < p->nrow; i++) {
 		if (rend - r < 4 || (uint64_t)(rend - r - 4) < program_get(r, 4) || program_get(r, 4) % 8 ||
-		    program_get(r, 4) < 8) {
-			bad(e, name, "truncated or malformed ROWS section");
-			goto out;
-		}
+		    program_get(r, 4) < 8)
+			return bad(e, name, "truncated or malformed ROWS section");
 		p->row_len[i] = (int64_t)program_get(r, 4);
 		p->row[i] = xmalloc((size_t)p->row_len[i]);
 		memcpy(p->row[i], r + 4, (size_t)p->row_len[i]);
 		r += 4 + p->row_len[i];
 	}
-	/* table */
-	const uint8_t *t = sec_data[SEC_TABLE], *tend = t + size[SEC_TABLE];
-	if (tend - t < 4) {
-		bad(e, name, "truncated TABLE section");
-		goto out;
+	return 0;
+}
+
+/* One TABLE entry at *t (tend its section's end) into p->ent[i], its
+ * addresses appended to p->patches. */
+static int read_entry(const char *name, const uint8_t **t, const uint8_t *tend, Program *p, int i, Err *e)
+{
+	if (tend - *t < 12)
+		return bad(e, name, "truncated TABLE section");
+	Entry en = { (int64_t)program_get(*t, 4), (int)program_get(*t + 4, 4), (int)program_get(*t + 8, 4),
+		     { 0, 0, 0 }, p->npatches };
+	*t += 12;
+	if (en.row < 0 || en.row >= p->nrow)
+		return bad(e, name, "a TABLE entry names a missing row");
+	for (int k = 0; k < 3; k++) {
+		if (tend - *t < 4)
+			return bad(e, name, "truncated TABLE section");
+		/* an address or peer per instruction (8 bytes of the row or
+		 * more), or per iteration of a moving send (4 bytes more) */
+		if (program_get(*t, 4) > (uint64_t)p->row_len[en.row] / 4)
+			return bad(e, name, "a TABLE entry counts more addresses than its row has instructions");
+		en.npatch[k] = (int)program_get(*t, 4);
+		*t += 4;
+		p->patches = xrealloc(p->patches, (size_t)(p->npatches + en.npatch[k] + 1) * 4);
+		if (read_seq(t, tend, p->patches + p->npatches, en.npatch[k]))
+			return bad(e, name, "a TABLE entry's address sequences are malformed");
+		p->npatches += en.npatch[k];
 	}
-	if (program_get(t, 4) > (uint64_t)(tend - t - 4) / 24) {      /* an entry takes 24 bytes or more */
-		bad(e, name, "the TABLE section counts more entries than it holds");
-		goto out;
-	}
+	p->ent[i] = en;
+	return 0;
+}
+
+/* The TABLE section (t, n bytes) into p->ent and p->patches; then every
+ * entry's row decodes with its addresses. */
+static int read_table(const char *name, const uint8_t *t, uint64_t n, Program *p, Err *e)
+{
+	const uint8_t *tend = t + n;
+	if (tend - t < 4)
+		return bad(e, name, "truncated TABLE section");
+	if (program_get(t, 4) > (uint64_t)(tend - t - 4) / 24)      /* an entry takes 24 bytes or more */
+		return bad(e, name, "the TABLE section counts more entries than it holds");
 	p->nent = (int)program_get(t, 4);
 	t += 4;
 	p->ent = xcalloc((size_t)p->nent + 1, sizeof *p->ent);
-	for (int i = 0; i < p->nent; i++) {
-		if (tend - t < 12) {
-			bad(e, name, "truncated TABLE section");
-			goto out;
-		}
-		Entry en = { (int64_t)program_get(t, 4), (int)program_get(t + 4, 4), (int)program_get(t + 8, 4),
-			     { 0, 0, 0 }, p->npatches };
-		t += 12;
-		if (en.row < 0 || en.row >= p->nrow) {
-			bad(e, name, "a TABLE entry names a missing row");
-			goto out;
-		}
-		for (int k = 0; k < 3; k++) {
-			if (tend - t < 4) {
-				bad(e, name, "truncated TABLE section");
-				goto out;
-			}
-			/* an address or peer per instruction (8 bytes of the row or
-			 * more), or per iteration of a moving send (4 bytes more) */
-			if (program_get(t, 4) > (uint64_t)p->row_len[en.row] / 4) {
-				bad(e, name, "a TABLE entry counts more addresses than its row has instructions");
-				goto out;
-			}
-			en.npatch[k] = (int)program_get(t, 4);
-			t += 4;
-			p->patches = xrealloc(p->patches, (size_t)(p->npatches + en.npatch[k] + 1) * 4);
-			if (read_seq(&t, tend, p->patches + p->npatches, en.npatch[k])) {
-				bad(e, name, "a TABLE entry's address sequences are malformed");
-				goto out;
-			}
-			p->npatches += en.npatch[k];
-		}
-		p->ent[i] = en;
-	}
+	for (int i = 0; i < p->nent; i++)
+		if (read_entry(name, &t, tend, p, i, e))
+			return -1;
 	for (int i = 0; i < p->nent; i++) {     /* every entry's row decodes with its addresses */
 		Instr *ins;
-		int n;
-		if (program_row(p, i, &ins, &n, e))
-			goto out;
+		int k;
+		if (program_row(p, i, &ins, &k, e))
+			return -1;
 		free(ins);
 	}
-	p->stage = xmalloc(size[SEC_STAGE] + 1);
-	memcpy(p->stage, sec_data[SEC_STAGE], size[SEC_STAGE]);
-	p->stage[size[SEC_STAGE]] = 0;
-	p->stage_len = size[SEC_STAGE];
-	if (pl) {
-		char *sname = xasprintf("%s(STAGE)", name);
-		Input *in = input_open_mem(sname, p->stage, p->stage_len, e);
-		free(sname);
-		if (!in || stage_read_input(pl, in, STAGE_GROUP, e))
-			goto out;
-		for (int i = 0; i < p->nent; i++)
-			if (p->ent[i].tile >= pl->machine.tiles || p->ent[i].phase >= pl->nph) {
-				plan_free(pl);
-				bad(e, name, "a TABLE entry names a tile or phase the stage does not have");
-				goto out;
-			}
-		if (match_stage(p, pl, e)) {
+	return 0;
+}
+
+/* The STAGE text (p->stage) read into pl, and the rows and table matched
+ * against it; pl is freed when they do not match. */
+static int read_stage(const char *name, const Program *p, Plan *pl, Err *e)
+{
+	char *sname = xasprintf("%s(STAGE)", name);
+	Input *in = input_open_mem(sname, p->stage, p->stage_len, e);
+	free(sname);
+	if (!in || stage_read_input(pl, in, STAGE_GROUP, e))
+		return -1;
+	for (int i = 0; i < p->nent; i++)
+		if (p->ent[i].tile >= pl->machine.tiles || p->ent[i].phase >= pl->nph) {
 			plan_free(pl);
-			goto out;
+			return bad(e, name, "a TABLE entry names a tile or phase the stage does not have");
 		}
+	if (match_stage(p, pl, e)) {
+		plan_free(pl);
+		return -1;
 	}
+	return 0;
+}
+
+/* A program in memory (data stays the caller's). */
+static int read_mem(const char *name, const char *data, size_t len, Program *p, Plan *pl, Err *e)
+{
+	const uint8_t *d = (const uint8_t *)data;
+	Sections s = { 0 };
+	int rc = -1;
+
+	memset(p, 0, sizeof *p);
+	p->name = xstrdup(name);
+	if (read_header(name, d, len, &s, e) || read_texts(name, d, &s, p, e) ||
+	    decode_sections(name, d, &s, e) || read_rows(name, s.data[SEC_ROWS], s.size[SEC_ROWS], p, e) ||
+	    read_table(name, s.data[SEC_TABLE], s.size[SEC_TABLE], p, e))
+		goto out;
+	p->stage = xmalloc(s.size[SEC_STAGE] + 1);
+	memcpy(p->stage, s.data[SEC_STAGE], s.size[SEC_STAGE]);
+	p->stage[s.size[SEC_STAGE]] = 0;
+	p->stage_len = s.size[SEC_STAGE];
+	if (pl && read_stage(name, p, pl, e))
+		goto out;
 	rc = 0;
 out:
 	for (int id = 0; id < 4; id++)
-		free(plain[id]);
+		free(s.plain[id]);
 	if (rc)
 		program_free(p);
 	return rc;
