@@ -1,10 +1,42 @@
 #include "model/machine.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/io.h"
+
 #define BIG (INT64_C(1) << 50)
+
+/* The machine names read so far, each kept once until the process ends
+ * (Machine.name points here; a tool reads one or two), hashed into
+ * NAME_BUCKETS chains; under a lock, for the planner's threads. */
+#define NAME_BUCKETS 256
+typedef struct Name {
+	struct Name *next;
+	char s[];
+} Name;
+static Name *names[NAME_BUCKETS];
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *keep_name(const char *s)
+{
+	size_t len = strlen(s);
+	Name **chain = &names[fnv1a(s, len) % NAME_BUCKETS], *n;
+
+	pthread_mutex_lock(&names_lock);
+	for (n = *chain; n && strcmp(n->s, s); n = n->next)
+		;
+	if (!n) {
+		n = xmalloc(sizeof *n + len + 1);
+		memcpy(n->s, s, len + 1);
+		n->next = *chain;
+		*chain = n;
+	}
+	pthread_mutex_unlock(&names_lock);
+	return n->s;
+}
 
 /* In the order machine_write writes them. The compute cost keys are
  * bounded so that a tile's cycles (elements up to its SRAM bytes times a
@@ -65,10 +97,9 @@ static int from_map(Machine *m, const char *file, const Val *v, int version, Err
 		return -1;
 	if (get_str(file, v, "name", &name, e))
 		return -1;
-	if (strlen(name) >= sizeof m->name || !*name)
-		return val_err(file, map_get(v, "name"), e, "machine name must be 1 to %zu characters",
-			       sizeof m->name - 1);
-	strcpy(m->name, name);
+	if (!*name)
+		return val_err(file, map_get(v, "name"), e, "machine name must not be empty");
+	m->name = keep_name(name);
 	for (size_t i = 0; i < NPARAMS; i++)
 		if (get_int(file, v, params[i].key, params[i].min, params[i].max, field(m, i), e))
 			return -1;

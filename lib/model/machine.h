@@ -14,7 +14,10 @@
 #include "base/yio.h"
 
 typedef struct {
-	char name[64];
+	/* any length: a pointer into a pool of names kept for the process's
+	 * life (machine.c), so that a Machine stays a value that a Plan holds
+	 * and every reader, trial and tool copies with `=` and never frees */
+	const char *name;
 	int64_t tiles;
 	int64_t sram_bytes;
 	int64_t reserved_bytes;

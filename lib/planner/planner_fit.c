@@ -57,11 +57,12 @@ int fit_check_memory(Builder *b, Err *e)
 				col = m->ops[i].pinned ? m->ops[i].pin_col : m->ops[i].col;
 				break;
 			}
-		char next[400];
-		plan_next_steps(pl, pl->s[at].op, next, sizeof next);
-		return err_at(e, m->file, line, col, "tile %lld needs %lld bytes at step %d (op '%s'); "
-			      "%lld are available (sram_bytes - reserved_bytes).%s", (long long)worst,
-			      (long long)peak, at, pl->s[at].op, (long long)avail, next);
+		char *next = plan_next_steps(pl, pl->s[at].op);
+		err_at(e, m->file, line, col, "tile %lld needs %lld bytes at step %d (op '%s'); "
+		       "%lld are available (sram_bytes - reserved_bytes).%s", (long long)worst,
+		       (long long)peak, at, pl->s[at].op, (long long)avail, next);
+		free(next);
+		return -1;
 	}
 	return 0;
 }
@@ -129,38 +130,34 @@ int fit_why(const Fit *f, char *why, size_t size)
 }
 
 /* The next steps after "does not fit", most direct first (op: the GEMM to
- * pin, or NULL). */
-void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size)
+ * pin, or NULL), allocated: op is a model's name, of any length. */
+char *plan_next_steps(const Plan *pl, const char *op)
 {
 	int64_t batch = 0;
-	size_t n = (size_t)snprintf(out, size, " Next:");
+	char smaller[64] = "";
 	for (int t = 0; t < pl->nt && !batch; t++)
 		if (pl->t[t].role == R_INPUT && pl->t[t].rank > 1)
 			batch = pl->t[t].shape[0];
-	if (op && n < size)
-		n += (size_t)snprintf(out + n, size - n, " pin '%s' to a grid over more tiles in the model's plan: "
-				      "(amp-plan --explain lists its grids);", op);
-	if (batch > 1 && n < size)
-		n += (size_t)snprintf(out + n, size - n, " plan a smaller batch (this one is %lld);", (long long)batch);
-	if (n < size)
-		snprintf(out + n, size - n, " or " NEXT_MORE_TILES);
+	if (batch > 1)
+		snprintf(smaller, sizeof smaller, " plan a smaller batch (this one is %lld);", (long long)batch);
+	return xasprintf(" Next:%s%s%s%s or " NEXT_MORE_TILES, op ? " pin '" : "", op ? op : "",
+			 op ? "' to a grid over more tiles in the model's plan: (amp-plan --explain lists its grids);" : "",
+			 smaller);
 }
 
-/* fit_error's next steps: the GEMM whose operand holds most of the worst
- * tile (placement names are tensor@op.operand). */
-static void next_steps(const Plan *pl, const Fit *f, int64_t per_tile, char *out, size_t size)
+/* fit_error's next steps, allocated: the GEMM whose operand holds most of
+ * the worst tile (placement names are tensor@op.operand). */
+static char *next_steps(const Plan *pl, const Fit *f, int64_t per_tile)
 {
-	if (per_tile > machine_avail(&pl->machine)) {
-		snprintf(out, size, "%s", NEXT_NO_PLAN);
-		return;
-	}
-	const char *op = f->big_bytes ? f->big_op : "";
-	int n = snprintf(out, size, "%s", "");
-	if (f->big_bytes)
-		n = snprintf(out, size, " Tile %lld holds most for '%s' (%lld bytes at step %lld).", (long long)f->lim.sram_tile,
-			     f->big, (long long)f->big_bytes, (long long)f->big_step);
-	if (n >= 0 && (size_t)n < size)
-		plan_next_steps(pl, *op ? op : NULL, out + n, size - (size_t)n);
+	if (per_tile > machine_avail(&pl->machine))
+		return xstrdup(NEXT_NO_PLAN);
+	char *next = plan_next_steps(pl, f->big_bytes && *f->big_op ? f->big_op : NULL);
+	if (!f->big_bytes)
+		return next;
+	char *out = xasprintf(" Tile %lld holds most for '%s' (%lld bytes at step %lld).%s", (long long)f->lim.sram_tile,
+			      f->big, (long long)f->big_bytes, (long long)f->big_step, next);
+	free(next);
+	return out;
 }
 
 /* 0 when f fits; else -1 with the error at the model's params mark. */
@@ -168,7 +165,7 @@ int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 {
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
-	char why[sizeof e->msg], next[600];
+	char why[sizeof e->msg];
 	int state = 0;
 
 	if (!fit_why(f, why, sizeof why))
@@ -182,14 +179,16 @@ int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 				  pl->t[pl->p[i].tensor].count;
 		state |= home;
 	}
-	next_steps(pl, f, cdiv(params, T), next, sizeof next);
-	return err_at(e, m->file, m->params_line, m->params_col,
-		      "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters%s: "
-		      "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
-		      "activations, working buffers and exchange tables.%s", m->name, mc->name, why,
-		      state ? " and states" : "",
-		      (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
-		      (long long)avail, next);
+	char *next = next_steps(pl, f, cdiv(params, T));
+	err_at(e, m->file, m->params_line, m->params_col,
+	       "model '%s' does not fit machine '%s' at its limits: %s. No plan avoids the parameters%s: "
+	       "%lld bytes, at least %lld per tile, which leaves at most %lld of the %lld available for "
+	       "activations, working buffers and exchange tables.%s", m->name, mc->name, why,
+	       state ? " and states" : "",
+	       (long long)params, (long long)cdiv(params, T), (long long)(avail - cdiv(params, T)),
+	       (long long)avail, next);
+	free(next);
+	return -1;
 }
 
 int plan_check_fit(const Plan *pl, const Model *m, Err *e)

@@ -194,13 +194,14 @@ int matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 				      "matmul '%s': no grid allows its pins%s", op->name,
 				      op->staging == STAGING_SPREAD ? " (staging spread needs grid cols > 1 that "
 				      "cut each K block's strips into whole-strip pieces, none empty)" : "");
-		char next[400];
-		plan_next_steps(b->pl, NULL, next, sizeof next);
-		return err_at(e, m->file, line, col,
-			      "matmul '%s': no %sgrid fits in SRAM: the smallest needs %lld bytes on a tile "
-			      "(%lld already in use), %lld are available (sram_bytes - reserved_bytes).%s%s",
-			      op->name, op->pinned ? "pinned " : "", (long long)closest, (long long)base,
-			      (long long)avail, op->pinned ? " Unpin it to let the planner choose." : "", next);
+		char *next = plan_next_steps(b->pl, NULL);
+		err_at(e, m->file, line, col,
+		       "matmul '%s': no %sgrid fits in SRAM: the smallest needs %lld bytes on a tile "
+		       "(%lld already in use), %lld are available (sram_bytes - reserved_bytes).%s%s",
+		       op->name, op->pinned ? "pinned " : "", (long long)closest, (long long)base,
+		       (long long)avail, op->pinned ? " Unpin it to let the planner choose." : "", next);
+		free(next);
+		return -1;
 	}
 	return 0;
 }

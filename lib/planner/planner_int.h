@@ -202,9 +202,9 @@ int param_consumed_as_b(const Model *m, int t);
  * plan's total cycles (f->cycles, amp-capture's); FIT_CYCLES_IF_FITS
  * those only when it fits (one lowering for both). */
 enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS };
-/* " Next: ..." for a "does not fit" message: pin op (or NULL), a smaller
- * batch, a machine file with more tiles. */
-void plan_next_steps(const Plan *pl, const char *op, char *out, size_t size);
+/* " Next: ..." for a "does not fit" message, allocated (the caller frees
+ * it): pin op (or NULL), a smaller batch, a machine file with more tiles. */
+char *plan_next_steps(const Plan *pl, const char *op);
 void plan_fit(const Plan *pl, int want_cycles, Fit *f);
 int fit_ok(const Fit *f);
 /* 1 and why (size bytes) when f does not fit: the lowering's error, or

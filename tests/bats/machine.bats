@@ -111,6 +111,45 @@ rejects() {
 	assert_line --regexp '; 538976 available$'
 }
 
+@test "machine name of 300 bytes is carried whole through amp-plan, the lowering, amp-emit, amp-capture and amp-run" {
+	# names were held in 64 bytes and refused past 63 (issue 47)
+	local name
+	name=$(printf 'm%.0s' $(seq 300))
+	sed "s/^name: [^ ]*/name: $name/" "$MACHINES/amp736.yaml" >long.yaml
+	amp-plan --machine long.yaml -o long.plan "$TINY"
+	run head -n 3 long.plan
+	assert_line --index 2 --regexp "^machine: \{name: $name, tiles: 736,"
+	amp-compose long.plan | amp-expand | amp-exchange | amp-group >grouped.yaml
+	grep -q "^machine: {name: $name, " grouped.yaml || fail "the grouped stage lost the name"
+	amp-emit --machine long.yaml --model "$TINY" -o long.amp grouped.yaml
+	amp-capture --machine long.yaml --trace trace.json -o stage.json grouped.yaml
+	amp-capture --machine long.yaml -o prog.json long.amp
+	for f in stage.json prog.json; do
+		run jq -r .machine.name "$f"
+		assert_output "$name"
+	done
+	run jq -r .otherData.machine trace.json
+	assert_output "$name"
+	run --separate-stderr amp-run --machine long.yaml long.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase'
+	# a stage and a machine file that differ only in the name's last byte
+	# are told apart, each name whole in the message (the stage's
+	# provenance made to name that file, so that its header is compared)
+	local h
+	sed "s/^name: [^ ]*/name: ${name}n/" "$MACHINES/amp736.yaml" >other.yaml
+	h=$(amp-plan --machine other.yaml "$TINY" | grep -o 'name: other.yaml, fnv1a: [0-9a-f]*' | sed 's/.* //')
+	sed "s/name: long.yaml, fnv1a: [0-9a-f]*/name: other.yaml, fnv1a: $h/" grouped.yaml >other.grouped
+	run --separate-stderr amp-capture --machine other.yaml other.grouped
+	assert_failure 1
+	[[ $stderr == *"the stage's machine is '$name'; machine file 'other.yaml' is '${name}n'"* ]] || fail "$stderr"
+}
+
+@test "machine rejects an empty name" {
+	sed 's/^name: [^ ]*/name: ""/' "$MACHINES/amp1472.yaml" >noname.yaml
+	rejects noname.yaml 4:7 "machine name must not be empty"
+}
+
 @test "machine file that does not exist is reported" {
 	run --separate-stderr amp-plan --machine nosuch.yaml "$TINY"
 	assert_failure 1

@@ -24,6 +24,19 @@ machine() {
 	[ ! -e p.yaml ]
 }
 
+@test "next steps: an op name of 256 bytes (the model's limit) is whole in them, and so is what follows it" {
+	# the next steps were written into 400 bytes, which cut the message
+	# after such a name (issue 47)
+	local op
+	op=$(printf 'd%.0s' $(seq 256))
+	machine reserved_bytes 636000
+	sed "s/mlp_down/$op/g" "$TINY" >long.yaml
+	run --separate-stderr amp-plan --machine m.yaml -o p.yaml long.yaml
+	assert_failure 1
+	[[ $stderr == *"(op '$op'); 2976 are available (sram_bytes - reserved_bytes). Next: pin '$op' to a grid over more tiles in the model's plan: (amp-plan --explain lists its grids); plan a smaller batch (this one is 2); or use a machine file with more tiles (share/machines/amp5888.yaml has 4x amp1472's)" ]] ||
+		fail "$stderr"
+}
+
 @test "next steps: a whole plan over a limit names a smaller batch and a bigger machine" {
 	machine table_budget_bytes 300
 	run --separate-stderr amp-plan --machine m.yaml -o p.yaml "$TINY"

@@ -22,7 +22,7 @@ static inline Machine test_machine(int64_t tiles)
 {
 	Machine m;
 	memset(&m, 0, sizeof m);
-	strcpy(m.name, "test");
+	m.name = "test";
 	m.tiles = tiles;
 	m.sram_bytes = 1 << 18;
 	m.reserved_bytes = 0;
