@@ -104,6 +104,9 @@ static void op_line(Str *l, Walk *w, const MOp *o)
 		if (o->rope_scale.factor > 0)           /* (version 8) */
 			str_printf(l, " scaling llama3 factor %.17g low %.17g high %.17g original %.17g",
 				   o->rope_scale.factor, o->rope_scale.low, o->rope_scale.high, o->rope_scale.original);
+		if (o->rope_grid.rows > 0)              /* (version 9) */
+			str_printf(l, " patch_grid %lld %lld class_tokens %lld", (long long)o->rope_grid.rows,
+				   (long long)o->rope_grid.cols, (long long)o->rope_grid.cls);
 		break;
 	case OP_EMBED: str_printf(l, " transposed %d", o->transposed); break;
 	case OP_ATTENTION:

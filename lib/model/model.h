@@ -21,7 +21,7 @@
 #define MODEL_VERSION 9       /* reads 1 (no repeat, no whole-model ops), 2 (no staging spread), 3 (no rmsnorm,
 				 * silu or mul), 4 (no state, append, embed or attention positions), 5 (no rope
 				 * head_stride, no attention kv_order), 6 (no rope pairs), 7 (no rope scaling),
-				 * 8 (no per-channel mul) and 9 */
+				 * 8 (no per-channel mul, no grid rope) and 9 */
 #define MAX_RANK 4
 
 /* T_STATE: a resident tensor whose values persist from one run of the
@@ -72,6 +72,18 @@ int rope_scale_read(const char *f, const Val *kv, const char *op, RopeScale *sc,
 const char *rope_scale_bad(const RopeScale *sc, int i);
 void rope_scale_write(YWriter *w, const RopeScale *sc);
 
+/* rope (version 9): 2D rotary positions over a vision transformer's patch
+ * grid, as PE-Core's Rope2D has them; rows 0: none (a rope by its
+ * positions operand). Token t < cls (a class token) sits at row 0,
+ * column 0: no rotation. Patch p = t - cls sits at row p / cols + o and
+ * column p % cols + o, o = 1 with class tokens, else 0. Each head's first
+ * D/2 columns rotate by the column, its last D/2 by the row, each half as
+ * a rope over D/2 columns (pairs as `pairs` says, pair i at frequency
+ * theta^(-4i/D)) (formats/model.md, "rope"). */
+typedef struct {
+	int64_t rows, cols, cls;
+} RopeGrid;
+
 typedef struct {
 	OpKind kind;
 	char *name;
@@ -96,6 +108,7 @@ typedef struct {
 			     * 1 heads (kv head j's keys, then its values, at columns 2jD .. 2jD + 2D) */
 	double theta;       /* rope: the frequencies' base */
 	RopeScale rope_scale; /* rope (version 8): the frequencies' scaling */
+	RopeGrid rope_grid;   /* rope (version 9): by the patch grid, not by positions (rows 0: by positions) */
 	int transposed;     /* embed: the table is [C, vocab] (a tied logits matmul's b), not [vocab, C] */
 	int64_t first;      /* append: the rows land at positions first + t (a prefill's), or -1: any */
 	int rep;            /* the repeat whose body holds it, or -1 */
@@ -170,7 +183,7 @@ typedef struct {
 	int since;
 	const char *slots[4];
 	int need;
-	const char *keys[12];
+	const char *keys[16];
 } OpInfo;
 const OpInfo *op_info(OpKind k);
 const char *cast_name(CastOrder c);

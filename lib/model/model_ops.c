@@ -99,12 +99,41 @@ static int word_pair(const char *f, const Model *m, const Val *kv, const char *k
 	return 0;
 }
 
+/* A grid rope's patch_grid [rows, columns] and class_tokens (version 9),
+ * in place of positions (kv: the patch_grid). */
+static int rope_grid(Model *m, const char *f, const Val *v, const Val *kv, MOp *o, Err *e)
+{
+	RopeGrid *g = &o->rope_grid;
+	int64_t rc[2];
+	int n;
+	if (m->version < 9)
+		return val_err(f, kv, e, "rope '%s': patch_grid needs amp-model: 9 (this file is version %d)", o->name,
+			       m->version);
+	if (val_ints(f, kv, 2, 1, 1 << 15, rc, &n, e))
+		return -1;
+	if (n != 2)
+		return val_err(f, kv, e, "rope '%s': patch_grid is [rows, columns] of the patches", o->name);
+	g->rows = rc[0], g->cols = rc[1];
+	if (o->in[1] >= 0)
+		return val_err(f, map_get(v, "positions"), e, "rope '%s': a patch_grid rope takes no positions (each "
+			       "token's row and column follow from patch_grid and class_tokens)", o->name);
+	if (map_get(v, "class_tokens") && get_int(f, v, "class_tokens", 0, 64, &g->cls, e))
+		return -1;
+	o->nin = 1;
+	return 0;
+}
+
 /* A rope's attributes (o: its op, read so far): heads and head width,
- * head_stride (version 6), pairs (7), theta and scaling (8). */
+ * head_stride (version 6), pairs (7), theta and scaling (8), patch_grid and
+ * class_tokens (9); positions, unless it has a patch_grid. */
 static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, const char **first, Err *e)
 {
 	const Val *kv;
-	(void)rep, (void)first;
+	(void)first;
+	if (!map_get(v, "patch_grid") && o->in[1] < 0 && operand(m, f, v, "positions", rep, &o->in[1], e))
+		return -1;      /* (missing) */
+	if (map_get(v, "class_tokens") && !map_get(v, "patch_grid"))
+		return val_err(f, map_get(v, "class_tokens"), e, "rope '%s': class_tokens goes with patch_grid", o->name);
 	if (positive(f, v, "heads", &o->heads, e) || positive(f, v, "head_dim", &o->head_dim, e))
 		return -1;
 	if (o->head_dim % 2)
@@ -141,6 +170,16 @@ static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, co
 	    (m->version < 8 ? val_err(f, kv, e, "rope '%s': scaling needs amp-model: 8 (this file is version %d)",
 				      o->name, m->version) : rope_scale_read(f, kv, o->name, &o->rope_scale, e)))
 		return -1;
+	if ((kv = map_get(v, "patch_grid"))) {
+		if (rope_grid(m, f, v, kv, o, e))
+			return -1;
+		if (o->head_dim % 4)
+			return val_err(f, map_get(v, "head_dim"), e, "rope '%s': head_dim %lld is not a multiple of 4 (a "
+				       "patch_grid rope turns each half of a head by pairs)", o->name, (long long)o->head_dim);
+		if (map_get(v, "scaling"))
+			return val_err(f, map_get(v, "scaling"), e, "rope '%s': scaling is for a rope by positions, not "
+				       "a patch_grid rope", o->name);
+	}
 	return 0;
 }
 
@@ -380,10 +419,16 @@ static int shape_rope(const Model *m, const char *f, const Val *v, const MOp *o,
 {
 	(void)first, (void)out;
 	const MTensor *a = &m->t[o->in[0]];
+	const RopeGrid *g = &o->rope_grid;
 	if (a->dtype != FMT_FP16)
 		return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o->name, a->name);
-	if (positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], a, e))
+	if (o->in[1] >= 0 && positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], a, e))
 		return -1;
+	if (g->rows && g->cls + g->rows * g->cols != a->shape[1])
+		return val_err(f, map_get(v, "patch_grid"), e, "rope '%s': %lld class token%s and a %lld x %lld "
+			       "patch_grid make %lld tokens; x '%s' has %lld", o->name, (long long)g->cls,
+			       g->cls == 1 ? "" : "s", (long long)g->rows, (long long)g->cols,
+			       (long long)(g->cls + g->rows * g->cols), a->name, (long long)a->shape[1]);
 	if ((o->heads - 1) * o->head_stride + o->head_dim > a->shape[2]) {
 		char *apart = o->head_stride == o->head_dim ? xstrdup("") :
 			      xasprintf(", %lld apart,", (long long)o->head_stride);

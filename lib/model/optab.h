@@ -59,8 +59,8 @@
 	  no_attrs, 1, shape_same, C_SILU, (C_SILU), opref_silu) \
 	X(MUL, "mul", 4, ("a", "b"), 2, ("op", "name", "a", "b", "out"), \
 	  no_attrs, 1, shape_mul, C_MUL, (C_MUL), opref_mul) \
-	X(ROPE, "rope", 4, ("x", "positions"), 2, \
-	  ("op", "name", "x", "positions", "heads", "head_dim", "head_stride", "pairs", "theta", "scaling", "out"), \
+	X(ROPE, "rope", 4, ("x", "positions"), 1, \
+	  ("op", "name", "x", "positions", "heads", "head_dim", "head_stride", "pairs", "theta", "scaling", "patch_grid", "class_tokens", "out"), \
 	  rope_attrs, 1, shape_rope, C_ROPE, (C_ROPE), opref_rope) \
 	X(APPEND, "append", 5, ("x", "positions"), 2, ("op", "name", "cache", "x", "positions", "first"), \
 	  append_attrs, 0, NULL, C_APPEND, (C_APPEND), opref_append) \

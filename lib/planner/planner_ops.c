@@ -169,9 +169,9 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	}
 	if (op->kind == OP_MUL && m->t[op->in[1]].role == T_PARAM)       /* a per-channel scale */
 		in[nin++] = on_owners(b, op->name, OPD_SCALE, plan_find_tensor(pl, m->t[op->in[1]].name), in[0]);
-	else if (op->kind == OP_MUL || op->kind == OP_ROPE)        /* the other activation, or the positions */
+	else if (op->kind == OP_MUL || (op->kind == OP_ROPE && op->in[1] >= 0))  /* the other activation, or the positions */
 		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
-	if (op->kind == OP_ROPE && pl->p[in[0]].split[2] > 1) {    /* wide: the positions beside each row's heads */
+	if (op->kind == OP_ROPE && nin > 1 && pl->p[in[0]].split[2] > 1) {      /* wide: the positions beside each row's heads */
 		Placement xc = pl->p[in[0]];
 		beside_rows(&xc, 1, &p);
 		int pos = add_place(pl, &p, pl->p[in[1]].tensor, "rows", &existed);
@@ -192,7 +192,7 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	if (op->kind == OP_ROPE)
 		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta,
 		pl->s[st].head_stride = op->head_stride, pl->s[st].interleaved = op->interleaved,
-		pl->s[st].rope_scale = op->rope_scale;
+		pl->s[st].rope_scale = op->rope_scale, pl->s[st].rope_grid = op->rope_grid;
 }
 
 /* append: the state's home holds whole rows of a batch entry's block of

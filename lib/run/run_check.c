@@ -52,6 +52,38 @@ static int sums_of(const Plan *pl, const Step *st, const char *op)
 	return 0;
 }
 
+/* Rope step st (step found) against the model's op: heads, widths, theta,
+ * scaling, head_stride, pairs and patch grid. */
+static int rope_same(const Step *st, const MOp *op, int found, const char *f, Err *e)
+{
+	if (st->heads != op->heads || st->head_dim != op->head_dim || st->theta != op->theta)
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates %lld heads of %lld at theta %g, "
+			      "the model %lld heads of %lld at theta %g", op->name, found, (long long)st->heads,
+			      (long long)st->head_dim, st->theta, (long long)op->heads, (long long)op->head_dim,
+			      op->theta);
+	const RopeScale *ss = &st->rope_scale, *os = &op->rope_scale;
+	if (ss->factor != os->factor || ss->low != os->low || ss->high != os->high || ss->original != os->original)
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d scales the frequencies by factor %g "
+			      "(low %g, high %g, original %g), the model by factor %g (low %g, high %g, original "
+			      "%g; factor 0: no scaling)", op->name, found, ss->factor, ss->low, ss->high,
+			      ss->original, os->factor, os->low, os->high, os->original);
+	if (st->head_stride != op->head_stride)
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates heads %lld columns apart, "
+			      "the model %lld (head_stride)", op->name, found, (long long)st->head_stride,
+			      (long long)op->head_stride);
+	if (st->interleaved != op->interleaved)
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates pairs %s, the model %s",
+			      op->name, found, st->interleaved ? "interleaved" : "half",
+			      op->interleaved ? "interleaved" : "half");
+	const RopeGrid *sg = &st->rope_grid, *og = &op->rope_grid;
+	if (sg->rows != og->rows || sg->cols != og->cols || sg->cls != og->cls)
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates by a %lld x %lld patch grid after "
+			      "%lld class tokens, the model by %lld x %lld after %lld (0 x 0: by positions)", op->name, found,
+			      (long long)sg->rows, (long long)sg->cols, (long long)sg->cls, (long long)og->rows,
+			      (long long)og->cols, (long long)og->cls);
+	return 0;
+}
+
 int run_check_steps(const Plan *pl, const Model *m, Err *e)
 {
 	const char *f = m->file;
@@ -115,26 +147,8 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 		if (strcmp(run_held(pl, out), m->t[op->out].name))
 			return err_at(e, f, op->line, op->col, "op '%s': its steps write '%s', the model '%s'",
 				      op->name, run_held(pl, out), m->t[op->out].name);
-		if (op->kind == OP_ROPE && (st->heads != op->heads || st->head_dim != op->head_dim || st->theta != op->theta))
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates %lld heads of %lld at theta %g, "
-				      "the model %lld heads of %lld at theta %g", op->name, found, (long long)st->heads,
-				      (long long)st->head_dim, st->theta, (long long)op->heads, (long long)op->head_dim,
-				      op->theta);
-		const RopeScale *ss = &st->rope_scale, *os = &op->rope_scale;
-		if (op->kind == OP_ROPE && (ss->factor != os->factor || ss->low != os->low || ss->high != os->high ||
-					    ss->original != os->original))
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d scales the frequencies by factor %g "
-				      "(low %g, high %g, original %g), the model by factor %g (low %g, high %g, original "
-				      "%g; factor 0: no scaling)", op->name, found, ss->factor, ss->low, ss->high,
-				      ss->original, os->factor, os->low, os->high, os->original);
-		if (op->kind == OP_ROPE && st->head_stride != op->head_stride)
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates heads %lld columns apart, "
-				      "the model %lld (head_stride)", op->name, found, (long long)st->head_stride,
-				      (long long)op->head_stride);
-		if (op->kind == OP_ROPE && st->interleaved != op->interleaved)
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d rotates pairs %s, the model %s",
-				      op->name, found, st->interleaved ? "interleaved" : "half",
-				      op->interleaved ? "interleaved" : "half");
+		if (op->kind == OP_ROPE && rope_same(st, op, found, f, e))
+			return -1;
 		if (op->kind == OP_ATTENTION && st->kv_order != op->kv_order)
 			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads k and v in kv_order %s, "
 				      "the model %s", op->name, found, st->kv_order ? "heads" : "kv",

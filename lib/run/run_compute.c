@@ -90,10 +90,56 @@ static void k_append(Machine_ *m, const Step *st, int64_t t, const float *a, Lay
 
 /* Each row's heads rotated by its position (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
+/* A patch_grid rope (st->rope_grid) on tile t's shard: its rows are
+ * tokens from the shard's first on (tt of each batch entry, entry by
+ * entry), each at its grid row and column (a class token at 0, 0); in every
+ * head the column turns the first half's pairs, the row the second's, each
+ * half a rope over D/2 columns. */
+static void k_rope_grid(Machine_ *m, const Step *st, int64_t t, const float *a, int64_t R, int64_t C, float *res)
+{
+	const RopeGrid *g = &st->rope_grid;
+	const Placement *px = &m->pl->p[st->in[0]];
+	int64_t T = m->pl->t[px->tensor].shape[1], t0 = run_shard_first(m, st->in[0], t, 1);
+	int64_t tt = px->block[1] < T - t0 ? px->block[1] : T - t0;
+	int64_t D = st->head_dim, half = D / 2, np = half / 2, c0 = run_shard_first(m, st->in[0], t, 2);
+	int64_t S = st->head_stride > 0 ? st->head_stride : D;
+	int64_t lo = st->interleaved ? 2 : 1, hi = st->interleaved ? 1 : np;  /* pair i of a half: i*lo, i*lo + hi */
+	RopeScale none = { 0, 0, 0, 0 };
+	double *fr = xmalloc((size_t)np * sizeof *fr);
+	for (int64_t i = 0; i < np; i++)
+		fr[i] = rope_frequency(st->theta, &none, i, half);
+	memcpy(res, a, (size_t)(R * C) * sizeof *res);
+	for (int64_t r = 0; r < R; r++) {
+		int64_t tok = t0 + r % tt, at[2] = { 0, 0 };   /* column, row */
+		if (tok >= g->cls) {
+			int64_t p = tok - g->cls, one = g->cls > 0;
+			at[0] = p % g->cols + one, at[1] = p / g->cols + one;
+		}
+		for (int k = 0; k < 2; k++)
+			for (int64_t i = 0; i < np; i++) {
+				double ang = (double)at[k] * fr[i];
+				float c = (float)cos(ang), s = (float)sin(ang);
+				for (int64_t h = 0; h < st->heads; h++) {
+					int64_t p = h * S + k * half + i * lo - c0, q = p + hi;        /* in the shard */
+					if (p < 0 || q >= C)
+						continue;       /* not this shard's */
+					float xp = a[r * C + p], xq = a[r * C + q];
+					res[r * C + p] = xp * c - xq * s;
+					res[r * C + q] = xq * c + xp * s;
+				}
+			}
+	}
+	free(fr);
+}
+
 static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
 {
 	Layout lb;
 	(void)la;
+	if (st->rope_grid.rows > 0) {
+		k_rope_grid(m, st, t, a, R, C, res);
+		return;
+	}
 	/* the pairs whose columns the shard holds (all of a row's,
 	 * or a wide row's column block from c0: of whole heads, or
 	 * interleaved of whole pairs) */

@@ -99,6 +99,10 @@ void ref_silu(const float *x, float *y, int64_t n);
  * its elements i and i + D/2, or (interleaved) 2i and 2i + 1. */
 void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
 	      int interleaved, double theta, const RopeScale *sc);
+/* The same by a patch grid (RopeGrid; T tokens an entry), as PE-Core's
+ * Rope2D: no positions read. */
+void ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
+		   int interleaved, double theta, const RopeGrid *g, int64_t T);
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions
  * pos [B, T], into y. */
 void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,

@@ -185,6 +185,11 @@ static int opref_mul(const RefOp *a)
 static int opref_rope(const RefOp *a)
 {
 	const MOp *op = a->op;
+	if (op->rope_grid.rows > 0) {
+		ref_rope_grid(a->x, a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride, op->interleaved,
+			      op->theta, &op->rope_grid, a->m->t[op->in[0]].shape[1]);
+		return 0;
+	}
 	ref_rope(a->x, ref_in(a, 1), a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride,
 		 op->interleaved, op->theta, &op->rope_scale);
 	return 0;

@@ -228,6 +228,42 @@ void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t 
 	free(fr);
 }
 
+/* A patch_grid rope on rows of C values (formats/model.md, "rope"), as
+ * PE-Core's Rope2D defines it: row r is token t = r mod T of its entry,
+ * at grid row y and column x (0, 0 for a class token; from 1 with class
+ * tokens, else from 0); a head's angles are PE's frequency vector,
+ * x f_0 .. x f_{D/4-1} then y f_0 .. y f_{D/4-1}, f_j = theta^(-4j/D),
+ * pair q of the head (q < D/2) turned by its q-th angle: columns 2q and
+ * 2q + 1 interleaved, else, in the half h = 2q/D it falls in, columns
+ * h D/2 + j and h D/2 + j + D/4 (j = q mod D/4). */
+void ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
+		   int interleaved, double theta, const RopeGrid *g, int64_t T)
+{
+	int64_t np = D / 2, quarter = D / 4;
+	double *ang = xmalloc((size_t)np * sizeof *ang);
+	memcpy(y, x, (size_t)(rows * C) * sizeof *y);
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t t = r % T, gy = 0, gx = 0;
+		if (t >= g->cls) {
+			int64_t p = t - g->cls, one = g->cls > 0;
+			gy = p / g->cols + one, gx = p % g->cols + one;
+		}
+		for (int64_t q = 0; q < np; q++)        /* cat(x freqs, y freqs) */
+			ang[q] = (double)(q < quarter ? gx : gy) * pow(theta, -2.0 * (double)(q % quarter) / (double)(D / 2));
+		for (int64_t h = 0; h < heads; h++)
+			for (int64_t q = 0; q < np; q++) {
+				int64_t a = interleaved ? 2 * q : (q / quarter) * (D / 2) + q % quarter;
+				int64_t b = interleaved ? a + 1 : a + quarter;
+				const float *xr = x + r * C + h * S;
+				float *yr = y + r * C + h * S;
+				double c = cos(ang[q]), s = sin(ang[q]);
+				yr[a] = (float)(xr[a] * c - xr[b] * s);
+				yr[b] = (float)(xr[b] * c + xr[a] * s);
+			}
+	}
+	free(ang);
+}
+
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions
  * pos [B, T] (in row order; a position outside 0 .. P - 1 writes nothing,
  * which run_data refuses). */
@@ -345,6 +381,12 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 			tensor_count(&pl->t[pl->p[st->in[1]].tensor]));        /* (a vector: a per-channel scale) */
 		break;
 	case C_ROPE:
+		if (st->rope_grid.rows > 0) {
+			ref_rope_grid(x, y, n / C, C, st->heads, st->head_dim, st->head_stride > 0 ? st->head_stride :
+				      st->head_dim, st->interleaved, st->theta, &st->rope_grid,
+				      pl->t[pl->p[st->in[0]].tensor].shape[1]);
+			break;
+		}
 		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,
 			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved, st->theta, &st->rope_scale);
 		break;

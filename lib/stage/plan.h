@@ -22,12 +22,12 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 15          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+#define PLAN_VERSION 16          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
 				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
 				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows), 10
 				 * (no rope head_stride, no attention kv_order), 11 (no rope pairs), 12 (no folded
-				 * rmsnorm), 13 (attention partials fp32 only) and 14 (no rope scaling) are still
-				 * read */
+				 * rmsnorm), 13 (attention partials fp32 only), 14 (no rope scaling) and 15 (no
+				 * grid rope) are still read */
 #define PLAN_VERSION_OLDEST 4
 #define STAGE_NAME_MAX 1024      /* bytes of a name a stage defines: a tensor's, a placement's, an op's (formats/stage.md) */
 
@@ -139,6 +139,7 @@ typedef struct {
 				     * j's keys at its 2jD, its values at 2jD + D), 0 all keys then all values */
 	double theta;               /* rope: the frequencies' base */
 	RopeScale rope_scale;       /* rope (version 15): the frequencies' scaling (factor 0: none) */
+	RopeGrid rope_grid;         /* rope (version 16): by the patch grid, reading no positions (rows 0: none) */
 	int64_t scratch;            /* bytes each tile of out needs during the step alone (attention: a row of scores) */
 	int64_t chunks;             /* attention writing a partial: each head's D columns cut into this many, each
 				     * with its own m and l (1: [m, l, o]) */

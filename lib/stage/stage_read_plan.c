@@ -306,12 +306,60 @@ static int step_partial(const Plan *pl, const char *f, const Val *r, const Step 
 		       "('%s') needs version 14 (this file is version %d)", pl->p[at].name, version);
 }
 
+/* A rope step's keys (s: the step read so far, its compute kind known):
+ * heads, head_dim, theta, head_stride (version 11), pairs (12), scaling
+ * (15), patch_grid and class_tokens (16); each refused on another step. */
+static int rope_keys(const char *f, const Val *r, Step *s, int version, Err *e)
+{
+	const Val *v;
+	if (s->compute == C_ROPE &&
+	    (get_int(f, r, "heads", 1, 1 << 20, &s->heads, e) || get_int(f, r, "head_dim", 2, 1 << 20, &s->head_dim, e) ||
+	     map_need(f, r, "theta", &v, e) || val_f64(f, v, &s->theta, e)))
+		return -1;
+	if (s->compute == C_ROPE && (s->head_dim % 2 || !(s->theta > 1) || !isfinite(s->theta)))
+		return val_err(f, r, e, "rope needs an even head_dim and a theta above 1");
+	s->head_stride = s->head_dim;
+	if ((v = map_get(r, "head_stride")) &&
+	    (step_key(f, v, s->compute, C_ROPE, "head_stride", version, 11, e) ||
+	     get_int(f, r, "head_stride", s->head_dim, 1 << 20, &s->head_stride, e)))
+		return -1;
+	if ((v = map_get(r, "pairs")) &&
+	    (step_key(f, v, s->compute, C_ROPE, "pairs", version, 12, e) ||
+	     one_word(f, v, "interleaved", "pairs is 'interleaved' when given (absent: half)", e)))
+		return -1;
+	s->interleaved = v != NULL;
+	const Val *opv = map_get(r, "op");     /* (its name checked below, with every step's) */
+	if ((v = map_get(r, "scaling")) &&
+	    (step_key(f, v, s->compute, C_ROPE, "scaling", version, 15, e) ||
+	     rope_scale_read(f, v, opv && opv->kind == VAL_SCALAR ? opv->s : "?", &s->rope_scale, e)))
+		return -1;
+	if ((v = map_get(r, "patch_grid"))) {
+		int64_t rc[2];
+		int n;
+		if (step_key(f, v, s->compute, C_ROPE, "patch_grid", version, 16, e) ||
+		    val_ints(f, v, 2, 1, 1 << 15, rc, &n, e))
+			return -1;
+		if (n != 2 || s->head_dim % 4)
+			return val_err(f, v, e, "patch_grid is [rows, columns], on a rope whose head_dim is a multiple of 4");
+		s->rope_grid.rows = rc[0], s->rope_grid.cols = rc[1];
+	}
+	if ((v = map_get(r, "class_tokens")) &&
+	    (step_key(f, v, s->compute, C_ROPE, "class_tokens", version, 16, e) ||
+	     (!s->rope_grid.rows ? val_err(f, v, e, "class_tokens goes with patch_grid") :
+	      get_int(f, r, "class_tokens", 0, 64, &s->rope_grid.cls, e))))
+		return -1;
+	if (s->compute == C_ROPE && (s->nin == 2) == (s->rope_grid.rows > 0))
+		return val_err(f, map_get(r, "in"), e, "rope reads x and its positions, or x alone with a patch_grid");
+	return 0;
+}
+
 static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 {
 	static const char *copy_keys[] = { "step", "copy", "op", "operand", "map", "src", "dst", NULL };
 	static const char *comp_keys[] = { "step", "compute", "op", "in", "out", "eps", "heads", "kv_heads",
 					   "causal", "scale", "scratch", "head_dim", "theta", "first", "chunks",
-					   "head_stride", "kv_order", "pairs", "scaling", NULL };
+					   "head_stride", "kv_order", "pairs", "scaling", "patch_grid", "class_tokens",
+					   NULL };
 	Step s;
 	const char *op;
 	int64_t idx;
@@ -373,26 +421,7 @@ static int read_step(Plan *pl, const char *f, const Val *r, int version, Err *e)
 		     map_need(f, r, "scale", &v, e) || val_f64(f, v, &s.scale, e) ||
 		     get_int(f, r, "scratch", 0, pl->machine.sram_bytes, &s.scratch, e)))
 			return -1;
-		if (s.compute == C_ROPE &&
-		    (get_int(f, r, "heads", 1, 1 << 20, &s.heads, e) || get_int(f, r, "head_dim", 2, 1 << 20, &s.head_dim, e) ||
-		     map_need(f, r, "theta", &v, e) || val_f64(f, v, &s.theta, e)))
-			return -1;
-		if (s.compute == C_ROPE && (s.head_dim % 2 || !(s.theta > 1) || !isfinite(s.theta)))
-			return val_err(f, r, e, "rope needs an even head_dim and a theta above 1");
-		s.head_stride = s.head_dim;
-		if ((v = map_get(r, "head_stride")) &&
-		    (step_key(f, v, s.compute, C_ROPE, "head_stride", version, 11, e) ||
-		     get_int(f, r, "head_stride", s.head_dim, 1 << 20, &s.head_stride, e)))
-			return -1;
-		if ((v = map_get(r, "pairs")) &&
-		    (step_key(f, v, s.compute, C_ROPE, "pairs", version, 12, e) ||
-		     one_word(f, v, "interleaved", "pairs is 'interleaved' when given (absent: half)", e)))
-			return -1;
-		s.interleaved = v != NULL;
-		const Val *opv = map_get(r, "op");     /* (its name checked below, with every step's) */
-		if ((v = map_get(r, "scaling")) &&
-		    (step_key(f, v, s.compute, C_ROPE, "scaling", version, 15, e) ||
-		     rope_scale_read(f, v, opv && opv->kind == VAL_SCALAR ? opv->s : "?", &s.rope_scale, e)))
+		if (rope_keys(f, r, &s, version, e))
 			return -1;
 		if ((v = map_get(r, "kv_order")) &&
 		    (step_key(f, v, s.compute, C_ATTENTION, "kv_order", version, 11, e) ||

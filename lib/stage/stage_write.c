@@ -71,6 +71,12 @@ static void write_step(YWriter *w, const Plan *pl, int i)
 			yw_f64(w, s->theta);
 			if (s->rope_scale.factor > 0)
 				rope_scale_write(w, &s->rope_scale);
+			if (s->rope_grid.rows > 0) {
+				int64_t rc[2] = { s->rope_grid.rows, s->rope_grid.cols };
+				yw_kints(w, "patch_grid", 2, rc);
+				if (s->rope_grid.cls)
+					yw_kint(w, "class_tokens", s->rope_grid.cls);
+			}
 		}
 		if (s->compute == C_ATTENTION) {
 			yw_kint(w, "heads", s->heads);

@@ -397,7 +397,7 @@ rejects() {
 	run grep -c '^- {name: w@mm2.b, .* rep: \[3\], ' after.plan
 	assert_output 1
 	# the golden plan is a version 4 one (no provenance)
-	sed 's/^version: 4$/version: 15/' before.plan > before6.plan
+	sed 's/^version: 4$/version: 16/' before.plan > before6.plan
 	run same_but_provenance before6.plan after.plan
 	assert_success
 }
@@ -519,7 +519,7 @@ rejects() {
 }
 
 @test "compose rejects a plan of an unsupported version" {
-	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 16"
+	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 17"
 }
 
 @test "compose rejects a placement of an unknown tensor" {

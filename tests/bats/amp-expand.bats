@@ -201,7 +201,7 @@ rejects() {
 	expanded c.yaml e.yaml
 	run sed -n 1,4p e.yaml
 	assert_line --index 0 'format: amp-expand'
-	assert_line --index 1 'version: 15'
+	assert_line --index 1 'version: 16'
 	assert_line --index 2 "$(sed -n 3p c.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 5p e.yaml
@@ -303,7 +303,7 @@ rejects() {
 }
 
 @test "expand rejects a plan of an unsupported version" {
-	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 16"
+	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 17"
 }
 
 @test "expand rejects a plan whose placement already has an address" {

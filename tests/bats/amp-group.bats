@@ -239,7 +239,7 @@ rejects() {
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 15'
+	assert_line --index 1 'version: 16'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 5p g.yaml
@@ -500,7 +500,7 @@ sorted_members() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 16"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 17"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {

@@ -106,7 +106,7 @@ lowered() {
 
 @test "decoder: a version 6 stage that names compute rmsnorm is refused at the value" {
 	amp-plan "$SW" -o p.yaml
-	sed 's/^version: 15$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 16$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ compute\ \'rmsnorm\'\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
@@ -180,7 +180,7 @@ ops:
 outputs: [a]
 EOF
 	amp-plan gqa.yaml -o p.yaml
-	sed 's/^version: 15$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 16$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ kv_heads\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
@@ -226,7 +226,7 @@ EOF
 
 @test "decoder: a version 6 stage with an int32 tensor is refused at its dtype" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 15$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 16$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ dtype\ int32\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||

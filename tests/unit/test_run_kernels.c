@@ -314,9 +314,62 @@ static void rope_frequencies(void)
 	CHECK(seen[0] && seen[1] && seen[2], "kept %d, divided %d, smoothed %d", seen[0], seen[1], seen[2]);
 }
 
+/* ref_rope_grid against PE-Core's Rope2D written out as its code runs:
+ * RotaryEmbedding(D/2).freqs = 1 / theta^(arange(0, D/2, 2) / (D/2)); a
+ * grid axis's angles are position x freqs, each repeated twice ("(n r)",
+ * r = 2); a patch's vector is cat(x's, y's), positions 1 .. with a class
+ * token (whose vector is zeros) and 0 .. without; then t cos + rotate_half(t)
+ * sin, rotate_half taking (t0, t1) to (-t1, t0) pair by pair. Random
+ * grids, class tokens, head widths and heads; pairs interleaved (PE's). */
+static void rope_grid_pe(void)
+{
+	for (int c = 0; c < 60; c++) {
+		t_case("ref_rope_grid: PE-Core's Rope2D");
+		int64_t gh = pick(1, 5), gw = pick(1, 5), cls = pick(0, 2), D = 4 * pick(1, 6), heads = pick(1, 3);
+		int64_t T = cls + gh * gw, B = pick(1, 2), C = heads * D + pick(0, 3), rows = B * T;
+		double theta = pick(0, 1) ? 10000 : pick(2, 100000);
+		RopeGrid g = { gh, gw, cls };
+		float *x = malloc((size_t)(rows * C) * sizeof *x), *y = malloc((size_t)(rows * C) * sizeof *y);
+		double *vec = malloc((size_t)D * sizeof *vec);
+		for (int64_t i = 0; i < rows * C; i++)
+			x[i] = (float)pick(-1000, 1000) / 250.0f;
+		ref_rope_grid(x, y, rows, C, heads, D, D, 1, theta, &g, T);
+		int bad = 0;
+		int64_t br = 0, bc = 0;
+		double bgot = 0, bwant = 0;
+		for (int64_t r = 0; r < rows; r++) {
+			int64_t t = r % T;
+			for (int64_t j = 0; j < D; j++)
+				vec[j] = 0;
+			if (t >= cls) {         /* update_grid: arange(grid) (+1 with a class token) */
+				int64_t p = t - cls, gy = p / gw + (cls > 0), gx = p % gw + (cls > 0);
+				for (int64_t n = 0; n < D / 4; n++) {
+					double f = 1.0 / pow(theta, (double)(2 * n) / (double)(D / 2));
+					vec[2 * n] = vec[2 * n + 1] = (double)gx * f;                   /* freqs_x */
+					vec[D / 2 + 2 * n] = vec[D / 2 + 2 * n + 1] = (double)gy * f;   /* freqs_y */
+				}
+			}
+			for (int64_t col = 0; col < C; col++) {
+				int64_t h = col / D, j = col % D;
+				double want = x[r * C + col];
+				if (h < heads) {
+					double rh = j % 2 ? x[r * C + col - 1] : -x[r * C + col + 1];
+					want = x[r * C + col] * cos(vec[j]) + rh * sin(vec[j]);
+				}
+				if (!bad && fabs(y[r * C + col] - want) > 1e-5 * (1 + fabs(want)))
+					bad = 1, br = r, bc = col, bgot = y[r * C + col], bwant = want;
+			}
+		}
+		CHECK(!bad, "grid %lldx%lld cls %lld D %lld: row %lld column %lld: %g, expected %g", (long long)gh,
+		      (long long)gw, (long long)cls, (long long)D, (long long)br, (long long)bc, bgot, bwant);
+		free(x), free(y), free(vec);
+	}
+}
+
 int main(void)
 {
 	rope_frequencies();
+	rope_grid_pe();
 	next_tokens();
 	gemm_bits();
 	strips_bits();
