@@ -137,27 +137,31 @@ static const ProvFile *planned_file(const Plan *pl, const char *role, int *plann
  * scales given to a stage planned without them are refused. A stage
  * without an amp-plan record, or a model record (made or edited by
  * hand), has nothing to compare: the check of stage against model runs.
- * Fails on error, naming the input (in_path, NULL for stdin). */
-void check_planned_file(const Plan *pl, const char *role, const void *text, size_t len,
-				      const char *shown, const char *in_path)
+ * planned_mismatch returns -1 with *e; check_planned_file fails naming
+ * the input (in_path, NULL for stdin). */
+int planned_mismatch(const Plan *pl, const char *role, const void *text, size_t len, const char *shown, Err *e)
 {
 	int planned;
 	const ProvFile *rec = planned_file(pl, role, &planned);
 	uint64_t h = fnv1a(text, len);
 	char hex[2][17];
 	if (!planned || (rec && rec->fnv1a == h) || (!rec && strcmp(role, "scales")))
-		return;
-	Err e;
+		return 0;
 	prov_hex(h, hex[0]);
-	if (!rec) {
-		errf(&e, "the stage was planned without a %s file; '%s' (fnv1a %s) is not its %s", role, shown,
-		     hex[0], role);
-	} else {
-		prov_hex(rec->fnv1a, hex[1]);
-		errf(&e, "%s file '%s' (fnv1a %s) is not the one the stage was planned from ('%s', fnv1a %s)", role,
-		     shown, hex[0], rec->name, hex[1]);
-	}
-	fail_in(in_path, &e);
+	if (!rec)
+		return errf(e, "the stage was planned without a %s file; '%s' (fnv1a %s) is not its %s", role, shown,
+			    hex[0], role);
+	prov_hex(rec->fnv1a, hex[1]);
+	return errf(e, "%s file '%s' (fnv1a %s) is not the one the stage was planned from ('%s', fnv1a %s)", role,
+		    shown, hex[0], rec->name, hex[1]);
+}
+
+void check_planned_file(const Plan *pl, const char *role, const void *text, size_t len, const char *shown,
+			const char *in_path)
+{
+	Err e;
+	if (planned_mismatch(pl, role, text, len, shown, &e))
+		fail_in(in_path, &e);
 }
 
 /* Checks the stage's machine header against the machine file, so that

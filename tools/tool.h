@@ -109,7 +109,9 @@ void prov_option(const char *options, const char *opt, int64_t *v);
  * scales given to a stage planned without them are refused. A stage
  * without an amp-plan record, or a model record (made or edited by
  * hand), has nothing to compare: the check of stage against model runs.
- * Fails on error, naming the input (in_path, NULL for stdin). */
+ * planned_mismatch returns -1 with *e; check_planned_file fails naming
+ * the input (in_path, NULL for stdin). */
+int planned_mismatch(const Plan *pl, const char *role, const void *text, size_t len, const char *shown, Err *e);
 void check_planned_file(const Plan *pl, const char *role, const void *text, size_t len, const char *shown,
 			const char *in_path);
 
