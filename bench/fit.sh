@@ -17,7 +17,10 @@
 #
 #   bench/fit.sh [MACHINE] [MODEL...]   (default amp1472 and every
 #                                        SigLIP-so400m, PE-Core-L14,
-#                                        Qwen2.5-0.5B and SmolLM2 file)
+#                                        Qwen2.5-0.5B and SmolLM2 file, and
+#                                        PE-Core-L14's approximation of
+#                                        before model format 9,
+#                                        bench/models/pe-core-l14-approx*)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -27,6 +30,8 @@ models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(share/models/siglip-mlp.yaml share/models/siglip-so400m.yaml
 	share/models/siglip-so400m-b1.yaml share/models/pe-core-l14.yaml share/models/pe-core-l14-b2.yaml
 	share/models/pe-core-l14-b4.yaml share/models/pe-core-l14-b8.yaml
+	bench/models/pe-core-l14-approx.yaml bench/models/pe-core-l14-approx-b2.yaml
+	bench/models/pe-core-l14-approx-b4.yaml bench/models/pe-core-l14-approx-b8.yaml
 	share/models/qwen2.5-0.5b-prefill.yaml share/models/qwen2.5-0.5b-decode.yaml
 	share/models/qwen2.5-0.5b-1layer-prefill.yaml share/models/qwen2.5-0.5b-1layer-decode.yaml
 	share/models/smollm2-360m-prefill.yaml share/models/smollm2-360m-decode.yaml

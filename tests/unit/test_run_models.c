@@ -424,7 +424,7 @@ int main(void)
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0, spread_merges = 0;
 	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
-	int appended = 0;
+	int appended = 0, grid_ropes = 0, layerscales = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
 	close(fd);
@@ -588,6 +588,12 @@ int main(void)
 			for (int s = 0; !rc && s < pl.ns; s++)     /* and ropes over column blocks of whole heads, */
 				wide_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
 					      pl.p[pl.s[s].in[0]].split[2] > 1 && !pl.s[s].interleaved;
+			for (int s = 0; !rc && s < pl.ns; s++) {   /* 2D ropes and per-channel scales */
+				grid_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
+					      pl.s[s].rope_grid.rows > 0;
+				layerscales += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_MUL &&
+					       pl.p[pl.s[s].in[1]].rank == 1 && !plan_norm_fold(&pl, &pl.s[s]);
+			}
 			for (int s = 0; !rc && s < pl.ns; s++)     /* or of whole pairs (interleaved) */
 				il_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
 					    pl.p[pl.s[s].in[0]].split[2] > 1 && pl.s[s].interleaved;
@@ -631,6 +637,9 @@ int main(void)
 	CHECK(wide_ropes >= 3, "%d wide ropes of %d random models", wide_ropes, n);
 	t_case("random models: rope with interleaved pairs over column blocks ran byte-exact");
 	CHECK(il_ropes >= 2, "%d wide interleaved ropes of %d random models", il_ropes, n);
+	t_case("random ViTs: 2D ropes by the patch grid and LayerScale ran byte-exact");
+	CHECK(grid_ropes >= 2 && layerscales >= 2, "%d grid ropes, %d per-channel scales, of %d random models",
+	      grid_ropes, layerscales, n);
 	t_case("random models: GEMMs with staging spread ran byte-exact");
 	CHECK(spread >= 3, "only %d GEMMs of %d random models spread", spread, n);
 	t_case("random models: the per-op check failed a fault at every kind of op that has one");

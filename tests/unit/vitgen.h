@@ -8,7 +8,12 @@
  * placement windows (q, k, v of a fused tensor), multicast of keys and
  * values, stacked parameters and the carried activation; half the models
  * pin key blocks for their attention (the online-softmax merge), and
- * every model pins its attention's keys and values relayed or direct. */
+ * every model pins its attention's keys and values relayed or direct.
+ * Half the patchified models turn q and k by their patch grid (a 2D
+ * rope, pairs interleaved or half, heads of a multiple of 4), and half of
+ * all scale each residual branch per channel (LayerScale); those choices
+ * come from the model's other draws, so the shared stream, and with it
+ * every other random model, stays as it was. */
 #ifndef AMP_VITGEN_H
 #define AMP_VITGEN_H
 
@@ -26,16 +31,23 @@ static void vit_model(const char *path, char *desc, size_t dn)
 	const char *w[4];
 	for (int i = 0; i < 4; i++)
 		w[i] = t_rnd() % 3 ? "fp8" : "fp16";
+	uint64_t own = (uint64_t)(B + 3 * heads + 5 * hd + 7 * M + 11 * count + 13 * gh + 17 * gw + 19 * p + 23 * cls) *
+		       0x9E3779B97F4A7C15u;
+	own ^= own >> 29;
+	int rope2d = patchify && (own & 1), ls = (own >> 1) & 1, half = (own >> 2) & 1;
+	if (rope2d)                     /* each half of a head: whole pairs */
+		hd = (hd + 3) / 4 * 4, D = heads * hd;
+	const char *ver = rope2d || ls ? "9" : "2";
 	FILE *f = fopen(path, "w");
 
 	if (patchify) {
 		T = cls + gh * gw, P = 3 * p * p;
-		fprintf(f, "amp-model: 2\nname: vit\ninputs:\n  image: {shape: [%lld, 3, %lld, %lld], dtype: fp16}\n",
-			(long long)B, (long long)(gh * p + t_pick(0, p - 1)), (long long)(gw * p + t_pick(0, p - 1)));
+		fprintf(f, "amp-model: %s\nname: vit\ninputs:\n  image: {shape: [%lld, 3, %lld, %lld], dtype: fp16}\n",
+			ver, (long long)B, (long long)(gh * p + t_pick(0, p - 1)), (long long)(gw * p + t_pick(0, p - 1)));
 	} else {
 		T = t_pick(1, 30), P = t_pick(1, 40);
-		fprintf(f, "amp-model: 2\nname: vit\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n",
-			(long long)B, (long long)T, (long long)P);
+		fprintf(f, "amp-model: %s\nname: vit\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n",
+			ver, (long long)B, (long long)T, (long long)P);
 	}
 	fprintf(f, "params:\n  w_e: {shape: [%lld, %lld], dtype: %s}\n  b_e: {shape: [%lld], dtype: fp16}\n",
 		(long long)P, (long long)D, w[0], (long long)D);
@@ -60,22 +72,32 @@ static void vit_model(const char *path, char *desc, size_t dn)
 		"      wqkv: {shape: [%lld, %lld], dtype: %s}\n      bqkv: {shape: [%lld], dtype: fp16}\n"
 		"      wo: {shape: [%lld, %lld], dtype: %s}\n"
 		"      g2: {shape: [%lld], dtype: fp16}\n      o2: {shape: [%lld], dtype: fp16}\n"
-		"      wu: {shape: [%lld, %lld], dtype: %s}\n      wd: {shape: [%lld, %lld], dtype: %s}\n"
-		"    ops:\n"
+		"      wu: {shape: [%lld, %lld], dtype: %s}\n      wd: {shape: [%lld, %lld], dtype: %s}\n",
+		(long long)count, pos ? "e2" : "e", (long long)D, (long long)D, (long long)D,
+		(long long)(3 * D), w[1], (long long)(3 * D), (long long)D, (long long)D, w[1],
+		(long long)D, (long long)D, (long long)D, (long long)M, w[2], (long long)M, (long long)D, w[2]);
+	if (ls)
+		fprintf(f, "      ls1: {shape: [%lld], dtype: fp16}\n      ls2: {shape: [%lld], dtype: fp16}\n",
+			(long long)D, (long long)D);
+	fprintf(f, "    ops:\n"
 		"      - {op: layernorm, name: ln1, x: h, scale: g1, bias: o1, out: n1}\n"
-		"      - {op: matmul, name: qkv, a: n1, b: wqkv, bias: bqkv, out: q3}\n"
-		"      - {op: attention, name: attn, qkv: q3, heads: %lld, out: at}\n"
-		"      - {op: matmul, name: proj, a: at, b: wo, out: pr}\n"
-		"      - {op: add, name: r1, a: h, b: pr, out: s1}\n"
+		"      - {op: matmul, name: qkv, a: n1, b: wqkv, bias: bqkv, out: q3}\n");
+	if (rope2d)                     /* q's heads and k's, by the patch grid */
+		fprintf(f, "      - {op: rope, name: rot2, x: q3, heads: %lld, head_dim: %lld,%s patch_grid: [%lld, %lld], "
+			"class_tokens: %lld, out: q3r}\n", (long long)(2 * heads), (long long)hd,
+			half ? "" : " pairs: interleaved,", (long long)gh, (long long)gw, (long long)cls);
+	fprintf(f, "      - {op: attention, name: attn, qkv: %s, heads: %lld, out: at}\n"
+		"      - {op: matmul, name: proj, a: at, b: wo, out: pr}\n", rope2d ? "q3r" : "q3", (long long)heads);
+	if (ls)
+		fprintf(f, "      - {op: mul, name: ls_1, a: pr, b: ls1, out: prs}\n");
+	fprintf(f, "      - {op: add, name: r1, a: h, b: %s, out: s1}\n"
 		"      - {op: layernorm, name: ln2, x: s1, scale: g2, bias: o2, out: n2}\n"
 		"      - {op: matmul, name: up, a: n2, b: wu, out: u}\n"
 		"      - {op: gelu, name: act, x: u, out: gl}\n"
-		"      - {op: matmul, name: down, a: gl, b: wd, out: dn}\n"
-		"      - {op: add, name: r2, a: s1, b: dn, out: s2}\n",
-		(long long)count, pos ? "e2" : "e", (long long)D, (long long)D, (long long)D,
-		(long long)(3 * D), w[1], (long long)(3 * D), (long long)D, (long long)D, w[1],
-		(long long)D, (long long)D, (long long)D, (long long)M, w[2], (long long)M, (long long)D, w[2],
-		(long long)heads);
+		"      - {op: matmul, name: down, a: gl, b: wd, out: dn}\n", ls ? "prs" : "pr");
+	if (ls)
+		fprintf(f, "      - {op: mul, name: ls_2, a: dn, b: ls2, out: dns}\n");
+	fprintf(f, "      - {op: add, name: r2, a: s1, b: %s, out: s2}\n", ls ? "dns" : "dn");
 	fprintf(f, "  - {op: layernorm, name: post, x: h, scale: pg, bias: pb, out: enc}\n");
 	if (map)
 		fprintf(f, "  - {op: broadcast, name: probe_b, x: probe, batch: %lld, out: pq}\n"
@@ -105,7 +127,8 @@ static void vit_model(const char *path, char *desc, size_t dn)
 		 (long long)M, (long long)count, patchify ? " patchify" : "", pos ? " pos" : "",
 		 map ? " map" : "", w[0], w[1], w[2], w[3], keys ? " key blocks " : "", keys ? (long long)kb : 0LL);
 	size_t u = strlen(desc);
-	snprintf(desc + u, dn - u, " kv %s", kvs);
+	snprintf(desc + u, dn - u, " kv %s%s%s%s", kvs, rope2d ? " rope2d" : "", rope2d && half ? " half" : "",
+		 ls ? " layerscale" : "");
 }
 
 #endif
