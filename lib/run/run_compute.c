@@ -90,6 +90,23 @@ static void k_append(Machine_ *m, const Step *st, int64_t t, const float *a, Lay
 
 /* Each row's heads rotated by its position (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
+/* Row r's pair of every head turned by angle ang: head h's pair at
+ * columns h*S + first and that + hi, counted from the shard's first column
+ * (a pair whose columns the shard does not hold is not its). */
+static void turn(const float *a, float *res, int64_t r, int64_t C, int64_t heads, int64_t S, int64_t first,
+		 int64_t hi, double ang)
+{
+	float c = (float)cos(ang), s = (float)sin(ang);
+	for (int64_t h = 0; h < heads; h++) {
+		int64_t p = h * S + first, q = p + hi;      /* in the shard */
+		if (p < 0 || q >= C)
+			continue;       /* not this shard's */
+		float xp = a[r * C + p], xq = a[r * C + q];
+		res[r * C + p] = xp * c - xq * s;
+		res[r * C + q] = xq * c + xp * s;
+	}
+}
+
 /* A patch_grid rope (st->rope_grid) on tile t's shard: its rows are
  * tokens from the shard's first on (tt of each batch entry, entry by
  * entry), each at its grid row and column (a class token at 0, 0); in every
@@ -102,7 +119,7 @@ static void k_rope_grid(Machine_ *m, const Step *st, int64_t t, const float *a, 
 	int64_t T = m->pl->t[px->tensor].shape[1], t0 = run_shard_first(m, st->in[0], t, 1);
 	int64_t tt = px->block[1] < T - t0 ? px->block[1] : T - t0;
 	int64_t D = st->head_dim, half = D / 2, np = half / 2, c0 = run_shard_first(m, st->in[0], t, 2);
-	int64_t S = st->head_stride > 0 ? st->head_stride : D;
+	int64_t S = st->head_stride > 0 ? st->head_stride : st->head_dim;       /* head h at column h*S */
 	int64_t lo = st->interleaved ? 2 : 1, hi = st->interleaved ? 1 : np;  /* pair i of a half: i*lo, i*lo + hi */
 	RopeScale none = { 0, 0, 0, 0 };
 	double *fr = xmalloc((size_t)np * sizeof *fr);
@@ -116,18 +133,8 @@ static void k_rope_grid(Machine_ *m, const Step *st, int64_t t, const float *a, 
 			at[0] = p % g->cols + one, at[1] = p / g->cols + one;
 		}
 		for (int k = 0; k < 2; k++)
-			for (int64_t i = 0; i < np; i++) {
-				double ang = (double)at[k] * fr[i];
-				float c = (float)cos(ang), s = (float)sin(ang);
-				for (int64_t h = 0; h < st->heads; h++) {
-					int64_t p = h * S + k * half + i * lo - c0, q = p + hi;        /* in the shard */
-					if (p < 0 || q >= C)
-						continue;       /* not this shard's */
-					float xp = a[r * C + p], xq = a[r * C + q];
-					res[r * C + p] = xp * c - xq * s;
-					res[r * C + q] = xq * c + xp * s;
-				}
-			}
+			for (int64_t i = 0; i < np; i++)
+				turn(a, res, r, C, st->heads, S, k * half + i * lo - c0, hi, (double)at[k] * fr[i]);
 	}
 	free(fr);
 }
@@ -152,18 +159,8 @@ static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layou
 		fr[i] = rope_frequency(st->theta, &st->rope_scale, i, D);
 	memcpy(res, a, (size_t)(R * C) * sizeof *res);
 	for (int64_t r = 0; r < R; r++)
-		for (int64_t i = 0; i < h2; i++) {
-			double ang = (double)pos[r] * fr[i];
-			float c = (float)cos(ang), s = (float)sin(ang);
-			for (int64_t h = 0; h < st->heads; h++) {
-				int64_t p = h * S + i * lo - c0, q = p + hi;      /* in the shard */
-				if (p < 0 || q >= C)
-					continue;       /* not this shard's */
-				float xp = a[r * C + p], xq = a[r * C + q];
-				res[r * C + p] = xp * c - xq * s;
-				res[r * C + q] = xq * c + xp * s;
-			}
-		}
+		for (int64_t i = 0; i < h2; i++)
+			turn(a, res, r, C, st->heads, S, i * lo - c0, hi, (double)pos[r] * fr[i]);
 	free(pos);
 	free(fr);
 }
