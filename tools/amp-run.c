@@ -272,7 +272,7 @@ int main(int argc, char **argv)
 	DriveResult res;
 	Err e;
 	if (run_drive(&d, &res, &e))
-		fail(&e);
+		res.in ? fail_in(res.in, &e) : fail(&e);
 	fputs(res.report, stdout);
 	free(res.report);
 	if (timing)

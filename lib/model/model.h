@@ -55,7 +55,7 @@ typedef enum { STAGING_AUTO, STAGING_PACK_ONCE, STAGING_DIRECT, STAGING_SPREAD, 
  * with wavelength w = 2 pi / f of pair i's frequency f = theta^(-2i/D):
  * w < original / high keeps f; w > original / low takes f / factor; in
  * between, s = (original / w - low) / (high - low) and f (1 - s) / factor
- * + f s (formats/model.md, "rope"). */
+ * + f s (formats/model.md, "Rope scaling"). */
 typedef struct {
 	double factor, low, high, original;
 } RopeScale;
@@ -79,7 +79,7 @@ void rope_scale_write(YWriter *w, const RopeScale *sc);
  * column p % cols + o, o = 1 with class tokens, else 0. Each head's first
  * D/2 columns rotate by the column, its last D/2 by the row, each half as
  * a rope over D/2 columns (pairs as `pairs` says, pair i at frequency
- * theta^(-4i/D)) (formats/model.md, "rope"). */
+ * theta^(-4i/D)) (formats/model.md, "2D rope"). */
 typedef struct {
 	int64_t rows, cols, cls;
 } RopeGrid;

@@ -132,8 +132,11 @@ static int rope_attrs(Model *m, const char *f, const Val *v, int rep, MOp *o, co
 	(void)first;
 	if (!map_get(v, "patch_grid") && o->in[1] < 0 && operand(m, f, v, "positions", rep, &o->in[1], e))
 		return -1;      /* (missing) */
-	if (map_get(v, "class_tokens") && !map_get(v, "patch_grid"))
-		return val_err(f, map_get(v, "class_tokens"), e, "rope '%s': class_tokens goes with patch_grid", o->name);
+	if (map_get(v, "class_tokens") && !map_get(v, "patch_grid"))     /* (with one, rope_grid checks) */
+		return m->version < 9 ? val_err(f, map_get(v, "class_tokens"), e, "rope '%s': class_tokens needs "
+						"amp-model: 9 (this file is version %d)", o->name, m->version) :
+					val_err(f, map_get(v, "class_tokens"), e, "rope '%s': class_tokens goes with "
+						"patch_grid", o->name);
 	if (positive(f, v, "heads", &o->heads, e) || positive(f, v, "head_dim", &o->head_dim, e))
 		return -1;
 	if (o->head_dim % 2)

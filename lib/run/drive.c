@@ -20,12 +20,6 @@ static void free_vals(float **v, int n)
 	free(v);
 }
 
-/* *e after the program's name (NULL: stdin), as a tool names its input. */
-static int in_prog(const char *path, Err *e)
-{
-	Err m = *e;
-	return errf(e, "'%s': %s", path ? path : "<stdin>", m.msg);
-}
 
 /* A program and what checks it: its plan, the model it claims to lower
  * (and scales), the per-op check. */
@@ -39,14 +33,17 @@ typedef struct {
 	char *mname;            /* the model's name in messages, or NULL */
 	OpCheck *opcheck;
 	int ids, logits;        /* an embed's token ids, and the output over its vocabulary (-1: none) */
+	int err_in;             /* the error is about this program: the tool names it (DriveResult.in) */
 } Prog;
 
 /* The model (and scales) text is the file the stage was planned from. */
-static int planned(const DriveHooks *h, const Prog *p, const char *role, const void *text, size_t len,
+static int planned(const DriveHooks *h, Prog *p, const char *role, const void *text, size_t len,
 		   const char *shown, Err *e)
 {
-	if (h->planned && h->planned(&p->pl, role, text, len, shown, e))
-		return in_prog(p->path, e);
+	if (h->planned && h->planned(&p->pl, role, text, len, shown, e)) {
+		p->err_in = 1;
+		return -1;
+	}
 	return 0;
 }
 
@@ -134,7 +131,7 @@ static int load_prog(Prog *p, const char *path, const char *model_path, const ch
 		goto bad;
 	}
 	if (h->machine && h->machine(&p->pl, o->machine, e)) {
-		in_prog(path, e);
+		p->err_in = 1;
 		goto bad;
 	}
 	if (claimed_model(p, model_path, scales_path, h, e) ||
@@ -483,9 +480,12 @@ int run_drive(const DriveOpts *o, DriveResult *r, Err *e)
 	Report rep = { .hooks = &o->hooks, .min_cos = o->min_cos, .save_dir = o->save_dir,
 		       .many = o->prefill || o->steps > 1 };
 	memset(r, 0, sizeof *r);
-	if (load_prog(&main_p, o->program, o->model, o->scales, o, e))
+	if (load_prog(&main_p, o->program, o->model, o->scales, o, e)) {
+		r->in = main_p.err_in ? (o->program ? o->program : "<stdin>") : NULL;
 		return -1;
+	}
 	if (o->prefill && load_prog(&pre_p, o->prefill, NULL, NULL, o, e)) {
+		r->in = pre_p.err_in ? o->prefill : NULL;
 		free_prog(&main_p);
 		return -1;
 	}

@@ -66,11 +66,13 @@ typedef struct {
 	int low;                /* an output's or a carried state's cosine is below min_cos */
 	double t_data, t_prog, t_ref;   /* wall seconds: making data, the machine, the reference */
 	int along;              /* the reference ran alongside the machine */
+	const char *in;         /* on an error about one program (its machine, or the model or scales it
+				 * was planned from): its name, which the tool puts before the message */
 } DriveResult;
 
 /* Loads the programs, runs them and fills *r; -1 with *e on bad input, a
- * wrong byte or an op over its tolerance (nothing in *r then). An output
- * below min_cos is not an error: r->low says so. */
+ * wrong byte or an op over its tolerance (nothing in *r then but r->in).
+ * An output below min_cos is not an error: r->low says so. */
 int run_drive(const DriveOpts *o, DriveResult *r, Err *e);
 
 #endif

@@ -88,8 +88,6 @@ static void k_append(Machine_ *m, const Step *st, int64_t t, const float *a, Lay
 	free(pos);
 }
 
-/* Each row's heads rotated by its position (compute_tiles, tile t: a its first input, la its layout, res its
- * R x C result). */
 /* Row r's pair of every head turned by angle ang: head h's pair at
  * columns h*S + first and that + hi, counted from the shard's first column
  * (a pair whose columns the shard does not hold is not its). */
@@ -139,6 +137,9 @@ static void k_rope_grid(Machine_ *m, const Step *st, int64_t t, const float *a, 
 	free(fr);
 }
 
+/* Each row's heads rotated by its position, or by its patch's row and
+ * column (compute_tiles, tile t: a its first input, la its layout, res
+ * its R x C result). */
 static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
 {
 	Layout lb;

@@ -97,9 +97,9 @@ static Dist plan_dist(const Plan *pl, int t)
 	}
 	for (int s = 0; s < pl->ns; s++)
 		if (pl->s[s].kind == STEP_COMPUTE &&
-		    pl->p[pl->s[s].in[1]].tensor == t &&
 		    (pl->s[s].compute == C_LAYERNORM || pl->s[s].compute == C_RMSNORM ||
-		     (pl->s[s].compute == C_MUL && pl->p[pl->s[s].in[1]].rank == 1)))  /* (a folded rmsnorm's, a mul's) */
+		     (pl->s[s].compute == C_MUL && pl->p[pl->s[s].in[1]].rank == 1)) &&  /* (a folded rmsnorm's, a mul's) */
+		    pl->p[pl->s[s].in[1]].tensor == t)
 			return (Dist){ 1, 0.1, 0 };
 	return (Dist){ 0, 0.02, 0 };
 }

@@ -228,7 +228,7 @@ void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t 
 	free(fr);
 }
 
-/* A patch_grid rope on rows of C values (formats/model.md, "rope"), as
+/* A patch_grid rope on rows of C values (formats/model.md, "2D rope"), as
  * PE-Core's Rope2D defines it: row r is token t = r mod T of its entry,
  * at grid row y and column x (0, 0 for a class token; from 1 with class
  * tokens, else from 0); a head's angles are PE's frequency vector,

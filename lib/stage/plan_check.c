@@ -47,6 +47,16 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		if (s->nin < 2)
 			return errf(e, "matmul needs a and b");
 		break;
+	case C_ROPE: {          /* a patch grid: its class tokens and patches are x's tokens */
+		const RopeGrid *g = &s->rope_grid;
+		const PTensor *x = &pl->t[in->tensor];
+		if (g->rows && (x->rank != 3 || g->cls + g->rows * g->cols != x->shape[1]))
+			return errf(e, "rope '%s': %lld class token%s and a %lld x %lld patch_grid make %lld tokens; "
+				    "x '%s' has %lld", s->op, (long long)g->cls, g->cls == 1 ? "" : "s",
+				    (long long)g->rows, (long long)g->cols, (long long)(g->cls + g->rows * g->cols),
+				    x->name, (long long)(x->rank == 3 ? x->shape[1] : 0));
+		break;
+	}
 	case C_ATTENTION: {
 		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL))
 			return errf(e, "attention writes fp16 output or an fp16 or fp32 partial, not '%s'", out->name);

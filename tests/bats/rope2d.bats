@@ -39,12 +39,37 @@ setup() {
 	! cmp -s s/pooled.npy p/pooled.npy || fail "the model with and without 2D rotations gave the same output"
 }
 
+@test "rope2d: rows of several batch entries on a tile (amp736, token ownership) each turn by their own token" {
+	# 4 images of 14 x 14 patches and a class token: 788 rows over 736
+	# tiles, so each tile holds one token of every batch entry
+	sed 's/image: {shape: \[2, 3, 16, 16\]/image: {shape: [4, 3, 56, 56]/; s/pos:     {shape: \[17, 64\]/pos:     {shape: [197, 64]/
+	     s/patch_grid: \[4, 4\]/patch_grid: [14, 14]/; s/batch: 2, out: pq/batch: 4, out: pq/' "$M" > wide.yaml
+	amp-plan -m amp736 --ownership tokens wide.yaml | amp-compose | amp-expand | amp-exchange | amp-group > wide.g
+	run grep -c '^- {name: qkv_out@canon, tensor: qkv_out, layout: row-major, split: \[1, 197, 1\], block: \[4, 1, 192\],' wide.g
+	assert_output 1
+	amp-emit -m amp736 --model wide.yaml wide.g -o wide.amp
+	run --separate-stderr amp-run -m amp736 wide.amp
+	assert_success
+	assert_line --regexp '^per op: 26 ops checked after every run'
+	cosines_at_least 0.99
+}
+
+@test "rope2d: a stage whose grid is not its x's tokens is refused" {
+	amp-plan "$M" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	sed '/op: rope2d,/s/patch_grid: \[4, 4\], class_tokens: 1}/patch_grid: [1, 1], class_tokens: 7}/' g.yaml > bad.yaml
+	run --separate-stderr amp-emit --no-model bad.yaml -o x.amp
+	assert_failure 1
+	[[ $stderr == *"rope 'rope2d': 7 class tokens and a 1 x 1 patch_grid make 8 tokens; x 'qkv_out' has 17"* ]] ||
+		fail "$stderr"
+	[ ! -e x.amp ] || fail "a program was written"
+}
+
 @test "rope2d: a stage whose grid differs from the model's is refused, naming the op; version 15 cannot say it" {
 	amp-plan "$M" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
-	sed '/op: rope2d,/s/, class_tokens: 1}/}/' g.yaml > nocls.yaml
-	run --separate-stderr amp-emit --model "$M" nocls.yaml -o x.amp
+	sed '/op: rope2d,/s/patch_grid: \[4, 4\]/patch_grid: [2, 8]/' g.yaml > other.yaml
+	run --separate-stderr amp-emit --model "$M" other.yaml -o x.amp
 	assert_failure 1
-	[[ $stderr == *"op 'rope2d': its step "*" rotates by a 4 x 4 patch grid after 0 class tokens, the model by 4 x 4 after 1"* ]] ||
+	[[ $stderr == *"op 'rope2d': its step "*" rotates by a 2 x 8 patch grid after 1 class tokens, the model by 4 x 4 after 1"* ]] ||
 		fail "$stderr"
 	[ ! -e x.amp ] || fail "a program was written"
 	sed '/op: rope2d,/s/, patch_grid: \[4, 4\], class_tokens: 1}/}/' g.yaml > nogrid.yaml
