@@ -19,17 +19,24 @@ typedef enum { COST_ELEMENTWISE, COST_COPY, COST_MATMUL, COST_REDUCTION, COST_AT
 static const CostKind cost_kinds[C_COUNT] = { AMP_COMPUTES(COMPUTE_COST) };
 #undef COMPUTE_COST
 
+/* Kind k's cost kind; a kind outside the table (none is read from a
+ * stage) costs as elementwise. */
+static CostKind cost_kind(ComputeKind k)
+{
+	return k >= 0 && k < C_COUNT ? cost_kinds[k] : COST_ELEMENTWISE;
+}
+
 /* Does the kind's cost read the input shard, or the output shard alone? */
 static int reads_input(ComputeKind k)
 {
-	CostKind c = cost_kinds[k];
+	CostKind c = cost_kind(k);
 	return c == COST_MATMUL || c == COST_REDUCTION || c == COST_ATTENTION || c == COST_APPEND;
 }
 
 /* One tile's cycles, by the kind's cost row. */
 static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 {
-	switch (cost_kinds[k]) {
+	switch (cost_kind(k)) {
 	case COST_MATMUL: {
 		int64_t macs = w->in.fmt == FMT_FP8 ? m->macs_fp8 : m->macs_fp16;
 		return cdiv(w->out.rows * w->in.cols * w->out.cols, macs) + m->matmul_call_cycles;
