@@ -59,9 +59,9 @@ static int64_t tile_cycles(const Machine *m, ComputeKind k, const TileWork *w)
 	case COST_COPY:         /* on-tile copies */
 		return cdiv(layout_bytes(&w->out), m->local_copy_bytes_per_cycle);
 	case COST_ELEMENTWISE:
-	default:
-		return w->out.rows * w->out.cols * m->elementwise_cycles_per_element;
+		break;
 	}
+	return w->out.rows * w->out.cols * m->elementwise_cycles_per_element;
 }
 
 typedef struct {

@@ -18,6 +18,16 @@ static const OpInfo op_infos[OP_COUNT] = { AMP_OPS(OPTAB_INFO) };
 const OpInfo *op_info(OpKind k) { return &op_infos[k]; }
 const char *op_name(OpKind k) { return op_infos[k].name; }
 
+char *rope_grid_bad(const RopeGrid *g, const char *op, const char *x, int64_t T)
+{
+	int64_t n = g->cls + g->rows * g->cols;
+	if (!g->rows || n == T)
+		return NULL;
+	return xasprintf("rope '%s': %lld class token%s and a %lld x %lld patch_grid make %lld tokens; x '%s' has %lld",
+			 op, (long long)g->cls, g->cls == 1 ? "" : "s", (long long)g->rows, (long long)g->cols,
+			 (long long)n, x, (long long)T);
+}
+
 static const char *cast_names[] = { "auto", "early", "late" };
 static const char *staging_names[] = { "auto", "pack-once", "direct", "spread" };
 const char *cast_name(CastOrder c) { return cast_names[c]; }

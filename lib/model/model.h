@@ -83,6 +83,10 @@ void rope_scale_write(YWriter *w, const RopeScale *sc);
 typedef struct {
 	int64_t rows, cols, cls;
 } RopeGrid;
+/* A patch_grid rope op's rule on its x (named x, T tokens an entry): its
+ * class tokens and patches are x's tokens. NULL when they are, else why
+ * not (free it). The model reader and the stage check both say it so. */
+char *rope_grid_bad(const RopeGrid *g, const char *op, const char *x, int64_t T);
 
 typedef struct {
 	OpKind kind;

@@ -427,11 +427,12 @@ static int shape_rope(const Model *m, const char *f, const Val *v, const MOp *o,
 		return val_err(f, map_get(v, "x"), e, "rope '%s': x '%s' must be fp16", o->name, a->name);
 	if (o->in[1] >= 0 && positions_of(f, map_get(v, "positions"), o, &m->t[o->in[1]], a, e))
 		return -1;
-	if (g->rows && g->cls + g->rows * g->cols != a->shape[1])
-		return val_err(f, map_get(v, "patch_grid"), e, "rope '%s': %lld class token%s and a %lld x %lld "
-			       "patch_grid make %lld tokens; x '%s' has %lld", o->name, (long long)g->cls,
-			       g->cls == 1 ? "" : "s", (long long)g->rows, (long long)g->cols,
-			       (long long)(g->cls + g->rows * g->cols), a->name, (long long)a->shape[1]);
+	char *why = rope_grid_bad(g, o->name, a->name, a->shape[1]);
+	if (why) {
+		val_err(f, map_get(v, "patch_grid"), e, "%s", why);
+		free(why);
+		return -1;
+	}
 	if ((o->heads - 1) * o->head_stride + o->head_dim > a->shape[2]) {
 		char *apart = o->head_stride == o->head_dim ? xstrdup("") :
 			      xasprintf(", %lld apart,", (long long)o->head_stride);

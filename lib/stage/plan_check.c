@@ -48,13 +48,13 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 			return errf(e, "matmul needs a and b");
 		break;
 	case C_ROPE: {          /* a patch grid: its class tokens and patches are x's tokens */
-		const RopeGrid *g = &s->rope_grid;
 		const PTensor *x = &pl->t[in->tensor];
-		if (g->rows && (x->rank != 3 || g->cls + g->rows * g->cols != x->shape[1]))
-			return errf(e, "rope '%s': %lld class token%s and a %lld x %lld patch_grid make %lld tokens; "
-				    "x '%s' has %lld", s->op, (long long)g->cls, g->cls == 1 ? "" : "s",
-				    (long long)g->rows, (long long)g->cols, (long long)(g->cls + g->rows * g->cols),
-				    x->name, (long long)(x->rank == 3 ? x->shape[1] : 0));
+		char *why = rope_grid_bad(&s->rope_grid, s->op, x->name, x->rank == 3 ? x->shape[1] : 0);
+		if (why) {
+			errf(e, "%s", why);
+			free(why);
+			return -1;
+		}
 		break;
 	}
 	case C_ATTENTION: {
