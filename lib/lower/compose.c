@@ -107,8 +107,8 @@ int plan_hoist(Plan *pl)
 			    pl->p[c->dst].tensor == pl->p[c->src].tensor) {
 				for (int q = h; ok && q < i; q++)
 					ok = !touches(pl, &pl->s[q], pl->p[c->src].tensor);
-			} else {        /* a small activation: none of the computes writes its source or uses its destination */
-				ok = c->move == MOVE_ACTIVATION && place_max_bytes(&pl->p[c->dst]) <= HOIST_MAX_BYTES;
+			} else {        /* an activation: none of the computes writes its source or uses its destination */
+				ok = c->move == MOVE_ACTIVATION;
 				for (int q = h; ok && q < i; q++)
 					ok = !uses(&pl->s[q], c->src, 0) && !uses(&pl->s[q], c->dst, 1);
 			}

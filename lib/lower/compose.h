@@ -32,12 +32,13 @@ int plan_join(Plan *pl);
  * sync fewer; the parameters' buffers live from their earlier copy on,
  * which the allocator and every memory figure see (a vector's shard is
  * a few KiB at most; weight matrices, whose buffers would raise a tile's
- * peak, stay where they are). So do copies of an activation whose
- * destination holds at most HOIST_MAX_BYTES on a tile (a decode step's
- * rows: attention's q beside the new keys and values) when none of those
- * computes writes their source placement or reads or writes their
- * destination. Returns the number of copy steps moved. */
-#define HOIST_MAX_BYTES 4096
+ * peak, stay where they are). So do copies of an activation (a decode
+ * step's q beside the new keys and values; a prefill's keys and values
+ * for attention beside their rows for the cache's append) when none of
+ * those computes writes their source placement or reads or writes their
+ * destination: their buffers too live from the earlier copy on, which the
+ * planner's fit check sees (it lowers through this). Returns the number
+ * of copy steps moved. */
 int plan_hoist(Plan *pl);
 
 #endif

@@ -220,6 +220,46 @@ static void take_plan(Plan *pl, int built, Plan *src, Explain *ex, Explain *sex,
 static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		     Explain *ex, Err *e);
 
+/* The model planned again with c's options (an alternative of the
+ * cycles objective's plan *pl): the faster of the two plans that fit is
+ * kept (ties: the first), with its explanations, fit and descent. */
+static int keep_faster(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, PlanOpts c,
+		       Explain *ex)
+{
+	int took = 0;
+	Err fit2 = { 0 };
+	int fell2 = 0;
+	Descent d2 = { 0 };
+	c.fit = o->fit ? &fit2 : NULL, c.fell_back = o->fell_back ? &fell2 : NULL;
+	c.descent = o->descent ? &d2 : NULL;
+	Plan p2;
+	Err e2;
+	Fit f1, f2;
+	Explain *ex2 = ex ? xcalloc((size_t)m->nops + 1, sizeof *ex2) : NULL;
+	if (!build_cut(&p2, m, mc, &c, ex2, &e2)) {
+		plan_fit(pl, FIT_CYCLES, &f1);
+		plan_fit(&p2, FIT_CYCLES, &f2);
+		if (fit_ok(&f2) && (!fit_ok(&f1) || f2.cycles < f1.cycles)) {
+			take_plan(pl, 1, &p2, ex, ex2, m->nops);
+			took = 1;
+			if (o->fit)
+				*o->fit = fit2;
+			if (o->fell_back)
+				*o->fell_back = fell2;
+			if (o->descent) {
+				descent_free(o->descent);
+				*o->descent = d2, d2 = (Descent){ 0 };
+			}
+		} else {
+			plan_free(&p2);
+		}
+	}
+	descent_free(&d2);
+	explain_free(ex2, ex2 ? m->nops : 0);
+	free(ex2);
+	return took;
+}
+
 /* Homes cut as their GEMMs want them. A GEMM of one row block keeps its
  * weights where they are (build_matmul's weight-stationary case) only
  * when its b blocks are its home's, and param_home cuts a home into as
@@ -227,15 +267,11 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
  * lowering) may not be. So when the plan has such a GEMM whose b, a
  * stacked parameter (a repeat's: moved every iteration) that no other op
  * reads, is cut otherwise, the model is planned again with that home
- * cut as the GEMM's grid cuts it, and the faster of the two plans that
- * fit is kept (ties: the first). A weight moved once a run is not worth
- * a second plan. */
-int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-	       Explain *ex, Err *e)
+ * cut as the GEMM's grid cuts it (keep_faster). A weight moved once a
+ * run is not worth a second plan. Returns the cuts when that plan was
+ * kept (allocated), else NULL. */
+static int64_t *home_cuts(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex)
 {
-	int rc = build_cut(pl, m, mc, o, ex, e);
-	if (rc || o->home_cut || o->objective != OBJ_CYCLES)
-		return rc;
 	int64_t *cut = xcalloc((size_t)(2 * m->nt + 2), sizeof *cut);
 	int any = 0;
 	for (int g = 0; g < pl->ng; g++) {
@@ -254,42 +290,39 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			continue;
 		cut[2 * t] = G->grid[1], cut[2 * t + 1] = G->grid[2], any = 1;
 	}
-	if (!any) {
-		free(cut);
-		return 0;
-	}
 	PlanOpts c = *o;
-	Err fit2 = { 0 };
-	int fell2 = 0;
-	Descent d2 = { 0 };
 	c.home_cut = cut;
-	c.fit = o->fit ? &fit2 : NULL, c.fell_back = o->fell_back ? &fell2 : NULL;
-	c.descent = o->descent ? &d2 : NULL;
-	Plan p2;
-	Err e2;
-	Fit f1, f2;
-	Explain *ex2 = ex ? xcalloc((size_t)m->nops + 1, sizeof *ex2) : NULL;
-	int rc2 = build_cut(&p2, m, mc, &c, ex2, &e2);
-	if (!rc2) {
-		plan_fit(pl, FIT_CYCLES, &f1);
-		plan_fit(&p2, FIT_CYCLES, &f2);
-		if (fit_ok(&f2) && (!fit_ok(&f1) || f2.cycles < f1.cycles)) {
-			take_plan(pl, 1, &p2, ex, ex2, m->nops);
-			if (o->fit)
-				*o->fit = fit2;
-			if (o->fell_back)
-				*o->fell_back = fell2;
-			if (o->descent) {
-				descent_free(o->descent);
-				*o->descent = d2, d2 = (Descent){ 0 };
-			}
-		} else {
-			plan_free(&p2);
-		}
+	if (any && keep_faster(pl, m, mc, o, c, ex))
+		return cut;
+	free(cut);
+	return NULL;
+}
+
+/* The cycles objective's plan, then its alternatives, each kept when
+ * faster (keep_faster): homes cut as their GEMMs want them (home_cuts),
+ * then, when the plan folds an rmsnorm into the GEMMs that read it
+ * (fold_norm: their reductions must then cut K), none folded, with the
+ * homes as the kept plan cuts them. A fold
+ * saves the norm's own gather of its sums, but can force a K split that
+ * costs more than it saves (Qwen's 512-token prefill: gate and up cut
+ * K in two, 3,981,272 cycles folded against 3,839,024 not). */
+int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+	       Explain *ex, Err *e)
+{
+	int rc = build_cut(pl, m, mc, o, ex, e);
+	if (rc || o->objective != OBJ_CYCLES)
+		return rc;
+	int64_t *cut = o->home_cut ? NULL : home_cuts(pl, m, mc, o, ex);
+	int folds = 0;
+	for (int s = 0; s < pl->ns; s++)
+		folds |= plan_norm_fold(pl, &pl->s[s]);
+	if (folds && !o->no_fold) {
+		PlanOpts c = *o;
+		c.no_fold = 1;
+		if (cut)
+			c.home_cut = cut;
+		keep_faster(pl, m, mc, o, c, ex);
 	}
-	descent_free(&d2);
-	explain_free(ex2, ex2 ? m->nops : 0);
-	free(ex2);
 	free(cut);
 	return 0;
 }

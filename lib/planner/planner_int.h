@@ -217,7 +217,7 @@ int fit_check_memory(Builder *b, Err *e);
 int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
 
 /* planner_build.c: one build (stop may be NULL); is attempt i past the
- * first that fit? zip_siblings: two GEMMs of few rows reading the same a
+ * first that fit? zip_siblings: two adjacent GEMMs reading the same a
  * share their phases (op i's steps are [op_first[i], op_end[i]), a
  * repeat's carries outside every op's). */
 void zip_siblings(Builder *b, const int *op_first, const int *op_end);

@@ -179,12 +179,14 @@ void plan_rowlocal(Builder *b, const MOp *op)
 			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, in[1], pos);
 		in[1] = pos;
 	}
+	/* a wide rmsnorm's sums first: its scale's copy then shares their phase */
+	int sums = op->kind == OP_RMSNORM && pl->p[in[0]].split[2] > 1 ? row_sums(b, op->name, in[0]) : -1;
 	if (op->kind == OP_LAYERNORM || op->kind == OP_RMSNORM)
 		for (int k = 1; k < op->nin; k++)
 			in[nin++] = on_owners(b, op->name, k == 1 ? OPD_SCALE : OPD_BIAS,
 					      plan_find_tensor(pl, m->t[op->in[k]].name), in[0]);
-	if (op->kind == OP_RMSNORM && pl->p[in[0]].split[2] > 1)
-		in[nin++] = row_sums(b, op->name, in[0]);
+	if (sums >= 0)
+		in[nin++] = sums;
 	p = pl->p[in[0]];
 	p.name = NULL;
 	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
@@ -239,9 +241,11 @@ void plan_append(Builder *b, const MOp *op)
 	pl->s[s].first = op->first;
 }
 
-/* last: each batch entry's last row, on the owner that holds it: the
- * result's shard of batch entries sits on the tile of x's canonical
- * shard with row T - 1, then returns to its own canonical owners. */
+/* last: each batch entry's last row, on the owners that hold it: the
+ * result's shards of batch entries sit on the tiles of x's canonical
+ * shards with row T - 1, cut on the column axis as x is (a wide x: each
+ * column block's row where it is), then return to the result's own
+ * canonical owners. */
 void plan_last(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
@@ -255,7 +259,7 @@ void plan_last(Builder *b, const MOp *op)
 	p.layout = LAYOUT_ROW_MAJOR;
 	p.split[0] = c.split[0], p.block[0] = c.block[0], p.stride[0] = c.stride[0];
 	p.split[1] = 1, p.block[1] = 1;
-	p.split[2] = 1, p.block[2] = pl->t[x].shape[2];
+	p.split[2] = c.split[2], p.block[2] = c.block[2], p.stride[2] = c.stride[2];
 	p.base = c.base + (T - 1) / c.block[1] * c.stride[1];
 	int lp = add_place(pl, &p, out, "last", &existed);
 	add_compute(pl, op->name, C_LAST, &in, 1, lp, 0);

@@ -232,7 +232,8 @@ static int64_t gcd64(int64_t a, int64_t b)
  * row-local ops above (rmsnorm through its rows' sums of squares,
  * plan_rowlocal; rope on whole heads, or interleaved on whole pairs),
  * a matmul as a (its cast there),
- * attention as q and append as its rows (both copied from any cut); when
+ * attention as q and append as its rows (both copied from any cut), and
+ * last (each column block's last row taken where it is); when
  * some member is a matmul's or attention's result, made where the class
  * wants it; and when some member is read by work the blocks spread (a
  * row-local op, or a matmul's cast): a class that is only copied gains
@@ -317,6 +318,8 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 					bad[op->in[k]] = 1;
 			break;
 		case OP_APPEND:                 /* its rows copied from any cut */
+			break;
+		case OP_LAST:                   /* each column block's last row, where it is */
 			break;
 		case OP_EMBED:                  /* made on the host, where its owners want it */
 			break;

@@ -364,3 +364,58 @@ positions_npy() {
 	assert_success
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
 }
+
+@test "decoder: a prefill's sibling GEMMs share their phases, its keys travel with the cache's rows, its norms' scales with their sums" {
+	local m=$MODELS/qwen2.5-0.5b-1layer-prefill.yaml
+	amp-plan "$m" -o p.yaml
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-capture -o c.json g.yaml
+	# 512 rows: q and k/v, gate and up are zipped as a decode step's are;
+	# attention's keys and values move ahead of the cache's append, beside
+	# its rows; each norm's scale moves with its rows' sums
+	local pair
+	for pair in q.a:kv.a q.partial:kv.partial q.out:kv.out gate.a:up.b store.x:attn.k \
+		n1.partial:n1.scale n2.partial:n2.scale; do
+		run jq --arg a "${pair%%:*}" --arg b "${pair#*:}" \
+			'[.phases[] | select((.labels | index($a)) and (.labels | index($b)))] | length' c.json
+		assert_output 1
+	done
+	# the residual stream is owned wide, two half rows a row, and the
+	# prompt's last row is taken from each half where it lives
+	run grep -c '^- {name: x@canon, tensor: x, layout: row-major, split: \[1, 512, 2\], block: \[1, 1, 448\],' p.yaml
+	assert_output 1
+	run grep -c '^- {name: xl@last, tensor: xl, layout: row-major, split: \[1, 1, 2\], block: \[1, 1, 448\],' p.yaml
+	assert_output 1
+	# 16 phases in all (13 a layer, the last row's and the logits')
+	run jq '.phases | length' c.json
+	assert_output 16
+	amp-emit --model "$m" g.yaml -o p.amp
+	run --separate-stderr amp-run --model "$m" p.amp
+	assert_success
+	assert_line --index 0 'movement: byte-exact after every phase (16 phases)'
+}
+
+# total M: the modelled cycles of M's default plan (with FLAGS), lowered
+total() {
+	local m=$1
+	shift
+	amp-plan "$@" "$m" | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles
+}
+
+@test "decoder: a norm folds into its GEMMs only where that is faster than not folding, by the exact lowering" {
+	# Qwen's prefill: folding would cut gate's and up's K; the norms stay whole
+	local m=$MODELS/qwen2.5-0.5b-1layer-prefill.yaml
+	run amp-plan "$m" -o p.yaml
+	assert_success
+	run grep -c 'compute: rmsnorm' p.yaml
+	assert_output 3         # (n1, n2 and the final norm)
+	[ "$(total "$m")" -le "$(total "$m" --no-fold)" ]
+	# a tiny decoder's prefill: both norms fold, and that is faster
+	m=$ROOT/tests/models/tiny-lm-prefill.yaml
+	amp-plan "$m" -o p.yaml
+	run grep -c 'compute: rmsnorm' p.yaml
+	assert_output 1         # (the final norm, before the logits' one K block)
+	run grep -c '^- {step: [0-9]*, compute: mul, op: n[12], in: \[' p.yaml
+	assert_output 2
+	[ "$(total "$m")" -lt "$(total "$m" --no-fold)" ]
+}

@@ -225,9 +225,8 @@ static int conflict(const Step *a, const Step *b)
 
 /* Could the copy run starting at step i (after a compute) still move,
  * by the rule, brute force: every copy of the run a parameter vector's (no
- * compute of the run before it touching that tensor) or a small
- * activation's (at most HOIST_MAX_BYTES a tile; no compute before it
- * writing its source placement or reading or writing its destination), a
+ * compute of the run before it touching that tensor) or an
+ * activation's (no compute before it writing its source placement or reading or writing its destination), a
  * copy before those computes in the same repeat region. */
 static int could_move(const Plan *pl, int i)
 {
@@ -244,7 +243,7 @@ static int could_move(const Plan *pl, int i)
 	for (int k = i; k <= j; k++) {
 		const Step *c = &pl->s[k];
 		int t = pl->p[c->src].tensor;
-		if (c->move == MOVE_ACTIVATION && place_max_bytes(&pl->p[c->dst]) <= HOIST_MAX_BYTES) {
+		if (c->move == MOVE_ACTIVATION) {
 			for (int q = h; q < i; q++) {
 				int r[4], nr, w;
 				step_sets(&pl->s[q], r, &nr, &w);
@@ -338,19 +337,17 @@ static void hoisting(void)
 					ok = 0;
 		CHECK(ok, "%s: an order between two steps changed", desc);
 
-		t_case("hoisting moves every run the rule allows, and only parameter vectors and small activations");
+		t_case("hoisting moves every run the rule allows, and only parameter vectors and activations");
 		int moved_copies = 0;
 		for (int s = 0; s < ns; s++)
 			if (at[s] != s && old[s].kind == STEP_COPY && at[s] < s)
-				moved_copies++, ok &= old[s].move == MOVE_PARAMETER ||
-						     (old[s].move == MOVE_ACTIVATION &&
-						      place_max_bytes(&pl.p[old[s].dst]) <= HOIST_MAX_BYTES);
+				moved_copies++, ok &= old[s].move == MOVE_PARAMETER || old[s].move == MOVE_ACTIVATION;
 		for (int s = 1; s < pl.ns && ok; s++)
 			if (pl.s[s].kind == STEP_COPY && pl.s[s - 1].kind == STEP_COMPUTE)
 				ok = !could_move(&pl, s);
 		CHECK(ok && moved_copies == moved && plan_hoist(&pl) == 0, "%s: moved %d (%d), ok %d", desc, moved,
 		      moved_copies, ok);
-		for (int s = 0; s < ns; s++)    /* only parameter vectors and small activations move */
+		for (int s = 0; s < ns; s++)    /* only parameter vectors and activations move */
 			if (at[s] < s)
 				ok &= old[s].kind == STEP_COPY && (pl.t[pl.p[old[s].src].tensor].rank == 1 ||
 								   old[s].move == MOVE_ACTIVATION);
