@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
-	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0 };
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;

@@ -230,6 +230,7 @@ static int keep_faster(Plan *pl, const Model *m, const Machine *mc, const PlanOp
 	Err fit2 = { 0 };
 	int fell2 = 0;
 	Descent d2 = { 0 };
+	c.no_retry = 1;         /* an alternative that does not fit as built is no alternative */
 	c.fit = o->fit ? &fit2 : NULL, c.fell_back = o->fell_back ? &fell2 : NULL;
 	c.descent = o->descent ? &d2 : NULL;
 	Plan p2;
@@ -298,29 +299,50 @@ static int64_t *home_cuts(Plan *pl, const Model *m, const Machine *mc, const Pla
 	return NULL;
 }
 
+/* Do two adjacent matmuls of one repeat read the same a of more rows
+ * than zip_siblings zips by default? */
+static int many_row_siblings(const Model *m, const Machine *mc)
+{
+	for (int i = 0; i + 1 < m->nops; i++) {
+		const MOp *p = &m->ops[i], *q = p + 1;
+		const MTensor *a = &m->t[p->in[0]];
+		if (p->kind == OP_MATMUL && q->kind == OP_MATMUL && p->in[0] == q->in[0] && p->rep == q->rep &&
+		    a->rank == 3 && a->shape[0] * a->shape[1] * WIDE_MIN_COLS > mc->tiles)
+			return 1;
+	}
+	return 0;
+}
+
 /* The cycles objective's plan, then its alternatives, each kept when
- * faster (keep_faster): homes cut as their GEMMs want them (home_cuts),
- * then, when the plan folds an rmsnorm into the GEMMs that read it
- * (fold_norm: their reductions must then cut K), none folded, with the
- * homes as the kept plan cuts them. A fold
- * saves the norm's own gather of its sums, but can force a K split that
- * costs more than it saves (Qwen's 512-token prefill: gate and up cut
- * K in two, 3,981,272 cycles folded against 3,839,024 not). */
+ * faster and fitting (keep_faster), each built with the choices kept so
+ * far: homes cut as their GEMMs want them (home_cuts); then, when the
+ * plan folds an rmsnorm into the GEMMs that read it (fold_norm: their
+ * reductions must then cut K), none folded; then, when sibling GEMMs
+ * have many rows, all of them zipped (zip_siblings). A fold saves the
+ * norm's own gather of its sums, but can force a K split that costs more
+ * than it saves (Qwen's 512-token prefill: gate and up cut K in two,
+ * 3,981,272 cycles folded against 3,839,024 not). Zipped siblings share
+ * phases, but keep more buffers live at once. */
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
 	int rc = build_cut(pl, m, mc, o, ex, e);
 	if (rc || o->objective != OBJ_CYCLES)
 		return rc;
+	PlanOpts cur = *o, c;
 	int64_t *cut = o->home_cut ? NULL : home_cuts(pl, m, mc, o, ex);
+	if (cut)
+		cur.home_cut = cut;
 	int folds = 0;
 	for (int s = 0; s < pl->ns; s++)
 		folds |= plan_norm_fold(pl, &pl->s[s]);
 	if (folds && !o->no_fold) {
-		PlanOpts c = *o;
-		c.no_fold = 1;
-		if (cut)
-			c.home_cut = cut;
+		c = cur, c.no_fold = 1;
+		if (keep_faster(pl, m, mc, o, c, ex))
+			cur = c;
+	}
+	if (!o->zip_all && many_row_siblings(m, mc)) {
+		c = cur, c.zip_all = 1;
 		keep_faster(pl, m, mc, o, c, ex);
 	}
 	free(cut);
@@ -438,6 +460,12 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 	if (!ex) {
 		explain_free(dex, m->nops);
 		free(dex);
+	}
+	if (o->no_retry) {              /* an alternative: no plan that fits, none */
+		if (!crc)
+			plan_free(pl);
+		*e = crc ? *e : fit;
+		return -1;
 	}
 	if (!wider_units(pl, m, mc, o, ex, crc) || !siblings_apart(pl, m, mc, o, ex, crc) ||
 	    !unfolded(pl, m, mc, o, ex, crc)) {

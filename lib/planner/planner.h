@@ -79,6 +79,12 @@ typedef struct {
 	/* build_cut's own retry (0 from its callers): no rmsnorm folded into
 	 * the reductions of the GEMMs that read it (fold_norm) */
 	int no_fold;
+	/* plan_build's own alternative (0 from its callers): sibling GEMMs
+	 * zipped whatever their rows, not only few-row ones (zip_siblings) */
+	int zip_all;
+	/* plan_build's alternatives (0 from its callers): a cycles search
+	 * that finds no plan that fits fails, with no retry or fallback */
+	int no_retry;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

@@ -53,14 +53,16 @@ static int after(const Step *a, const Step *b)
 }
 
 /* Two GEMMs that read the same a, one after the other in the model (q
- * and k/v, gate and up; a decode step's or a prefill's): their steps
- * [f0, f1) and [f1, f2) are zipped run by run (the computes of both, then
- * the copies of both), so that their deliveries, partials and results
- * share exchange phases: one sync each instead of two (Qwen2.5-0.5B's
- * 512-token prefill: 3 phases a layer fewer). Each keeps its own order,
- * and a step of the second waits for any step of the first it depends
- * on. Both a's and both b's buffers are then live together, which the
- * fit check sees. */
+ * and k/v, gate and up): when they have few rows (a decode step's), or
+ * whatever their rows with PlanOpts.zip_all (plan_build's alternative),
+ * their steps [f0, f1) and [f1, f2) are zipped run by run (the computes
+ * of both, then the copies of both), so that their deliveries, partials
+ * and results share exchange phases: one sync each instead of two. Each
+ * keeps its own order, and a step of the second waits for any step of the
+ * first it depends on. Both a's and both b's buffers are then live
+ * together: with many rows a plan may then not fit (Qwen2.5-0.5B's
+ * 1,024-token prefill), hence an alternative, kept when it fits and is
+ * faster (its 512-token prefill: 3 phases a layer fewer). */
 static void zip(Plan *pl, int f0, int f1, int f2)
 {
 	Step *out = xmalloc((size_t)(f2 - f0 + 1) * sizeof *out);
@@ -97,7 +99,7 @@ void zip_siblings(Builder *b, const int *op_first, const int *op_end)
 		const MTensor *a = &m->t[p->in[0]];
 		/* adjacent: no repeat's carry between them (nor after: op_end) */
 		if (p->kind != OP_MATMUL || q->kind != OP_MATMUL || p->in[0] != q->in[0] || p->rep != q->rep ||
-		    a->rank != 3 ||
+		    a->rank != 3 || (!b->o->zip_all && a->shape[0] * a->shape[1] * WIDE_MIN_COLS > b->mc->tiles) ||
 		    op_end[i] != op_first[i + 1])
 			continue;
 		zip(b->pl, op_first[i], op_first[i + 1], op_end[i + 1]);

@@ -419,3 +419,18 @@ total() {
 	assert_output 2
 	[ "$(total "$m")" -lt "$(total "$m" --no-fold)" ]
 }
+
+@test "decoder: a 1,024-token prefill, whose zipped siblings do not fit, is planned without zipping them, not by the memory objective" {
+	sed 's/\[1, 512, 1\]/[1, 1024, 1]/' "$MODELS/qwen2.5-0.5b-prefill.yaml" > m.yaml
+	amp-plan m.yaml -o p.yaml
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group | amp-capture -o c.json
+	# q's and k/v's deliveries in phases of their own
+	run jq '[.phases[] | select((.labels | index("q.a")) and (.labels | index("kv.a")))] | length' c.json
+	assert_output 0
+	# and a plan of the cycles objective: faster than the memory objective's
+	local mem
+	mem=$(amp-plan --objective memory m.yaml | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture |
+		jq .summary.total_cycles)
+	run jq --argjson mem "$mem" '.summary.total_cycles < $mem / 1.5' c.json
+	assert_output true
+}
