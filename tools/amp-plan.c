@@ -63,8 +63,9 @@ static const Opt opts[] = {
 	{ 'N', 0, "no-fold", OPT_NOARG, NULL, NULL,
 	  "keep every rmsnorm whole (a study override; by\n"
 	  "default a wide rmsnorm that only matmuls read folds\n"
-	  "into their reductions, which scale its rows:\n"
-	  "formats/plan.md, \"Folded rmsnorm\")" },
+	  "into their reductions, which scale its rows, when\n"
+	  "that plan is the faster: formats/plan.md, \"Folded\n"
+	  "rmsnorm\")" },
 	{ 'S', 0, "scales", OPT_ARG, "FILE", "file",
 	  "fp8 scale exponents by tensor name (formats/scales.md;\n"
 	  "amp-run --calibrate writes one)" },
