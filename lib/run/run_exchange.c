@@ -17,11 +17,28 @@
 
 /* ---- exchange from the program's rows ---- */
 
-/* One receive's copy: len bytes from tile st at sa (st < 0: zeros) to
- * tile dt at da, of the frag'th send or local copy of its step. */
+/* A send's or a local copy's member, the frag'th of its step: len bytes
+ * from tile st at sa (st < 0: zeros). */
 typedef struct {
-	int64_t st, sa, dt, da, len, frag;
+	int64_t st, sa, len;
+} Frag;
+
+/* One receive's copy (or a local copy's): fragment frag's bytes to tile
+ * dt at da. A step makes millions of them: 16 bytes each, not 48. */
+typedef struct {
+	int32_t dt;             /* (tiles are at most 2^20: machine.c) */
+	uint32_t frag;          /* (a step's fragments are at most UINT32_MAX: reserve_moves) */
+	int64_t da;
 } Move;
+
+/* The large arrays of a phase, kept from phase to phase (Machine_.xk):
+ * made anew each phase, they were mapped and faulted in each time. */
+struct ExKeep {
+	Move *mv;
+	Frag *fr;
+	uint32_t *order;
+	int64_t cmv, cfr, cord;
+};
 
 typedef struct {
 	Machine_ *m;
@@ -33,10 +50,14 @@ typedef struct {
 	int64_t nbuf;
 	int64_t *lo, *hi;       /* per tile: the bytes the present step's destination occupies (lo > hi: none) */
 	Move *mv;               /* the step's receives and local copies, checked, not yet made, in schedule order */
-	int64_t nmv, cmv, nfrag;
+	Frag *fr;               /* the step's sends' and local copies' members, in schedule order */
+	int64_t nmv, cmv, nfrag, cfr;
 	int hazard;             /* a send reads bytes of this step's destination: copy in order, one thread */
-	int64_t *first, *order; /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
-	int64_t *sfirst, *stiles; /* the destination's tiles by shard: shard k's are stiles[sfirst[k] .. sfirst[k + 1]) */
+	int64_t *first;         /* the moves by destination tile: tile t's are order[first[t] .. first[t + 1]) */
+	uint32_t *order;
+	int64_t cord;
+	int64_t *sfirst;        /* the destination's tiles by shard: shard k's are stiles[sfirst[k] .. sfirst[k + 1]) */
+	uint32_t *stiles;
 	int src, dst;           /* the step's placements */
 } Exchange;
 
@@ -105,33 +126,43 @@ static Instr *next_instr(Exchange *x, int64_t t)
 }
 
 
-/* Room for the moves of any one of the copy steps first .. last: each
- * member of a record moves to its nrecv receivers, so the counts are
- * known before any is made (the array grows at most once a phase, to
- * its largest step's, not by doubling step by step). */
-static void reserve_moves(Exchange *x, const Plan *pl, int first, int last)
+/* Room for the moves and fragments of any one of the copy steps first ..
+ * last: each member of a record is a fragment and moves to its nrecv
+ * receivers, so the counts are known before any is made (the arrays grow
+ * at most once a phase, to its largest step's, not by doubling step by
+ * step). A step of more than UINT32_MAX of either is refused. */
+static int reserve_moves(Exchange *x, const Plan *pl, int first, int last)
 {
-	int64_t need = 0, step = 0;
+	int64_t need = 0, frags = 0, step = 0, sfr = 0;
 	for (int i = 0, s = -1; i < pl->nx; i++) {
 		const Xfer *xf = &pl->x[i];
 		if (xf->step < first || xf->step > last || pl->s[xf->step].kind != STEP_COPY)
 			continue;
 		if (xf->step != s)
-			s = xf->step, step = 0;
+			s = xf->step, step = sfr = 0;
 		step += xfer_members(xf) * (xf->nrecv > 0 ? xf->nrecv : 0);
+		sfr += xfer_members(xf);
 		need = step > need ? step : need;
+		frags = sfr > frags ? sfr : frags;
+		if (step > UINT32_MAX || sfr > UINT32_MAX)
+			return errf(x->m->e, "step %d: more than %lu receives or fragments, more than amp-run "
+				    "counts", s, (unsigned long)UINT32_MAX);
 	}
 	if (need > x->cmv) {            /* (none kept yet: x->nmv is 0) */
 		free(x->mv);
 		x->mv = xmalloc((size_t)(x->cmv = need) * sizeof *x->mv);
 	}
+	if (frags > x->cfr) {
+		free(x->fr);
+		x->fr = xmalloc((size_t)(x->cfr = frags) * sizeof *x->fr);
+	}
+	return 0;
 }
 
-static void push_move(Exchange *x, Move v)
+/* (Room was made by reserve_moves.) */
+static inline void push_move(Exchange *x, int64_t dt, int64_t da)
 {
-	if (x->nmv == x->cmv)
-		x->mv = xrealloc(x->mv, (size_t)(x->cmv = x->cmv ? 2 * x->cmv : 1024) * sizeof *x->mv);
-	x->mv[x->nmv++] = v;
+	x->mv[x->nmv++] = (Move){ (int32_t)dt, (uint32_t)x->nfrag, da };
 }
 
 static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
@@ -172,9 +203,9 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 			return -1;
 		}
 		sim_tile(&m->s, t);
-		push_move(x, (Move){ st, sa0, t, r->addr, xf->len, x->nfrag });
+		push_move(x, t, r->addr);
 	}
-	x->nfrag++;
+	x->fr[x->nfrag++] = (Frag){ st, sa0, xf->len };
 	return 0;
 }
 
@@ -218,9 +249,9 @@ static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t
 		if (check_stray(x, xf, t, da, xf->len))
 			return -1;
 		sim_tile(&m->s, t);
-		push_move(x, (Move){ xf->kind == X_ZERO ? -1 : st, sa, t, da, xf->len, x->nfrag });
+		push_move(x, t, da);
 	}
-	x->nfrag++;
+	x->fr[x->nfrag++] = (Frag){ xf->kind == X_ZERO ? -1 : st, sa, xf->len };
 	return 0;
 }
 
@@ -258,12 +289,14 @@ static void *move_part(void *arg)
 		for (int64_t k = x->sfirst[lin]; k < x->sfirst[lin + 1]; k++) {
 			int64_t t = x->stiles[k];
 			poison_tile(x, t);
+			uint8_t *d = s->mem[t];
 			for (int64_t i = x->first[t]; i < x->first[t + 1]; i++) {
 				const Move *v = &x->mv[x->order[i]];
-				if (v->st < 0)
-					memset(s->mem[v->dt] + v->da, 0, (size_t)v->len);
+				const Frag *f = &x->fr[v->frag];
+				if (f->st < 0)
+					memset(d + v->da, 0, (size_t)f->len);
 				else
-					memcpy(s->mem[v->dt] + v->da, s->mem[v->st] + v->sa, (size_t)v->len);
+					memcpy(d + v->da, s->mem[f->st] + f->sa, (size_t)f->len);
 			}
 			if (!p->bad && sim_check_one(p->c, idx, t))
 				p->bad = 1;
@@ -275,7 +308,7 @@ static void *move_part(void *arg)
 /* Counting sort: items 0 .. n - 1, item i's key key[i * stride] in
  * [0, nk), into order, grouped by key and in their own order within one;
  * first[k] (nk + 1 of them) where key k's start. */
-static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, int64_t *first, int64_t *order)
+static void group_by(const int32_t *key, int64_t stride, int64_t n, int64_t nk, int64_t *first, uint32_t *order)
 {
 	memset(first, 0, (size_t)(nk + 1) * sizeof *first);
 	for (int64_t i = 0; i < n; i++)
@@ -285,7 +318,7 @@ static void group_by(const int64_t *key, int64_t stride, int64_t n, int64_t nk, 
 	int64_t *at = xmalloc((size_t)(nk + 1) * sizeof *at);
 	memcpy(at, first, (size_t)(nk + 1) * sizeof *at);
 	for (int64_t i = 0; i < n; i++)
-		order[at[key[i * stride]]++] = i;
+		order[at[key[i * stride]]++] = (uint32_t)i;
 	free(at);
 }
 
@@ -333,7 +366,8 @@ static int count_writes(Exchange *x, int s)
 	const char *tn = pl->t[p->tensor].name;
 	int64_t T = pl->machine.tiles;
 	const int64_t *ds = shards_of(m, x->dst);
-	int64_t *first = x->first, *order;
+	int64_t *first = x->first;
+	uint32_t *order;
 	uint64_t *bits = NULL;          /* a shard's bytes, written or not */
 	int64_t nbits = 0;
 	const Placement *S = &pl->p[x->src];
@@ -341,13 +375,18 @@ static int count_writes(Exchange *x, int s)
 	int rc = 0;
 
 	/* the moves by destination tile, kept in x for make_moves */
-	order = x->order = xrealloc(x->order, (size_t)(x->nmv + 1) * sizeof *x->order);
+	if (x->nmv + 1 > x->cord) {
+		free(x->order);
+		x->order = xmalloc((size_t)(x->cord = x->nmv + 1) * sizeof *x->order);
+	}
+	order = x->order;
 	if (x->nmv)
 		group_by(&x->mv[0].dt, (int64_t)(sizeof *x->mv / sizeof x->mv[0].dt), x->nmv, T, first, order);
 	else
 		memset(first, 0, (size_t)(T + 1) * sizeof *first);
 	for (int64_t t = 0; t < T && !rc; t++) {
-		int64_t *o = order + first[t], n = first[t + 1] - first[t], idx[MAX_RANK];
+		const uint32_t *o = order + first[t];
+		int64_t n = first[t + 1] - first[t], idx[MAX_RANK];
 		if (ds[t] < 0)
 			continue;       /* (a write there is outside the destination: check_stray) */
 		place_shard_idx(p, ds[t], idx);
@@ -365,12 +404,13 @@ static int count_writes(Exchange *x, int s)
 		memset(bits, 0, (size_t)words * sizeof *bits);
 		for (int64_t i = 0; i < n && !rc; i++) {
 			const Move *v = &x->mv[o[i]];
-			int64_t twice = set_span(bits, v->da - p->addr, v->da - p->addr + v->len);
+			int64_t len = x->fr[v->frag].len;
+			int64_t twice = set_span(bits, v->da - p->addr, v->da - p->addr + len);
 			if (twice >= 0)
 				rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') offset %lld: written "
 					  "twice (overwritten) by step %d", (long long)t, x->phase, tn, p->name,
 					  (long long)(p->addr + twice), s);
-			wrote += v->len;
+			wrote += len;
 		}
 		if (rc || alias || wrote == B)
 			continue;
@@ -410,9 +450,10 @@ static int make_moves(Exchange *x, int ph)
 	if (!x->hazard && sim_threads() > 1) {
 		/* (x->first and x->order: the moves by destination tile, from count_writes) */
 		/* the destination's tiles by shard (the tiles with none last, not visited) */
-		int64_t ns = place_shards(&pl->p[x->dst]), *key = xmalloc((size_t)T * sizeof *key);
-		for (int64_t t = 0; t < T; t++)
-			key[t] = ds[t] >= 0 ? ds[t] : ns;
+		int64_t ns = place_shards(&pl->p[x->dst]);
+		int32_t *key = xmalloc((size_t)T * sizeof *key);
+		for (int64_t t = 0; t < T; t++)         /* (a shard per tile at most: ns <= T) */
+			key[t] = (int32_t)(ds[t] >= 0 ? ds[t] : ns);
 		x->sfirst = xrealloc(x->sfirst, (size_t)(ns + 2) * sizeof *x->sfirst);
 		x->stiles = xrealloc(x->stiles, (size_t)T * sizeof *x->stiles);
 		group_by(key, 1, T, ns + 1, x->sfirst, x->stiles);
@@ -437,24 +478,25 @@ static int make_moves(Exchange *x, int ph)
 	sim_each2(&m->s, &pl->p[x->dst], poison, &q, &q);     /* poison only reads q */
 	double t1 = run_now();
 	run_totals.poison_secs += t1 - t0;
-	for (int64_t i = 0; i < x->nmv; i++)   /* the snapshot buffer: the longest copy */
-		if (x->mv[i].len > x->nbuf) {
+	for (int64_t i = 0; i < x->nfrag; i++)  /* the snapshot buffer: the longest copy */
+		if (x->fr[i].len > x->nbuf) {
 			free(x->buf);
-			x->nbuf = x->mv[i].len;
+			x->nbuf = x->fr[i].len;
 			x->buf = xmalloc((size_t)x->nbuf);
 		}
 	int64_t frag = -1;
 	for (int64_t i = 0; i < x->nmv; i++) {
 		const Move *v = &x->mv[i];
-		if (v->st < 0) {
-			memset(m->s.mem[v->dt] + v->da, 0, (size_t)v->len);
+		const Frag *f = &x->fr[v->frag];
+		if (f->st < 0) {
+			memset(m->s.mem[v->dt] + v->da, 0, (size_t)f->len);
 			continue;
 		}
 		if (v->frag != frag) {          /* a send's bytes as they are before its receives */
-			memcpy(x->buf, m->s.mem[v->st] + v->sa, (size_t)v->len);
+			memcpy(x->buf, m->s.mem[f->st] + f->sa, (size_t)f->len);
 			frag = v->frag;
 		}
-		memcpy(m->s.mem[v->dt] + v->da, x->buf, (size_t)v->len);
+		memcpy(m->s.mem[v->dt] + v->da, x->buf, (size_t)f->len);
 	}
 	run_totals.move_secs += run_now() - t1;
 	x->nmv = 0;
@@ -513,10 +555,14 @@ int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 {
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
-	Exchange x = { m, xcalloc((size_t)T, sizeof *x.row), xcalloc((size_t)T, sizeof *x.n),
-		       xcalloc((size_t)T, sizeof *x.cur), ph, 0, NULL, 0,
-		       xmalloc((size_t)T * sizeof *x.lo), xmalloc((size_t)T * sizeof *x.hi), NULL, 0, 0, 0, 0,
-		       xmalloc((size_t)(T + 1) * sizeof *x.first), NULL, NULL, NULL, 0, 0 };
+	if (!m->xk)
+		m->xk = xcalloc(1, sizeof *m->xk);
+	struct ExKeep *k = m->xk;
+	Exchange x = { .m = m, .row = xcalloc((size_t)T, sizeof *x.row), .n = xcalloc((size_t)T, sizeof *x.n),
+		       .cur = xcalloc((size_t)T, sizeof *x.cur), .phase = ph, .lo = xmalloc((size_t)T * sizeof *x.lo),
+		       .hi = xmalloc((size_t)T * sizeof *x.hi), .mv = k->mv, .fr = k->fr, .cmv = k->cmv,
+		       .cfr = k->cfr, .first = xmalloc((size_t)(T + 1) * sizeof *x.first), .order = k->order,
+		       .cord = k->cord };
 	int rc = 0;
 	double t0 = run_now(), t1;
 
@@ -528,7 +574,8 @@ int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 	 * earlier in the phase may share its address, and checked when its
 	 * step ends, since one that dies later in the phase may be reused. */
 	int i = 0;
-	reserve_moves(&x, pl, first, last);
+	if (!rc)
+		rc = reserve_moves(&x, pl, first, last);
 	for (int s = first; s <= last && !rc; s++) {
 		if (pl->s[s].kind != STEP_COPY)
 			continue;
@@ -576,10 +623,20 @@ int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 	free(x.buf);
 	free(x.lo);
 	free(x.hi);
-	free(x.mv);
+	*k = (struct ExKeep){ x.mv, x.fr, x.order, x.cmv, x.cfr, x.cord };
 	free(x.first);
-	free(x.order);
 	free(x.sfirst);
 	free(x.stiles);
 	return rc;
+}
+
+void run_exchange_free(Machine_ *m)
+{
+	if (!m->xk)
+		return;
+	free(m->xk->mv);
+	free(m->xk->fr);
+	free(m->xk->order);
+	free(m->xk);
+	m->xk = NULL;
 }

@@ -251,6 +251,7 @@ typedef struct {
 	int64_t scap[2][4];
 	KvPanels kv[2][2];      /* per compute thread: an attention's keys and values, as last made */
 	int64_t exec;           /* compute steps run so far */
+	struct ExKeep *xk;      /* run_exchange.c's largest arrays, kept from phase to phase */
 } Machine_;
 
 /* A compute thread's share of a step: the tiles t of its output with
@@ -269,6 +270,8 @@ int compute_step(Machine_ *m, int i);
  * matched with the schedule, every write checked, the copies made and
  * each destination checked byte for byte. */
 int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last);
+/* Frees what run_phase kept in m from phase to phase. */
+void run_exchange_free(Machine_ *m);
 
 /* Attention step st on tile t (run_attention.c): q (R rows of the tile's
  * heads, qcols wide) into res (R rows, C wide, of its heads' outputs or

@@ -135,6 +135,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	free(vs.enc);
 	free(m.ts);
 	free(m.stacked);
+	run_exchange_free(&m);
 	sim_free(&m.s);
 	return rc;
 }
