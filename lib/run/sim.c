@@ -1,12 +1,28 @@
+/* (mmap's MAP_ANONYMOUS and MAP_NORESERVE are not POSIX) */
+#define _DEFAULT_SOURCE
 #include "run/sim.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "stage/alloc.h"
 
 static int64_t elem_of(const Placement *p, const int64_t *idx, int64_t r, int64_t c);
+
+/* Every tile's SRAM (or write counts) in one anonymous mapping of
+ * ordinary pages, each tile's at a page boundary: a page is zero until
+ * first written, and one a plan never writes is never mapped (calloc
+ * from the heap cleared each tile's whole SRAM, and faulted every page
+ * of it in). NULL when the mapping fails: then each tile's from calloc. */
+static uint8_t *sram_map(const Sim *s, size_t *len)
+{
+	size_t page = 4096, stride = ((size_t)s->sram + page - 1) / page * page;
+	*len = stride * (size_t)s->tiles;
+	void *p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
 
 void sim_init(Sim *s, const Machine *m, int counting)
 {
@@ -16,17 +32,25 @@ void sim_init(Sim *s, const Machine *m, int counting)
 	s->counting = counting;
 	s->mem = xcalloc((size_t)s->tiles, sizeof *s->mem);
 	s->elem = NULL;
-	if (counting)
+	s->map = sram_map(s, &s->map_len);
+	if (counting) {
 		s->count = xcalloc((size_t)s->tiles, sizeof *s->count);
+		s->cmap = sram_map(s, &s->map_len);
+	}
 }
 
 void sim_free(Sim *s)
 {
 	for (int64_t t = 0; t < s->tiles; t++) {
-		free(s->mem[t]);
-		if (s->count)
+		if (!s->map)
+			free(s->mem[t]);
+		if (s->count && !s->cmap)
 			free(s->count[t]);
 	}
+	if (s->map)
+		munmap(s->map, s->map_len);
+	if (s->cmap)
+		munmap(s->cmap, s->map_len);
 	free(s->mem);
 	free(s->count);
 	memset(s, 0, sizeof *s);
@@ -50,14 +74,15 @@ int sim_threads(void)
 uint8_t *sim_tile(Sim *s, int64_t t)
 {
 	if (!s->mem[t])
-		s->mem[t] = xcalloc((size_t)s->sram, 1);       /* pages a plan never uses stay unmapped */
+		s->mem[t] = s->map ? s->map + (size_t)t * (s->map_len / (size_t)s->tiles) : xcalloc((size_t)s->sram, 1);
 	return s->mem[t];
 }
 
 uint8_t *sim_count(Sim *s, int64_t t)
 {
 	if (!s->count[t])
-		s->count[t] = xcalloc((size_t)s->sram, 1);
+		s->count[t] = s->cmap ? s->cmap + (size_t)t * (s->map_len / (size_t)s->tiles) :
+			      xcalloc((size_t)s->sram, 1);
 	return s->count[t];
 }
 

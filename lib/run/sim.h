@@ -1,6 +1,7 @@
 /* sim: the machine model's memory, and the byte-exact movement check.
  *
- * Each tile has its own SRAM array (allocated on first touch). Transfers
+ * Each tile has its own SRAM, all in one mapping of ordinary pages (a page
+ * is mapped when first written, so one a plan never uses costs nothing). Transfers
  * (lib/stage/xfer.h) execute member by member in their order; a send reads the
  * sender's bytes once and writes every receiver. With counting on, every
  * byte written is counted, so a check can tell a missing byte (0 writes),
@@ -30,6 +31,8 @@ typedef struct {
 	void *elem_ctx;
 	int64_t iter;           /* the repeat iteration: which instance of a stacked tensor */
 	const Plan *plan;       /* the plan of the last fill or check */
+	uint8_t *map, *cmap;    /* every tile's SRAM and counts, a mapping each (sim.c; NULL: calloc per tile) */
+	size_t map_len;
 } Sim;
 
 /* Threads the machine model uses: 2, or 1 when the environment has
