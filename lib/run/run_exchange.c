@@ -31,6 +31,17 @@ typedef struct {
 	int64_t da;
 } Move;
 
+/* A table instruction as the exchange reads it: program_row's Instr
+ * (40 bytes) without the fields the exchange does not read, 24 bytes, so
+ * a phase's tables take 60% of the room (siglip-mlp's largest phase has
+ * 3.8 million instructions). */
+typedef struct {
+	int64_t addr;
+	int64_t aux;            /* SEND: the source's step per iteration (istride); RECV: the sending tile (peer) */
+	uint32_t len;           /* (a row's lengths are 32-bit fields: formats/program.md) */
+	uint8_t kind;
+} Op;
+
 /* The large arrays of a phase, kept from phase to phase (Machine_.xk):
  * made anew each phase, they were mapped and faulted in each time. */
 struct ExKeep {
@@ -42,7 +53,7 @@ struct ExKeep {
 
 typedef struct {
 	Machine_ *m;
-	Instr **row;
+	Op **row;
 	int *n, *cur;
 	int phase;
 	int failed;
@@ -116,7 +127,7 @@ static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int
  * tiles' turns come in the schedule's order, far apart: the line after
  * this instruction's is fetched now, to be in cache at the tile's next turn
  * (a row has room for one instruction past its last). */
-static Instr *next_instr(Exchange *x, int64_t t)
+static Op *next_instr(Exchange *x, int64_t t)
 {
 	if (!x->row[t] || x->cur[t] >= x->n[t])
 		return NULL;
@@ -171,12 +182,12 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 	Machine_ *m = x->m;
 	int64_t T = m->pl->machine.tiles;
 	(void)mb, (void)sa, (void)da;
-	Instr *s = next_instr(x, st);
-	if (!s || s->kind != I_SEND || s->len != xf->len)
+	Op *s = next_instr(x, st);
+	if (!s || s->kind != I_SEND || (int64_t)s->len != xf->len)
 		return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the send of "
 			    "%lld bytes the schedule needs (step %d)", (long long)st, x->phase,
 			    (long long)xf->len, xf->step);
-	int64_t sa0 = s->addr + m->s.iter * s->istride;       /* a moving source: this iteration's */
+	int64_t sa0 = s->addr + m->s.iter * s->aux;   /* a moving source: this iteration's */
 	if (sa0 < 0 || sa0 + xf->len > m->s.sram) {
 		return errf(m->e, "tile %lld, phase %d: send address %lld out of SRAM", (long long)st,
 			    x->phase, (long long)sa0);
@@ -190,8 +201,8 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 		x->hazard = 1;
 	for (int64_t j = 0; j < xf->nrecv; j++) {
 		int64_t t = tile_mod(dt + j * xf->recv_step, T);
-		Instr *r = next_instr(x, t);
-		if (!r || r->kind != I_RECV || r->len != xf->len || r->peer != st) {
+		Op *r = next_instr(x, t);
+		if (!r || r->kind != I_RECV || (int64_t)r->len != xf->len || r->aux != st) {
 			return errf(m->e, "tile %lld, phase %d: the table's next instruction is not the "
 				    "receive of %lld bytes from tile %lld the schedule needs (step %d)",
 				    (long long)t, x->phase, (long long)xf->len, (long long)st, xf->step);
@@ -520,10 +531,23 @@ static void *rows_part(void *arg)
 		const Entry *en = &prog->ent[i];
 		if (en->phase != r->ph || en->tile % 2 != r->part)
 			continue;
-		if (program_row(prog, i, &r->x->row[en->tile], &r->x->n[en->tile], &r->e)) {
+		Instr *ins;
+		int n;
+		if (program_row(prog, i, &ins, &n, &r->e)) {
 			r->bad = i;
 			break;
 		}
+		/* as Ops (room for one past the last, as next_instr reads ahead);
+		 * the Instrs' room serves the next tile's */
+		Op *op = xmalloc(((size_t)n + 1) * sizeof *op);
+		for (int k = 0; k < n; k++)
+			op[k] = (Op){ ins[k].addr, ins[k].kind == I_SEND ? ins[k].istride : ins[k].peer,
+				      (uint32_t)ins[k].len, ins[k].kind };
+		memset(&op[n], 0, sizeof *op);
+		free(ins);
+		free(r->x->row[en->tile]);
+		r->x->row[en->tile] = op;
+		r->x->n[en->tile] = n;
 	}
 	return NULL;
 }
