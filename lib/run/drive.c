@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "base/io.h"
+#include "lower/expand.h"
 #include "lower/program.h"
 #include "model/model.h"
 #include "model/scales.h"
 #include "run/drive.h"
 #include "run/run.h"
 #include "run/sim.h"
+#include "stage/table.h"
 
 static void free_vals(float **v, int n)
 {
@@ -124,7 +126,10 @@ static int load_prog(Prog *p, const char *path, const char *model_path, const ch
 	memset(p, 0, sizeof *p);
 	p->path = path;
 	p->sc = (Scales){ NULL, NULL, 0 };
-	if (program_or_stage(&p->pl, &p->prog, &is_prog, path, e))
+	int rc = program_or_stage(&p->pl, &p->prog, &is_prog, path, e);
+	table_release();        /* the rows and copies its check of the tables kept (the largest */
+	expand_release();       /* phase's: some 200 MB on the 27-layer SigLIP), not needed again */
+	if (rc)
 		return -1;
 	if (!is_prog) {
 		errf(e, "'%s': not a program (amp-emit writes one from a grouped stage)", path ? path : "<stdin>");
