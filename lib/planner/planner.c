@@ -222,7 +222,10 @@ static int build_cut(Plan *pl, const Model *m, const Machine *mc, const PlanOpts
 
 /* The model planned again with c's options (an alternative of the
  * cycles objective's plan *pl): the faster of the two plans that fit is
- * kept (ties: the first), with its explanations, fit and descent. */
+ * kept (ties: the first), with its explanations, fit and descent. Both
+ * are judged as the programs amp-group writes by default, their phases
+ * scheduled (FIT_SCHEDULED), not in record order as the trials and the
+ * descent judge theirs. */
 static int keep_faster(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, PlanOpts c,
 		       Explain *ex)
 {
@@ -238,8 +241,8 @@ static int keep_faster(Plan *pl, const Model *m, const Machine *mc, const PlanOp
 	Fit f1, f2;
 	Explain *ex2 = ex ? xcalloc((size_t)m->nops + 1, sizeof *ex2) : NULL;
 	if (!build_cut(&p2, m, mc, &c, ex2, &e2)) {
-		plan_fit(pl, FIT_CYCLES, &f1);
-		plan_fit(&p2, FIT_CYCLES, &f2);
+		plan_fit(pl, FIT_SCHEDULED, &f1);       /* the programs amp-group writes */
+		plan_fit(&p2, FIT_SCHEDULED, &f2);
 		if (fit_ok(&f2) && (!fit_ok(&f1) || f2.cycles < f1.cycles)) {
 			take_plan(pl, 1, &p2, ex, ex2, m->nops);
 			took = 1;

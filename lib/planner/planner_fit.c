@@ -85,7 +85,7 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	memset(f, 0, sizeof *f);
 	plan_dup(&q, pl);
 	Lowering lw = lowering_default();       /* record order: lib/lower/lower.h */
-	lw.schedule = 0, lw.group = trial_group;
+	lw.schedule = want_cycles == FIT_SCHEDULED, lw.group = trial_group;
 	if (lower_plan(&q, &lw, &le)) {
 		snprintf(f->why, sizeof f->why, "%s", le.msg);
 		f->excess = 1e30;
@@ -110,7 +110,8 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 			}
 		free(part);
 	}
-	if (want_cycles == FIT_CYCLES || (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
+	if (want_cycles == FIT_CYCLES || want_cycles == FIT_SCHEDULED ||
+	    (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
 		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
 		capture_metrics(&q, ph, NULL, &sum);
 		f->cycles = sum.total_cycles;

@@ -199,9 +199,11 @@ int param_consumed_as_b(const Model *m, int t);
 
 /* planner_fit.c: the whole plan's lowering and check */
 /* want_cycles: FIT_LIMITS (0) the limits alone; FIT_CYCLES (1) also the
- * plan's total cycles (f->cycles, amp-capture's); FIT_CYCLES_IF_FITS
- * those only when it fits (one lowering for both). */
-enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS };
+ * plan's total cycles (f->cycles, amp-capture's) in record order;
+ * FIT_CYCLES_IF_FITS those only when it fits (one lowering for both);
+ * FIT_SCHEDULED the cycles of the program amp-group writes by default
+ * (its phases scheduled), which plan_build's alternatives compare. */
+enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS, FIT_SCHEDULED };
 /* " Next: ..." for a "does not fit" message, allocated (the caller frees
  * it): pin op (or NULL), a smaller batch, a machine file with more tiles. */
 char *plan_next_steps(const Plan *pl, const char *op);
