@@ -12,7 +12,7 @@ static int batch_can_split(const Model *m, const Machine *mc)
 {
 	for (int i = 0; i < m->nt; i++) {
 		const MTensor *t = &m->t[i];
-		if (t->rank == 3 && t->shape[0] > 1 && mc->tiles / largest_uniform(t->shape[1], mc->tiles) > 1)
+		if (t->rank == 3 && t->shape[0] > 1 && mc->tiles / planner_largest_uniform(t->shape[1], mc->tiles) > 1)
 			return 1;
 	}
 	return 0;
@@ -24,7 +24,7 @@ static int batch_can_split(const Model *m, const Machine *mc)
  * smaller SRAM figure of that tile. */
 static int fit_better(const Fit *a, const Fit *b, Objective o)
 {
-	int fa = fit_ok(a), fb = fit_ok(b);
+	int fa = planner_fit_ok(a), fb = planner_fit_ok(b);
 	if (fa != fb)
 		return fa;
 	if (o == OBJ_CYCLES && fa && a->cycles != b->cycles)
@@ -77,22 +77,22 @@ static void *own_run(void *arg)
 {
 	Own *w = arg;
 	for (int i = 0; i < w->n; i++) {
-		if (past_stop(w->stop, i))
+		if (planner_past_stop(w->stop, i))
 			break;
 		w->ex[i] = w->explain ? xcalloc((size_t)w->m->nops + 1, sizeof *w->ex[i]) : NULL;
 		double price = attempts[i].price * (double)w->floor / (double)w->mc->table_budget_bytes;
 		if (i && w->rc[0])
 			price = 0;              /* no plan to take a floor from */
 		w->price[i] = price;
-		w->rc[i] = build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], attempts[i].margin, price,
-				     w->memo, w->stop, i, &w->e[i]);
+		w->rc[i] = planner_build_one(&w->pl[i], w->m, w->mc, &w->o, w->ex[i], attempts[i].margin, price,
+					     w->memo, w->stop, i, &w->e[i]);
 		if (!i && !w->rc[0]) {
 			w->floor = essential_compute(&w->pl[0]);
 		}
 		if (!w->rc[i])          /* (its cycles on this thread: they rank it, and start the descent) */
 			plan_fit(&w->pl[i], w->o.objective == OBJ_CYCLES ? FIT_CYCLES_IF_FITS : FIT_LIMITS, &w->fit[i]);
 		w->built[i] = 1;
-		if (!w->rc[i] && fit_ok(&w->fit[i])) {
+		if (!w->rc[i] && planner_fit_ok(&w->fit[i])) {
 			pthread_mutex_lock(&w->stop->mu);
 			if (i < w->stop->stop)
 				w->stop->stop = i;
@@ -100,7 +100,7 @@ static void *own_run(void *arg)
 			break;
 		}
 	}
-	memo_free(w->memo);
+	planner_memo_free(w->memo);
 	w->memo = NULL;
 	table_release();                /* this thread's rows */
 	expand_release_thread();        /* and scratch */
@@ -133,7 +133,7 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 		PlanOpts c = *o;
 		if (c.ownership == OWN_AUTO)
 			c.ownership = OWN_TOKENS;
-		return build_one(pl, m, mc, &c, ex, 0, 0, NULL, NULL, 0, e);
+		return planner_build_one(pl, m, mc, &c, ex, 0, 0, NULL, NULL, 0, e);
 	}
 	int n = o->objective == OBJ_CYCLES && (!o->no_fit_check || o->fit) ? NATTEMPTS : 1;
 	int two = o->ownership == OWN_AUTO && batch_can_split(m, mc);
@@ -142,7 +142,7 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 	for (int k = 0; k < 1 + two; k++) {
 		w[k].m = m, w[k].mc = mc, w[k].o = *o, w[k].n = n, w[k].stop = &stop;
 		w[k].explain = ex != NULL;
-		w[k].memo = n > 1 ? memo_new() : NULL;
+		w[k].memo = n > 1 ? planner_memo_new() : NULL;
 	}
 	if (w[0].o.ownership == OWN_AUTO)
 		w[0].o.ownership = OWN_BATCH;
@@ -168,7 +168,7 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 		mi = i, wi = 0;
 		if (two && (w[0].rc[i] ? !w[1].rc[i] : !w[1].rc[i] && fit_better(&w[1].fit[i], &w[0].fit[i], o->objective)))
 			wi = 1;
-		if (fit_ok(&w[wi].fit[i]))
+		if (planner_fit_ok(&w[wi].fit[i]))
 			break;
 	}
 	if (mi >= 0) {
@@ -184,7 +184,7 @@ static int build_objective(Plan *pl, const Model *m, const Machine *mc, const Pl
 		}
 		rc = 0;
 		Err fe;
-		if (fit_error(pl, m, &fit, &fe)) {
+		if (planner_fit_error(pl, m, &fit, &fe)) {
 			if (!o->no_fit_check) {
 				*e = fe;
 				plan_free(pl);
@@ -243,7 +243,7 @@ static int keep_faster(Plan *pl, const Model *m, const Machine *mc, const PlanOp
 	if (!build_cut(&p2, m, mc, &c, ex2, &e2)) {
 		plan_fit(pl, FIT_SCHEDULED, &f1);       /* the programs amp-group writes */
 		plan_fit(&p2, FIT_SCHEDULED, &f2);
-		if (fit_ok(&f2) && (!fit_ok(&f1) || f2.cycles < f1.cycles)) {
+		if (planner_fit_ok(&f2) && (!planner_fit_ok(&f1) || f2.cycles < f1.cycles)) {
 			take_plan(pl, 1, &p2, ex, ex2, m->nops);
 			took = 1;
 			if (o->fit)
@@ -266,7 +266,7 @@ static int keep_faster(Plan *pl, const Model *m, const Machine *mc, const PlanOp
 
 /* Homes cut as their GEMMs want them. A GEMM of one row block keeps its
  * weights where they are (build_matmul's weight-stationary case) only
- * when its b blocks are its home's, and param_home cuts a home into as
+ * when its b blocks are its home's, and planner_param_home cuts a home into as
  * many shards as the tiles allow, which the GEMM's own choice (by exact
  * lowering) may not be. So when the plan has such a GEMM whose b, a
  * stacked parameter (a repeat's: moved every iteration) that no other op
@@ -303,7 +303,7 @@ static int64_t *home_cuts(Plan *pl, const Model *m, const Machine *mc, const Pla
 }
 
 /* Do two adjacent matmuls of one repeat read the same a of more rows
- * than zip_siblings zips by default? */
+ * than planner_zip_siblings zips by default? */
 static int many_row_siblings(const Model *m, const Machine *mc)
 {
 	for (int i = 0; i + 1 < m->nops; i++) {
@@ -321,7 +321,7 @@ static int many_row_siblings(const Model *m, const Machine *mc)
  * far: homes cut as their GEMMs want them (home_cuts); then, when the
  * plan folds an rmsnorm into the GEMMs that read it (fold_norm: their
  * reductions must then cut K), none folded; then, when sibling GEMMs
- * have many rows, all of them zipped (zip_siblings). A fold saves the
+ * have many rows, all of them zipped (planner_zip_siblings). A fold saves the
  * norm's own gather of its sums, but can force a K split that costs more
  * than it saves (Qwen's 512-token prefill: gate and up cut K in two,
  * 3,981,272 cycles folded against 3,839,024 not). Zipped siblings share
@@ -382,7 +382,7 @@ static int retry(Plan *pl, const Model *m, const Machine *mc, PlanOpts wo, Expla
 static int wider_units(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o, Explain *ex, int crc)
 {
 	int *cls = xmalloc((size_t)(m->nt + 1) * sizeof *cls), any = 0;
-	unsigned char *w = wide_tensors(m, mc, WIDE_UNIT, cls, NULL);
+	unsigned char *w = planner_wide_tensors(m, mc, WIDE_UNIT, cls, NULL);
 	for (int t = 0; t < m->nt; t++)
 		any |= w[t] != 0;
 	free(w);

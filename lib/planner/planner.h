@@ -68,7 +68,7 @@ typedef struct {
 	void *progress_ctx;
 	/* plan_build's own second pass (NULL from its callers): per model
 	 * tensor t, home_cut[2t] and [2t + 1] the K and column cut of a GEMM
-	 * operand b's home (0: param_home's own) */
+	 * operand b's home (0: planner_param_home's own) */
 	const int64_t *home_cut;
 	/* build_cut's own retry (0 from its callers: WIDE_UNIT): the columns
 	 * of a wide tensor's unit */
@@ -80,7 +80,8 @@ typedef struct {
 	 * the reductions of the GEMMs that read it (fold_norm) */
 	int no_fold;
 	/* plan_build's own alternative (0 from its callers): sibling GEMMs
-	 * zipped whatever their rows, not only few-row ones (zip_siblings) */
+	 * zipped whatever their rows, not only few-row ones
+	 * (planner_zip_siblings) */
 	int zip_all;
 	/* plan_build's alternatives (0 from its callers): a cycles search
 	 * that finds no plan that fits fails, with no retry or fallback */

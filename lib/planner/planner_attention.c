@@ -34,7 +34,7 @@ static int64_t attn_bytes(int64_t Tq, int64_t Tk, int64_t D, int64_t QB, int64_t
  * the smallest tile. */
 static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op, int64_t kb_min)
 {
-	int64_t room = machine_avail(b->mc) - base_load(b, op) - b->mc->table_budget_bytes;
+	int64_t room = machine_avail(b->mc) - planner_base_load(b, op) - b->mc->table_budget_bytes;
 	AttnGrid best = { 0, 0, 0, 0, INT64_MAX }, small = best;
 	for (int64_t KB = kb_min; KB <= Tk && KB <= per; KB++) {
 		if (!uniform_ok(Tk, KB))
@@ -147,7 +147,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		Candidate c[2 * ATTN_KB_TRIES + 1];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
-		tile_load(b, (int)(op - m->ops), load);
+		planner_tile_load(b, (int)(op - m->ops), load);
 		static const int twice[ATTN_KB_TRIES] = { 2, 3, 4, 6, 8 };     /* twice the multiple */
 		int tries = op->grid[0] ? 1 : ATTN_KB_TRIES;
 		for (int g = 0; g < tries; g++) {
@@ -164,7 +164,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0 }, 0, 1 };
 		for (int i = 0; i < n; i++) {
 			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, -1, -1, -1, -1 } };
-			trial_build(b, op, build_attention, &t[i], &k, load, NULL, NULL, &c[i]);
+			planner_trial_build(b, op, build_attention, &t[i], &k, load, NULL, NULL, &c[i]);
 			if (i && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
 				best = i;       /* ties: the earlier */
 		}
@@ -189,7 +189,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 	}
 	build_attention(b, op, &at);
 	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, -1, -1, -1, -1 } };
-	trial_decide(b, op, &k);
+	planner_trial_decide(b, op, &k);
 	return 0;
 }
 
@@ -211,18 +211,18 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	Plan *pl = b->pl;
 	int out = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
 	int64_t D = pl->t[out].shape[2] / op->heads;
-	int op_out = add_place_of(pl, o, out, op->name, "out", &existed);
+	int op_out = planner_add_place_of(pl, o, out, op->name, "out", &existed);
 	if (!pp) {
-		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
+		st = planner_add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
 	} else {
 		char *name = xasprintf("%s.partial", pl->t[out].name);
-		int pt = add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP16, 0);
+		int pt = planner_add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP16, 0);
 		free(name);
-		int pi = add_place_of(pl, pp, pt, op->name, "partial", &existed);
-		st = add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
-		int ri = add_place_of(pl, rp, pt, op->name, "merge", &existed);
-		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
-		add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
+		int pi = planner_add_place_of(pl, pp, pt, op->name, "partial", &existed);
+		st = planner_add_compute(pl, op->name, C_ATTENTION, idx, nin, pi, 0);
+		int ri = planner_add_place_of(pl, rp, pt, op->name, "merge", &existed);
+		planner_add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, pi, ri);
+		planner_add_compute(pl, op->name, C_MERGE, &ri, 1, op_out, 0);
 	}
 	pl->s[st].scale = 1.0 / sqrt((double)D);
 	pl->s[st].heads = op->heads;
@@ -231,12 +231,12 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	pl->s[st].causal = op->causal;
 	pl->s[st].scratch = scratch;
 	pl->s[st].chunks = chunks;
-	if (pp && class_claim(b, out, op_out))
+	if (pp && planner_class_claim(b, out, op_out))
 		return;                 /* the merge's cut is its class's: no copy back */
 	Placement cp;
-	canonical_of(b, &pl->t[out], &cp);
-	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
-	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
+	planner_canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = planner_add_place(pl, &cp, out, "canon", &existed);
+	planner_add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
 }
 
 static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
@@ -245,7 +245,7 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	const Model *m = b->m;
 	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
 	int out = plan_find_tensor(pl, m->t[op->out].name), existed, home = b->canon[kv], idx[4];
-	const Placement h = pl->p[home];        /* a copy: add_place may move pl->p */
+	const Placement h = pl->p[home];        /* a copy: planner_add_place may move pl->p */
 	int64_t B = pl->t[q].shape[0], Tq = pl->t[q].shape[1], C = pl->t[out].shape[2], H = op->heads, D = C / H;
 	int64_t s0 = h.stride[0], s1 = h.stride[1], n = 1, G = h.split[2], s2 = h.stride[2];
 	/* G > 1: the home cut by kv head (kv_order heads), kv head j's
@@ -271,9 +271,10 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 		if (KB > 1)
 			p.rep[p.nrep] = KB, p.rstride[p.nrep++] = s1;
 		p.base = h.base;
-		idx[k] = add_place_of(pl, &p, t, op->name, k ? "positions" : "q", &existed);
+		idx[k] = planner_add_place_of(pl, &p, t, op->name, k ? "positions" : "q", &existed);
 		if (!existed)
-			add_copy(pl, op->name, k ? OPD_POS : OPD_Q, MOVE_ACTIVATION, canonical(b, t), idx[k]);
+			planner_add_copy(pl, op->name, k ? OPD_POS : OPD_Q, MOVE_ACTIVATION, planner_canonical(b, t),
+					 idx[k]);
 	}
 	idx[1] = idx[2] = home;
 	Placement o;
@@ -320,12 +321,12 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, G = op->kv_heads, g = H / G, KC = G * D;
 	AttnGrid ag = at->ag;
-	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = op_start(b, op);
+	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = planner_op_start(b, op);
 	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
 	/* k and v: G heads of D columns (KC in all) after q's C when fused;
 	 * kv head j serves q heads j*g .. j*g + g - 1 */
 	int64_t coff[3] = { 0, fused ? C : 0, fused ? C + KC : KC };
-	int src[3] = { canonical(b, q), canonical(b, kv), canonical(b, kv) };
+	int src[3] = { planner_canonical(b, q), planner_canonical(b, kv), planner_canonical(b, kv) };
 	int tensor[3] = { q, kv, kv }, idx[4];
 	static const Operand opd[3] = { OPD_Q, OPD_K, OPD_V };
 	static const char *what[3] = { "q", "k", "v" };
@@ -365,18 +366,18 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 			Placement st = p;
 			st.nrep = 0, st.rep[0] = 0, st.rstride[0] = 0;
 			char *swhat = xasprintf("%s.stage", what[k]);
-			int si = add_place_of(pl, &st, tensor[k], op->name, swhat, &existed);
+			int si = planner_add_place_of(pl, &st, tensor[k], op->name, swhat, &existed);
 			free(swhat);
 			if (!existed)
-				add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], si);
-			idx[k] = add_place_of(pl, &p, tensor[k], op->name, what[k], &existed);
+				planner_add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], si);
+			idx[k] = planner_add_place_of(pl, &p, tensor[k], op->name, what[k], &existed);
 			if (!existed)
-				add_copy(pl, op->name, opd[k], MOVE_RELAY, si, idx[k]);
+				planner_add_copy(pl, op->name, opd[k], MOVE_RELAY, si, idx[k]);
 			continue;
 		}
-		idx[k] = add_place_of(pl, &p, tensor[k], op->name, what[k], &existed);
+		idx[k] = planner_add_place_of(pl, &p, tensor[k], op->name, what[k], &existed);
 		if (!existed)
-			add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
+			planner_add_copy(pl, op->name, opd[k], MOVE_ACTIVATION, src[k], idx[k]);
 	}
 	int nin = 3;
 	if (op->in[2] >= 0) {           /* positions: each query row's, beside it */
@@ -391,9 +392,9 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		if (KB > 1)
 			p.rep[p.nrep] = KB, p.rstride[p.nrep++] = 1;
 		p.base = base;
-		idx[3] = add_place_of(pl, &p, pt, op->name, "positions", &existed);
+		idx[3] = planner_add_place_of(pl, &p, pt, op->name, "positions", &existed);
 		if (!existed)
-			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, canonical(b, pt), idx[3]);
+			planner_add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, planner_canonical(b, pt), idx[3]);
 		nin = 4;
 	}
 	/* With key blocks, each head's columns are cut into n = KB chunks

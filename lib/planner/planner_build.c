@@ -6,7 +6,7 @@
 #include "stage/plan_check.h"
 
 /* Is attempt i past the first that fit (stop may be NULL)? */
-int past_stop(Stop *stop, int i)
+int planner_past_stop(Stop *stop, int i)
 {
 	if (!stop)
 		return 0;
@@ -91,7 +91,7 @@ static void zip(Plan *pl, int f0, int f1, int f2)
 	free(out);
 }
 
-void zip_siblings(Builder *b, const int *op_first, const int *op_end)
+void planner_zip_siblings(Builder *b, const int *op_first, const int *op_end)
 {
 	const Model *m = b->m;
 	for (int i = 0; i + 1 < m->nops; i++) {
@@ -139,7 +139,7 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 	b->wunit = o->wide_unit ? o->wide_unit : WIDE_UNIT;
 	b->maker_cuts = !o->wide_unit;
 	b->wroot = xmalloc((size_t)(m->nt + 1) * sizeof *b->wroot);
-	b->wide = wide_tensors(m, mc, b->wunit, b->cls, b->wroot);
+	b->wide = planner_wide_tensors(m, mc, b->wunit, b->cls, b->wroot);
 	for (int i = 0; !b->maker_cuts && i < m->nt; i++)
 		b->cls[i] = -1;
 
@@ -153,7 +153,7 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 		for (int k = 0; k < m->nops; k++)       /* made on the host: an input of the program */
 			if ((m->ops[k].kind == OP_PATCHIFY || m->ops[k].kind == OP_EMBED) && m->ops[k].out == i)
 				r = R_INPUT;
-		int pt = add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
+		int pt = planner_add_tensor(pl, t->name, r, t->rank, t->shape, t->dtype, sc);
 		pl->t[pt].count = t->count;
 	}
 }
@@ -204,14 +204,14 @@ static int plan_op(Builder *b, const Model *m, int i, Explain *ex, Err *e)
 		Host h = { xstrdup(op->name), HOST_EMBED, op->in[0], op->out, 0, 0, op->in[1], op->transposed };
 		pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
 		pl->h[pl->nh++] = h;
-		canonical(b, op->out);
+		planner_canonical(b, op->out);
 		break;
 	}
 	case OP_PATCHIFY: {
 		Host h = { xstrdup(op->name), HOST_PATCHIFY, op->in[0], op->out, op->patch, op->cls, -1, 0 };
 		pl->h = xrealloc(pl->h, (size_t)(pl->nh + 1) * sizeof *pl->h);
 		pl->h[pl->nh++] = h;
-		canonical(b, op->out);
+		planner_canonical(b, op->out);
 		break;
 	}
 	default:
@@ -221,8 +221,8 @@ static int plan_op(Builder *b, const Model *m, int i, Explain *ex, Err *e)
 	return 0;
 }
 
-int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
+int planner_build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+		      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e)
 {
 	Builder b;
 	int *op_first = NULL, *op_end = NULL;
@@ -232,20 +232,20 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	int rc = -1;
 
 	builder_init(&b, pl, m, mc, o);
-	/* States first: their homes are fixed (state_home), and the
+	/* States first: their homes are fixed (planner_state_home), and the
 	 * parameters' then go where room is left. */
 	int64_t top = mc->tiles;
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_STATE)
-			top = state_home(&b, i, top);
+			top = planner_state_home(&b, i, top);
 	for (int i = 0; i < m->nt; i++)
-		if (m->t[i].role == T_PARAM && !param_host_only(m, i))
-			param_home(&b, i, param_consumed_as_b(m, i));
-	if (fit_check_params(&b, e))
+		if (m->t[i].role == T_PARAM && !planner_param_host_only(m, i))
+			planner_param_home(&b, i, planner_param_consumed_as_b(m, i));
+	if (planner_fit_check_params(&b, e))
 		goto out;
 	for (int i = 0; i < m->nt; i++)
 		if (m->t[i].role == T_INPUT && m->t[i].rank == 3)
-			canonical(&b, i);
+			planner_canonical(&b, i);
 	op_first = xcalloc((size_t)m->nops + 1, sizeof *op_first);
 	op_end = xcalloc((size_t)m->nops + 1, sizeof *op_end);
 	for (int i = 0; i < m->nops; i++) {
@@ -255,7 +255,7 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			plan_carry(&b, m->rep[r].name, m->rep[r].in, m->rep[r].carry);
 			first = pl->ns;
 		}
-		if (past_stop(stop, attempt)) {
+		if (planner_past_stop(stop, attempt)) {
 			errf(e, "attempt %d abandoned: an earlier attempt fits", attempt);
 			goto out;
 		}
@@ -264,14 +264,14 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			plan_progress(o, what, i + 1, m->nops);
 			free(what);
 		}
-		trial_reset(&b);
+		planner_trial_reset(&b);
 		if (plan_op(&b, m, i, ex, e))
 			goto out;
 		if (first >= 0)
 			b.body = first;
 		op_first[i] = first >= 0 ? first : ns0;
 		/* What the op put on every tile's tables, for the ops after it. */
-		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 && trial_op(&b, op, ns0, e))
+		if (o->objective >= OBJ_MEMORY && pl->ns > ns0 && planner_trial_op(&b, op, ns0, e))
 			goto out;
 		op_end[i] = pl->ns;             /* before a repeat's closing carry */
 		if (r >= 0 && m->rep[r].last == i) {
@@ -281,8 +281,8 @@ int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 			pl->r[pl->nr++] = x;
 		}
 	}
-	zip_siblings(&b, op_first, op_end);
-	if (plan_check(pl, m->file, e) || fit_check_memory(&b, e))
+	planner_zip_siblings(&b, op_first, op_end);
+	if (plan_check(pl, m->file, e) || planner_fit_check_memory(&b, e))
 		goto out;
 	rc = 0;
 out:

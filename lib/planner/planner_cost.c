@@ -190,7 +190,7 @@ static void new_bytes(const Plan *pl, int np0, int ns0, int64_t *peak, int64_t *
 /* The largest ratio of a tile's figure to the machine's limit for it:
  * table bytes to the table budget, fragments to the fragment limit, SRAM
  * (tensors and tables) to the available SRAM. At most 1 fits. */
-double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram)
+double planner_limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram)
 {
 	double x = (double)table / (double)mc->table_budget_bytes;
 	if ((double)frags / (double)mc->fragment_limit > x)
@@ -210,7 +210,7 @@ static Bound tensor_bound(const Builder *b, const int64_t *load, const int64_t *
 	double lb = 0;
 	Bound r = { 0, 0 };
 	for (int64_t t = 0; t < b->mc->tiles; t++) {
-		double x = limit_excess(b->mc, b->tab[t], b->frg[t], load[t] + ob[t] + b->tab[t]);
+		double x = planner_limit_excess(b->mc, b->tab[t], b->frg[t], load[t] + ob[t] + b->tab[t]);
 		lb = x > lb ? x : lb;
 		r.bytes += ob[t];
 	}
@@ -220,7 +220,7 @@ static Bound tensor_bound(const Builder *b, const int64_t *load, const int64_t *
 
 /* Whether a choice bounded by bd cannot rank before the fitting trial
  * beat: then lowering it cannot change the choice. */
-int cannot_beat(Bound bd, const Candidate *beat)
+int planner_cannot_beat(Bound bd, const Candidate *beat)
 {
 	int64_t eb = (int64_t)(beat->x_excess * 100);
 	return bd.excess > eb || (bd.excess == eb && bd.bytes > beat->x_bytes);
@@ -235,7 +235,7 @@ typedef struct {
 } Prefix;
 
 /* A trial at an op after the choices prefix: a choice's (kind 0: the
- * figures trial_build sets), or the op's own (kind 1: its tables). */
+ * figures planner_trial_build sets), or the op's own (kind 1: its tables). */
 typedef struct {
 	int prefix, op, kind;
 	OpChoice k;
@@ -255,12 +255,12 @@ struct Memo {
 	KeyTab tab;             /* entry_key -> index in en */
 };
 
-Memo *memo_new(void)
+Memo *planner_memo_new(void)
 {
 	return xcalloc(1, sizeof(Memo));
 }
 
-void memo_free(Memo *mm)
+void planner_memo_free(Memo *mm)
 {
 	if (!mm)
 		return;
@@ -304,16 +304,16 @@ static Entry *memo_put(Memo *mm, int prefix, int op, int kind, const OpChoice *k
 	return x;
 }
 
-void trial_reset(Builder *b)
+void planner_trial_reset(Builder *b)
 {
 	b->op_set = b->op_have = 0;
 }
 
-void trial_decide(Builder *b, const MOp *op, const OpChoice *k)
+void planner_trial_decide(Builder *b, const MOp *op, const OpChoice *k)
 {
 	int opi = (int)(op - b->m->ops);
 	if (!b->op_set || memcmp(&b->op_key, k, sizeof *k))
-		b->op_have = 0;         /* not the best trial's choice: trial_op lowers it */
+		b->op_have = 0;         /* not the best trial's choice: planner_trial_op lowers it */
 	if (!b->memo)
 		return;
 	Memo *mm = b->memo;
@@ -328,7 +328,7 @@ void trial_decide(Builder *b, const MOp *op, const OpChoice *k)
 	b->prefix = mm->npx++;
 }
 
-int trial_op(Builder *b, const MOp *op, int first, Err *e)
+int planner_trial_op(Builder *b, const MOp *op, int first, Err *e)
 {
 	Plan *pl = b->pl;
 	int64_t T = b->mc->tiles, *tt = b->op_tab, *tf = b->op_frg;
@@ -358,7 +358,7 @@ int trial_op(Builder *b, const MOp *op, int first, Err *e)
 	return 0;
 }
 
-int64_t trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table)
+int64_t planner_trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table)
 {
 	int64_t runs = op->rep >= 0 ? b->m->rep[op->rep].count : 1;
 	return cycles < 0 ? -1 : cycles * runs + (int64_t)(b->price * (double)table);
@@ -372,8 +372,8 @@ int64_t trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t tab
  * (plan_trial_bound) and c->x_cycles is -1, unless they are known (then
  * both are they); b->op_best is not kept. k names the choice (the
  * memo's key). */
-void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, const OpChoice *k,
-		 const int64_t *load, Bound *bound, int64_t *lb, Candidate *c)
+void planner_trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, const OpChoice *k,
+			 const int64_t *load, Bound *bound, int64_t *lb, Candidate *c)
 {
 	Plan *pl = b->pl;
 	const Machine *mc = b->mc;
@@ -397,7 +397,7 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, cons
 			c->fits = c->x_excess <= 1.0 - b->margin;
 			if (cyc_obj)
 				c->x_cycles = x->cycles;
-			c->x_score = trial_score(b, op, c->x_cycles, c->x_table);
+			c->x_score = planner_trial_score(b, op, c->x_cycles, c->x_table);
 		}
 		if (lb)                         /* (a lowering that failed does not fit: no bound needed) */
 			*lb = !x->ok ? 0 : x->cycles >= 0 ? x->cycles : x->lb;
@@ -430,7 +430,7 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, cons
 		ok = 1;
 		for (int64_t t = 0; t < T; t++) {
 			int64_t tab = b->tab[t] + tt[t], fr = b->frg[t] + tf[t], mem = load[t] + ob[t];
-			double xs = limit_excess(mc, tab, fr, mem + tab);
+			double xs = planner_limit_excess(mc, tab, fr, mem + tab);
 			if (xs > c->x_excess)
 				c->x_excess = xs;
 			c->x_table = tab > c->x_table ? tab : c->x_table;
@@ -443,7 +443,7 @@ void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, cons
 			*lb = cyc, c->x_cycles = -1;
 		else if (cyc_obj)
 			c->x_cycles = cyc;
-		c->x_score = trial_score(b, op, c->x_cycles, c->x_table);
+		c->x_score = planner_trial_score(b, op, c->x_cycles, c->x_table);
 	}
 	if (!bound) {
 		if (b->memo) {

@@ -80,7 +80,7 @@ static void try_build(const Work *w, Try *t)
 	o.objective = OBJ_CYCLES, o.ownership = w->h->own, o.explain = 0;
 	o.no_fit_check = 1, o.fit = NULL, o.fell_back = NULL, o.descent = NULL;
 	o.progress = NULL;      /* the tries report themselves (try_run) */
-	if (build_one(&t->q, &held, w->mc, &o, NULL, w->h->margin, w->h->price, NULL, NULL, 0, &t->e) == 0) {
+	if (planner_build_one(&t->q, &held, w->mc, &o, NULL, w->h->margin, w->h->price, NULL, NULL, 0, &t->e) == 0) {
 		t->built = 1;
 		plan_fit(&t->q, FIT_CYCLES, &t->f);
 	}
@@ -123,7 +123,7 @@ static void try_all(Work *w)
 
 static int64_t try_cycles(const Try *t)
 {
-	return t->built && fit_ok(&t->f) ? t->f.cycles : -1;
+	return t->built && planner_fit_ok(&t->f) ? t->f.cycles : -1;
 }
 
 /* A change: op i's candidate c, promising gain. */
@@ -160,14 +160,14 @@ static void log_try(Descent *log, const Model *m, const Try *t, int64_t gain, in
 		d->c = *t->c[k];
 		d->gain = t->n == 1 ? gain : -1;
 		d->cycles = t->built ? t->f.cycles : -1;
-		d->fits = t->built && fit_ok(&t->f);
+		d->fits = t->built && planner_fit_ok(&t->f);
 		d->taken = taken;
 		d->together = t->n > 1;
 		char why[sizeof t->e.msg] = "";
 		if (!t->built)
 			snprintf(why, sizeof why, "%s", t->e.msg);
 		else
-			fit_why(&t->f, why, sizeof why);
+			planner_fit_why(&t->f, why, sizeof why);
 		size_t n = strlen(why) < sizeof d->why ? strlen(why) : sizeof d->why - 1;
 		memcpy(d->why, why, n);         /* cut to the log's room */
 		d->why[n] = 0;
@@ -181,7 +181,7 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 	if (base <= 0) {
 		Fit f;
 		plan_fit(pl, FIT_CYCLES, &f);
-		if (!fit_ok(&f))
+		if (!planner_fit_ok(&f))
 			return;
 		base = f.cycles;
 	}

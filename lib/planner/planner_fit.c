@@ -9,7 +9,7 @@
 
 /* ---- the whole model ---- */
 
-int fit_check_params(Builder *b, Err *e)
+int planner_fit_check_params(Builder *b, Err *e)
 {
 	int64_t T = b->mc->tiles, avail = machine_avail(b->mc), total = 0, worst = 0;
 	int state = 0;
@@ -33,7 +33,7 @@ int fit_check_params(Builder *b, Err *e)
 	return 0;
 }
 
-int fit_check_memory(Builder *b, Err *e)
+int planner_fit_check_memory(Builder *b, Err *e)
 {
 	Plan *pl = b->pl;
 	int64_t worst, avail = machine_avail(b->mc);
@@ -94,7 +94,7 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 	f->lowered = 1;
 	limits_measure(&q, -1, &f->lim, NULL, NULL, NULL, peak_step);
 	f->over = limits_over(&q, &f->lim);
-	f->excess = limit_excess(mc, f->lim.table, f->lim.frags, f->lim.sram);
+	f->excess = planner_limit_excess(mc, f->lim.table, f->lim.frags, f->lim.sram);
 	if (f->over != LIMIT_NONE && limits_error(&q, &f->lim, NULL, 0, &le))
 		snprintf(f->why, sizeof f->why, "%s", le.msg);
 	if (f->lim.sram > f->lim.avail) {       /* what the worst tile holds most of */
@@ -111,7 +111,7 @@ void plan_fit(const Plan *pl, int want_cycles, Fit *f)
 		free(part);
 	}
 	if (want_cycles == FIT_CYCLES || want_cycles == FIT_SCHEDULED ||
-	    (want_cycles == FIT_CYCLES_IF_FITS && fit_ok(f))) {
+	    (want_cycles == FIT_CYCLES_IF_FITS && planner_fit_ok(f))) {
 		Metrics *ph = xcalloc((size_t)q.nph + 1, sizeof *ph), sum;
 		capture_metrics(&q, ph, NULL, &sum);
 		f->cycles = sum.total_cycles;
@@ -122,9 +122,9 @@ out:
 	free(peak_step);
 }
 
-int fit_why(const Fit *f, char *why, size_t size)
+int planner_fit_why(const Fit *f, char *why, size_t size)
 {
-	if (fit_ok(f))
+	if (planner_fit_ok(f))
 		return 0;
 	snprintf(why, size, "%s", f->why);
 	return 1;
@@ -146,8 +146,8 @@ char *plan_next_steps(const Plan *pl, const char *op)
 			 smaller);
 }
 
-/* fit_error's next steps, allocated: the GEMM whose operand holds most of
- * the worst tile (placement names are tensor@op.operand). */
+/* planner_fit_error's next steps, allocated: the GEMM whose operand holds
+ * most of the worst tile (placement names are tensor@op.operand). */
 static char *next_steps(const Plan *pl, const Fit *f, int64_t per_tile)
 {
 	if (per_tile > machine_avail(&pl->machine))
@@ -162,14 +162,14 @@ static char *next_steps(const Plan *pl, const Fit *f, int64_t per_tile)
 }
 
 /* 0 when f fits; else -1 with the error at the model's params mark. */
-int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
+int planner_fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e)
 {
 	const Machine *mc = &pl->machine;
 	int64_t T = mc->tiles, avail = machine_avail(mc), params = 0;
 	char why[sizeof e->msg];
 	int state = 0;
 
-	if (!fit_why(f, why, sizeof why))
+	if (!planner_fit_why(f, why, sizeof why))
 		return 0;
 	for (int i = 0; i < pl->np; i++) {
 		int home = plan_state_home(pl, i);      /* resident too: a state's home */
@@ -196,7 +196,7 @@ int plan_check_fit(const Plan *pl, const Model *m, Err *e)
 {
 	Fit f;
 	plan_fit(pl, FIT_LIMITS, &f);
-	return fit_error(pl, m, &f, e);
+	return planner_fit_error(pl, m, &f, e);
 }
 
 int plan_batch_split(const Plan *pl)
@@ -210,7 +210,7 @@ int plan_batch_split(const Plan *pl)
 	return 0;
 }
 
-int fit_ok(const Fit *f) { return f->lowered && f->over == LIMIT_NONE; }
+int planner_fit_ok(const Fit *f) { return f->lowered && f->over == LIMIT_NONE; }
 
 void plan_progress(const PlanOpts *o, const char *what, int done, int total)
 {

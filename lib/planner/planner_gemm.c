@@ -19,14 +19,14 @@ static int cast_tensor(Builder *b, const char *op, int src, Format to, int scale
 		free(name);
 		return t;
 	}
-	t = add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
+	t = planner_add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
 	free(name);
-	in = canonical(b, src);
+	in = planner_canonical(b, src);
 	p = pl->p[in];
 	p.name = NULL;
-	out = add_place(pl, &p, t, "canon", &existed);
+	out = planner_add_place(pl, &p, t, "canon", &existed);
 	b->canon[t] = out;
-	add_compute(pl, op, C_CAST, &in, 1, out, 0);
+	planner_add_compute(pl, op, C_CAST, &in, 1, out, 0);
 	return t;
 }
 
@@ -40,15 +40,15 @@ static int deliver(Builder *b, const char *op, Operand opd, int tensor, Placemen
 
 	if (dst->nrep) {
 		char *swhat = xasprintf("%s.stage", what);
-		int st = add_place_of(pl, stage, tensor, op, swhat, &existed);
+		int st = planner_add_place_of(pl, stage, tensor, op, swhat, &existed);
 		free(swhat);
 		if (!existed)
-			add_copy(pl, op, opd, MOVE_PARAMETER, src, st);
+			planner_add_copy(pl, op, opd, MOVE_PARAMETER, src, st);
 		src = st;
 	}
-	int d = add_place_of(pl, dst, tensor, op, what, &existed);
+	int d = planner_add_place_of(pl, dst, tensor, op, what, &existed);
 	if (!existed)
-		add_copy(pl, op, opd, MOVE_PARAMETER, src, d);
+		planner_add_copy(pl, op, opd, MOVE_PARAMETER, src, d);
 	return d;
 }
 
@@ -57,7 +57,7 @@ static int deliver(Builder *b, const char *op, Operand opd, int tensor, Placemen
  * the op's own, so a change to one op's grid (a pin) moves no other op's
  * tiles and the stages of two plans diff op by op; successive ops still
  * start far apart, spreading their grids over the machine. */
-int64_t op_start(const Builder *b, const MOp *op)
+int64_t planner_op_start(const Builder *b, const MOp *op)
 {
 	uint64_t k = (uint64_t)(op - b->m->ops), x = k * 0x9e3779b97f4a7c15ull;   /* 2^64 / phi */
 	return (int64_t)(((x >> 32) * (uint64_t)b->mc->tiles) >> 32);
@@ -68,8 +68,8 @@ int64_t op_start(const Builder *b, const MOp *op)
  * out staging, reduction; but when may (not NULL) says a candidate, with
  * only its choice and tile_bytes set, cannot matter to fn, it is neither
  * scored nor given. Returns how many there are. */
-int64_t matmul_each(const Builder *b, const MOp *op, const GemmShape *gs, MatmulEachFn fn,
-		    MatmulMayFn may, void *ctx)
+int64_t planner_matmul_each(const Builder *b, const MOp *op, const GemmShape *gs, MatmulEachFn fn,
+			    MatmulMayFn may, void *ctx)
 {
 	const Machine *mc = b->mc;
 	int64_t ks = cdiv(gs->k, fmt_mu(gs->fmt)), cg = cdiv(gs->n, 16), n = 0;
@@ -159,13 +159,13 @@ static void choice_add(void *ctx, const Candidate *cp)
 	}
 }
 
-int matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
-		  Explain *ex, Err *e)
+int planner_matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best,
+			  Explain *ex, Err *e)
 {
 	const Machine *mc = b->mc;
-	Choice h = { b->o->objective, machine_avail(mc), base_load(b, (int)(op - b->m->ops)), 0,
+	Choice h = { b->o->objective, machine_avail(mc), planner_base_load(b, (int)(op - b->m->ops)), 0,
 		     INT64_MAX, best, { .grid = { 0 } }, NULL, 0, ex && b->o->explain > 0 ? b->o->explain : 0 };
-	int64_t considered = matmul_each(b, op, gs, choice_add, NULL, &h);
+	int64_t considered = planner_matmul_each(b, op, gs, choice_add, NULL, &h);
 	int64_t avail = h.avail, base = h.base, fitting = h.fitting, closest = h.closest;
 
 	if (ex) {
@@ -206,15 +206,15 @@ int matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *bes
 	return 0;
 }
 
-/* A few-row GEMM's reduction may write its result straight in the cut
- * its readers want: when the result's class is free and nothing of it is
+/* A few-row GEMM's reduction may write its result straight in the cut its
+ * readers want: when the result's class is free and nothing of it is
  * placed yet, this result's cut, written row-major, becomes the class's
- * (returns 2: class_claim once placed); when the class's first maker
- * claimed a cut, or the class is not free and its canonical owners are
- * cut (wide: canonical_of), in blocks that are this reduction's (the same
- * rows and column blocks), the reduction moves onto those tiles (returns
- * 1). Either way the result needs no copy back to canonical owners, a
- * phase fewer. 0: neither. */
+ * (returns 2: planner_class_claim once placed); when the class's first
+ * maker claimed a cut, or the class is not free and its canonical owners
+ * are cut (wide: planner_canonical_of), in blocks that are this
+ * reduction's (the same rows and column blocks), the reduction moves onto
+ * those tiles (returns 1). Either way the result needs no copy back to
+ * canonical owners, a phase fewer. 0: neither. */
 static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *gp)
 {
 	Placement *o = &gp[GP_OUT], *r = &gp[GP_RED];
@@ -224,14 +224,14 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 	for (int k = 0; k < 3; k++)
 		if (r->split[k + 1] != o->split[k] || (o->split[k] > 1 && r->stride[k + 1] != o->stride[k]))
 			return 0;
-	const Placement *cp = class_placement(b, out);
+	const Placement *cp = planner_class_placement(b, out);
 	Placement canon;
-	if (!cp && class_open(b, out)) {
+	if (!cp && planner_class_open(b, out)) {
 		o->layout = LAYOUT_ROW_MAJOR;
 		return 2;
 	}
 	if (!cp && out < b->m->nt && b->wide && b->wide[out]) {   /* its canonical owners' cut, fixed */
-		canonical_of(b, &b->pl->t[out], &canon);
+		planner_canonical_of(b, &b->pl->t[out], &canon);
 		canon.rank = 3;
 		cp = &canon;
 	}
@@ -241,7 +241,7 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 		if (cp->split[k] != o->split[k] || cp->block[k] != o->block[k] || cp->off[k] != o->off[k])
 			return 0;
 	if (c->grid[0] > 1 || (cp->split[0] > 1 && cp->split[1] > 1 && cp->stride[0] != cp->split[1] * cp->stride[1]))
-		return 0;               /* a bias could not follow (owners_vector's rows at one stride) */
+		return 0;               /* a bias could not follow (planner_owners_vector's rows at one stride) */
 	r->base = cp->base;
 	for (int k = 0; k < 3; k++)
 		r->stride[k + 1] = cp->stride[k];
@@ -249,7 +249,7 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 	o->name = NULL;
 	if (gp[GP_BIAS_OP].rank) {      /* the bias the reduction adds: beside its new blocks */
 		Placement v;
-		owners_vector(o, gp[GP_BIAS_OP].shape[0], &v);
+		planner_owners_vector(o, gp[GP_BIAS_OP].shape[0], &v);
 		v.fmt = gp[GP_BIAS_OP].fmt, v.rank = 1, memcpy(v.shape, gp[GP_BIAS_OP].shape, sizeof v.shape);
 		gp[GP_BIAS_OP] = v;
 		v.nrep = 0, memset(v.rep, 0, sizeof v.rep), memset(v.rstride, 0, sizeof v.rstride);
@@ -260,19 +260,19 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 
 /* A GEMM without a K split whose result it unpacks to row-major on its
  * own tiles (pi) may keep it there as its class's cut: the class's first
- * maker claims that cut when the class is free and unplaced (class_claim),
- * and a later maker whose unpacked result is cut exactly alike (a sibling
- * of the same grid on the same tiles: up beside gate) finds it there. The
- * class's row-local work (a decoder's silu and mul, the cast before down)
- * then runs on the GEMM's tiles, and the result makes no trip to the
- * canonical owners and back. */
+ * maker claims that cut when the class is free and unplaced
+ * (planner_class_claim), and a later maker whose unpacked result is cut
+ * exactly alike (a sibling of the same grid on the same tiles: up beside
+ * gate) finds it there. The class's row-local work (a decoder's silu and
+ * mul, the cast before down) then runs on the GEMM's tiles, and the
+ * result makes no trip to the canonical owners and back. */
 static int unpacked_at_class(Builder *b, int out, int pi)
 {
 	if (!b->maker_cuts)
 		return 0;
-	const Placement *cp = class_placement(b, out), *p = &b->pl->p[pi];
+	const Placement *cp = planner_class_placement(b, out), *p = &b->pl->p[pi];
 	if (!cp)
-		return class_claim(b, out, pi);
+		return planner_class_claim(b, out, pi);
 	if (cp->layout != p->layout || cp->base != p->base || p->nrep || cp->nrep)
 		return 0;
 	for (int k = 0; k < 3; k++)
@@ -283,7 +283,7 @@ static int unpacked_at_class(Builder *b, int out, int pi)
 }
 
 /* The first tile of matmul op's grid under candidate c: its own
- * (op_start), but when an earlier sibling (one of the run of adjacent
+ * (planner_op_start), but when an earlier sibling (one of the run of adjacent
  * matmuls of the same a just before it, such as a decoder's gate before
  * up) was built with the same grid, cast and staging, the earliest such
  * sibling's: their a placements are then one, and a reaches their tiles
@@ -297,22 +297,22 @@ static int64_t gemm_start(const Builder *b, const MOp *op, const Candidate *c)
 			if (!strcmp(pl->g[i].op, p[-1].name) && !memcmp(pl->g[i].grid, c->grid, sizeof c->grid) &&
 			    pl->g[i].cast == c->cast && pl->g[i].staging == c->staging)
 				first = p - 1;
-	return op_start(b, first);
+	return planner_op_start(b, first);
 }
 
 /* Builds the placements and steps of matmul op with candidate c. */
-void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candidate *cp)
+void planner_matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candidate *cp)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	GemmShape gs = *gsp;
 	Candidate c = *cp;
-	int a = matmul_a(b, op), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int a = planner_matmul_a(b, op), w = plan_find_tensor(pl, m->t[op->in[1]].name);
 	int ma = plan_find_tensor(pl, m->t[op->in[0]].name), rows = b->fold_part[ma];   /* a folded norm's sums */
 	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
 	int out = plan_find_tensor(pl, m->t[op->out].name);
 	Placement gp[GP_COUNT], cp2;
-	int idx[GP_COUNT], existed, ain = canonical(b, a);
+	int idx[GP_COUNT], existed, ain = planner_canonical(b, a);
 
 	int gi = pl->ng++;
 	pl->g = xrealloc(pl->g, (size_t)pl->ng * sizeof *pl->g);
@@ -349,21 +349,21 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	for (int i = 0; i < GP_COUNT; i++)
 		gp[i].base = base;
 	int at_class = reduce_at_class(b, out, &c, gp);
-#define PLACE(i, t, suffix) (idx[i] = add_place_of(pl, &gp[i], t, op->name, suffix, &existed))
+#define PLACE(i, t, suffix) (idx[i] = planner_add_place_of(pl, &gp[i], t, op->name, suffix, &existed))
 	int rep_a = c.grid[2] > 1;
 	if (c.staging == STAGING_PACK_ONCE || c.staging == STAGING_SPREAD) {
 		PLACE(GP_A_STAGE, moved, "a.stage");
 		if (!existed)
-			add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_STAGE]);
+			planner_add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_STAGE]);
 		PLACE(GP_A_PACKED, moved, rep_a ? "a.packed" : "a");
 		if (!existed)
-			add_compute(pl, op->name, C_PACK, &idx[GP_A_STAGE], 1, idx[GP_A_PACKED], 0);
+			planner_add_compute(pl, op->name, C_PACK, &idx[GP_A_STAGE], 1, idx[GP_A_PACKED], 0);
 		ain = idx[GP_A_PACKED];
 	}
 	if (c.staging == STAGING_DIRECT || rep_a) {
 		PLACE(GP_A_MOVED, moved, "a");
 		if (!existed)
-			add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_MOVED]);
+			planner_add_copy(pl, op->name, OPD_A, MOVE_ACTIVATION, ain, idx[GP_A_MOVED]);
 	} else {
 		idx[GP_A_MOVED] = idx[GP_A_PACKED];
 	}
@@ -374,12 +374,12 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 		if (t8 < 0) {
 			int sc = 0;
 			scales_find(b->o->scales, pl->t[a].name, &sc);
-			t8 = add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, sc);
+			t8 = planner_add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, sc);
 		}
 		free(name);
 		PLACE(GP_A_OP, t8, "a");
 		if (!existed)
-			add_compute(pl, op->name, C_CAST, &idx[GP_A_MOVED], 1, idx[GP_A_OP], 0);
+			planner_add_compute(pl, op->name, C_CAST, &idx[GP_A_MOVED], 1, idx[GP_A_OP], 0);
 	}
 
 	/* b and bias: when replicated, a conversion into a stage on the first
@@ -398,34 +398,34 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 	if (norm && c.grid[1] > 1) {
 		Placement rp;
 		int st = pl->p[rows].tensor;
-		beside_rows(&gp[GP_OUT], pl->t[st].shape[2], &rp);
+		planner_beside_rows(&gp[GP_OUT], pl->t[st].shape[2], &rp);
 		if (rp.rep[0] < 2)
 			rp.nrep = 0, rp.rep[0] = rp.rstride[0] = 0;
-		sums = add_place_of(pl, &rp, st, op->name, "rows", &existed);
+		sums = planner_add_place_of(pl, &rp, st, op->name, "rows", &existed);
 		if (!existed)
-			add_copy(pl, norm->name, OPD_PARTIAL, MOVE_REDUCTION, rows, sums);
+			planner_add_copy(pl, norm->name, OPD_PARTIAL, MOVE_REDUCTION, rows, sums);
 	}
 	/* The product, its reduction, and the return to canonical owners. */
 	int in[3] = { idx[GP_A_OP], idx[GP_B_OP], bias >= 0 ? idx[GP_BIAS_OP] : -1 };
 	PLACE(GP_OUT, out, "out");
 	if (c.grid[1] > 1) {
 		char *name = xasprintf("%s.partial", pl->t[out].name);
-		int pt = add_tensor(pl, name, R_PARTIAL, 4, gp[GP_PARTIAL].shape, FMT_FP16, 0);
+		int pt = planner_add_tensor(pl, name, R_PARTIAL, 4, gp[GP_PARTIAL].shape, FMT_FP16, 0);
 		free(name);
 		PLACE(GP_PARTIAL, pt, "partial");
-		add_compute(pl, op->name, C_MATMUL, in, 2, idx[GP_PARTIAL], 0);
+		planner_add_compute(pl, op->name, C_MATMUL, in, 2, idx[GP_PARTIAL], 0);
 		PLACE(GP_RED, pt, "reduce");
-		add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, idx[GP_PARTIAL], idx[GP_RED]);
+		planner_add_copy(pl, op->name, OPD_PARTIAL, MOVE_REDUCTION, idx[GP_PARTIAL], idx[GP_RED]);
 		int rin[3] = { idx[GP_RED], in[2] }, nr = bias >= 0 ? 2 : 1;
 		if (sums >= 0)
 			rin[nr++] = sums;
-		add_compute(pl, op->name, C_REDUCE, rin, nr, idx[GP_OUT], sums >= 0 ? norm->eps : 0);
+		planner_add_compute(pl, op->name, C_REDUCE, rin, nr, idx[GP_OUT], sums >= 0 ? norm->eps : 0);
 	} else {
-		add_compute(pl, op->name, C_MATMUL, in, bias >= 0 ? 3 : 2, idx[GP_OUT], 0);
+		planner_add_compute(pl, op->name, C_MATMUL, in, bias >= 0 ? 3 : 2, idx[GP_OUT], 0);
 	}
 	if (c.unpack) {         /* the result to row-major on its tiles: each row's columns one run */
 		PLACE(GP_OUT_ROWS, out, "out.rows");
-		add_compute(pl, op->name, C_PACK, &idx[GP_OUT], 1, idx[GP_OUT_ROWS], 0);
+		planner_add_compute(pl, op->name, C_PACK, &idx[GP_OUT], 1, idx[GP_OUT_ROWS], 0);
 		idx[GP_OUT] = idx[GP_OUT_ROWS];
 	}
 #undef PLACE
@@ -440,13 +440,13 @@ void matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const Candida
 		b->canon[out] = idx[GP_OUT];
 		return;
 	}
-	if (at_class == 1 || (at_class == 2 && class_claim(b, out, idx[GP_OUT])) ||
+	if (at_class == 1 || (at_class == 2 && planner_class_claim(b, out, idx[GP_OUT])) ||
 	    (c.grid[1] == 1 && c.unpack && unpacked_at_class(b, out, idx[GP_OUT]))) {
 		b->canon[out] = idx[GP_OUT];    /* where its readers want it: no copy back */
 		return;
 	}
-	canonical_of(b, &pl->t[out], &cp2);
-	int oc = add_place(pl, &cp2, out, "canon", &existed);
+	planner_canonical_of(b, &pl->t[out], &cp2);
+	int oc = planner_add_place(pl, &cp2, out, "canon", &existed);
 	b->canon[out] = oc;
-	add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, idx[GP_OUT], oc);
+	planner_add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, idx[GP_OUT], oc);
 }

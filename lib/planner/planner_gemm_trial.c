@@ -1,8 +1,9 @@
 /* planner_gemm_trial.c: a matmul's choice (plan_matmul): under the memory
  * and cycles objectives the formula's short list of candidates lowered
- * exactly (trial_build), the best fitting one built (planner_gemm.c), and
- * the descent's changes kept (Explain.alt). It calls planner_gemm.c's
- * candidates, formula choice and build; planner_gemm.c calls none of it. */
+ * exactly (planner_trial_build), the best fitting one built
+ * (planner_gemm.c), and the descent's changes kept (Explain.alt). It
+ * calls planner_gemm.c's candidates, formula choice and build;
+ * planner_gemm.c calls none of it. */
 #include "planner/planner_int.h"
 
 typedef struct {
@@ -18,13 +19,13 @@ static GemmShape gemm_shape(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
-	int a = matmul_a(b, op), w = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int a = planner_matmul_a(b, op), w = plan_find_tensor(pl, m->t[op->in[1]].name);
 	int bias = op->in[2] >= 0 ? plan_find_tensor(pl, m->t[op->in[2]].name) : -1;
 	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
 	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
 			 bias >= 0, 0, 0, 0, 0, 0 };
 	gs.reduce_rows = a != plan_find_tensor(pl, m->t[op->in[0]].name);
-	int ain = canonical(b, a);
+	int ain = planner_canonical(b, a);
 	gs.owners = place_shards(&pl->p[ain]);
 	gs.owner_batch = pl->p[ain].block[0];
 	gs.b_home_shards = place_shards(&pl->p[b->canon[w]]);
@@ -53,9 +54,9 @@ static const MOp *next_sibling(const Builder *b, const MOp *op)
 static void build_gemm_try(Builder *b, const MOp *op, const void *arg)
 {
 	const GemmTry *g = arg;
-	matmul_build(b, op, g->gs, g->c);
+	planner_matmul_build(b, op, g->gs, g->c);
 	if (g->sib)
-		matmul_build(b, g->sib, g->sib_gs, g->c);
+		planner_matmul_build(b, g->sib, g->sib_gs, g->c);
 }
 
 static OpChoice gemm_choice(const Candidate *c)
@@ -72,11 +73,11 @@ static void trial_one(Builder *b, const MOp *op, const GemmShape *gs, const int6
 {
 	GemmTry g = { gs, c, try_sib, &try_sib_gs };
 	OpChoice k = gemm_choice(c);
-	trial_build(b, op, build_gemm_try, &g, &k, load, bound, lb, c);
+	planner_trial_build(b, op, build_gemm_try, &g, &k, load, bound, lb, c);
 }
 
 /* The cycles objective without --explain: the short list's trials are
- * lowered without their replays (trial_build's lb), which decides
+ * lowered without their replays (planner_trial_build's lb), which decides
  * everything but the exact cycles, and those rank fitting candidates
  * alone (candidate_cmp, by x_score). So the one candidate_cmp puts first
  * is found replaying only fitting candidates, in the order of the bounds
@@ -91,7 +92,7 @@ static int lazy_first(Builder *b, const MOp *op, const GemmShape *gs, const int6
 	for (int i = 0; i < nsl; i++)
 		if (sl[i].fits) {
 			int j = n++;            /* stable: by bound, then lowering order */
-			sc[i] = trial_score(b, op, lb[i], sl[i].x_table);
+			sc[i] = planner_trial_score(b, op, lb[i], sl[i].x_table);
 			for (; j > 0 && sc[ord[j - 1]] > sc[i]; j--)
 				ord[j] = ord[j - 1];
 			ord[j] = i;
@@ -244,22 +245,22 @@ static int matmul_trial_choose(Builder *b, const MOp *op, const GemmShape *gs, E
 	int64_t *load = xcalloc((size_t)T, sizeof *load);
 	int opi = (int)(op - b->m->ops);
 
-	tile_load(b, opi, load);
-	int64_t base = 0;                       /* the busiest tile's, as base_load gives it */
+	planner_tile_load(b, opi, load);
+	int64_t base = 0;                       /* the busiest tile's, as planner_base_load gives it */
 	for (int64_t t = 0; t < T; t++)
 		base = load[t] > base ? load[t] : base;
 	Picks *pk = xcalloc(1, sizeof *pk);
 	pk->room = machine_avail(b->mc) - base - b->mc->table_budget_bytes;
 	pk->obj = b->o->objective;
-	int64_t considered = matmul_each(b, op, gs, picks_add, picks_may, pk);
+	int64_t considered = planner_matmul_each(b, op, gs, picks_add, picks_may, pk);
 	if (!considered) {                      /* no candidate: choose's error */
 		free(pk);
 		free(load);
-		if (matmul_choose(b, op, gs, &best, NULL, e))
+		if (planner_matmul_choose(b, op, gs, &best, NULL, e))
 			return -1;
-		matmul_build(b, op, gs, &best);
+		planner_matmul_build(b, op, gs, &best);
 		OpChoice k = gemm_choice(&best);
-		trial_decide(b, op, &k);
+		planner_trial_decide(b, op, &k);
 		return 0;
 	}
 	all = xmalloc((size_t)STAGING_COUNT * 2 * 2 * PICKS * sizeof *all);
@@ -309,7 +310,7 @@ static int matmul_trial_choose(Builder *b, const MOp *op, const GemmShape *gs, E
 			pick[j] = x;
 		}
 		for (int64_t k = 0; k < np; k++) {
-			if (bi >= 0 && prune && cannot_beat(bd[pick[k]], &sl[bi]))
+			if (bi >= 0 && prune && planner_cannot_beat(bd[pick[k]], &sl[bi]))
 				break;          /* nor any after it */
 			sl = xrealloc(sl, (size_t)(nsl + 1) * sizeof *sl);
 			sl[nsl] = all[pick[k]];
@@ -350,9 +351,9 @@ static int matmul_trial_choose(Builder *b, const MOp *op, const GemmShape *gs, E
 		if (nsl && b->o->objective == OBJ_CYCLES)
 			descent_changes(ex, sl, nsl);
 	}
-	matmul_build(b, op, gs, nsl ? &sl[0] : &best);
+	planner_matmul_build(b, op, gs, nsl ? &sl[0] : &best);
 	OpChoice k = gemm_choice(nsl ? &sl[0] : &best);
-	trial_decide(b, op, &k);
+	planner_trial_decide(b, op, &k);
 	free(sl);
 	free(all);
 	free(load);
@@ -360,7 +361,7 @@ static int matmul_trial_choose(Builder *b, const MOp *op, const GemmShape *gs, E
 }
 
 /* A matmul's GEMM plan (planner_int.h): its pins checked, then chosen
- * by the formula (matmul_choose) or, under the memory and cycles
+ * by the formula (planner_matmul_choose) or, under the memory and cycles
  * objectives, by its trials, and built. */
 int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 {
@@ -388,8 +389,8 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e)
 		try_sib = NULL;
 		return rc;
 	}
-	if (matmul_choose(b, op, &gs, &c, ex, e))
+	if (planner_matmul_choose(b, op, &gs, &c, ex, e))
 		return -1;
-	matmul_build(b, op, &gs, &c);
+	planner_matmul_build(b, op, &gs, &c);
 	return 0;
 }

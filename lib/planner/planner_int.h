@@ -72,14 +72,15 @@ typedef struct {
 	int64_t next_tile;      /* rotating pointer for homes */
 	int *last_use;          /* model tensor -> last op reading it */
 	unsigned char *wide;    /* model tensor -> its canonical owners split its columns too, in
-				   units of this many wunit columns; 0: whole rows (wide_tensors) */
+				   units of this many wunit columns; 0: whole rows (planner_wide_tensors) */
 	int64_t wunit;          /* a wide tensor's least unit of columns (PlanOpts.wide_unit) */
-	int maker_cuts;         /* results written where their readers want them (class_claim,
+	int maker_cuts;         /* results written where their readers want them (planner_class_claim,
 				   reduce_at_class); off at a retry's wider unit: the plans before them */
 	int *cls;               /* model tensor -> its class when it may take its maker's cut
-				   (wide_tensors), else -1 */
-	int *cls_place;         /* class -> the placement its first maker wrote (class_claim), or -1 */
-	int *wroot;             /* model tensor -> its class, free or not (wide_tensors): wide_base */
+				   (planner_wide_tensors), else -1 */
+	int *cls_place;         /* class -> the placement its first maker wrote (planner_class_claim),
+				   or -1 */
+	int *wroot;             /* model tensor -> its class, free or not (planner_wide_tensors): wide_base */
 	int *fold_pre;          /* plan tensor -> when it is a folded rmsnorm's result (fold_norm),
 				   the tensor its GEMMs read instead (x times the norm's scale), else -1 */
 	int *fold_part;         /* plan tensor -> that norm's sums of squares (their placement), else -1 */
@@ -91,14 +92,14 @@ typedef struct {
 				 * costs a candidate (Candidate.x_score); 0: tables are free */
 	Memo *memo;             /* or NULL */
 	int prefix;             /* the choices made so far (the memo's name for them) */
-	/* The best trial of the op being chosen so far (trial_build), by
-	 * candidate_cmp under the objective, and when op_have its tables:
-	 * the op's own trial when that choice is built (trial_op). */
+	/* The best trial of the op being chosen so far (planner_trial_build),
+	 * by candidate_cmp under the objective, and when op_have its tables:
+	 * the op's own trial when that choice is built (planner_trial_op). */
 	Candidate op_best;
 	OpChoice op_key;
 	int op_set, op_have, op_first, op_last;
 	int64_t *op_tab, *op_frg, *scratch;     /* per tile; scratch: 3 x tiles */
-	int64_t *by, nby;                       /* trial_build's per-placement bytes */
+	int64_t *by, nby;                       /* planner_trial_build's per-placement bytes */
 } Builder;
 
 /* Builds one choice of op (a GEMM candidate, an attention's staging). */
@@ -143,27 +144,27 @@ typedef struct Stop {
 } Stop;
 
 /* planner_records.c: records, ownership, homes, loads */
-int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
-	       Format fmt, int scale);
-int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
-/* add_place under the name op.what (op's own: any length). */
-int add_place_of(Plan *pl, Placement *p, int tensor, const char *op, const char *what, int *existed);
-void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst);
-int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
-		int out, double eps);
-void canonical_of(const Builder *b, const PTensor *t, Placement *p);
+int planner_add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
+		       Format fmt, int scale);
+int planner_add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
+/* planner_add_place under the name op.what (op's own: any length). */
+int planner_add_place_of(Plan *pl, Placement *p, int tensor, const char *op, const char *what, int *existed);
+void planner_add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst);
+int planner_add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
+			int out, double eps);
+void planner_canonical_of(const Builder *b, const PTensor *t, Placement *p);
 /* Which of the model's activations are owned wide (by token rows and
  * column blocks): see planner_records.c. The result has m->nt entries. */
-unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t unit, int *cls, int *root);
+unsigned char *planner_wide_tensors(const Model *m, const Machine *mc, int64_t unit, int *cls, int *root);
 /* The cut a free class's members take once a maker claimed it, or NULL. */
-const Placement *class_placement(const Builder *b, int t);
+const Placement *planner_class_placement(const Builder *b, int t);
 /* Is t's class free, its cut not claimed, and none of it placed yet? */
-int class_open(const Builder *b, int t);
+int planner_class_open(const Builder *b, int t);
 /* Placement pi (of tensor t, which a reduction or a merge just wrote)
  * becomes the canonical cut of t's class when the class is free, nothing
  * of it is placed yet, and pi is whole rows and column blocks without
  * replicas; then t's canonical placement is pi itself. Returns 1 then. */
-int class_claim(Builder *b, int t, int pi);
+int planner_class_claim(Builder *b, int t, int pi);
 #define WIDE_UNIT 16            /* a wide owner's columns: a GEMM's column group, so that a reduction's
 				   blocks can be its result's canonical ones */
 #define WIDE_UNIT_WIDER 32      /* when no plan at WIDE_UNIT fits: whole fp8 strips, fewer fragments */
@@ -173,29 +174,27 @@ int class_claim(Builder *b, int t, int pi);
 #define ATTN_KB_TRIES 5         /* key-block counts attention tries: the fewest that fit, then at least x1.5, x2, x3, x4 */
 #define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
 #define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
-int canonical(Builder *b, int tensor);
+int planner_canonical(Builder *b, int tensor);
 /* *p: cols columns of x's rows (a placement of whole rows and column
  * blocks) whole on each of the row's tiles, replicated over its column
  * blocks, row-major. */
-void beside_rows(const Placement *x, int64_t cols, Placement *p);
+void planner_beside_rows(const Placement *x, int64_t cols, Placement *p);
 /* The plan tensor a matmul op reads as a: a folded norm's pre-scaled
  * rows (Builder.fold_pre), else the model's a. */
-int matmul_a(const Builder *b, const MOp *op);
-int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
-	      int64_t tile);
-void tile_load(Builder *b, int op, int64_t *acc);
-int64_t base_load(Builder *b, int op);
+int planner_matmul_a(const Builder *b, const MOp *op);
+void planner_tile_load(Builder *b, int op, int64_t *acc);
+int64_t planner_base_load(Builder *b, int op);
 /* The largest divisor of n that is at most limit. */
-int64_t largest_uniform(int64_t n, int64_t limit);
+int64_t planner_largest_uniform(int64_t n, int64_t limit);
 /* Parameter tensor's home (panels: consumed as a GEMM's b); a state's
  * home from tile top on, returning the next free tile; is parameter t read
  * by the host alone; is it some GEMM's b? */
-int param_home(Builder *b, int tensor, int panels);
-int norm_resident(const Builder *b, int t, Placement *p);
-void owners_vector(const Placement *o, int64_t n, Placement *p);
-int64_t state_home(Builder *b, int tensor, int64_t top);
-int param_host_only(const Model *m, int t);
-int param_consumed_as_b(const Model *m, int t);
+int planner_param_home(Builder *b, int tensor, int panels);
+int planner_norm_resident(const Builder *b, int t, Placement *p);
+void planner_owners_vector(const Placement *o, int64_t n, Placement *p);
+int64_t planner_state_home(Builder *b, int tensor, int64_t top);
+int planner_param_host_only(const Model *m, int t);
+int planner_param_consumed_as_b(const Model *m, int t);
 
 /* planner_fit.c: the whole plan's lowering and check */
 /* want_cycles: FIT_LIMITS (0) the limits alone; FIT_CYCLES (1) also the
@@ -208,24 +207,24 @@ enum { FIT_LIMITS, FIT_CYCLES, FIT_CYCLES_IF_FITS, FIT_SCHEDULED };
  * it): pin op (or NULL), a smaller batch, a machine file with more tiles. */
 char *plan_next_steps(const Plan *pl, const char *op);
 void plan_fit(const Plan *pl, int want_cycles, Fit *f);
-int fit_ok(const Fit *f);
+int planner_fit_ok(const Fit *f);
 /* 1 and why (size bytes) when f does not fit: the lowering's error, or
  * the limit over as limits_error words it; else 0 */
-int fit_why(const Fit *f, char *why, size_t size);
+int planner_fit_why(const Fit *f, char *why, size_t size);
 /* The parameters' homes fit; the SRAM walk fits (errors name the model). */
-int fit_check_params(Builder *b, Err *e);
-int fit_check_memory(Builder *b, Err *e);
+int planner_fit_check_params(Builder *b, Err *e);
+int planner_fit_check_memory(Builder *b, Err *e);
 /* The refusal of a plan f says does not fit: the tile, the figure, Next. */
-int fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
+int planner_fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
 
 /* planner_build.c: one build (stop may be NULL); is attempt i past the
- * first that fit? zip_siblings: two adjacent GEMMs reading the same a
+ * first that fit? planner_zip_siblings: two adjacent GEMMs reading the same a
  * share their phases (op i's steps are [op_first[i], op_end[i]), a
  * repeat's carries outside every op's). */
-void zip_siblings(Builder *b, const int *op_first, const int *op_end);
-int past_stop(Stop *stop, int i);
-int build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
-	      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);
+void planner_zip_siblings(Builder *b, const int *op_first, const int *op_end);
+int planner_past_stop(Stop *stop, int i);
+int planner_build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
+		      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);
 
 /* planner_descent.c: each GEMM's best trials kept for the descent */
 #define DESCENT_KEEP 6
@@ -233,7 +232,7 @@ void plan_descend(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o
 		  const Explain *ex, Descent *log);
 
 /* planner_gemm.c */
-int64_t op_start(const Builder *b, const MOp *op);
+int64_t planner_op_start(const Builder *b, const MOp *op);
 /* planner_gemm_trial.c: a matmul's GEMM plan, chosen and built */
 int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
 /* planner_gemm.c's parts the trials (planner_gemm_trial.c) share: every
@@ -243,32 +242,32 @@ int plan_matmul(Builder *b, const MOp *op, Explain *ex, Err *e);
  * candidate. */
 typedef void (*MatmulEachFn)(void *ctx, const Candidate *c);
 typedef int (*MatmulMayFn)(void *ctx, const Candidate *c);
-int64_t matmul_each(const Builder *b, const MOp *op, const GemmShape *gs, MatmulEachFn fn, MatmulMayFn may,
-		    void *ctx);
-int matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best, Explain *ex, Err *e);
-void matmul_build(Builder *b, const MOp *op, const GemmShape *gs, const Candidate *c);
+int64_t planner_matmul_each(const Builder *b, const MOp *op, const GemmShape *gs, MatmulEachFn fn, MatmulMayFn may,
+			    void *ctx);
+int planner_matmul_choose(Builder *b, const MOp *op, const GemmShape *gs, Candidate *best, Explain *ex, Err *e);
+void planner_matmul_build(Builder *b, const MOp *op, const GemmShape *gs, const Candidate *c);
 
 /* planner_cost.c */
-double limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
-int cannot_beat(Bound bd, const Candidate *beat);
+double planner_limit_excess(const Machine *mc, int64_t table, int64_t frags, int64_t sram);
+int planner_cannot_beat(Bound bd, const Candidate *beat);
 /* The cycles objective's rank of a trial of op that took cycles (-1:
  * unknown, then -1) and left the worst tile with table bytes: cycles
  * times the op's runs plus b->price times table (Candidate.x_score). */
-int64_t trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table);
-Memo *memo_new(void);
-void memo_free(Memo *mm);
+int64_t planner_trial_score(const Builder *b, const MOp *op, int64_t cycles, int64_t table);
+Memo *planner_memo_new(void);
+void planner_memo_free(Memo *mm);
 /* Before an op's trials: no best trial yet. */
-void trial_reset(Builder *b);
-/* k (a choice of op) was lowered by trial_build (or by none) and is now
+void planner_trial_reset(Builder *b);
+/* k (a choice of op) was lowered by planner_trial_build (or by none) and is now
  * built: the choices made so far include it. */
-void trial_decide(Builder *b, const MOp *op, const OpChoice *k);
+void planner_trial_decide(Builder *b, const MOp *op, const OpChoice *k);
 /* The steps first.. of op, built, lowered (plan_trial) and added to every
  * tile's tables and fragments (b->tab, b->frg); the op's best trial's
  * figures when they are those steps' (the same plan, lowered the same
  * way). */
-int trial_op(Builder *b, const MOp *op, int first, Err *e);
-void trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, const OpChoice *k,
-		 const int64_t *load, Bound *bound, int64_t *lb, Candidate *c);
+int planner_trial_op(Builder *b, const MOp *op, int first, Err *e);
+void planner_trial_build(Builder *b, const MOp *op, BuildFn build, const void *arg, const OpChoice *k,
+			 const int64_t *load, Bound *bound, int64_t *lb, Candidate *c);
 
 /* planner_ops.c */
 void plan_rowlocal(Builder *b, const MOp *op);

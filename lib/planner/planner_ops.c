@@ -15,13 +15,13 @@ static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int ow
 	Placement p;
 	int existed, st, rep;
 
-	if (norm_resident(b, tensor, &p))
-		return b->canon[tensor];        /* its home is this placement (param_home) */
+	if (planner_norm_resident(b, tensor, &p))
+		return b->canon[tensor];        /* its home is this placement (planner_param_home) */
 	if (pl->p[owners_of].split[2] > 1) {   /* wide owners: each tile its block, from the home */
-		owners_vector(&pl->p[owners_of], pl->t[tensor].shape[0], &p);
-		rep = add_place(pl, &p, tensor, "owners", &existed);
+		planner_owners_vector(&pl->p[owners_of], pl->t[tensor].shape[0], &p);
+		rep = planner_add_place(pl, &p, tensor, "owners", &existed);
 		if (!existed)
-			add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], rep);
+			planner_add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], rep);
 		return rep;
 	}
 	memset(&p, 0, sizeof p);
@@ -29,17 +29,17 @@ static int on_owners(Builder *b, const char *op, Operand opd, int tensor, int ow
 	p.split[0] = 1;
 	p.block[0] = pl->t[tensor].shape[0];
 	p.base = obase;
-	st = add_place(pl, &p, tensor, "owners.stage", &existed);
+	st = planner_add_place(pl, &p, tensor, "owners.stage", &existed);
 	if (!existed)
-		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], st);
+		planner_add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], st);
 	if (owners > 1) {
 		p.nrep = 1;
 		p.rep[0] = owners;
 		p.rstride[0] = ostride;
 	}
-	rep = add_place(pl, &p, tensor, "owners", &existed);
+	rep = planner_add_place(pl, &p, tensor, "owners", &existed);
 	if (!existed && rep != st)
-		add_copy(pl, op, opd, MOVE_PARAMETER, st, rep);
+		planner_add_copy(pl, op, opd, MOVE_PARAMETER, st, rep);
 	return rep;
 }
 
@@ -59,9 +59,9 @@ static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, i
 	if (o->split[0] > 1)            /* the same rows on every batch part's owner */
 		p.nrep = 1, p.rep[0] = o->split[0], p.rstride[0] = o->stride[0];
 	p.base = o->base;
-	d = add_place(pl, &p, tensor, "owners.rows", &existed);
+	d = planner_add_place(pl, &p, tensor, "owners.rows", &existed);
 	if (!existed)
-		add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], d);
+		planner_add_copy(pl, op, opd, MOVE_PARAMETER, b->canon[tensor], d);
 	return d;
 }
 
@@ -73,7 +73,7 @@ static int rows_on_owners(Builder *b, const char *op, Operand opd, int tensor, i
 static int sums_part(Builder *b, const char *op, int x)
 {
 	Plan *pl = b->pl;
-	const Placement xc = pl->p[x];          /* a copy: add_place may move pl->p */
+	const Placement xc = pl->p[x];          /* a copy: planner_add_place may move pl->p */
 	const PTensor *xt = &pl->t[xc.tensor];
 	int64_t nc = xc.split[2], shape[3] = { xt->shape[0], xt->shape[1], nc };
 	size_t len = strlen(op) + 16;
@@ -81,13 +81,13 @@ static int sums_part(Builder *b, const char *op, int x)
 	snprintf(name, len, "%s.sumsq", op);
 	for (int k = 2; plan_find_tensor(pl, name) >= 0; k++)
 		snprintf(name, len, "%s.sumsq.%d", op, k);
-	int t = add_tensor(pl, name, R_PARTIAL, 3, shape, FMT_FP32, 0), existed;
+	int t = planner_add_tensor(pl, name, R_PARTIAL, 3, shape, FMT_FP32, 0), existed;
 	free(name);
 	Placement p = xc;
 	p.name = NULL;
 	p.block[2] = 1;
-	int part = add_place(pl, &p, t, "part", &existed);
-	add_compute(pl, op, C_SUMSQ, &x, 1, part, 0);
+	int part = planner_add_place(pl, &p, t, "part", &existed);
+	planner_add_compute(pl, op, C_SUMSQ, &x, 1, part, 0);
 	return part;
 }
 
@@ -96,9 +96,9 @@ static int row_sums(Builder *b, const char *op, int x)
 	Plan *pl = b->pl;
 	int part = sums_part(b, op, x), existed;
 	Placement p;
-	beside_rows(&pl->p[x], pl->p[x].split[2], &p);
-	int row = add_place(pl, &p, pl->p[part].tensor, "rows", &existed);
-	add_copy(pl, op, OPD_PARTIAL, MOVE_REDUCTION, part, row);
+	planner_beside_rows(&pl->p[x], pl->p[x].split[2], &p);
+	int row = planner_add_place(pl, &p, pl->p[part].tensor, "rows", &existed);
+	planner_add_copy(pl, op, OPD_PARTIAL, MOVE_REDUCTION, part, row);
 	return row;
 }
 
@@ -126,7 +126,7 @@ static int fold_norm(const Builder *b, const MOp *op, int x)
 
 /* A folded rmsnorm (fold_norm): its tiles write x times the norm's scale
  * (<out>.prenorm, cut like x) and each row block's sum of squares
- * (<op>.sumsq); the GEMMs read the former as their a (matmul_a) and
+ * (<op>.sumsq); the GEMMs read the former as their a (planner_matmul_a) and
  * scale each row of their reduction by 1/sqrt(sum / C + eps), the sums
  * gathered beside the reduction's rows. The norm's own gather of the
  * sums, and its phase, go. */
@@ -138,12 +138,12 @@ static void fold_build(Builder *b, const MOp *op, int x)
 	int in[2] = { x, on_owners(b, op->name, OPD_SCALE, plan_find_tensor(pl, m->t[op->in[1]].name), x) };
 	int part = sums_part(b, op->name, x);
 	char *name = xasprintf("%s.prenorm", pl->t[out].name);
-	int t = add_tensor(pl, name, R_ACT, 3, pl->t[out].shape, pl->t[out].fmt, 0);
+	int t = planner_add_tensor(pl, name, R_ACT, 3, pl->t[out].shape, pl->t[out].fmt, 0);
 	free(name);
 	Placement p = pl->p[x];
 	p.name = NULL;
-	b->canon[t] = add_place(pl, &p, t, "canon", &existed);
-	add_compute(pl, op->name, C_MUL, in, 2, b->canon[t], 0);
+	b->canon[t] = planner_add_place(pl, &p, t, "canon", &existed);
+	planner_add_compute(pl, op->name, C_MUL, in, 2, b->canon[t], 0);
 	b->fold_pre[out] = t, b->fold_part[out] = part;
 }
 
@@ -157,7 +157,7 @@ void plan_rowlocal(Builder *b, const MOp *op)
 #undef OPTAB_STEP
 	Placement p;
 
-	in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[0]].name));
+	in[nin++] = planner_canonical(b, plan_find_tensor(pl, m->t[op->in[0]].name));
 	if (fold_norm(b, op, in[0])) {
 		fold_build(b, op, in[0]);
 		return;
@@ -165,18 +165,18 @@ void plan_rowlocal(Builder *b, const MOp *op)
 	if (op->kind == OP_ADD) {
 		int bt = plan_find_tensor(pl, m->t[op->in[1]].name);
 		in[nin++] = pl->t[bt].role == R_PARAM ? rows_on_owners(b, op->name, OPD_B, bt, in[0])
-						      : canonical(b, bt);
+						      : planner_canonical(b, bt);
 	}
 	if (op->kind == OP_MUL && m->t[op->in[1]].role == T_PARAM)       /* a per-channel scale */
 		in[nin++] = on_owners(b, op->name, OPD_SCALE, plan_find_tensor(pl, m->t[op->in[1]].name), in[0]);
 	else if (op->kind == OP_MUL || (op->kind == OP_ROPE && op->in[1] >= 0))  /* the other activation, or the positions */
-		in[nin++] = canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
+		in[nin++] = planner_canonical(b, plan_find_tensor(pl, m->t[op->in[1]].name));
 	if (op->kind == OP_ROPE && nin > 1 && pl->p[in[0]].split[2] > 1) {      /* wide: the positions beside each row's heads */
 		Placement xc = pl->p[in[0]];
-		beside_rows(&xc, 1, &p);
-		int pos = add_place(pl, &p, pl->p[in[1]].tensor, "rows", &existed);
+		planner_beside_rows(&xc, 1, &p);
+		int pos = planner_add_place(pl, &p, pl->p[in[1]].tensor, "rows", &existed);
 		if (!existed)
-			add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, in[1], pos);
+			planner_add_copy(pl, op->name, OPD_POS, MOVE_ACTIVATION, in[1], pos);
 		in[1] = pos;
 	}
 	/* a wide rmsnorm's sums first: its scale's copy then shares their phase */
@@ -189,8 +189,8 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		in[nin++] = sums;
 	p = pl->p[in[0]];
 	p.name = NULL;
-	b->canon[out] = add_place(pl, &p, out, "canon", &existed);
-	int st = add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
+	b->canon[out] = planner_add_place(pl, &p, out, "canon", &existed);
+	int st = planner_add_compute(pl, op->name, kinds[op->kind], in, nin, b->canon[out], op->eps);
 	if (op->kind == OP_ROPE)
 		pl->s[st].heads = op->heads, pl->s[st].head_dim = op->head_dim, pl->s[st].theta = op->theta,
 		pl->s[st].head_stride = op->head_stride, pl->s[st].interleaved = op->interleaved,
@@ -208,7 +208,7 @@ void plan_append(Builder *b, const MOp *op)
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int st = b->canon[plan_find_tensor(pl, m->t[op->out].name)], in[2], existed;
-	const Placement home = pl->p[st], *h = &home;    /* a copy: add_place may move pl->p */
+	const Placement home = pl->p[st], *h = &home;    /* a copy: planner_add_place may move pl->p */
 	int64_t blk = h->block[1];
 	/* rows known to land at first + t, from a block boundary (a prefill's):
 	 * each goes to its block's tile alone */
@@ -233,11 +233,12 @@ void plan_append(Builder *b, const MOp *op)
 		} else if (h->split[1] > 1) {
 			p.rep[p.nrep] = h->split[1], p.rstride[p.nrep++] = h->stride[1];
 		}
-		in[k] = add_place(pl, &p, t, k ? "append.positions" : "append.rows", &existed);
+		in[k] = planner_add_place(pl, &p, t, k ? "append.positions" : "append.rows", &existed);
 		if (!existed)
-			add_copy(pl, op->name, k ? OPD_POS : OPD_X, MOVE_ACTIVATION, canonical(b, t), in[k]);
+			planner_add_copy(pl, op->name, k ? OPD_POS : OPD_X, MOVE_ACTIVATION, planner_canonical(b, t),
+					 in[k]);
 	}
-	int s = add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
+	int s = planner_add_compute(pl, op->name, C_APPEND, in, 2, st, 0);
 	pl->s[s].first = op->first;
 }
 
@@ -251,7 +252,7 @@ void plan_last(Builder *b, const MOp *op)
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int x = plan_find_tensor(pl, m->t[op->in[0]].name), out = plan_find_tensor(pl, m->t[op->out].name), existed;
-	int in = canonical(b, x);
+	int in = planner_canonical(b, x);
 	const Placement c = pl->p[in];
 	int64_t T = pl->t[x].shape[1];
 	Placement p;
@@ -261,13 +262,13 @@ void plan_last(Builder *b, const MOp *op)
 	p.split[1] = 1, p.block[1] = 1;
 	p.split[2] = c.split[2], p.block[2] = c.block[2], p.stride[2] = c.stride[2];
 	p.base = c.base + (T - 1) / c.block[1] * c.stride[1];
-	int lp = add_place(pl, &p, out, "last", &existed);
-	add_compute(pl, op->name, C_LAST, &in, 1, lp, 0);
+	int lp = planner_add_place(pl, &p, out, "last", &existed);
+	planner_add_compute(pl, op->name, C_LAST, &in, 1, lp, 0);
 	Placement cp;
-	canonical_of(b, &pl->t[out], &cp);
-	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	planner_canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = planner_add_place(pl, &cp, out, "canon", &existed);
 	if (b->canon[out] != lp)
-		add_copy(pl, op->name, OPD_OUT, MOVE_ACTIVATION, lp, b->canon[out]);
+		planner_add_copy(pl, op->name, OPD_OUT, MOVE_ACTIVATION, lp, b->canon[out]);
 }
 
 /* A [tokens, features] parameter made an activation: every batch entry a
@@ -279,21 +280,21 @@ void plan_broadcast(Builder *b, const MOp *op)
 	Placement cp;
 	int existed;
 
-	canonical_of(b, &pl->t[out], &cp);
-	b->canon[out] = add_place(pl, &cp, out, "canon", &existed);
+	planner_canonical_of(b, &pl->t[out], &cp);
+	b->canon[out] = planner_add_place(pl, &cp, out, "canon", &existed);
 	int in = rows_on_owners(b, op->name, OPD_X, x, b->canon[out]);
-	add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
+	planner_add_compute(pl, op->name, C_BROADCAST, &in, 1, b->canon[out], 0);
 }
 
 /* The carried activation of a repeat: a local copy on its owners. */
 void plan_carry(Builder *b, const char *op, int from, int to)
 {
 	Plan *pl = b->pl;
-	int in = canonical(b, from), existed;
+	int in = planner_canonical(b, from), existed;
 	if (b->canon[to] < 0) {
 		Placement p = pl->p[in];
 		p.name = NULL;
-		b->canon[to] = add_place(pl, &p, to, "canon", &existed);
+		b->canon[to] = planner_add_place(pl, &p, to, "canon", &existed);
 	}
-	add_compute(pl, op, C_CARRY, &in, 1, b->canon[to], 0);
+	planner_add_compute(pl, op, C_CARRY, &in, 1, b->canon[to], 0);
 }

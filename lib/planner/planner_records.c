@@ -6,8 +6,8 @@
 
 /* ---- records ---- */
 
-int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
-	       Format fmt, int scale)
+int planner_add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
+		       Format fmt, int scale)
 {
 	PTensor t;
 	memset(&t, 0, sizeof t);
@@ -25,7 +25,7 @@ int add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *
 
 /* Adds p under name (made unique), or returns the identical placement that
  * already exists and sets *existed. */
-int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed)
+int planner_add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed)
 {
 	const PTensor *t = &pl->t[tensor];
 
@@ -58,15 +58,15 @@ int add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed
 	return pl->np++;
 }
 
-int add_place_of(Plan *pl, Placement *p, int tensor, const char *op, const char *what, int *existed)
+int planner_add_place_of(Plan *pl, Placement *p, int tensor, const char *op, const char *what, int *existed)
 {
 	char *name = xasprintf("%s.%s", op, what);
-	int i = add_place(pl, p, tensor, name, existed);
+	int i = planner_add_place(pl, p, tensor, name, existed);
 	free(name);
 	return i;
 }
 
-void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst)
+void planner_add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst)
 {
 	Step s;
 	memset(&s, 0, sizeof s);
@@ -81,8 +81,8 @@ void add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int d
 	pl->s[pl->ns++] = s;
 }
 
-int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
-		int out, double eps)
+int planner_add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
+			int out, double eps)
 {
 	Step s;
 	memset(&s, 0, sizeof s);
@@ -100,7 +100,7 @@ int add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, int nin,
 
 /* ---- canonical ownership and homes ---- */
 
-int64_t largest_uniform(int64_t n, int64_t limit)
+int64_t planner_largest_uniform(int64_t n, int64_t limit)
 {
 	int64_t p = n < limit ? n : limit;
 	while (p > 1 && !uniform_ok(n, p))
@@ -130,7 +130,7 @@ static int64_t wide_base(const Builder *b, int t)
 	if (!h)
 		return 0;
 	Placement sp;
-	canonical_of(b, &b->pl->t[h->out], &sp);
+	planner_canonical_of(b, &b->pl->t[h->out], &sp);
 	return (sp.base + sp.split[0] * sp.split[1] * sp.split[2]) % b->mc->tiles;
 }
 
@@ -138,25 +138,26 @@ static int64_t wide_base(const Builder *b, int t)
  * tiles over, the batch is split across owners too (as far as the tiles
  * allow and the cut is uniform), unless the plan keeps it together
  * (--ownership tokens, or auto resolved to it by plan_build). Owner (b, t)
- * sits on tile base + b*owners_t + t. A wide tensor (wide_tensors) is cut
- * into column blocks of whole units too (b->wunit columns, or the least
- * multiple of it that holds whole heads of a rope), as many as the tiles
- * left over allow: owner (b, t, c) sits on tile (b*owners_t + t)*cols + c. */
-void canonical_of(const Builder *b, const PTensor *t, Placement *p)
+ * sits on tile base + b*owners_t + t. A wide tensor (planner_wide_tensors)
+ * is cut into column blocks of whole units too (b->wunit columns, or the
+ * least multiple of it that holds whole heads of a rope), as many as the
+ * tiles left over allow: owner (b, t, c) sits on tile
+ * (b*owners_t + t)*cols + c. */
+void planner_canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
-	int64_t tiles = b->mc->tiles, owners = largest_uniform(t->shape[1], tiles);
+	int64_t tiles = b->mc->tiles, owners = planner_largest_uniform(t->shape[1], tiles);
 	int split = b->o->ownership == OWN_BATCH;      /* auto is resolved by plan_build */
-	int64_t bs = split ? largest_uniform(t->shape[0], tiles / owners) : 1, nc = 1;
+	int64_t bs = split ? planner_largest_uniform(t->shape[0], tiles / owners) : 1, nc = 1;
 	int64_t i = t - b->pl->t, unit = b->wunit * (i < b->m->nt && b->wide && b->wide[i] ? b->wide[i] : 1);
-	const Placement *cp = class_placement(b, (int)i);
-	if (cp) {                       /* the cut its class's first maker wrote (class_claim) */
+	const Placement *cp = planner_class_placement(b, (int)i);
+	if (cp) {                       /* the cut its class's first maker wrote (planner_class_claim) */
 		*p = *cp;
 		p->name = NULL, p->addr = 0;
 		return;
 	}
 	int64_t units = cdiv(t->shape[2], unit);
 	if (i < b->m->nt && b->wide && b->wide[i])
-		nc = largest_uniform(units, tiles / (bs * owners));
+		nc = planner_largest_uniform(units, tiles / (bs * owners));
 	memset(p, 0, sizeof *p);
 	p->layout = LAYOUT_ROW_MAJOR;
 	p->split[0] = bs, p->split[1] = owners, p->split[2] = nc;
@@ -168,14 +169,14 @@ void canonical_of(const Builder *b, const PTensor *t, Placement *p)
 		p->base = wide_base(b, (int)i);
 }
 
-const Placement *class_placement(const Builder *b, int t)
+const Placement *planner_class_placement(const Builder *b, int t)
 {
 	if (t < 0 || t >= b->m->nt || !b->cls || b->cls[t] < 0 || b->cls_place[b->cls[t]] < 0)
 		return NULL;
 	return &b->pl->p[b->cls_place[b->cls[t]]];
 }
 
-int class_open(const Builder *b, int t)
+int planner_class_open(const Builder *b, int t)
 {
 	if (t < 0 || t >= b->m->nt || !b->cls || b->cls[t] < 0 || b->cls_place[b->cls[t]] >= 0)
 		return 0;
@@ -185,10 +186,10 @@ int class_open(const Builder *b, int t)
 	return 1;
 }
 
-int class_claim(Builder *b, int t, int pi)
+int planner_class_claim(Builder *b, int t, int pi)
 {
 	const Placement *p = &b->pl->p[pi];
-	if (!class_open(b, t) || p->rank != 3 || p->layout != LAYOUT_ROW_MAJOR || p->nrep || place_windowed(p))
+	if (!planner_class_open(b, t) || p->rank != 3 || p->layout != LAYOUT_ROW_MAJOR || p->nrep || place_windowed(p))
 		return 0;
 	b->cls_place[b->cls[t]] = pi;
 	b->canon[t] = pi;
@@ -247,11 +248,11 @@ static int64_t gcd64(int64_t a, int64_t b)
  * result is fixed). Decided once per model, the
  * same for every ownership and attempt. Returns each tensor's unit in
  * wunit columns, 0 when it is owned by whole rows; cls[t] is t's class when
- * the class is free to take the cut its first maker writes (class_claim:
- * no member an input, a repeat's input, carry or result, made by other
- * than a matmul, attention or elementwise op, or read by a norm or a
- * rope), else -1. */
-unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, int *cls, int *root)
+ * the class is free to take the cut its first maker writes
+ * (planner_class_claim: no member an input, a repeat's input, carry or
+ * result, made by other than a matmul, attention or elementwise op, or
+ * read by a norm or a rope), else -1. */
+unsigned char *planner_wide_tensors(const Model *m, const Machine *mc, int64_t wunit, int *cls, int *root)
 {
 	int n = m->nt;
 	int *c = xmalloc((size_t)(n + 1) * sizeof *c);
@@ -368,7 +369,7 @@ unsigned char *wide_tensors(const Model *m, const Machine *mc, int64_t wunit, in
 	return w;
 }
 
-void beside_rows(const Placement *x, int64_t cols, Placement *p)
+void planner_beside_rows(const Placement *x, int64_t cols, Placement *p)
 {
 	*p = *x;
 	p->name = NULL;
@@ -377,23 +378,25 @@ void beside_rows(const Placement *x, int64_t cols, Placement *p)
 	p->nrep = 1, p->rep[0] = x->split[2], p->rstride[0] = x->stride[2];
 }
 
-int matmul_a(const Builder *b, const MOp *op)
+int planner_matmul_a(const Builder *b, const MOp *op)
 {
 	int a = plan_find_tensor(b->pl, b->m->t[op->in[0]].name);
 	return b->fold_pre[a] >= 0 ? b->fold_pre[a] : a;
 }
 
-int canonical(Builder *b, int tensor)
+int planner_canonical(Builder *b, int tensor)
 {
 	Placement p;
 	int existed;
 	if (b->canon[tensor] >= 0)
 		return b->canon[tensor];
-	canonical_of(b, &b->pl->t[tensor], &p);
-	return b->canon[tensor] = add_place(b->pl, &p, tensor, "canon", &existed);
+	planner_canonical_of(b, &b->pl->t[tensor], &p);
+	return b->canon[tensor] = planner_add_place(b->pl, &p, tensor, "canon", &existed);
 }
 
 static void add_home_bytes(Builder *b, const Placement *p);
+static int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		     int64_t tile);
 
 /* The home of the b of matmul op's sibling (the matmul just before it,
  * reading the same a: a decoder's gate before up), when it has p's cut:
@@ -464,7 +467,7 @@ static int64_t least_loaded_base(const Builder *b, Placement *p, int tensor)
  * [B, T, C] placement): whole on each owner, replicated once per owner;
  * or, o wide (column blocks), cut like o's columns and replicated once
  * per row, so each tile holds the features of its own block. */
-void owners_vector(const Placement *o, int64_t n, Placement *p)
+void planner_owners_vector(const Placement *o, int64_t n, Placement *p)
 {
 	int64_t rows = o->split[0] * o->split[1], nc = o->split[2];
 	memset(p, 0, sizeof *p);
@@ -474,7 +477,7 @@ void owners_vector(const Placement *o, int64_t n, Placement *p)
 		p->split[0] = nc, p->block[0] = o->block[2], p->stride[0] = o->stride[2];
 	else
 		p->split[0] = 1, p->block[0] = n;
-	if (rows > 1)                   /* rows lie at a uniform stride: canonical_of */
+	if (rows > 1)                   /* rows lie at a uniform stride: planner_canonical_of */
 		p->nrep = 1, p->rep[0] = rows, p->rstride[0] = o->split[1] > 1 ? o->stride[1] : o->stride[0];
 }
 
@@ -498,10 +501,11 @@ static int stationary_b(const Model *m, const Machine *mc, int t)
 }
 
 /* Is parameter t read only by norms, as their scale or bias, of wide
- * rows (a decode step's, wide_tensors), all of them owned alike? Then *p
- * is owners_vector's placement beside those rows, where it stays: a few
- * kilobytes a tile that would otherwise cross every layer. */
-int norm_resident(const Builder *b, int t, Placement *p)
+ * rows (a decode step's, planner_wide_tensors), all of them owned alike?
+ * Then *p is planner_owners_vector's placement beside those rows, where
+ * it stays: a few kilobytes a tile that would otherwise cross every
+ * layer. */
+int planner_norm_resident(const Builder *b, int t, Placement *p)
 {
 	const Model *m = b->m;
 	int n = 0;
@@ -516,7 +520,7 @@ int norm_resident(const Builder *b, int t, Placement *p)
 			    x->shape[0] * x->shape[1] * WIDE_MIN_COLS > b->mc->tiles)
 				return 0;
 			Placement c;
-			canonical_of(b, &b->pl->t[op->in[0]], &c);
+			planner_canonical_of(b, &b->pl->t[op->in[0]], &c);
 			c.rank = 3;
 			if (c.split[2] < 2)
 				return 0;               /* rows owned whole: copied, as before */
@@ -528,7 +532,7 @@ int norm_resident(const Builder *b, int t, Placement *p)
 	}
 	if (!n || m->t[t].rank != 1)
 		return 0;
-	owners_vector(&o, m->t[t].shape[0], p);
+	planner_owners_vector(&o, m->t[t].shape[0], p);
 	return 1;
 }
 
@@ -536,16 +540,16 @@ int norm_resident(const Builder *b, int t, Placement *p)
  * b, row-major otherwise; cut on panel (or 16-element) boundaries into as
  * many shards as the tiles allow, placed from the rotating pointer (a
  * few-row GEMM's weights: least_loaded_base; norm vectors of wide rows:
- * norm_resident's placement). */
-int param_home(Builder *b, int tensor, int panels)
+ * planner_norm_resident's placement). */
+int planner_param_home(Builder *b, int tensor, int panels)
 {
 	const PTensor *t = &b->pl->t[tensor];
 	int64_t T = b->mc->tiles;
 	Placement p;
 	int existed;
 
-	if (!panels && norm_resident(b, tensor, &p)) {
-		int i = add_place(b->pl, &p, tensor, "home", &existed);
+	if (!panels && planner_norm_resident(b, tensor, &p)) {
+		int i = planner_add_place(b->pl, &p, tensor, "home", &existed);
 		b->canon[tensor] = i;
 		add_home_bytes(b, &b->pl->p[i]);
 		return i;
@@ -553,7 +557,7 @@ int param_home(Builder *b, int tensor, int panels)
 	memset(&p, 0, sizeof p);
 	if (panels) {
 		int64_t ks = cdiv(t->shape[0], fmt_mu(t->fmt)), cg = cdiv(t->shape[1], 16);
-		int64_t pc = largest_uniform(cg, T), pk = largest_uniform(ks, T / pc);
+		int64_t pc = planner_largest_uniform(cg, T), pk = planner_largest_uniform(ks, T / pc);
 		if (b->o->home_cut && b->o->home_cut[2 * tensor])      /* the cut its GEMM wants */
 			pk = b->o->home_cut[2 * tensor], pc = b->o->home_cut[2 * tensor + 1];
 		p.layout = LAYOUT_TRANSPOSED_RIGHT;
@@ -561,24 +565,24 @@ int param_home(Builder *b, int tensor, int panels)
 		p.split[1] = pc, p.block[1] = cdiv(cg, pc) * 16, p.stride[1] = 1;
 	} else {
 		int last = t->rank - 1;
-		int64_t units = cdiv(t->shape[last], 16), pc = largest_uniform(units, T);
+		int64_t units = cdiv(t->shape[last], 16), pc = planner_largest_uniform(units, T);
 		p.layout = LAYOUT_ROW_MAJOR;
 		p.split[last] = pc, p.block[last] = cdiv(units, pc) * 16, p.stride[last] = 1;
 		if (t->rank == 2) {
-			int64_t pr = largest_uniform(t->shape[0], T / pc);
+			int64_t pr = planner_largest_uniform(t->shape[0], T / pc);
 			p.split[0] = pr, p.block[0] = cdiv(t->shape[0], pr), p.stride[0] = pc;
 		}
 	}
 	p.base = panels && stationary_b(b->m, b->mc, tensor) ? least_loaded_base(b, &p, tensor) : b->next_tile;
-	int i = add_place(b->pl, &p, tensor, "home", &existed);
+	int i = planner_add_place(b->pl, &p, tensor, "home", &existed);
 	b->canon[tensor] = i;
 	b->next_tile = (b->next_tile + place_shards(&b->pl->p[i])) % T;
 	add_home_bytes(b, &b->pl->p[i]);
 	return i;
 }
 
-int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
-	      int64_t tile)
+static int add_bytes(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep,
+		     int64_t tile)
 {
 	int64_t *acc = ctx;
 	(void)rep;
@@ -611,12 +615,12 @@ static int64_t state_kv_groups(const Model *m, const char *name)
  * placed to end at tile top (from the last tile down, away from the
  * first tiles, where the owners of a decode step's few rows are).
  * Resident like a parameter. Returns where the next one ends. */
-int64_t state_home(Builder *b, int tensor, int64_t top)
+int64_t planner_state_home(Builder *b, int tensor, int64_t top)
 {
 	const PTensor *t = &b->pl->t[tensor];
-	int64_t T = b->mc->tiles, bs = largest_uniform(t->shape[0], T), G = state_kv_groups(b->m, t->name);
+	int64_t T = b->mc->tiles, bs = planner_largest_uniform(t->shape[0], T), G = state_kv_groups(b->m, t->name);
 	G = G > 1 && T / bs >= G ? G : 1;
-	int64_t ps = largest_uniform(t->shape[1], T / bs / G);
+	int64_t ps = planner_largest_uniform(t->shape[1], T / bs / G);
 	Placement p;
 	int existed;
 
@@ -627,7 +631,7 @@ int64_t state_home(Builder *b, int tensor, int64_t top)
 	p.split[2] = G, p.block[2] = t->shape[2] / G, p.stride[2] = G > 1 ? ps : 0;
 	int64_t n = bs * ps * G;
 	p.base = top - n >= 0 ? top - n : T - n;
-	int i = add_place(b->pl, &p, tensor, "home", &existed);
+	int i = planner_add_place(b->pl, &p, tensor, "home", &existed);
 	b->canon[tensor] = i;
 	add_home_bytes(b, &b->pl->p[i]);
 	return p.base;
@@ -635,7 +639,7 @@ int64_t state_home(Builder *b, int tensor, int64_t top)
 
 /* Is parameter t an embed's table that no op on the tiles reads? It
  * stays on the host. */
-int param_host_only(const Model *m, int t)
+int planner_param_host_only(const Model *m, int t)
 {
 	int embed = 0;
 	for (int i = 0; i < m->nops; i++)
@@ -648,7 +652,7 @@ int param_host_only(const Model *m, int t)
 	return embed;
 }
 
-int param_consumed_as_b(const Model *m, int t)
+int planner_param_consumed_as_b(const Model *m, int t)
 {
 	for (int i = 0; i < m->nops; i++)
 		if (m->ops[i].kind == OP_MATMUL && m->ops[i].in[1] == t)
@@ -658,7 +662,7 @@ int param_consumed_as_b(const Model *m, int t)
 
 /* Bytes in use on every tile before op i (acc[tiles]): homes plus the
  * canonical shards of every activation live across op i. */
-void tile_load(Builder *b, int op, int64_t *acc)
+void planner_tile_load(Builder *b, int op, int64_t *acc)
 {
 	int64_t T = b->mc->tiles;
 	memcpy(acc, b->base, (size_t)T * sizeof *acc);
@@ -673,11 +677,11 @@ void tile_load(Builder *b, int op, int64_t *acc)
 }
 
 /* The same on the busiest tile. */
-int64_t base_load(Builder *b, int op)
+int64_t planner_base_load(Builder *b, int op)
 {
 	int64_t T = b->mc->tiles, best = 0;
 	int64_t *acc = xcalloc((size_t)T, sizeof *acc);
-	tile_load(b, op, acc);
+	planner_tile_load(b, op, acc);
 	for (int64_t t = 0; t < T; t++)
 		if (acc[t] > best)
 			best = acc[t];

@@ -83,9 +83,9 @@ static void one_rule(Plan *pl, const Fit *f0, const char *desc)
 				pl->machine.reserved_bytes += machine_avail(&keep) - f0->lim.sram + d;
 			plan_fit(pl, FIT_LIMITS, &f1);
 			t_case("a whole plan fits each limit at its worst tile's figure, not one below, that limit named");
-			CHECK(fit_ok(&f1) == !d && (k == 2 || f1.over == (d ? kinds[k] : LIMIT_NONE)) &&
+			CHECK(planner_fit_ok(&f1) == !d && (k == 2 || f1.over == (d ? kinds[k] : LIMIT_NONE)) &&
 			      (!d || k == 2 || strstr(f1.why, words[k])), "%s: limit %d at its figure - %lld: %s",
-			      desc, k, (long long)d, fit_ok(&f1) ? "fits" : f1.why);
+			      desc, k, (long long)d, planner_fit_ok(&f1) ? "fits" : f1.why);
 			if (!d || k == 2)
 				continue;
 			plan_dup(&q, pl);
@@ -148,15 +148,16 @@ int main(void)
 		 * the worst tile's fits; 2% below it, or one below, does not. */
 		Fit f0, f1;
 		plan_fit(&pl, FIT_LIMITS, &f0);
-		if (fit_ok(&f0) && f0.lim.frags >= 100) {
+		if (planner_fit_ok(&f0) && f0.lim.frags >= 100) {
 			int64_t keep = pl.machine.fragment_limit;
 			int64_t limits[3] = { f0.lim.frags, f0.lim.frags * 100 / 102, f0.lim.frags - 1 };
 			for (int k = 0; k < 3; k++) {
 				pl.machine.fragment_limit = limits[k];
 				plan_fit(&pl, FIT_LIMITS, &f1);
 				t_case("a whole plan fits a fragment limit equal to its worst tile's, not 2% or 1 below");
-				CHECK(fit_ok(&f1) == (k == 0) && f1.lim.frags == f0.lim.frags, "%s: %lld fragments, limit %lld: %s",
-				      desc, (long long)f1.lim.frags, (long long)limits[k], fit_ok(&f1) ? "fits" : "does not fit");
+				CHECK(planner_fit_ok(&f1) == (k == 0) && f1.lim.frags == f0.lim.frags,
+				      "%s: %lld fragments, limit %lld: %s", desc, (long long)f1.lim.frags,
+				      (long long)limits[k], planner_fit_ok(&f1) ? "fits" : "does not fit");
 			}
 			pl.machine.fragment_limit = keep;
 			one_rule(&pl, &f0, desc);
