@@ -140,7 +140,7 @@ void GK(run_gemm_strips)(const float *A, int64_t rs, const float *bp, float *C, 
 /* B[k0 .. k0 + kc) x [j0 .. j0 + nj) as a 16-column panel, zeros past nj
  * (not static: lib/run/run_shard.c and run_attention.c pack with the
  * 8-wide copy's). */
-void GK(pack_panel)(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
+void GK(run_pack_panel)(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d)
 {
 	if (nj == 16) {
 		for (int64_t k = 0; k < kc; k++)
@@ -161,9 +161,9 @@ void GK(run_gemm)(const float *A, const float *B, float *C, int64_t M, int64_t K
 		int64_t mp = (M + GK_MR - 1) / GK_MR * GK_MR;
 		float *ap = xmalloc((size_t)((K + GEMM_S - 1) / GEMM_S * mp * GEMM_S) * sizeof *ap + 32);
 		float *bp = xmalloc((size_t)(K * 16 * np) * sizeof *bp + 32);
-		pack_strips(A, K, M, K, mp, ap);
+		run_pack_strips(A, K, M, K, mp, ap);
 		for (int64_t p = 0; p < np; p++)
-			GK(pack_panel)(B, N, 0, K, p * 16, N - p * 16 < 16 ? N - p * 16 : 16, bp + p * K * 16);
+			GK(run_pack_panel)(B, N, 0, K, p * 16, N - p * 16 < 16 ? N - p * 16 : 16, bp + p * K * 16);
 		GK(run_gemm_strips)(ap, mp * GEMM_S, bp, C, M, K, N);
 		free(ap);
 		free(bp);
@@ -175,10 +175,11 @@ void GK(run_gemm)(const float *A, const float *B, float *C, int64_t M, int64_t K
 	for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
 		int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
 		for (int64_t p = 0; p < np; p++)
-			GK(pack_panel)(B, N, k0, kc, p * 16, N - p * 16 < 16 ? N - p * 16 : 16, bp + p * kc * 16);
+			GK(run_pack_panel)(B, N, k0, kc, p * 16, N - p * 16 < 16 ? N - p * 16 : 16, bp + p * kc * 16);
 		for (int64_t m0 = 0; m0 < M; m0 += GEMM_MC) {
 			int64_t mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
-			pack_strips(A + m0 * K + k0, K, mc, kc, mcp, ap);   /* the block's rows, a strip at a time */
+			/* the block's rows, a strip at a time */
+			run_pack_strips(A + m0 * K + k0, K, mc, kc, mcp, ap);
 			for (int64_t p = 0; p < np; p += GK_NP) {
 				int64_t j0 = p * 16, nj = N - j0 < GK_NC ? N - j0 : GK_NC;
 				for (int64_t i0 = 0; i0 < mc; i0 += GK_MR)

@@ -39,12 +39,12 @@ static float i32_value(float x)
 	double r = nearbyint((double)x);
 	return (float)(r > 2147483520.0 ? 2147483520.0 : r < -2147483648.0 ? -2147483648.0 : r);
 }
-float f8_table[256], f8_pow2[253];
+float run_f8_table[256], run_f8_pow2[253];
 
 /* v[i] = quantize(v[i]), and its code into enc (little-endian; NULL: not
  * kept): one encoding per value, the decoding from the codes (F16C, or
  * fp8's table times the scale's power of two, as f8s_to_f32 multiplies). */
-void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
+void run_quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 {
 	run_tables();
 	if (f == FMT_FP16) {
@@ -73,7 +73,7 @@ void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 		return;
 	}
 	int table = scale >= -126 && scale <= 126;
-	float p = table ? f8_pow2[scale + 126] : 0;
+	float p = table ? run_f8_pow2[scale + 126] : 0;
 	uint8_t b[256];
 	for (int64_t i0 = 0; i0 < n; i0 += 256) {
 		int64_t k = n - i0 < 256 ? n - i0 : 256;
@@ -81,13 +81,13 @@ void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc)
 		if (enc)
 			memcpy(enc + i0, b, (size_t)k);
 		for (int64_t i = 0; i < k; i++)
-			v[i0 + i] = table ? f8_table[b[i]] * p : f8s_to_f32(b[i], scale);
+			v[i0 + i] = table ? run_f8_table[b[i]] * p : f8s_to_f32(b[i], scale);
 	}
 }
 
 void quantize_n(float *v, int64_t n, Format f, int scale)
 {
-	quantize_encode(v, n, f, scale, NULL);
+	run_quantize_encode(v, n, f, scale, NULL);
 }
 
 float quantize(float x, Format f, int scale)
@@ -111,9 +111,9 @@ static void build_tables(void)
 	for (int i = 0; i < 65536; i++)
 		f16_table[i] = f16_to_f32((uint16_t)i);
 	for (int i = 0; i < 256; i++)
-		f8_table[i] = f8_to_f32((uint8_t)i);
+		run_f8_table[i] = f8_to_f32((uint8_t)i);
 	for (int i = 0; i < 253; i++)
-		f8_pow2[i] = ldexpf(1.0f, i - 126);
+		run_f8_pow2[i] = ldexpf(1.0f, i - 126);
 }
 
 void run_tables(void)
@@ -121,10 +121,10 @@ void run_tables(void)
 	pthread_once(&tables_once, build_tables);
 }
 
-atomic_int gemm_pin;            /* run_gemm_width's limit (the fp8 decoding's too); 0: none */
+atomic_int run_gemm_pin;        /* run_gemm_width's limit (the fp8 decoding's too); 0: none */
 
 /* n fp8 codes decoded and multiplied by k (a scale's power of two):
- * f8_table[b] * k, computed 16 (AVX-512) or 8 (AVX2) at a time from the
+ * run_f8_table[b] * k, computed 16 (AVX-512) or 8 (AVX2) at a time from the
  * code's fields: 1.m * 2^(e - 8), m * 2^-10 where e is 0, the sign, and
  * F8_NAN's quiet NaN. tests/unit/test_run.c compares every code at every
  * scale with f8s_to_f32. Each returns how many it decoded. */
@@ -173,7 +173,7 @@ __attribute__((target("avx2"))) static int64_t f8_decode8(const uint8_t *b, int6
 	return i;
 }
 
-/* 16, 8 or 0: the vectors f8_decode uses (what the CPU has). */
+/* 16, 8 or 0: the vectors run_f8_decode uses (what the CPU has). */
 static int f8_width(void)
 {
 	static atomic_int known = -1;
@@ -187,7 +187,7 @@ static int f8_width(void)
 }
 #endif
 
-void f8_decode(const uint8_t *b, int64_t n, float k, float *v)
+void run_f8_decode(const uint8_t *b, int64_t n, float k, float *v)
 {
 	int64_t i = 0;
 #ifdef F8_VECTORS
@@ -195,7 +195,7 @@ void f8_decode(const uint8_t *b, int64_t n, float k, float *v)
 	uint32_t nanbits;
 	memcpy(&nanbits, &qnan, sizeof nanbits);
 	int w = f8_width();
-	if (w > 8 && atomic_load_explicit(&gemm_pin, memory_order_relaxed) == 8)
+	if (w > 8 && atomic_load_explicit(&run_gemm_pin, memory_order_relaxed) == 8)
 		w = 8;                          /* run_gemm_width(8): tests, AMP_GEMM_WIDTH=8 */
 	switch (w) {
 	case 16: i = f8_decode16(b, n, k, v, nanbits); break;
@@ -203,18 +203,18 @@ void f8_decode(const uint8_t *b, int64_t n, float k, float *v)
 	}
 #endif
 	for (; i < n; i++)
-		v[i] = f8_table[b[i]] * k;
+		v[i] = run_f8_table[b[i]] * k;
 }
 
 void run_decode_fp8(const uint8_t *b, int64_t n, int scale, float *v)
 {
 	run_tables();
-	f8_decode(b, n, f8_pow2[scale + 126], v);
+	run_f8_decode(b, n, run_f8_pow2[scale + 126], v);
 }
 
 /* n values at byte offsets off[i] * esz of mem, decoded into v (fmt,
  * scale); off NULL: consecutive. */
-void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v)
+void run_decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v)
 {
 	switch (f) {
 	case FMT_FP16: {
@@ -237,13 +237,13 @@ void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int
 		return;
 	}
 	case FMT_FP8: {
-		float k = f8_pow2[scale + 126];
+		float k = run_f8_pow2[scale + 126];
 		if (!off) {
-			f8_decode(mem, n, k, v);
+			run_f8_decode(mem, n, k, v);
 			return;
 		}
 		for (int64_t i = 0; i < n; i++)
-			v[i] = f8_table[mem[off[i]]] * k;
+			v[i] = run_f8_table[mem[off[i]]] * k;
 		return;
 	}
 	case FMT_I32:
@@ -260,7 +260,7 @@ void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int
 }
 
 /* The inverse: n values of v encoded at off[i] * esz (NULL: consecutive). */
-void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem)
+void run_encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem)
 {
 	switch (f) {
 	case FMT_FP16: {
@@ -310,7 +310,7 @@ double run_now(void)
 
 /* The calling thread's CPU seconds: what a step got of a core while
  * other threads (the reference's, another process's) shared them. */
-double thread_cpu(void)
+double run_thread_cpu(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);

@@ -42,7 +42,7 @@ static void attend(const float *q, int64_t ldq, const float *kp, const float *vp
 	float *s = xzeroed((size_t)(R * N), sizeof *s), *acc = xzeroed((size_t)(R * D), sizeof *acc);
 	int64_t mr = run_gemm_rows(), mp = cdiv(R, mr) * mr, wide = (N > D ? N : D) + GEMM_S;
 	float *ap = xmalloc((size_t)(cdiv(wide, GEMM_S) * mp * GEMM_S) * sizeof *ap);
-	pack_strips(q, ldq, R, D, mp, ap);
+	run_pack_strips(q, ldq, R, D, mp, ap);
 	run_gemm_strips(ap, mp * GEMM_S, kp, s, R, D, N);      /* every score summed in D order */
 	float *mx = xmalloc((size_t)R * sizeof *mx), *sum = xcalloc((size_t)R, sizeof *sum);
 	for (int64_t i = 0; i < R; i++) {
@@ -62,7 +62,7 @@ static void attend(const float *q, int64_t ldq, const float *kp, const float *vp
 			p[j] = 0;
 		mx[i] = m, sum[i] = l;
 	}
-	pack_strips(s, N, R, N, mp, ap);
+	run_pack_strips(s, N, R, N, mp, ap);
 	run_gemm_strips(ap, mp * GEMM_S, vp, acc, R, N, D);    /* every output summed in key order */
 	for (int64_t i = 0; i < R; i++) {
 		float *out = o + i * ldo;
@@ -147,7 +147,7 @@ void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D, int
  * (N x D) as they are; NULL when the shard does not hold them. Made again
  * only when the tile's bytes differ from those the cache c was made from
  * in this step (the same bytes decode to the same panels). */
-static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int trans, int64_t c0, int64_t D,
+static const float *kv_panels(RunMachine *m, KvPanels *c, int p, int64_t t, int trans, int64_t c0, int64_t D,
 			      Layout *l)
 {
 	const uint8_t *mem = run_shard_mem(m, p, t, l);
@@ -179,7 +179,7 @@ static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int tr
 				c->p[j / 16 * D * 16 + d * 16 + j % 16] = v[j * W + d];
 	} else {
 		for (int64_t q0 = 0; q0 < D; q0 += 16)
-			pack_panel_8(v, W, 0, N, q0, D - q0 < 16 ? D - q0 : 16, c->p + q0 * N);
+			run_pack_panel_8(v, W, 0, N, q0, D - q0 < 16 ? D - q0 : 16, c->p + q0 * N);
 	}
 	made_set(&c->from, m->exec, mem, l, key);
 	return c->p;
@@ -194,7 +194,7 @@ static const float *kv_panels(Machine_ *m, KvPanels *c, int p, int64_t t, int tr
  * v shards hold them: a shard of that head alone, or a state's home
  * holding every head's keys and values (or, in kv_order heads, a kv
  * head's). */
-void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
+void run_attention_tile(RunMachine *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
 			int64_t R, int64_t C, float *res)
 {
 	const Plan *pl = m->pl;

@@ -25,7 +25,7 @@ static pthread_once_t gelu16_once = PTHREAD_ONCE_INIT;
 static void gelu16_build(void)
 {
 	for (int i = 0; i < 65536; i++)
-		gelu16[i] = gelu(f16_to_f32((uint16_t)i));
+		gelu16[i] = run_gelu_f32(f16_to_f32((uint16_t)i));
 }
 
 /* y[i] = gelu(x[i]) for n inputs decoded from fmt at scale sc. */
@@ -43,22 +43,23 @@ static void gelu_n(const float *x, int64_t n, Format fmt, int sc, float *y)
 	} else if (fmt == FMT_FP8) {
 		float t8[256], d8[256];
 		for (int c = 0; c < 256; c++)
-			t8[c] = gelu(d8[c] = f8s_to_f32((uint8_t)c, sc));
+			t8[c] = run_gelu_f32(d8[c] = f8s_to_f32((uint8_t)c, sc));
 		uint8_t b[256];
 		for (int64_t i0 = 0; i0 < n; i0 += 256) {
 			int64_t k = n - i0 < 256 ? n - i0 : 256;
 			f32_to_f8s_n(x + i0, k, sc, b);
 			for (int64_t i = 0; i < k; i++)    /* a value no code decodes to (none should): computed */
-				y[i0 + i] = memcmp(&d8[b[i]], &x[i0 + i], sizeof *x) ? gelu(x[i0 + i]) : t8[b[i]];
+				y[i0 + i] = memcmp(&d8[b[i]], &x[i0 + i], sizeof *x) ? run_gelu_f32(x[i0 + i]) :
+					    t8[b[i]];
 		}
 	} else {
 		for (int64_t i = 0; i < n; i++)
-			y[i] = gelu(x[i]);
+			y[i] = run_gelu_f32(x[i]);
 		return;
 	}
 	for (int64_t i = 0; i < n; i++)         /* a NaN's payload as gelu itself gives it */
 		if (x[i] != x[i])
-			y[i] = gelu(x[i]);
+			y[i] = run_gelu_f32(x[i]);
 }
 
 void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
@@ -69,7 +70,8 @@ void run_gelu(const float *x, int64_t n, Format fmt, int scale, float *y)
 
 /* The rows whose position falls in this tile's block (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
-static void k_append(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+static void k_append(RunMachine *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C,
+		     float *res)
 {
 	const Placement *out = &m->pl->p[st->out];
 	Layout lb, lc;
@@ -110,7 +112,7 @@ static void turn(const float *a, float *res, int64_t r, int64_t C, int64_t heads
  * entry), each at its grid row and column (a class token at 0, 0); in every
  * head the column turns the first half's pairs, the row the second's, each
  * half a rope over D/2 columns. */
-static void k_rope_grid(Machine_ *m, const Step *st, int64_t t, const float *a, int64_t R, int64_t C, float *res)
+static void k_rope_grid(RunMachine *m, const Step *st, int64_t t, const float *a, int64_t R, int64_t C, float *res)
 {
 	const RopeGrid *g = &st->rope_grid;
 	const Placement *px = &m->pl->p[st->in[0]];
@@ -140,7 +142,8 @@ static void k_rope_grid(Machine_ *m, const Step *st, int64_t t, const float *a, 
 /* Each row's heads rotated by its position, or by its patch's row and
  * column (compute_tiles, tile t: a its first input, la its layout, res
  * its R x C result). */
-static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+static void k_rope(RunMachine *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C,
+		   float *res)
 {
 	Layout lb;
 	(void)la;
@@ -168,7 +171,8 @@ static void k_rope(Machine_ *m, const Step *st, int64_t t, const float *a, Layou
 
 /* Over the row's columns, or over the whole row from its blocks' sums of squares (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
-static void k_rmsnorm(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+static void k_rmsnorm(RunMachine *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C,
+		      float *res)
 {
 	Layout lb, lc;
 	(void)la;
@@ -197,7 +201,8 @@ static void k_rmsnorm(Machine_ *m, const Step *st, int64_t t, const float *a, La
 
 /* Each row normalised over its columns, scaled and shifted (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
-static void k_layernorm(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+static void k_layernorm(RunMachine *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C,
+			float *res)
 {
 	Layout lb, lc;
 	(void)la;
@@ -221,7 +226,8 @@ static void k_layernorm(Machine_ *m, const Step *st, int64_t t, const float *a, 
 
 /* The K partials summed in part order, then the bias (compute_tiles, tile t: a its first input, la its layout, res its
  * R x C result). */
-static void k_reduce(Machine_ *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C, float *res)
+static void k_reduce(RunMachine *m, const Step *st, int64_t t, const float *a, Layout la, int64_t R, int64_t C,
+		     float *res)
 {
 	Layout lb, ls;
 	int64_t parts = la.rows / R;
@@ -258,7 +264,7 @@ static void k_reduce(Machine_ *m, const Step *st, int64_t t, const float *a, Lay
  * the bias added, the result written in the output's format, and (on the
  * output's first replica) its expected bytes encoded; returns the CPU
  * seconds that encoding took (not the product's). */
-static double tile_matmul(Machine_ *m, Work *w, const Step *st, int64_t t, const int64_t *idx, int64_t R, int64_t C,
+static double tile_matmul(RunMachine *m, Work *w, const Step *st, int64_t t, const int64_t *idx, int64_t R, int64_t C,
 			  int64_t **off, int64_t *offcap)
 {
 	const Placement *out = &m->pl->p[st->out];
@@ -282,9 +288,9 @@ static double tile_matmul(Machine_ *m, Work *w, const Step *st, int64_t t, const
 	}
 	run_write_shard(m, st->out, t, res);   /* rounds into the output's format */
 	if (place_tile(out, idx, z, T) == t) {  /* the first replica: the expected bytes, not the product's time */
-		double e0 = thread_cpu();
+		double e0 = run_thread_cpu();
 		run_enc_shard(m, out, w->enc, os[t], off, offcap);
-		enc = thread_cpu() - e0;
+		enc = run_thread_cpu() - e0;
 	}
 	return enc;
 }
@@ -293,12 +299,12 @@ static double tile_matmul(Machine_ *m, Work *w, const Step *st, int64_t t, const
 static void *compute_tiles(void *arg)
 {
 	Work *w = arg;
-	Machine_ *m = w->m;
+	RunMachine *m = w->m;
 	const Step *st = &m->pl->s[w->step];
 	const Placement *out = &m->pl->p[st->out];
 	int64_t T = m->pl->machine.tiles;
 	const int64_t *os = m->ts[st->out].shard;
-	double cpu0 = thread_cpu();
+	double cpu0 = run_thread_cpu();
 	int64_t *off = NULL, offcap = 0, z[MAX_REP] = { 0 };
 	double enc_cpu = 0;
 
@@ -353,7 +359,7 @@ static void *compute_tiles(void *arg)
 		}
 		case C_SILU:
 			for (int64_t q = 0; q < R * C; q++)
-				res[q] = silu(a[q]);
+				res[q] = run_silu_f32(a[q]);
 			break;
 		case C_ROPE:
 			k_rope(m, st, t, a, la, R, C, res);
@@ -393,22 +399,22 @@ static void *compute_tiles(void *arg)
 			run_enc_shard(m, out, w->enc, os[t], &off, &offcap);
 	}
 	free(off);
-	w->cpu = thread_cpu() - cpu0 - enc_cpu;
+	w->cpu = run_thread_cpu() - cpu0 - enc_cpu;
 	return NULL;
 }
 
 
 /* Runs compute step i on every tile of its output, on two threads. */
-int compute_step(Machine_ *m, int i)
+int run_compute_step(RunMachine *m, int i)
 {
 	const Step *st = &m->pl->s[i];
 	const Placement *out = &m->pl->p[st->out];
 	int64_t T = m->pl->machine.tiles;
-	const int64_t *os = shards_of(m, st->out);
+	const int64_t *os = run_shards_of(m, st->out);
 
 	for (int64_t t = 0; t < T; t++)         /* every input on every tile, before threads (an append's */
 		for (int k = 0; os[t] >= 0 && k < st->nin; k++)         /* blocks that no row reaches keep theirs) */
-			if (shards_of(m, st->in[k])[t] < 0 && !(st->compute == C_APPEND && st->first >= 0))
+			if (run_shards_of(m, st->in[k])[t] < 0 && !(st->compute == C_APPEND && st->first >= 0))
 				return errf(m->e, "step %d (%s): tile %lld holds no shard of '%s'", i, st->op,
 					    (long long)t, m->pl->p[st->in[k]].name);
 	for (int64_t t = 0; t < T; t++)
@@ -448,7 +454,7 @@ int compute_step(Machine_ *m, int i)
 	if (x->role == R_OUTPUT || x->role == R_STATE) {        /* a state's values go on to the next run */
 		if (!m->val[out->tensor])
 			m->val[out->tensor] = xmalloc((size_t)n * sizeof **m->val);
-		decode_run(*enc, NULL, n, x->fmt, x->scale, m->val[out->tensor]);
+		run_decode_run(*enc, NULL, n, x->fmt, x->scale, m->val[out->tensor]);
 	}
 	return 0;
 }

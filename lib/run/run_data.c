@@ -54,9 +54,9 @@ static void *gen_part(void *arg)
 	}
 	uint8_t *enc = g->enc ? g->enc + (g->lo - g->base) * fmt_bytes(g->fmt) : NULL;
 	if (g->quantized)
-		quantize_encode(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale, enc);
+		run_quantize_encode(g->v + (g->lo - g->base), g->hi - g->lo, g->fmt, g->scale, enc);
 	else if (enc)
-		encode_run(g->v + (g->lo - g->base), NULL, g->hi - g->lo, g->fmt, g->scale, enc);
+		run_encode_run(g->v + (g->lo - g->base), NULL, g->hi - g->lo, g->fmt, g->scale, enc);
 	return NULL;
 }
 
@@ -105,7 +105,7 @@ static Dist plan_dist(const Plan *pl, int t)
 }
 
 /* The same from the model's ops alone. */
-Dist model_dist(const Model *m, int t)
+Dist run_model_dist(const Model *m, int t)
 {
 	for (int k = 0; k < m->nops; k++)
 		if (m->ops[k].kind == OP_EMBED && m->ops[k].in[0] == t)
@@ -126,7 +126,7 @@ Dist model_dist(const Model *m, int t)
 	return (Dist){ 0, 0.02, 0 };
 }
 
-int same_spec(const DataSpec *a, const DataSpec *b)
+int run_same_spec(const DataSpec *a, const DataSpec *b)
 {
 	if (strcmp(a->name, b->name) || a->rank != b->rank || a->count != b->count || a->fmt != b->fmt ||
 	    (a->fmt == FMT_FP8 && a->scale != b->scale) || a->d.mean != b->d.mean || a->d.sd != b->d.sd ||
@@ -138,7 +138,7 @@ int same_spec(const DataSpec *a, const DataSpec *b)
 	return 1;
 }
 
-int64_t spec_values(const DataSpec *x)
+int64_t run_spec_values(const DataSpec *x)
 {
 	int64_t n = x->count;
 	for (int k = 0; k < x->rank; k++)
@@ -151,7 +151,7 @@ static char *data_file(const DataSpec *x, const RunOpts *o)
 {
 	struct stat st;
 	const char *dir = x->param && o->weights_dir ? o->weights_dir : o->data_dir;
-	if (!dir || strchr(x->name, '/'))      /* never a file outside DIR (tensor_data refuses it) */
+	if (!dir || strchr(x->name, '/'))      /* never a file outside DIR (run_tensor_data refuses it) */
 		return NULL;
 	char *path = xasprintf("%s/%s.npy", dir, x->name);
 	if (stat(path, &st) == 0)
@@ -161,9 +161,9 @@ static char *data_file(const DataSpec *x, const RunOpts *o)
 }
 
 /* A stacked parameter made from the seed is kept by no one whole: each
- * user makes the instance it needs (instance_data), so 27 layers of
+ * user makes the instance it needs (run_instance_data), so 27 layers of
  * weights never sit in memory as floats. */
-int lazy_spec(const DataSpec *x, const RunOpts *o)
+int run_lazy_spec(const DataSpec *x, const RunOpts *o)
 {
 	if (x->count < 2 || !o->quantized)
 		return 0;
@@ -172,7 +172,8 @@ int lazy_spec(const DataSpec *x, const RunOpts *o)
 	return path == NULL;
 }
 
-void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab)
+/* Token ids: n uniform in 0 .. vocab - 1, value i from (seed, name, i). */
+static void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab)
 {
 	uint64_t s = seed * 0x9E3779B97F4A7C15u ^ 0x1D5;
 	for (const char *c = name; *c; c++)
@@ -181,7 +182,10 @@ void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *na
 		v[i] = (float)(mix(s + (uint64_t)(first + i)) % (uint64_t)vocab);
 }
 
-void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows, float *y)
+/* An embed's rows: ids [rows] into table [V, C] (or [C, V], transposed)
+ * as y [rows, C]. */
+static void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows,
+		       float *y)
 {
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t id = (int64_t)ids[r];
@@ -198,15 +202,15 @@ static void positions(const DataSpec *x, float *v, uint8_t *enc, int64_t first, 
 	int64_t T = x->rank >= 2 ? x->shape[x->rank - 2] : 1, C = x->shape[x->rank - 1];
 	for (int64_t i = 0; i < n; i++)
 		v[i] = (float)(at + ((first + i) / C) % T);
-	quantize_encode(v, n, FMT_I32, 0, enc);
+	run_quantize_encode(v, n, FMT_I32, 0, enc);
 }
 
-void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc)
+void run_instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc)
 {
-	int64_t size = spec_values(x) / x->count;
+	int64_t size = run_spec_values(x) / x->count;
 	if (x->fmt == FMT_I32 && x->d.vocab) {
 		token_ids(v, iter * size, size, o->seed, x->name, x->d.vocab);
-		quantize_encode(v, size, FMT_I32, 0, enc);
+		run_quantize_encode(v, size, FMT_I32, 0, enc);
 	} else if (x->fmt == FMT_I32)
 		positions(x, v, enc, iter * size, size, o->position);
 	else
@@ -244,7 +248,7 @@ void run_cache_expect(RunCache *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-void cache_filled(RunCache *c)
+void run_cache_filled(RunCache *c)
 {
 	if (!c)
 		return;
@@ -270,14 +274,14 @@ void run_cache_free(RunCache *c)
 }
 
 /* Decoding gives quantize()'s bits: fp16 always, fp8 where the scale's
- * power of two is a normal float (decode_run's table). */
-int cacheable(const DataSpec *x)
+ * power of two is a normal float (run_decode_run's table). */
+int run_cacheable(const DataSpec *x)
 {
 	return x->fmt != FMT_FP8 || (x->scale >= -126 && x->scale <= 126);
 }
 
 /* c takes enc (every instance of x, encoded). */
-void cache_put(RunCache *c, const DataSpec *x, uint64_t seed, uint8_t *enc)
+void run_cache_put(RunCache *c, const DataSpec *x, uint64_t seed, uint8_t *enc)
 {
 	if (c->n == c->cap) {
 		c->cap = c->cap ? 2 * c->cap : 16;
@@ -302,12 +306,12 @@ static const uint8_t *cache_get(RunCache *c, const DataSpec *x, uint64_t seed)
 		pthread_mutex_unlock(&c->mu);
 	}
 	for (int i = 0; c && i < c->n; i++)
-		if (c->e[i].seed == seed && same_spec(&c->e[i].d, x) && c->e[i].d.scale == x->scale)
+		if (c->e[i].seed == seed && run_same_spec(&c->e[i].d, x) && c->e[i].d.scale == x->scale)
 			return c->e[i].enc;
 	return NULL;
 }
 
-int cache_holds(const RunCache *c, const uint8_t *enc)
+int run_cache_holds(const RunCache *c, const uint8_t *enc)
 {
 	for (int i = 0; c && enc && i < c->n; i++)
 		if (c->e[i].enc == enc)
@@ -315,7 +319,7 @@ int cache_holds(const RunCache *c, const uint8_t *enc)
 	return 0;
 }
 
-void lazy_init(Lazy *z, int n)
+void run_lazy_init(Lazy *z, int n)
 {
 	z->n = n;
 	z->buf = xcalloc((size_t)n + 1, sizeof *z->buf);
@@ -324,23 +328,23 @@ void lazy_init(Lazy *z, int n)
 		z->at[i] = -1;
 }
 
-float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter)
+float *run_lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter)
 {
 	if (z->at[t] != iter) {
-		int64_t size = spec_values(x) / x->count;
+		int64_t size = run_spec_values(x) / x->count;
 		if (!z->buf[t])
 			z->buf[t] = xmalloc((size_t)size * sizeof *z->buf[t]);
-		const uint8_t *enc = cacheable(x) ? cache_get(o->cache, x, o->seed) : NULL;
+		const uint8_t *enc = run_cacheable(x) ? cache_get(o->cache, x, o->seed) : NULL;
 		if (enc)
-			decode_run(enc + iter * size * fmt_bytes(x->fmt), NULL, size, x->fmt, x->scale, z->buf[t]);
+			run_decode_run(enc + iter * size * fmt_bytes(x->fmt), NULL, size, x->fmt, x->scale, z->buf[t]);
 		else
-			instance_data(x, o, iter, z->buf[t], NULL);
+			run_instance_data(x, o, iter, z->buf[t], NULL);
 		z->at[t] = iter;
 	}
 	return z->buf[t];
 }
 
-void lazy_free(Lazy *z)
+void run_lazy_free(Lazy *z)
 {
 	for (int i = 0; i < z->n; i++)
 		free(z->buf[i]);
@@ -434,9 +438,9 @@ static int file_data(const char *path, const DataSpec *x, const RunOpts *o, floa
 
 /* v: x's values from DIR/<name>.npy when --data has it, else generated
  * from the seed; quantized into x's format when o asks. */
-int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
+int run_tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 {
-	int64_t n = spec_values(x);
+	int64_t n = run_spec_values(x);
 	if (o->data_dir && strchr(x->name, '/'))
 		return errf(e, "--data: tensor '%s' holds '/': its file would not be in %s", x->name, o->data_dir);
 	char *path = data_file(x, o);
@@ -454,7 +458,7 @@ int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e)
 	return 0;
 }
 
-DataSpec plan_spec(const Plan *pl, int t)
+DataSpec run_plan_spec(const Plan *pl, int t)
 {
 	const PTensor *x = &pl->t[t];
 	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->fmt, x->scale, plan_dist(pl, t),
@@ -465,7 +469,7 @@ DataSpec plan_spec(const Plan *pl, int t)
  * rows, then patch (i, j) in row-major order, its features ordered
  * channel, row, column (a convolution weight's order). Values move
  * unchanged. */
-void patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,
+void run_patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,
 		     float *y)
 {
 	int64_t gw = W / p, n = 0;
@@ -481,7 +485,7 @@ void patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_
 	}
 }
 
-int data_dir_ok(const RunOpts *o, Err *e)
+int run_data_dir_ok(const RunOpts *o, Err *e)
 {
 	struct stat dir;
 	if (o->data_dir && (stat(o->data_dir, &dir) != 0 || !S_ISDIR(dir.st_mode)))
@@ -489,7 +493,7 @@ int data_dir_ok(const RunOpts *o, Err *e)
 	return 0;
 }
 
-RunOpts input_opts(const RunOpts *o)
+RunOpts run_input_opts(const RunOpts *o)
 {
 	RunOpts c = *o;
 	if (o->step > 0)        /* made from the seed and the step; read only by a prefill's part */
@@ -497,7 +501,7 @@ RunOpts input_opts(const RunOpts *o)
 	return c;
 }
 
-float *state_values(const RunOpts *o, const char *name, int64_t n, int ref)
+float *run_state_values(const RunOpts *o, const char *name, int64_t n, int ref)
 {
 	const float *c = carry_find(o->carry, name, n, ref);
 	float *v = xcalloc((size_t)n, sizeof *v);
@@ -537,14 +541,14 @@ static int append_rows(const Plan *pl, float *const *val, Err *e)
 
 int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
-	if (data_dir_ok(o, e))
+	if (run_data_dir_ok(o, e))
 		return -1;
-	RunOpts oi = input_opts(o);
+	RunOpts oi = run_input_opts(o);
 	for (int t = 0; t < pl->nt; t++) {
 		const PTensor *x = &pl->t[t];
 		val[t] = NULL;
 		if (x->role == R_STATE)
-			val[t] = state_values(o, x->name, tensor_values(x), 0);
+			val[t] = run_state_values(o, x->name, tensor_values(x), 0);
 		if (x->role != R_INPUT && x->role != R_PARAM)
 			continue;
 		int host = 0;
@@ -552,8 +556,8 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			host |= pl->h[h].out == t;
 		if (host)
 			continue;               /* made from its host op's input below */
-		DataSpec d = plan_spec(pl, t);
-		if (lazy_spec(&d, o))
+		DataSpec d = run_plan_spec(pl, t);
+		if (run_lazy_spec(&d, o))
 			continue;               /* made an instance at a time by its users */
 		char *key = param_key(x);
 		val[t] = x->role == R_PARAM ? carry_find(o->params, key, tensor_values(x), 0) : NULL;
@@ -566,7 +570,7 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			memcpy(val[t], g, (size_t)tensor_values(x) * sizeof **val);
 			continue;
 		}
-		if (tensor_data(&d, x->role == R_INPUT ? &oi : o, val[t], e))
+		if (run_tensor_data(&d, x->role == R_INPUT ? &oi : o, val[t], e))
 			return -1;
 	}
 	for (int h = 0; h < pl->nh; h++) {
@@ -587,9 +591,9 @@ int run_data(const Plan *pl, const RunOpts *o, float **val, Err *e)
 			continue;
 		}
 		const PTensor *img = &pl->t[pl->h[h].in];
-		patchify(val[pl->h[h].in], img->shape[0], img->shape[1], img->shape[2], img->shape[3],
-			 pl->h[h].patch, pl->h[h].cls,
-			 val[pl->h[h].out] = xmalloc((size_t)tensor_count(&pl->t[pl->h[h].out]) * sizeof **val));
+		run_patchify(val[pl->h[h].in], img->shape[0], img->shape[1], img->shape[2], img->shape[3],
+			     pl->h[h].patch, pl->h[h].cls,
+			     val[pl->h[h].out] = xmalloc((size_t)tensor_count(&pl->t[pl->h[h].out]) * sizeof **val));
 	}
 	return append_rows(pl, val, e);
 }

@@ -42,7 +42,7 @@ typedef struct {
 	uint8_t kind;
 } Op;
 
-/* The large arrays of a phase, kept from phase to phase (Machine_.xk):
+/* The large arrays of a phase, kept from phase to phase (RunMachine.xk):
  * made anew each phase, they were mapped and faulted in each time. */
 struct ExKeep {
 	Move *mv;
@@ -52,7 +52,7 @@ struct ExKeep {
 };
 
 typedef struct {
-	Machine_ *m;
+	RunMachine *m;
 	Op **row;
 	int *n, *cur;
 	int phase;
@@ -73,10 +73,10 @@ typedef struct {
 } Exchange;
 
 /* The bytes [lo, hi) placement p's shard occupies on tile t (0 when it has none). */
-static int shard_range(Machine_ *m, int p, int64_t t, int64_t *lo, int64_t *hi)
+static int shard_range(RunMachine *m, int p, int64_t t, int64_t *lo, int64_t *hi)
 {
 	const Placement *pp = &m->pl->p[p];
-	int64_t idx[MAX_RANK], lin = shards_of(m, p)[t];
+	int64_t idx[MAX_RANK], lin = run_shards_of(m, p)[t];
 	if (lin < 0)
 		return 0;
 	place_shard_idx(pp, lin, idx);
@@ -91,7 +91,7 @@ static int shard_range(Machine_ *m, int p, int64_t t, int64_t *lo, int64_t *hi)
  * which the destinations' check cannot see. */
 static int check_stray(Exchange *x, const Xfer *xf, int64_t t, int64_t addr, int64_t len)
 {
-	Machine_ *m = x->m;
+	RunMachine *m = x->m;
 	const Plan *pl = m->pl;
 	int dst = pl->s[xf->step].dst;
 	if (addr >= x->lo[t] && addr + len <= x->hi[t])
@@ -179,7 +179,7 @@ static inline void push_move(Exchange *x, int64_t dt, int64_t da)
 static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
 {
 	Exchange *x = ctx;
-	Machine_ *m = x->m;
+	RunMachine *m = x->m;
 	int64_t T = m->pl->machine.tiles;
 	(void)mb, (void)sa, (void)da;
 	Op *s = next_instr(x, st);
@@ -224,7 +224,7 @@ static int fragment(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t s
 /* Fills a copy's destination shards with 0xA5, but those that alias the
  * source's shard on their tile (the same buffer). */
 typedef struct {
-	Machine_ *m;
+	RunMachine *m;
 	int src, dst;
 } Poison;
 
@@ -244,7 +244,7 @@ static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64
 static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t sa, int64_t dt, int64_t da)
 {
 	Exchange *x = ctx;
-	Machine_ *m = x->m;
+	RunMachine *m = x->m;
 	int64_t T = m->pl->machine.tiles;
 	(void)mb;
 	if (da < 0 || da + xf->len > m->s.sram || (xf->kind != X_ZERO && (sa < 0 || sa + xf->len > m->s.sram)))
@@ -269,8 +269,8 @@ static int local_move(void *ctx, const Xfer *xf, int64_t mb, int64_t st, int64_t
 /* Tile t's shard of the step's destination poisoned (as poison does). */
 static void poison_tile(Exchange *x, int64_t t)
 {
-	Machine_ *m = x->m;
-	int64_t lin = shards_of(m, x->dst)[t], idx[MAX_RANK];
+	RunMachine *m = x->m;
+	int64_t lin = run_shards_of(m, x->dst)[t], idx[MAX_RANK];
 	if (lin < 0)
 		return;
 	place_shard_idx(&m->pl->p[x->dst], lin, idx);
@@ -371,12 +371,12 @@ static int64_t first_clear(const uint64_t *w, int64_t n)
  * named too. */
 static int count_writes(Exchange *x, int s)
 {
-	Machine_ *m = x->m;
+	RunMachine *m = x->m;
 	const Plan *pl = m->pl;
 	const Placement *p = &pl->p[x->dst];
 	const char *tn = pl->t[p->tensor].name;
 	int64_t T = pl->machine.tiles;
-	const int64_t *ds = shards_of(m, x->dst);
+	const int64_t *ds = run_shards_of(m, x->dst);
 	int64_t *first = x->first;
 	uint32_t *order;
 	uint64_t *bits = NULL;          /* a shard's bytes, written or not */
@@ -450,10 +450,10 @@ static int count_writes(Exchange *x, int s)
  * placement, and names the first difference). */
 static int make_moves(Exchange *x, int ph)
 {
-	Machine_ *m = x->m;
+	RunMachine *m = x->m;
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
-	const int64_t *ds = shards_of(m, x->dst);
+	const int64_t *ds = run_shards_of(m, x->dst);
 	for (int64_t t = 0; t < T; t++)          /* allocated before any thread */
 		if (ds[t] >= 0)
 			sim_tile(&m->s, t);
@@ -575,7 +575,7 @@ static int decode_tables(const Program *prog, int ph, Exchange *x, Err *e)
 	return -1;
 }
 
-int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
+int run_phase(RunMachine *m, const Program *prog, int ph, int first, int last)
 {
 	const Plan *pl = m->pl;
 	int64_t T = pl->machine.tiles;
@@ -654,7 +654,7 @@ int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last)
 	return rc;
 }
 
-void run_exchange_free(Machine_ *m)
+void run_exchange_free(RunMachine *m)
 {
 	if (!m->xk)
 		return;

@@ -31,7 +31,7 @@ typedef float v16f __attribute__((vector_size(64)));
 
 /* A (M x K, row r at A + r * lda) into d in the strips of
  * run_gemm_strips, mp rows each (zeros past M and past K). */
-void pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64_t mp, float *d)
+void run_pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64_t mp, float *d)
 {
 	int64_t ns = (K + GEMM_S - 1) / GEMM_S;
 	for (int64_t s = 0; s < ns; s++) {
@@ -118,7 +118,7 @@ static int cpu_width(void)
 
 int run_gemm_width(int w)
 {
-	atomic_store_explicit(&gemm_pin, w, memory_order_relaxed);
+	atomic_store_explicit(&run_gemm_pin, w, memory_order_relaxed);
 	int c = cpu_width();
 	return w == 8 || c < 16 ? 8 : 16;
 }
@@ -127,7 +127,7 @@ int run_gemm_width(int w)
 /* The vector width the products use now. */
 static int gemm_width(void)
 {
-	int c = cpu_width(), w = atomic_load_explicit(&gemm_pin, memory_order_relaxed);
+	int c = cpu_width(), w = atomic_load_explicit(&run_gemm_pin, memory_order_relaxed);
 	return w == 8 && c > 8 ? 8 : c;
 }
 #endif

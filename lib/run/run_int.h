@@ -71,7 +71,7 @@ const MOp *run_fold_of(const Plan *pl, const Model *m, int mt);
 /* Called by run_program after step s (iteration iter of its repeat) with
  * every tensor's encoded values: when s is a model op's last compute
  * step, the op is checked (run_opcheck_op). */
-int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e);
+int run_opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e);
 /* One op of the model reference on fp32 values (run_model.c). */
 void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
 
@@ -79,67 +79,67 @@ void run_model_op(const Model *m, ModelRef *r, int k, int64_t iter);
 
 /* C[M x N] += A[M x K] B[K x N] (+ bias), fp32, rows split over two
  * threads. */
-void ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
-	       int64_t N);
+void run_ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
+		   int64_t N);
 /* Attention on two threads: q [B, Tq, qw], kv [B, Tk, kw] (fused: kv ==
  * q, keys after the C query columns), y [B, Tq, C]; G heads of k and v
  * (order 1: kv_order heads, each kv head's keys then its values), causal
  * or not, or causal by the query rows' positions pos. */
-void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
-		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int order, int fused,
-		double scale);
+void run_ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
+		    int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int order,
+		    int fused, double scale);
 /* Layernorm and RMSNorm of rows of C values, in double. */
-void ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
-		   double eps);
-void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps);
+void run_ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
+		       double eps);
+void run_ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps);
 /* y[i] = x[i] * sigmoid(x[i]), in double. */
-void ref_silu(const float *x, float *y, int64_t n);
+void run_ref_silu(const float *x, float *y, int64_t n);
 /* Rotary positions on rows of C values, in double: each row's heads of D
  * columns (head h at column h*S) rotated by pos[row], pair i of a head
  * its elements i and i + D/2, or (interleaved) 2i and 2i + 1. */
-void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
-	      int interleaved, double theta, const RopeScale *sc);
+void run_ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
+		  int64_t S, int interleaved, double theta, const RopeScale *sc);
 /* The same by a patch grid (RopeGrid; T tokens an entry), as PE-Core's
  * Rope2D: no positions read. */
-void ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
-		   int interleaved, double theta, const RopeGrid *g, int64_t T);
+void run_ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
+		       int interleaved, double theta, const RopeGrid *g, int64_t T);
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions
  * pos [B, T], into y. */
-void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
-		int64_t P, int64_t W);
+void run_ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
+		    int64_t P, int64_t W);
 /* y [B, 1, C]: each batch entry's last row of x [B, T, C]. */
-void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C);
+void run_ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C);
 /* y[i] = a[i] * b[i % nb] (nb < n: a folded rmsnorm's scale, the same for every row). */
-void ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb);
+void run_ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb);
 /* y[i] = x[i] + b[i % nb]. */
-void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb);
+void run_ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb);
 
 /* ---- numbers and timing (run.c) ---- */
 
 /* Codes decoded once by run_tables(), which every user calls first: fp8's 256
- * at scale 0 and the power of two of every scale (f8_pow2[scale + 126]). */
-extern float f8_table[256], f8_pow2[253];
+ * at scale 0 and the power of two of every scale (run_f8_pow2[scale + 126]). */
+extern float run_f8_table[256], run_f8_pow2[253];
 void run_tables(void);
-void quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc);
+void run_quantize_encode(float *v, int64_t n, Format f, int scale, uint8_t *enc);
 /* run_gemm_width's limit (that is in run_gemm.c; run.c's fp8 decoding
  * obeys it too). */
-extern atomic_int gemm_pin;
-void f8_decode(const uint8_t *b, int64_t n, float k, float *v);
-void decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v);
-void encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem);
+extern atomic_int run_gemm_pin;
+void run_f8_decode(const uint8_t *b, int64_t n, float k, float *v);
+void run_decode_run(const uint8_t *mem, const int64_t *off, int64_t n, Format f, int scale, float *v);
+void run_encode_run(const float *v, const int64_t *off, int64_t n, Format f, int scale, uint8_t *mem);
 /* What run_stats returns: each part adds its own times. */
 extern RunStats run_totals;
-double thread_cpu(void);
+double run_thread_cpu(void);
 
 /* The tanh form of gelu in fp32: the machine's (run_compute.c, by table
  * where it can) and the references'. */
-static inline float gelu(float x)
+static inline float run_gelu_f32(float x)
 {
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
 /* silu (x times its sigmoid) in fp32: the machine's. */
-static inline float silu(float x)
+static inline float run_silu_f32(float x)
 {
 	return x / (1.0f + expf(-x));
 }
@@ -175,33 +175,28 @@ typedef struct {
 	int n;
 } Lazy;
 
-DataSpec plan_spec(const Plan *pl, int t);
-Dist model_dist(const Model *m, int t);
-int same_spec(const DataSpec *a, const DataSpec *b);
-int64_t spec_values(const DataSpec *x);
-int lazy_spec(const DataSpec *x, const RunOpts *o);
-void instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc);
-/* Token ids: n uniform in 0 .. vocab - 1, value i from (seed, name, i). */
-void token_ids(float *v, int64_t first, int64_t n, uint64_t seed, const char *name, int64_t vocab);
-/* An embed's rows: ids [rows] into table [V, C] (or [C, V], transposed)
- * as y [rows, C]. */
-void embed_rows(const float *ids, const float *table, int64_t V, int64_t C, int transposed, int64_t rows, float *y);
+DataSpec run_plan_spec(const Plan *pl, int t);
+Dist run_model_dist(const Model *m, int t);
+int run_same_spec(const DataSpec *a, const DataSpec *b);
+int64_t run_spec_values(const DataSpec *x);
+int run_lazy_spec(const DataSpec *x, const RunOpts *o);
+void run_instance_data(const DataSpec *x, const RunOpts *o, int64_t iter, float *v, uint8_t *enc);
 /* The options inputs are made with in run o->step (run_data). */
-RunOpts input_opts(const RunOpts *o);
+RunOpts run_input_opts(const RunOpts *o);
 /* A state's n values at the start of the run: carried (the machine's,
  * or the reference's when ref), else zero; the caller frees them. */
-float *state_values(const RunOpts *o, const char *name, int64_t n, int ref);
-int tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e);
-int data_dir_ok(const RunOpts *o, Err *e);
-void patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,
-	      float *y);
-int cacheable(const DataSpec *x);
-void cache_put(RunCache *c, const DataSpec *x, uint64_t seed, uint8_t *enc);
-void cache_filled(RunCache *c);
-int cache_holds(const RunCache *c, const uint8_t *enc);
-void lazy_init(Lazy *z, int n);
-float *lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter);
-void lazy_free(Lazy *z);
+float *run_state_values(const RunOpts *o, const char *name, int64_t n, int ref);
+int run_tensor_data(const DataSpec *x, const RunOpts *o, float *v, Err *e);
+int run_data_dir_ok(const RunOpts *o, Err *e);
+void run_patchify(const float *x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, int64_t cls,
+		  float *y);
+int run_cacheable(const DataSpec *x);
+void run_cache_put(RunCache *c, const DataSpec *x, uint64_t seed, uint8_t *enc);
+void run_cache_filled(RunCache *c);
+int run_cache_holds(const RunCache *c, const uint8_t *enc);
+void run_lazy_init(Lazy *z, int n);
+float *run_lazy_get(Lazy *z, int t, const DataSpec *x, const RunOpts *o, int64_t iter);
+void run_lazy_free(Lazy *z);
 
 /* ---- the machine (run_compute.c, run_attention.c, run_shard.c;
  * run_exchange.c runs it) ---- */
@@ -252,31 +247,31 @@ typedef struct {
 	KvPanels kv[2][2];      /* per compute thread: an attention's keys and values, as last made */
 	int64_t exec;           /* compute steps run so far */
 	struct ExKeep *xk;      /* run_exchange.c's largest arrays, kept from phase to phase */
-} Machine_;
+} RunMachine;
 
 /* A compute thread's share of a step: the tiles t of its output with
  * t % parts == part. */
 typedef struct {
-	Machine_ *m;
+	RunMachine *m;
 	int step, part, parts;
 	double cpu;             /* the thread's CPU seconds on the step, the expected bytes' copies not counted */
 	uint8_t *enc;           /* the output tensor's expected bytes */
 } Work;
 
 /* Runs compute step i on every tile of its output (run_compute.c). */
-int compute_step(Machine_ *m, int i);
+int run_compute_step(RunMachine *m, int i);
 /* Runs the copy steps first .. last, exchange phase ph (run_exchange.c;
  * ph -1: a step of on-tile copies only): the phase's tables decoded and
  * matched with the schedule, every write checked, the copies made and
  * each destination checked byte for byte. */
-int run_phase(Machine_ *m, const Program *prog, int ph, int first, int last);
+int run_phase(RunMachine *m, const Program *prog, int ph, int first, int last);
 /* Frees what run_phase kept in m from phase to phase. */
-void run_exchange_free(Machine_ *m);
+void run_exchange_free(RunMachine *m);
 
 /* Attention step st on tile t (run_attention.c): q (R rows of the tile's
  * heads, qcols wide) into res (R rows, C wide, of its heads' outputs or
  * of their partials). */
-void run_attention_tile(Machine_ *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
+void run_attention_tile(RunMachine *m, const Work *w, const Step *st, int64_t t, const float *q, int64_t qcols,
 			int64_t R, int64_t C, float *res);
 /* The online-softmax merge of KB key blocks' partials (each row m, l,
  * o[D]) into res (R x D); half: an fp16 partial's, o divided by l. */
@@ -285,38 +280,38 @@ void run_merge(const float *a, float *res, int64_t KB, int64_t R, int64_t D, int
 /* ---- a tile's shards (run_shard.c) ---- */
 
 /* Placement p's shard index on each tile (m->ts[p], made on first use). */
-const int64_t *shards_of(Machine_ *m, int p);
+const int64_t *run_shards_of(RunMachine *m, int p);
 /* Compute thread part's buffer i, at least n floats (its contents lost
  * when it grows). */
-float *run_scratch(Machine_ *m, int part, int i, int64_t n);
+float *run_scratch(RunMachine *m, int part, int i, int64_t n);
 /* Placement p's shard on tile t: its bytes (a stacked home's: this
  * iteration's instance) and its layout. */
-const uint8_t *run_shard_mem(Machine_ *m, int p, int64_t t, Layout *l);
+const uint8_t *run_shard_mem(RunMachine *m, int p, int64_t t, Layout *l);
 /* The shard at mem (layout l, in fmt and scale sc) decoded into v,
  * row-major. */
 void run_decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, float *v);
 /* Shard p of tile t decoded into floats, row-major (the caller frees
  * them). */
-float *run_read_shard(Machine_ *m, int p, int64_t t, Layout *l);
+float *run_read_shard(RunMachine *m, int p, int64_t t, Layout *l);
 /* v (row-major) rounded into shard p of tile t, in its format and layout. */
-void run_write_shard(Machine_ *m, int p, int64_t t, const float *v);
+void run_write_shard(RunMachine *m, int p, int64_t t, const float *v);
 /* The first index along dimension dim of placement p's shard on tile t. */
-int64_t run_shard_first(Machine_ *m, int p, int64_t t, int dim);
+int64_t run_shard_first(RunMachine *m, int p, int64_t t, int dim);
 /* A matmul's left operand (R x K) in run_gemm_strips's strips of mp
  * rows, and its right operand (K x N) in 16-column panels, in thread
  * w->part's scratch buffers. */
-const float *run_read_strips(Machine_ *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp);
-const float *run_read_panels(Machine_ *m, const Work *w, int p, int64_t t, Layout *l);
+const float *run_read_strips(RunMachine *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp);
+const float *run_read_panels(RunMachine *m, const Work *w, int p, int64_t t, Layout *l);
 /* Shard lin of placement out, as its first replica's tile holds it, into
  * the tensor's encoded bytes enc (*off, *cap: a row's offsets, kept
  * between calls). */
-void run_enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap);
+void run_enc_shard(RunMachine *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap);
 
 /* ---- the matrix products (run_gemm.c) ---- */
 
 #define GEMM_S RUN_GEMM_S       /* run_gemm_strips's strip width (GEMM_KC a multiple of it) */
-void pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64_t mp, float *d);
+void run_pack_strips(const float *A, int64_t lda, int64_t M, int64_t K, int64_t mp, float *d);
 /* gemm_kernel.h's 8-wide copy's panel packing. */
-void pack_panel_8(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d);
+void run_pack_panel_8(const float *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, int64_t nj, float *d);
 
 #endif

@@ -26,7 +26,7 @@ static DataSpec model_spec(const Model *m, const Scales *sc, int t)
 	int scale = x->scale;
 	if (x->dtype == FMT_FP8)
 		scales_find(sc, x->name, &scale);
-	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->dtype, scale, model_dist(m, t),
+	return (DataSpec){ x->name, x->rank, x->shape, x->count, x->dtype, scale, run_model_dist(m, t),
 			   x->role == T_PARAM };
 }
 
@@ -38,41 +38,41 @@ int run_model_data(const Model *m, const Scales *sc, const RunOpts *o, const Pla
 	r->v = xcalloc((size_t)m->nt + 1, sizeof *r->v);
 	r->own = xcalloc((size_t)m->nt + 1, 1);
 	Lazy z;
-	lazy_init(&z, m->nt);
+	run_lazy_init(&z, m->nt);
 	r->inst = z.buf, r->at = z.at;
 	r->sc = sc;
 	r->o = *o;
-	if (data_dir_ok(o, e))
+	if (run_data_dir_ok(o, e))
 		return -1;
-	RunOpts oi = input_opts(o);
+	RunOpts oi = run_input_opts(o);
 	for (int i = 0; i < m->nt; i++) {
 		if (m->t[i].role == T_STATE) {
-			r->v[i] = state_values(o, m->t[i].name, mtensor_count(&m->t[i]) * m->t[i].count, 1);
+			r->v[i] = run_state_values(o, m->t[i].name, mtensor_count(&m->t[i]) * m->t[i].count, 1);
 			r->own[i] = 1;
 		}
 		if (m->t[i].role == T_ACT || m->t[i].role == T_STATE)
 			continue;
 		DataSpec d = model_spec(m, sc, i);
-		const float *g = m->t[i].role == T_INPUT ? carry_find(o->given, d.name, spec_values(&d), 0) : NULL;
+		const float *g = m->t[i].role == T_INPUT ? carry_find(o->given, d.name, run_spec_values(&d), 0) : NULL;
 		if (g) {
-			r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
-			memcpy(r->v[i], g, (size_t)spec_values(&d) * sizeof *r->v[i]);
+			r->v[i] = xmalloc((size_t)run_spec_values(&d) * sizeof *r->v[i]);
+			memcpy(r->v[i], g, (size_t)run_spec_values(&d) * sizeof *r->v[i]);
 			r->own[i] = 1;
 			continue;
 		}
-		if (lazy_spec(&d, o))
+		if (run_lazy_spec(&d, o))
 			continue;               /* made an instance at a time (minst) */
 		int t = pl && pval ? plan_find_tensor(pl, d.name) : -1;
 		if (t >= 0 && pval[t] && (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)) {
-			DataSpec q = plan_spec(pl, t);
-			if (same_spec(&d, &q)) {        /* made the same way: the same values */
+			DataSpec q = run_plan_spec(pl, t);
+			if (run_same_spec(&d, &q)) {        /* made the same way: the same values */
 				r->v[i] = pval[t];
 				continue;
 			}
 		}
-		r->v[i] = xmalloc((size_t)spec_values(&d) * sizeof *r->v[i]);
+		r->v[i] = xmalloc((size_t)run_spec_values(&d) * sizeof *r->v[i]);
 		r->own[i] = 1;
-		if (tensor_data(&d, m->t[i].role == T_INPUT ? &oi : o, r->v[i], e))
+		if (run_tensor_data(&d, m->t[i].role == T_INPUT ? &oi : o, r->v[i], e))
 			return -1;
 	}
 	return 0;
@@ -84,7 +84,7 @@ static float *minst(const Model *m, ModelRef *r, int t, int64_t iter)
 	if (!r->v[t] && m->t[t].count > 1 && m->t[t].role != T_ACT) {
 		Lazy z = { r->inst, r->at, r->n };     /* a lazy one */
 		DataSpec d = model_spec(m, r->sc, t);
-		return lazy_get(&z, t, &d, &r->o, iter);
+		return run_lazy_get(&z, t, &d, &r->o, iter);
 	}
 	return m->t[t].count > 1 ? r->v[t] + iter * mtensor_count(&m->t[t]) : r->v[t];
 }
@@ -131,20 +131,20 @@ static int opref_matmul(const RefOp *a)
 	const MTensor *b = &a->m->t[a->op->in[1]];
 	int64_t K = b->shape[0], N = b->shape[1], M = mtensor_count(&a->m->t[a->op->in[0]]) / K;
 	memset(a->y, 0, (size_t)(M * N) * sizeof *a->y);       /* read before written */
-	ref_gemm2(a->x, ref_in(a, 1), a->op->in[2] >= 0 ? ref_in(a, 2) : NULL, a->y, M, K, N);
+	run_ref_gemm2(a->x, ref_in(a, 1), a->op->in[2] >= 0 ? ref_in(a, 2) : NULL, a->y, M, K, N);
 	return 0;
 }
 
 static int opref_gelu(const RefOp *a)
 {
 	for (int64_t i = 0; i < a->n; i++)
-		a->y[i] = gelu(a->x[i]);
+		a->y[i] = run_gelu_f32(a->x[i]);
 	return 0;
 }
 
 static int opref_add(const RefOp *a)
 {
-	ref_add(a->x, ref_in(a, 1), a->y, a->n, mtensor_count(&a->m->t[a->op->in[1]]));
+	run_ref_add(a->x, ref_in(a, 1), a->y, a->n, mtensor_count(&a->m->t[a->op->in[1]]));
 	return 0;
 }
 
@@ -157,14 +157,14 @@ static int opref_broadcast(const RefOp *a)
 
 static int opref_layernorm(const RefOp *a)
 {
-	ref_layernorm(a->x, ref_in(a, 1), ref_in(a, 2), a->y, a->n / a->C, a->C, a->op->eps);
+	run_ref_layernorm(a->x, ref_in(a, 1), ref_in(a, 2), a->y, a->n / a->C, a->C, a->op->eps);
 	return 0;
 }
 
 static int opref_rmsnorm(const RefOp *a)
 {
 	const float *g = ref_in(a, 1);
-	ref_rmsnorm(a->x, g, a->y, a->n / a->C, a->C, a->op->eps);
+	run_ref_rmsnorm(a->x, g, a->y, a->n / a->C, a->C, a->op->eps);
 	for (int64_t i = 0; a->r->amax_pre && i < a->n; i++)   /* what a folded norm casts: x times the scale */
 		a->r->amax_pre[a->op->out] = fmax(a->r->amax_pre[a->op->out], fabs((double)a->x[i] * g[i % a->C]));
 	return 0;
@@ -172,13 +172,14 @@ static int opref_rmsnorm(const RefOp *a)
 
 static int opref_silu(const RefOp *a)
 {
-	ref_silu(a->x, a->y, a->n);
+	run_ref_silu(a->x, a->y, a->n);
 	return 0;
 }
 
 static int opref_mul(const RefOp *a)
 {
-	ref_mul(a->x, ref_in(a, 1), a->y, a->n, mtensor_count(&a->m->t[a->op->in[1]]));   /* b: an activation, or per channel */
+	/* b: an activation, or per channel */
+	run_ref_mul(a->x, ref_in(a, 1), a->y, a->n, mtensor_count(&a->m->t[a->op->in[1]]));
 	return 0;
 }
 
@@ -186,19 +187,19 @@ static int opref_rope(const RefOp *a)
 {
 	const MOp *op = a->op;
 	if (op->rope_grid.rows > 0) {
-		ref_rope_grid(a->x, a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride, op->interleaved,
-			      op->theta, &op->rope_grid, a->m->t[op->in[0]].shape[1]);
+		run_ref_rope_grid(a->x, a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride,
+				  op->interleaved, op->theta, &op->rope_grid, a->m->t[op->in[0]].shape[1]);
 		return 0;
 	}
-	ref_rope(a->x, ref_in(a, 1), a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride,
-		 op->interleaved, op->theta, &op->rope_scale);
+	run_ref_rope(a->x, ref_in(a, 1), a->y, a->n / a->C, a->C, op->heads, op->head_dim, op->head_stride,
+		     op->interleaved, op->theta, &op->rope_scale);
 	return 0;
 }
 
 static int opref_last(const RefOp *a)
 {
 	const MTensor *in = &a->m->t[a->op->in[0]];
-	ref_last(a->x, a->y, in->shape[0], in->shape[1], a->C);
+	run_ref_last(a->x, a->y, in->shape[0], in->shape[1], a->C);
 	return 0;
 }
 
@@ -207,7 +208,7 @@ static int opref_append(const RefOp *a)
 	const MOp *op = a->op;
 	const MTensor *out = &a->m->t[op->out], *in = &a->m->t[op->in[0]];
 	float *cache = minst(a->m, a->r, op->out, a->iter);
-	ref_append(cache, a->x, ref_in(a, 1), a->y, out->shape[0], in->shape[1], out->shape[1], out->shape[2]);
+	run_ref_append(cache, a->x, ref_in(a, 1), a->y, out->shape[0], in->shape[1], out->shape[1], out->shape[2]);
 	if (out->count == 1)
 		return 0;
 	/* a stacked state: this iteration's instance, in place */
@@ -221,9 +222,9 @@ static int opref_attention(const RefOp *a)
 {
 	const MOp *op = a->op;
 	const MTensor *in = &a->m->t[op->in[0]], *kv = &a->m->t[op->in[1]];
-	ref_attend(a->x, ref_in(a, 1), op->in[2] >= 0 ? ref_in(a, 2) : NULL, a->y, in->shape[0], in->shape[1],
-		   kv->shape[1], in->shape[2], kv->shape[2], a->C, op->heads, op->kv_heads, op->causal, op->kv_order,
-		   op->in[0] == op->in[1], 1.0 / sqrt((double)(a->C / op->heads)));
+	run_ref_attend(a->x, ref_in(a, 1), op->in[2] >= 0 ? ref_in(a, 2) : NULL, a->y, in->shape[0], in->shape[1],
+		       kv->shape[1], in->shape[2], kv->shape[2], a->C, op->heads, op->kv_heads, op->causal,
+		       op->kv_order, op->in[0] == op->in[1], 1.0 / sqrt((double)(a->C / op->heads)));
 	return 0;
 }
 
@@ -242,7 +243,7 @@ static int opref_embed(const RefOp *a)
 static int opref_patchify(const RefOp *a)
 {
 	const MTensor *in = &a->m->t[a->op->in[0]];
-	patchify(a->x, in->shape[0], in->shape[1], in->shape[2], in->shape[3], a->op->patch, a->op->cls, a->y);
+	run_patchify(a->x, in->shape[0], in->shape[1], in->shape[2], in->shape[3], a->op->patch, a->op->cls, a->y);
 	return 0;
 }
 

@@ -165,7 +165,7 @@ static float *machine_values(const OpCheck *c, int pt, int64_t iter, uint8_t *co
 	const PTensor *x = &c->pl->t[pt];
 	int64_t n = tensor_count(x), at = x->count > 1 ? iter : 0;
 	float *v = xmalloc((size_t)(n + 1) * sizeof *v);
-	decode_run(enc[pt] + at * n * fmt_bytes(x->fmt), NULL, n, x->fmt, x->scale, v);
+	run_decode_run(enc[pt] + at * n * fmt_bytes(x->fmt), NULL, n, x->fmt, x->scale, v);
 	return v;
 }
 
@@ -183,15 +183,15 @@ static float *folded_values(const OpCheck *c, const MOp *norm, int64_t iter, uin
 	float *g = machine_values(c, c->ptensor[norm->in[1]], iter, enc);
 	float *v = x && g ? xmalloc((size_t)(n + 1) * sizeof *v) : NULL;
 	if (v && raw)
-		ref_mul(x, g, v, n, C);
+		run_ref_mul(x, g, v, n, C);
 	else if (v)
-		ref_rmsnorm(x, g, v, n / C, C, norm->eps);
+		run_ref_rmsnorm(x, g, v, n / C, C, norm->eps);
 	free(x);
 	free(g);
 	return v;
 }
 
-int opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e)
+int run_opcheck_step(OpCheck *c, int s, int64_t iter, uint8_t *const *enc, Err *e)
 {
 	int k = c->op_at[s];
 	if (k < 0)

@@ -15,22 +15,22 @@ static void enc_update(Values *v, int t)
 	const PTensor *x = &v->pl->t[t];
 	int64_t n = tensor_values(x), size = tensor_count(x);
 	int esz = fmt_bytes(x->fmt);
-	DataSpec d = plan_spec(v->pl, t);
-	int lz = !v->val[t] && (x->role == R_PARAM || x->role == R_INPUT) && lazy_spec(&d, v->o);
+	DataSpec d = run_plan_spec(v->pl, t);
+	int lz = !v->val[t] && (x->role == R_PARAM || x->role == R_INPUT) && run_lazy_spec(&d, v->o);
 	if (!v->val[t] && !lz)
 		return;
 	if (!v->enc[t])
 		v->enc[t] = xmalloc((size_t)(n * esz));
 	if (!lz) {
-		encode_run(v->val[t], NULL, n, x->fmt, x->scale, v->enc[t]);
+		run_encode_run(v->val[t], NULL, n, x->fmt, x->scale, v->enc[t]);
 		return;
 	}
 	float *buf = xmalloc((size_t)size * sizeof *buf);
 	for (int64_t i = 0; i < x->count; i++)          /* encoded on the generating threads */
-		instance_data(&d, v->o, i, buf, v->enc[t] + i * size * esz);
+		run_instance_data(&d, v->o, i, buf, v->enc[t] + i * size * esz);
 	free(buf);
-	if (v->o->cache && cacheable(&d))       /* the reference decodes these */
-		cache_put(v->o->cache, &d, v->o->seed, v->enc[t]);
+	if (v->o->cache && run_cacheable(&d))       /* the reference decodes these */
+		run_cache_put(v->o->cache, &d, v->o->seed, v->enc[t]);
 }
 
 /* The movement check's expected bytes (the Sim's elem): copied from v->enc. */
@@ -44,7 +44,7 @@ static void elem_bytes(void *ctx, int t, int64_t e, int64_t n, uint8_t *out)
 int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **val, Err *e)
 {
 	run_tables();
-	Machine_ m;
+	RunMachine m;
 	Values vs = { pl, o, val, xcalloc((size_t)pl->nt + 1, sizeof *vs.enc) };
 	int rc = 0, ph = 0;
 
@@ -55,7 +55,7 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 	double setup = run_now();
 	for (int t = 0; t < pl->nt; t++)
 		enc_update(&vs, t);
-	cache_filled(o->cache);
+	run_cache_filled(o->cache);
 	run_totals.encode_secs += run_now() - setup;
 	m.e = e;
 	m.ts = xcalloc((size_t)pl->np, sizeof *m.ts);
@@ -94,9 +94,9 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 			ph++;
 		double t0 = run_now();
 		if (pl->s[i].kind == STEP_COMPUTE) {
-			rc = compute_step(&m, i);
+			rc = run_compute_step(&m, i);
 			if (!rc && o->opcheck)
-				rc = opcheck_step(o->opcheck, i, m.s.iter, vs.enc, e);
+				rc = run_opcheck_step(o->opcheck, i, m.s.iter, vs.enc, e);
 			i++;
 			run_totals.compute_secs += run_now() - t0;
 			continue;
@@ -128,9 +128,9 @@ int run_program(const Program *prog, const Plan *pl, const RunOpts *o, float **v
 		for (int k = 0; k < 2; k++)
 			free(m.kv[i][k].p), free(m.kv[i][k].dec);
 	}
-	cache_filled(o->cache);
+	run_cache_filled(o->cache);
 	for (int t = 0; t < pl->nt; t++)
-		if (!cache_holds(o->cache, vs.enc[t]))
+		if (!run_cache_holds(o->cache, vs.enc[t]))
 			free(vs.enc[t]);
 	free(vs.enc);
 	free(m.ts);

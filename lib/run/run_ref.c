@@ -24,17 +24,17 @@ typedef struct {
 static void *gemm_rows(void *arg)
 {
 	Gemm_ *g = arg;
-	double cpu0 = thread_cpu();
+	double cpu0 = run_thread_cpu();
 	run_gemm_ref(g->A + g->r0 * g->K, g->B, g->C + g->r0 * g->N, g->r1 - g->r0, g->K, g->N);
 	for (int64_t r = g->r0; g->bias && r < g->r1; r++)
 		for (int64_t n = 0; n < g->N; n++)
 			g->C[r * g->N + n] += g->bias[n];
-	g->cpu = thread_cpu() - cpu0;
+	g->cpu = run_thread_cpu() - cpu0;
 	return NULL;
 }
 
-void ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
-	       int64_t N)
+void run_ref_gemm2(const float *A, const float *B, const float *bias, float *C, int64_t M, int64_t K,
+		   int64_t N)
 {
 	Gemm_ g[2] = { { A, B, bias, C, 0, M / 2, K, N, 0 }, { A, B, bias, C, M / 2, M, K, N, 0 } };
 	pthread_t th;
@@ -66,8 +66,8 @@ static float *inst(PRef *c, int t, int64_t iter)
 {
 	const Plan *pl = c->pl;
 	if (!c->ref[t] && pl->t[t].count > 1 && (pl->t[t].role == R_PARAM || pl->t[t].role == R_INPUT)) {
-		DataSpec d = plan_spec(pl, t);   /* a lazy one (run_data left it NULL) */
-		return lazy_get(&c->lz, t, &d, c->o, iter);
+		DataSpec d = run_plan_spec(pl, t);   /* a lazy one (run_data left it NULL) */
+		return run_lazy_get(&c->lz, t, &d, c->o, iter);
 	}
 	return pl->t[t].count > 1 ? c->ref[t] + iter * tensor_count(&pl->t[t]) : c->ref[t];
 }
@@ -141,9 +141,9 @@ static void *ref_attention(void *arg)
 /* The reference's attention on two threads: q [B, Tq, qw], kv [B, Tk, kw]
  * (fused: kv == q, keys after the C query columns), y [B, Tq, C]; G heads
  * of k and v, causal or not, or causal by the query rows' positions pos. */
-void ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
-		int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int order, int fused,
-		double scale)
+void run_ref_attend(const float *q, const float *kv, const float *pos, float *y, int64_t B, int64_t Tq,
+		    int64_t Tk, int64_t qw, int64_t kw, int64_t C, int64_t H, int64_t G, int causal, int order,
+		    int fused, double scale)
 {
 	RefAttn ra = { q, kv, y, pos, B, Tq, Tk, qw, kw, C, H, G, fused ? C : 0, causal, order, scale, 0, 2 };
 	RefAttn rb = ra;
@@ -160,8 +160,8 @@ void ref_attend(const float *q, const float *kv, const float *pos, float *y, int
 
 /* Layernorm of rows of C values in double: mean and variance over the
  * row, then (x - mean) / sqrt(var + eps) * g + b. */
-void ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
-		   double eps)
+void run_ref_layernorm(const float *x, const float *g, const float *b, float *y, int64_t rows, int64_t C,
+		       double eps)
 {
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * C;
@@ -179,7 +179,7 @@ void ref_layernorm(const float *x, const float *g, const float *b, float *y, int
 }
 
 /* RMSNorm of rows of C values in double: x / sqrt(mean(x^2) + eps) * g. */
-void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps)
+void run_ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t C, double eps)
 {
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * C;
@@ -193,7 +193,7 @@ void ref_rmsnorm(const float *x, const float *g, float *y, int64_t rows, int64_t
 }
 
 /* y[i] = x[i] * sigmoid(x[i]), in double. */
-void ref_silu(const float *x, float *y, int64_t n)
+void run_ref_silu(const float *x, float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
 		y[i] = (float)(x[i] / (1 + exp(-(double)x[i])));
@@ -204,8 +204,8 @@ void ref_silu(const float *x, float *y, int64_t n)
  * i + D/2), or interleaved (2i, 2i + 1), by pos[r] x pair i's frequency
  * (theta^(-2i/D), or as sc scales it: rope_frequency);
  * every other column copied. */
-void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
-	      int64_t S, int interleaved, double theta, const RopeScale *sc)
+void run_ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D,
+		  int64_t S, int interleaved, double theta, const RopeScale *sc)
 {
 	/* pair i: elements i and i + D/2 of each head, or 2i and 2i + 1 */
 	int64_t lo = interleaved ? 2 : 1, hi = interleaved ? 1 : D / 2;
@@ -236,8 +236,8 @@ void ref_rope(const float *x, const float *pos, float *y, int64_t rows, int64_t 
  * pair q of the head (q < D/2) turned by its q-th angle: columns 2q and
  * 2q + 1 interleaved, else, in the half h = 2q/D it falls in, columns
  * h D/2 + j and h D/2 + j + D/4 (j = q mod D/4). */
-void ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
-		   int interleaved, double theta, const RopeGrid *g, int64_t T)
+void run_ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t heads, int64_t D, int64_t S,
+		       int interleaved, double theta, const RopeGrid *g, int64_t T)
 {
 	int64_t np = D / 2, quarter = D / 4;
 	double *ang = xmalloc((size_t)np * sizeof *ang);
@@ -267,8 +267,8 @@ void ref_rope_grid(const float *x, float *y, int64_t rows, int64_t C, int64_t he
 /* The state c [B, P, W] with rows x [B, T, W] written at their positions
  * pos [B, T] (in row order; a position outside 0 .. P - 1 writes nothing,
  * which run_data refuses). */
-void ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
-		int64_t P, int64_t W)
+void run_ref_append(const float *c, const float *x, const float *pos, float *y, int64_t B, int64_t T,
+		    int64_t P, int64_t W)
 {
 	memcpy(y, c, (size_t)(B * P * W) * sizeof *y);
 	for (int64_t b = 0; b < B; b++)
@@ -280,13 +280,13 @@ void ref_append(const float *c, const float *x, const float *pos, float *y, int6
 }
 
 /* y [B, 1, C]: each batch entry's last row of x [B, T, C]. */
-void ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C)
+void run_ref_last(const float *x, float *y, int64_t B, int64_t T, int64_t C)
 {
 	for (int64_t b = 0; b < B; b++)
 		memcpy(y + b * C, x + ((b + 1) * T - 1) * C, (size_t)C * sizeof *y);
 }
 
-void ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb)
+void run_ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb)
 {
 	for (int64_t i = 0; i < n; i++)
 		y[i] = a[i] * b[i % nb];
@@ -295,7 +295,7 @@ void ref_mul(const float *a, const float *b, float *y, int64_t n, int64_t nb)
 
 /* y[i] = x[i] + b[i % nb]: b may be a [tokens, features] table added to
  * every batch entry. */
-void ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb)
+void run_ref_add(const float *x, const float *b, float *y, int64_t n, int64_t nb)
 {
 	for (int64_t i = 0; i < n; i++)
 		y[i] = x[i] + b[i % nb];
@@ -315,7 +315,7 @@ static float *folded_norm(PRef *c, int pre, int x, double eps, int64_t iter)
 			continue;
 		int64_t n = tensor_count(&pl->t[x]), C = pl->t[x].shape[pl->t[x].rank - 1];
 		float *y = xmalloc((size_t)n * sizeof *y);
-		ref_rmsnorm(c->ref[x], inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, eps);
+		run_ref_rmsnorm(c->ref[x], inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, eps);
 		return y;
 	}
 	return NULL;
@@ -333,8 +333,8 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 		float *y = xzeroed((size_t)(M * N), sizeof *y);   /* read before written */
 		int red, x = plan_fold_rows(pl, G->op, &red);
 		float *a = x >= 0 ? folded_norm(c, G->a, x, pl->s[red].eps, iter) : NULL;
-		ref_gemm2(a ? a : ref[G->a], inst(c, G->b, iter), G->bias >= 0 ? inst(c, G->bias, iter) : NULL,
-			  y, M, K, N);
+		run_ref_gemm2(a ? a : ref[G->a], inst(c, G->b, iter), G->bias >= 0 ? inst(c, G->bias, iter) : NULL,
+			      y, M, K, N);
 		free(a);
 		free(ref[G->out]);
 		ref[G->out] = y;
@@ -355,11 +355,11 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 	switch (st->compute) {
 	case C_GELU:
 		for (int64_t i = 0; i < n; i++)
-			y[i] = gelu(x[i]);
+			y[i] = run_gelu_f32(x[i]);
 		break;
 	case C_ADD: {
 		int bt = pl->p[st->in[1]].tensor;
-		ref_add(x, inst(c, bt, iter), y, n, tensor_count(&pl->t[bt]));
+		run_ref_add(x, inst(c, bt, iter), y, n, tensor_count(&pl->t[bt]));
 		break;
 	}
 	case C_BROADCAST:
@@ -367,45 +367,46 @@ static void ref_step(PRef *c, int s, const int *gemm_at, int64_t iter)
 			y[i] = x[i % nx];
 		break;
 	case C_LAYERNORM:
-		ref_layernorm(x, inst(c, pl->p[st->in[1]].tensor, iter),
-			      inst(c, pl->p[st->in[2]].tensor, iter), y, n / C, C, st->eps);
+		run_ref_layernorm(x, inst(c, pl->p[st->in[1]].tensor, iter),
+				  inst(c, pl->p[st->in[2]].tensor, iter), y, n / C, C, st->eps);
 		break;
 	case C_RMSNORM:
-		ref_rmsnorm(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->eps);
+		run_ref_rmsnorm(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->eps);
 		break;
 	case C_SILU:
-		ref_silu(x, y, n);
+		run_ref_silu(x, y, n);
 		break;
 	case C_MUL:
-		ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n,
-			tensor_count(&pl->t[pl->p[st->in[1]].tensor]));        /* (a vector: a per-channel scale) */
+		run_ref_mul(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n,
+			    tensor_count(&pl->t[pl->p[st->in[1]].tensor]));        /* (a vector: a per-channel scale) */
 		break;
 	case C_ROPE:
 		if (st->rope_grid.rows > 0) {
-			ref_rope_grid(x, y, n / C, C, st->heads, st->head_dim, st->head_stride > 0 ? st->head_stride :
-				      st->head_dim, st->interleaved, st->theta, &st->rope_grid,
-				      pl->t[pl->p[st->in[0]].tensor].shape[1]);
+			run_ref_rope_grid(x, y, n / C, C, st->heads, st->head_dim,
+					  st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved,
+					  st->theta, &st->rope_grid, pl->t[pl->p[st->in[0]].tensor].shape[1]);
 			break;
 		}
-		ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,
-			 st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved, st->theta, &st->rope_scale);
+		run_ref_rope(x, inst(c, pl->p[st->in[1]].tensor, iter), y, n / C, C, st->heads, st->head_dim,
+			     st->head_stride > 0 ? st->head_stride : st->head_dim, st->interleaved, st->theta,
+			     &st->rope_scale);
 		break;
 	case C_ATTENTION: {
 		const PTensor *Q = &pl->t[in], *KV = &pl->t[pl->p[st->in[1]].tensor];
 		const float *pos = st->nin > 3 ? inst(c, pl->p[st->in[3]].tensor, iter) : NULL;
-		ref_attend(x, ref[pl->p[st->in[1]].tensor], pos, y, Q->shape[0], Q->shape[1], KV->shape[1],
-			   Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, st->kv_order, Q == KV,
-			   st->scale);
+		run_ref_attend(x, ref[pl->p[st->in[1]].tensor], pos, y, Q->shape[0], Q->shape[1], KV->shape[1],
+			       Q->shape[2], KV->shape[2], C, st->heads, st->kv_heads, st->causal, st->kv_order, Q == KV,
+			       st->scale);
 		break;
 	}
 	case C_LAST:
-		ref_last(x, y, pl->t[in].shape[0], pl->t[in].shape[1], C);
+		run_ref_last(x, y, pl->t[in].shape[0], pl->t[in].shape[1], C);
 		break;
 	case C_APPEND: {
 		const PTensor *S = &pl->t[out], *X = &pl->t[in];
 		float *at = ref[out] + (S->count > 1 ? iter * n : 0);
-		ref_append(at, x, inst(c, pl->p[st->in[1]].tensor, iter), y, S->shape[0], X->shape[1],
-			   S->shape[1], S->shape[2]);
+		run_ref_append(at, x, inst(c, pl->p[st->in[1]].tensor, iter), y, S->shape[0], X->shape[1],
+			       S->shape[1], S->shape[2]);
 		memcpy(at, y, (size_t)n * sizeof *y);   /* in place: a stacked state's instance */
 		free(y);
 		return;
@@ -423,10 +424,11 @@ int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **r
 {
 	PRef c = { pl, o, ref, { NULL, NULL, 0 } };
 	(void)e;
-	lazy_init(&c.lz, pl->nt);
+	run_lazy_init(&c.lz, pl->nt);
 	for (int t = 0; t < pl->nt; t++)
 		ref[t] = pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM ? val[t] :
-			 pl->t[t].role == R_STATE ? state_values(o, pl->t[t].name, tensor_values(&pl->t[t]), 1) : NULL;
+			 pl->t[t].role == R_STATE ? run_state_values(o, pl->t[t].name, tensor_values(&pl->t[t]), 1) :
+			 NULL;
 	/* Op-level steps: every compute but those inside a matmul (casts,
 	 * packs, partial products, reductions), which stand for the GEMM
 	 * record at the op's first compute step. */
@@ -457,7 +459,7 @@ int run_reference(const Plan *pl, const RunOpts *o, float *const *val, float **r
 	for (int t = 0; t < pl->nt; t++)        /* the shared data stays the caller's */
 		if (pl->t[t].role == R_INPUT || pl->t[t].role == R_PARAM)
 			ref[t] = NULL;
-	lazy_free(&c.lz);
+	run_lazy_free(&c.lz);
 	free(gemm_at);
 	free(skip);
 	free(seen);

@@ -12,7 +12,7 @@
 #include "run/run_int.h"
 
 /* Compute thread part's buffer i, at least n floats (its contents lost when it grows). */
-float *run_scratch(Machine_ *m, int part, int i, int64_t n)
+float *run_scratch(RunMachine *m, int part, int i, int64_t n)
 {
 	if (n > m->scap[part][i]) {
 		free(m->scr[part][i]);
@@ -22,7 +22,7 @@ float *run_scratch(Machine_ *m, int part, int i, int64_t n)
 	return m->scr[part][i];
 }
 
-const int64_t *shards_of(Machine_ *m, int p)
+const int64_t *run_shards_of(RunMachine *m, int p)
 {
 	if (!m->ts[p].shard) {
 		m->ts[p].shard = xmalloc((size_t)m->pl->machine.tiles * sizeof *m->ts[p].shard);
@@ -83,15 +83,15 @@ static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, flo
 			if (f == FMT_FP8 && rs == 16 && nj == 16) {     /* panels: the codes in row order, decoded at once */
 				uint8_t rows[32 * 16];
 				transpose_codes(panel, nr, rows);
-				f8_decode(rows, nr * 16, f8_pow2[sc + 126], v + cp * ps + kb * mu * 16);
+				run_f8_decode(rows, nr * 16, run_f8_pow2[sc + 126], v + cp * ps + kb * mu * 16);
 				continue;
 			}
 			for (int64_t r = 0; r < nr; r++) {
 				float *d = v + cp * ps + (kb * mu + r) * rs;
 				if (f == FMT_FP8) {
-					float k = f8_pow2[sc + 126];
+					float k = run_f8_pow2[sc + 126];
 					for (int64_t j = 0; j < nj; j++)
-						d[j] = f8_table[panel[j * mu + r]] * k;
+						d[j] = run_f8_table[panel[j * mu + r]] * k;
 				} else if (f == FMT_FP16) {
 					uint16_t h[16];
 					for (int64_t j = 0; j < nj; j++) {
@@ -110,11 +110,11 @@ static void decode_tr(const uint8_t *mem, const Layout *l, Format f, int sc, flo
 
 /* Placement p's shard on tile t: its bytes (a stacked home's: this
  * iteration's instance) and its layout. */
-const uint8_t *run_shard_mem(Machine_ *m, int p, int64_t t, Layout *l)
+const uint8_t *run_shard_mem(RunMachine *m, int p, int64_t t, Layout *l)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
-	place_shard_idx(pp, shards_of(m, p)[t], idx);
+	place_shard_idx(pp, run_shards_of(m, p)[t], idx);
 	*l = place_layout(pp, idx);
 	const uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	if (m->stacked[p])     /* a stacked home read in place: this iteration's instance */
@@ -133,13 +133,13 @@ static int strip_layout(const Layout *l)
 void run_decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, float *v)
 {
 	if (l->kind == LAYOUT_ROW_MAJOR) {      /* offset = r * cols + c */
-		decode_run(mem, NULL, l->rows * l->cols, fmt, sc, v);
+		run_decode_run(mem, NULL, l->rows * l->cols, fmt, sc, v);
 		return;
 	}
 	if (strip_layout(l)) {                  /* decoded as it lies, in one run, then its rows gathered */
 		int64_t w = layout_run(l), R = l->rows, C = l->cols, ns = cdiv(C, w);
 		float *tmp = xmalloc((size_t)(ns * R * w) * sizeof *tmp);
-		decode_run(mem, NULL, ns * R * w, fmt, sc, tmp);
+		run_decode_run(mem, NULL, ns * R * w, fmt, sc, tmp);
 		for (int64_t st = 0; st < ns; st++) {
 			int64_t n = C - st * w < w ? C - st * w : w;
 			for (int64_t r = 0; r < R; r++)
@@ -152,8 +152,8 @@ void run_decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, f
 	if (w > 1) {                            /* a row: runs of w consecutive elements */
 		for (int64_t r = 0; r < l->rows; r++)
 			for (int64_t c = 0; c < l->cols; c += w)
-				decode_run(mem + layout_offset(l, r, c) * esz, NULL, l->cols - c < w ? l->cols - c : w,
-					   fmt, sc, v + r * l->cols + c);
+				run_decode_run(mem + layout_offset(l, r, c) * esz, NULL,
+					       l->cols - c < w ? l->cols - c : w, fmt, sc, v + r * l->cols + c);
 		return;
 	}
 	if (l->kind == LAYOUT_TRANSPOSED_RIGHT) {
@@ -163,13 +163,13 @@ void run_decode_shard(const uint8_t *mem, const Layout *l, Format fmt, int sc, f
 	int64_t *off = xmalloc((size_t)l->cols * sizeof *off);
 	layout_row(l, 0, off);                  /* row r's: row 0's, from its first */
 	for (int64_t r = 0; r < l->rows; r++)
-		decode_run(mem + layout_offset(l, r, 0) * esz, off, l->cols, fmt, sc, v + r * l->cols);
+		run_decode_run(mem + layout_offset(l, r, 0) * esz, off, l->cols, fmt, sc, v + r * l->cols);
 	free(off);
 }
 
 /* A shard as a float matrix (rows x cols), and back with zero padding. */
 /* Shard p of tile t decoded into floats, row-major. */
-float *run_read_shard(Machine_ *m, int p, int64_t t, Layout *l)
+float *run_read_shard(RunMachine *m, int p, int64_t t, Layout *l)
 {
 	const uint8_t *mem = run_shard_mem(m, p, t, l);
 	float *v = xmalloc((size_t)(l->rows * l->cols) * sizeof *v);
@@ -177,11 +177,11 @@ float *run_read_shard(Machine_ *m, int p, int64_t t, Layout *l)
 	return v;
 }
 
-void run_write_shard(Machine_ *m, int p, int64_t t, const float *v)
+void run_write_shard(RunMachine *m, int p, int64_t t, const float *v)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
-	place_shard_idx(pp, shards_of(m, p)[t], idx);
+	place_shard_idx(pp, run_shards_of(m, p)[t], idx);
 	Layout l = place_layout(pp, idx);
 	uint8_t *mem = sim_tile(&m->s, t) + pp->addr;
 	int sc = m->pl->t[pp->tensor].scale;
@@ -198,44 +198,44 @@ void run_write_shard(Machine_ *m, int p, int64_t t, const float *v)
 				memset(d + n, 0, (size_t)(w - n) * sizeof *d);
 			}
 		}
-		encode_run(tmp, NULL, ns * R * w, pp->fmt, sc, mem);
+		run_encode_run(tmp, NULL, ns * R * w, pp->fmt, sc, mem);
 		free(tmp);
 		return;
 	}
 	memset(mem, 0, (size_t)layout_bytes(&l));
 	if (l.kind == LAYOUT_ROW_MAJOR) {
-		encode_run(v, NULL, l.rows * l.cols, pp->fmt, sc, mem);
+		run_encode_run(v, NULL, l.rows * l.cols, pp->fmt, sc, mem);
 		return;
 	}
 	int64_t w = layout_run(&l), esz = fmt_bytes(pp->fmt);
 	if (w > 1) {
 		for (int64_t r = 0; r < l.rows; r++)
 			for (int64_t c = 0; c < l.cols; c += w)
-				encode_run(v + r * l.cols + c, NULL, l.cols - c < w ? l.cols - c : w, pp->fmt, sc,
-					   mem + layout_offset(&l, r, c) * esz);
+				run_encode_run(v + r * l.cols + c, NULL, l.cols - c < w ? l.cols - c : w, pp->fmt, sc,
+					       mem + layout_offset(&l, r, c) * esz);
 		return;
 	}
 	int64_t *off = xmalloc((size_t)l.cols * sizeof *off);
 	layout_row(&l, 0, off);
 	for (int64_t r = 0; r < l.rows; r++)
-		encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem + layout_offset(&l, r, 0) * esz);
+		run_encode_run(v + r * l.cols, off, l.cols, pp->fmt, sc, mem + layout_offset(&l, r, 0) * esz);
 	free(off);
 }
 
 /* The first index along dimension dim of placement p's shard on tile t
  * (dim 1: its first token row). */
-int64_t run_shard_first(Machine_ *m, int p, int64_t t, int dim)
+int64_t run_shard_first(RunMachine *m, int p, int64_t t, int dim)
 {
 	const Placement *pp = &m->pl->p[p];
 	int64_t idx[MAX_RANK];
-	place_shard_idx(pp, shards_of(m, p)[t], idx);
+	place_shard_idx(pp, run_shards_of(m, p)[t], idx);
 	return pp->off[dim] + idx[dim] * pp->block[dim];
 }
 
 /* A matmul's left operand, placement p's shard on tile t (R x K), in the
  * strips of run_gemm_strips, mp rows each: an amp-left shard whose runs
  * are a strip wide is already strips of R rows, decoded as it lies. */
-const float *run_read_strips(Machine_ *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp)
+const float *run_read_strips(RunMachine *m, const Work *w, int p, int64_t t, Layout *l, int64_t mp)
 {
 	const uint8_t *mem = run_shard_mem(m, p, t, l);
 	Format f = m->pl->p[p].fmt;
@@ -244,20 +244,21 @@ const float *run_read_strips(Machine_ *m, const Work *w, int p, int64_t t, Layou
 	float *d = run_scratch(m, w->part, 0, ns * mp * GEMM_S);
 	if (l->kind == LAYOUT_AMP_LEFT && fmt_mu(f) == GEMM_S) {
 		for (int64_t s = 0; s < ns; s++) {     /* element (r, c) at (c / mu) * R * mu + r * mu + c % mu */
-			decode_run(mem + s * R * GEMM_S * fmt_bytes(f), NULL, R * GEMM_S, f, sc, d + s * mp * GEMM_S);
+			run_decode_run(mem + s * R * GEMM_S * fmt_bytes(f), NULL, R * GEMM_S, f, sc,
+				       d + s * mp * GEMM_S);
 			memset(d + (s * mp + R) * GEMM_S, 0, (size_t)((mp - R) * GEMM_S) * sizeof *d);
 		}
 		return d;
 	}
 	float *v = run_scratch(m, w->part, 3, R * K);
 	run_decode_shard(mem, l, f, sc, v);
-	pack_strips(v, K, R, K, mp, d);
+	run_pack_strips(v, K, R, K, mp, d);
 	return d;
 }
 
 /* Its right operand (K x N) in 16-column panels: a transposed-right
  * shard decoded straight into them. */
-const float *run_read_panels(Machine_ *m, const Work *w, int p, int64_t t, Layout *l)
+const float *run_read_panels(RunMachine *m, const Work *w, int p, int64_t t, Layout *l)
 {
 	const uint8_t *mem = run_shard_mem(m, p, t, l);
 	Format f = m->pl->p[p].fmt;
@@ -273,14 +274,14 @@ const float *run_read_panels(Machine_ *m, const Work *w, int p, int64_t t, Layou
 	float *v = run_scratch(m, w->part, 3, K * N);
 	run_decode_shard(mem, l, f, sc, v);
 	for (int64_t q = 0; q < np; q++)
-		pack_panel_8(v, N, 0, K, q * 16, N - q * 16 < 16 ? N - q * 16 : 16, d + q * K * 16);
+		run_pack_panel_8(v, N, 0, K, q * 16, N - q * 16 < 16 ? N - q * 16 : 16, d + q * K * 16);
 	return d;
 }
 
 /* Shard lin of placement out, as its first replica's tile holds it,
  * into the tensor's encoded bytes enc: row by row, a strip row at a time
  * in strip layouts (*off, *cap: a row's offsets, kept between calls). */
-void run_enc_shard(Machine_ *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap)
+void run_enc_shard(RunMachine *m, const Placement *out, uint8_t *enc, int64_t lin, int64_t **off, int64_t *cap)
 {
 	int64_t T = m->pl->machine.tiles, z[MAX_REP] = { 0 }, idx[MAX_RANK];
 	int esz = fmt_bytes(out->fmt);

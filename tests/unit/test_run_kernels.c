@@ -314,7 +314,7 @@ static void rope_frequencies(void)
 	CHECK(seen[0] && seen[1] && seen[2], "kept %d, divided %d, smoothed %d", seen[0], seen[1], seen[2]);
 }
 
-/* ref_rope_grid against PE-Core's Rope2D written out as its code runs:
+/* run_ref_rope_grid against PE-Core's Rope2D written out as its code runs:
  * RotaryEmbedding(D/2).freqs = 1 / theta^(arange(0, D/2, 2) / (D/2)); a
  * grid axis's angles are position x freqs, each repeated twice ("(n r)",
  * r = 2); a patch's vector is cat(x's, y's), positions 1 .. with a class
@@ -324,7 +324,7 @@ static void rope_frequencies(void)
 static void rope_grid_pe(void)
 {
 	for (int c = 0; c < 60; c++) {
-		t_case("ref_rope_grid: PE-Core's Rope2D");
+		t_case("run_ref_rope_grid: PE-Core's Rope2D");
 		int64_t gh = pick(1, 5), gw = pick(1, 5), cls = pick(0, 2), D = 4 * pick(1, 6), heads = pick(1, 3);
 		int64_t T = cls + gh * gw, B = pick(1, 2), C = heads * D + pick(0, 3), rows = B * T;
 		double theta = pick(0, 1) ? 10000 : pick(2, 100000);
@@ -333,7 +333,7 @@ static void rope_grid_pe(void)
 		double *vec = malloc((size_t)D * sizeof *vec);
 		for (int64_t i = 0; i < rows * C; i++)
 			x[i] = (float)pick(-1000, 1000) / 250.0f;
-		ref_rope_grid(x, y, rows, C, heads, D, D, 1, theta, &g, T);
+		run_ref_rope_grid(x, y, rows, C, heads, D, D, 1, theta, &g, T);
 		int bad = 0;
 		int64_t br = 0, bc = 0;
 		double bgot = 0, bwant = 0;
