@@ -35,7 +35,7 @@ const char *const sweep_limit_names[3] = { "tables", "fragments", "sram" };
 
 int sweep_safe_path(const char *s)
 {
-	return safe(s, 1);
+	return sweep_safe(s, 1);
 }
 
 /* ---- the spec ---- */
@@ -228,7 +228,7 @@ typedef struct {
 
 static void scalar_out(Str *b, const char *s)
 {
-	if (safe(s, 1) && !strchr(s, ' ')) {
+	if (sweep_safe(s, 1) && !strchr(s, ' ')) {
 		str_printf(b, "%s", s);
 		return;
 	}
@@ -533,7 +533,7 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 		if (a == AX_MODEL || a == AX_MACHINE) {
 			x->path = beside(f, item->s);
 			x->label = stem(item->s);
-			if (!safe(x->label, 0))
+			if (!sweep_safe(x->label, 0))
 				return val_err(f, item, e, "file name '%s' is not letters, digits and . _ + - "
 					       "(not starting with '-')", x->label);
 		} else if (a == AX_BATCH || a == AX_TOKENS || a == AX_LAYERS) {
@@ -543,7 +543,7 @@ static int load_axis(Sweep *s, int a, const Val *v, Err *e)
 		} else {
 			const Val *k = &v->items[2 * i];
 			x->label = xstrdup(k->s);
-			if (!safe(x->label, 0))
+			if (!sweep_safe(x->label, 0))
 				return val_err(f, k, e, "label '%s' is not letters, digits and . _ + - (not starting with '-')",
 					       k->s);
 			if (a == AX_PINS && check_pins(f, item, e))
@@ -589,7 +589,7 @@ int sweep_load(Sweep *s, const char *path, Err *e)
 		return val_err(f, map_get(s->root, "amp-sweep"), e, "unsupported sweep version %" PRId64
 			       " (this amp reads %d)", version, SWEEP_VERSION);
 	if ((v = map_get(s->root, "name"))) {
-		if (v->kind != VAL_SCALAR || !safe(v->s, 0))
+		if (v->kind != VAL_SCALAR || !sweep_safe(v->s, 0))
 			return val_err(f, v, e, "a sweep's name is letters, digits and . _ + - (not starting with '-')");
 		s->name = xstrdup(v->s);
 	} else {

@@ -20,7 +20,7 @@ extern const char *const sweep_limit_names[3];
 /* A label, file name part or path: letters, digits and . _ + - (and / in
  * paths), not starting with '-', so it is safe in a file name, a make
  * target and a shell word, and no command takes it for an option. */
-static inline int safe(const char *s, int slash)
+static inline int sweep_safe(const char *s, int slash)
 {
 	if (!*s || *s == '-')   /* a word that a command would read as an option */
 		return 0;

@@ -295,7 +295,7 @@ int sweep_merge(const char *dir, const char *rank, int json, Output *o, SweepMer
 	rows = xcalloc((size_t)nlines, sizeof *rows);
 	for (int i = 1; i < nlines; i++) {
 		Row *w = &rows[nrows++];
-		if (split_tabs(lines[i], &w->cell) != nh || !safe(w->cell[0], 0)) {
+		if (split_tabs(lines[i], &w->cell) != nh || !sweep_safe(w->cell[0], 0)) {
 			errf(e, "%s:%d:1: expected %d fields, the job first", ipath, i + 1, nh);
 			goto out;
 		}

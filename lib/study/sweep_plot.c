@@ -212,7 +212,7 @@ int sweep_plot(const char *dir, const char *figure, const char *axis, const char
 	 * no quote, newline or space to end a string or a data block) and
 	 * every plotted value as a number, else the plot is refused. */
 	for (int k = 1; k <= status; k++)
-		if (!safe(head[k], 0)) {
+		if (!sweep_safe(head[k], 0)) {
 			errf(e, "'%s': column '%s' of the merged table is not letters, digits and . _ + - "
 			     "(the sweep's files were changed?)", dir, head[k]);
 			goto out;
@@ -229,7 +229,7 @@ int sweep_plot(const char *dir, const char *figure, const char *axis, const char
 		strtod(c[ycol], &end);
 		int bad = *end != 0 || end == c[ycol];
 		for (int k = 1; !bad && k < status; k++)
-			bad = !safe(c[k], 0);
+			bad = !sweep_safe(c[k], 0);
 		if (bad) {
 			errf(e, "'%s': job '%s' has a label that is not letters, digits and . _ + -, or a '%s' that is "
 			     "not a number (the sweep's files were changed?)", dir, c[0], figure);

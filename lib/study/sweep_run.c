@@ -214,7 +214,7 @@ static int job_file(const char *f, const Val *job, const char *key, const char *
 	size_t d = strlen(dir), n = strlen(*path), pre = 7 + d;      /* ../../DIR/ */
 	char *name = n > pre + 5 ? xasprintf("%.*s", (int)(n - pre - 5), *path + pre) : NULL;
 	int ok = name && !strncmp(*path, "../../", 6) && !strncmp(*path + 6, dir, d) && (*path)[6 + d] == '/' &&
-		 !strcmp(*path + n - 5, ".yaml") && safe(name, 0);
+		 !strcmp(*path + n - 5, ".yaml") && sweep_safe(name, 0);
 	free(name);
 	if (!ok)
 		return val_err(f, v, e, "%s '%s' is not the sweep's own copy (../../%s/NAME.yaml, NAME letters, "
