@@ -10,7 +10,8 @@
 #define BIG (INT64_C(1) << 50)
 
 /* The machine names read so far, each kept once until the process ends
- * (Machine.name points here; a tool reads one or two), hashed into
+ * (Machine.name and the links' sources point here; a tool reads one or
+ * two), hashed into
  * NAME_BUCKETS chains; under a lock, for the planner's threads. */
 #define NAME_BUCKETS 256
 typedef struct Name {
@@ -68,32 +69,131 @@ static int64_t *field(Machine *m, size_t i)
 	return (int64_t *)((char *)m + params[i].off);
 }
 
-/* The machine mapping of a file of this version (2 or 3), or of a stage
- * header (version 0: no version key and no clock). */
+/* The key (not its value) of key in the mapping m, or NULL. */
+static const Val *key_of(const Val *m, const char *key)
+{
+	for (int i = 0; m->kind == VAL_MAP && i < m->n; i++)
+		if (!strcmp(m->items[2 * i].s, key))
+			return &m->items[2 * i];
+	return NULL;
+}
+
+/* The string at key: 1 to 255 characters, saying where a figure comes
+ * from. */
+static int get_source(const char *file, const Val *m, const char *key, const char **out, Err *e)
+{
+	if (get_str(file, m, key, out, e))
+		return -1;
+	if (!**out || strlen(*out) > 255)
+		return val_err(file, map_get(m, key), e, "%s must be 1 to 255 characters (where the figure comes from)",
+			       key);
+	return 0;
+}
+
+/* The chips and links of a version 4 file (formats/machine.md, "Chips
+ * and links"): chips (default 1) and, only when there are several, the
+ * links mapping. */
+static int read_chips(Machine *m, const char *file, const Val *v, Err *e)
+{
+	static const char *ring[] = { "topology", "topology_source", "bandwidth_bytes_per_cycle", "bandwidth_source",
+				      "latency_cycles", "latency_source", "sync_cycles", "sync_source", NULL };
+	static const char *torus[] = { "topology", "rows", "columns", "topology_source", "bandwidth_bytes_per_cycle",
+				       "bandwidth_source", "latency_cycles", "latency_source", "sync_cycles",
+				       "sync_source", NULL };
+	const Val *chips = map_get(v, "chips"), *links = map_get(v, "links");
+	Links *l = &m->links;
+	const char *topo;
+
+	m->chips = 1;
+	if (chips && val_int(file, chips, 1, MACHINE_MAX_CHIPS, &m->chips, e))
+		return -1;
+	if (m->chips == 1) {
+		if (links)
+			return val_err(file, key_of(v, "links"), e, "links join chips, and this machine has one "
+				       "(chips: %d or more describes several)", 2);
+		return 0;
+	}
+	if (!links)
+		return val_err(file, chips, e, "a machine of %lld chips needs links: a mapping of topology, "
+			       "bandwidth_bytes_per_cycle, latency_cycles and sync_cycles, each with its source",
+			       (long long)m->chips);
+	if (links->kind != VAL_MAP)
+		return val_err(file, links, e, "expected a links mapping");
+	if (get_str(file, links, "topology", &topo, e))
+		return -1;
+	if (strcmp(topo, "ring") && strcmp(topo, "torus"))
+		return val_err(file, map_get(links, "topology"), e, "unknown topology '%s' (expected ring or torus)",
+			       topo);
+	l->topology = strcmp(topo, "ring") ? TOPOLOGY_TORUS : TOPOLOGY_RING;
+	if (l->topology == TOPOLOGY_RING)
+		for (const char *const *k = (const char *const[]){ "rows", "columns", NULL }; *k; k++)
+			if (key_of(links, *k))
+				return val_err(file, key_of(links, *k), e, "%s is a torus's; a ring has none", *k);
+	if (map_keys(file, links, l->topology == TOPOLOGY_RING ? ring : torus, e))
+		return -1;
+	l->rows = 1;
+	l->columns = m->chips;
+	if (l->topology == TOPOLOGY_TORUS) {
+		if (get_int(file, links, "rows", 2, MACHINE_MAX_CHIPS, &l->rows, e) ||
+		    get_int(file, links, "columns", 2, MACHINE_MAX_CHIPS, &l->columns, e))
+			return -1;
+		if (l->rows * l->columns != m->chips)
+			return val_err(file, map_get(links, "rows"), e, "a torus of %lld rows x %lld columns is %lld "
+				       "chips, not the machine's %lld", (long long)l->rows, (long long)l->columns,
+				       (long long)(l->rows * l->columns), (long long)m->chips);
+	}
+	if (get_source(file, links, "topology_source", &l->topology_source, e) ||
+	    get_int(file, links, "bandwidth_bytes_per_cycle", 1, BIG, &l->bandwidth_bytes_per_cycle, e) ||
+	    get_source(file, links, "bandwidth_source", &l->bandwidth_source, e) ||
+	    get_int(file, links, "latency_cycles", 0, INT64_C(1) << 30, &l->latency_cycles, e) ||
+	    get_source(file, links, "latency_source", &l->latency_source, e) ||
+	    get_int(file, links, "sync_cycles", 0, INT64_C(1) << 30, &l->sync_cycles, e) ||
+	    get_source(file, links, "sync_source", &l->sync_source, e))
+		return -1;
+	l->topology_source = keep_name(l->topology_source);
+	l->bandwidth_source = keep_name(l->bandwidth_source);
+	l->latency_source = keep_name(l->latency_source);
+	l->sync_source = keep_name(l->sync_source);
+	return 0;
+}
+
+/* The machine mapping of a file of this version (2, 3 or 4), or of a
+ * stage header (version 0: no version key, no clock, one chip). */
 static int from_map(Machine *m, const char *file, const Val *v, int version, Err *e)
 {
-	/* the file's keys; a version 2 file stops before the clock, and a
-	 * stage header (version 0) also lacks the version key */
-	static const char *keys[NPARAMS + 6], *noclock[NPARAMS + 4];
+	/* the file's keys, by version: 2 stops before the clock, 3 before
+	 * the chips, and a stage header (version 0) also lacks the version
+	 * key */
+	static const char *v4[NPARAMS + 8], *v3[NPARAMS + 6], *v2[NPARAMS + 4];
+	static const char *const later[] = { "chips", "links", NULL };
 	const char *name;
 	const Val *macs;
 	size_t k = 0;
 
-	if (!keys[0]) {
-		keys[k++] = "amp-machine";
-		keys[k++] = "name";
+	if (!v4[0]) {
+		v4[k++] = "amp-machine";
+		v4[k++] = "name";
 		for (size_t i = 0; i < NPARAMS; i++)
-			keys[k++] = params[i].key;
-		keys[k++] = "amp_macs_per_cycle";
-		memcpy(noclock, keys, k * sizeof *keys);
-		keys[k++] = "clock_hz";
-		keys[k++] = "clock_source";
-		keys[k] = NULL;
+			v4[k++] = params[i].key;
+		v4[k++] = "amp_macs_per_cycle";
+		memcpy(v2, v4, k * sizeof *v4);
+		v4[k++] = "clock_hz";
+		v4[k++] = "clock_source";
+		memcpy(v3, v4, k * sizeof *v4);
+		v4[k++] = "chips";
+		v4[k++] = "links";
+		v4[k] = NULL;
 	}
 	memset(m, 0, sizeof *m);
+	m->chips = 1;
 	if (v->kind != VAL_MAP)
 		return val_err(file, v, e, "expected a machine mapping");
-	if (map_keys(file, v, version >= 3 ? keys : version ? noclock : noclock + 1, e))
+	/* a version 4 key in an older file is named with both versions */
+	for (int i = 0; version && version < 4 && later[i]; i++)
+		if (key_of(v, later[i]))
+			return val_err(file, key_of(v, later[i]), e, "key '%s' is machine file version 4's (this file "
+				       "is amp-machine: %d)", later[i], version);
+	if (map_keys(file, v, version >= 4 ? v4 : version == 3 ? v3 : version ? v2 : v2 + 1, e))
 		return -1;
 	if (get_str(file, v, "name", &name, e))
 		return -1;
@@ -112,14 +212,12 @@ static int from_map(Machine *m, const char *file, const Val *v, int version, Err
 	if (version >= 3) {
 		const char *src;
 		if (get_int(file, v, "clock_hz", 1, INT64_C(1) << 40, &m->clock_hz, e) ||
-		    get_str(file, v, "clock_source", &src, e))
+		    get_source(file, v, "clock_source", &src, e))
 			return -1;
-		if (strlen(src) >= sizeof m->clock_source || !*src)
-			return val_err(file, map_get(v, "clock_source"), e,
-				       "clock_source must be 1 to %zu characters (where the clock figure comes from)",
-				       sizeof m->clock_source - 1);
 		strcpy(m->clock_source, src);
 	}
+	if (version >= 4 && read_chips(m, file, v, e))
+		return -1;
 	if (m->reserved_bytes >= m->sram_bytes)
 		return val_err(file, map_get(v, "reserved_bytes"), e,
 			       "reserved_bytes (%lld) leaves no SRAM for planned data (sram_bytes %lld)",
@@ -156,9 +254,9 @@ int machine_load_input(Machine *m, Input *in, Err *e)
 	}
 	if (get_int(r.name, root, "amp-machine", 0, INT64_MAX, &version, e))
 		goto out;
-	if (version != 2 && version != MACHINE_VERSION) {
+	if (version < 2 || version > MACHINE_VERSION) {
 		val_err(r.name, map_get(root, "amp-machine"), e,
-			"unsupported machine file version %lld (this amp reads 2 and %d%s)",
+			"unsupported machine file version %lld (this amp reads 2 to %d%s)",
 			(long long)version, MACHINE_VERSION,
 			version == 1 ? "; version 2 adds the compute cost keys of formats/machine.md" : "");
 		goto out;
@@ -188,12 +286,26 @@ void machine_write(YWriter *w, const Machine *m)
 	yw_end_map(w);
 }
 
+int machine_check_one_chip(const Machine *m, const char *path, Err *e)
+{
+	if (m->chips == 1)
+		return 0;
+	return errf(e, "machine '%s' (%s) has %lld chips joined by links, and plans across chips are not built yet "
+		    "(issue 48: a pipeline across chips); amp plans for one chip, such as amp1472", m->name, path,
+		    (long long)m->chips);
+}
+
 int machine_check_header(const Machine *hdr, const Machine *file, const char *file_name, Err *e)
 {
 	static const char why[] = "limits and rates come from the machine file, not from the stage";
 	if (strcmp(hdr->name, file->name))
 		return errf(e, "the stage's machine is '%s'; machine file '%s' is '%s' (%s)", hdr->name, file_name,
 			    file->name, why);
+	/* a stage is planned for one chip, and its header says so by
+	 * carrying no chips */
+	if (file->chips != hdr->chips)
+		return errf(e, "machine file '%s' has %lld chips; the stage was planned for %lld (%s)", file_name,
+			    (long long)file->chips, (long long)hdr->chips, why);
 	for (size_t i = 0; i < NPARAMS; i++) {
 		int64_t h = *field((Machine *)hdr, i), f = *field((Machine *)file, i);
 		if (h != f)

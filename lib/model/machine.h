@@ -1,8 +1,8 @@
-/* machine: the machine description (docs/machine.md §2).
+/* machine: the machine description (docs/machine.md §2, §11).
  *
- * Read from a machine file (formats/machine.md, `amp-machine: 3`, or 2
- * without the clock) or from
- * a stage file's header. Every parameter is required, is a non-negative
+ * Read from a machine file (formats/machine.md, `amp-machine: 4`; 3
+ * without chips and links, 2 without the clock too) or from
+ * a stage file's header (one chip). Every parameter is required, is a non-negative
  * integer, and unknown keys are rejected, each error naming file:line:col.
  */
 #ifndef AMP_MACHINE_H
@@ -12,6 +12,21 @@
 
 #include "base/diag.h"
 #include "base/yio.h"
+
+/* How the chips of a machine of several are joined (formats/machine.md,
+ * "Chips and links"): a ring of chips, or a rows x columns torus. */
+typedef enum { TOPOLOGY_RING, TOPOLOGY_TORUS } Topology;
+
+typedef struct {
+	Topology topology;
+	int64_t rows, columns;          /* a torus: rows x columns = chips; a ring: 1 x chips */
+	int64_t bandwidth_bytes_per_cycle;      /* per link and direction */
+	int64_t latency_cycles;         /* per transfer, on top of its bytes at the bandwidth */
+	int64_t sync_cycles;            /* a barrier across every chip */
+	/* where each figure comes from: kept for the process's life, as the
+	 * name is */
+	const char *topology_source, *bandwidth_source, *latency_source, *sync_source;
+} Links;
 
 typedef struct {
 	/* any length: a pointer into a pool of names kept for the process's
@@ -40,9 +55,15 @@ typedef struct {
 	 * file is version 2 (clock unknown) */
 	int64_t clock_hz;
 	char clock_source[256];
+	/* chips of this kind (version 4 files; 1 otherwise, and in every
+	 * stage header, since plans are built for one chip) and, when there
+	 * are several, the links between them (zero when one) */
+	int64_t chips;
+	Links links;
 } Machine;
 
-#define MACHINE_VERSION 3       /* the version written; 2 is still read */
+#define MACHINE_VERSION 4       /* the version written; 2 and 3 are still read */
+#define MACHINE_MAX_CHIPS 65536 /* the largest IPU-POD Graphcore describes (docs/machine.md §11) */
 #define DEFAULT_MACHINE "share/machines/amp1472.yaml"
 
 int machine_load(Machine *m, const char *path, Err *e);
@@ -55,7 +76,12 @@ int machine_from_val(Machine *m, const char *file, const Val *v, Err *e);
  * the message), every parameter equal; else an error naming the first
  * parameter that differs and both values. */
 int machine_check_header(const Machine *hdr, const Machine *file, const char *file_name, Err *e);
-/* Writes the `machine:` value (one flow mapping). */
+/* 0 when m is one chip; else an error saying that m (read from path)
+ * has m->chips chips and that plans across chips are not built yet:
+ * every tool that plans for a machine asks this first, so that a
+ * machine of several chips is never planned as one. */
+int machine_check_one_chip(const Machine *m, const char *path, Err *e);
+/* Writes the `machine:` value (one flow mapping; one chip, no clock). */
 void machine_write(YWriter *w, const Machine *m);
 /* Bytes of SRAM per tile available to planned data. */
 static inline int64_t machine_avail(const Machine *m)
