@@ -146,7 +146,8 @@ static void choose_head(const HfConfig *hc, ImportOpts *o, const char *machine_p
 {
 	Machine mc;
 	Err e, why;
-	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e))
+	const char *mpath = machine_path ? machine_path : default_machine();
+	if (machine_load(&mc, mpath, &e) || machine_check_one_chip(&mc, mpath, &e))
 		fail(&e);
 	o->head = FMT_FP16;
 	if (model_fits(hc, o, &mc, 1, &why)) {

@@ -268,6 +268,7 @@ int main(int argc, char **argv)
 	Prov pr;
 	const char *mpath = machine_path ? machine_path : default_machine();
 	if (input_slurp(in_path, &mtext, &mlen, &e) || machine_load(&mc, mpath, &e) ||
+	    machine_check_one_chip(&mc, mpath, &e) ||
 	    (scales_path && scales_load(&scales, scales_path, &e)) ||
 	    model_load_input(&m, input_open_mem(in_path && strcmp(in_path, "-") ? in_path : "<stdin>", mtext, mlen, &e),
 			     &e) ||

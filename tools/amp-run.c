@@ -153,7 +153,8 @@ static void calibrate(const char *model_path, const char *prefill, const char *m
 	Err e;
 	Scales sc = { NULL, NULL, 0 };
 
-	if (machine_load(&mc, machine_path ? machine_path : default_machine(), &e) ||
+	const char *mpath = machine_path ? machine_path : default_machine();
+	if (machine_load(&mc, mpath, &e) || machine_check_one_chip(&mc, mpath, &e) ||
 	    run_calibrate_files(model_path, prefill, &mc, ro, &sc, &e) || scales_write(&sc, out, &e))
 		fail(&e);
 	scales_free(&sc);

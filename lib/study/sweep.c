@@ -648,7 +648,7 @@ int sweep_load(Sweep *s, const char *path, Err *e)
 		struct stat st;
 		if (stat(m->path, &st))
 			return val_err(f, m->v, e, "cannot open machine '%s': %s", m->path, strerror(errno));
-		if (machine_load(&mc, m->path, e))
+		if (machine_load(&mc, m->path, e) || machine_check_one_chip(&mc, m->path, e))
 			return -1;
 	}
 	int nb = s->ax[AX_BATCH].present ? s->ax[AX_BATCH].n : 1, nl = s->ax[AX_LAYERS].present ? s->ax[AX_LAYERS].n : 1,
