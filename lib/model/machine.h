@@ -1,4 +1,4 @@
-/* machine: the machine description (docs/machine.md §2, §11).
+/* machine: the machine description (docs/machine.md §2, §10).
  *
  * Read from a machine file (formats/machine.md, `amp-machine: 4`; 3
  * without chips and links, 2 without the clock too) or from
@@ -63,7 +63,7 @@ typedef struct {
 } Machine;
 
 #define MACHINE_VERSION 4       /* the version written; 2 and 3 are still read */
-#define MACHINE_MAX_CHIPS 65536 /* the largest IPU-POD Graphcore describes (docs/machine.md §11) */
+#define MACHINE_MAX_CHIPS 65536 /* the largest IPU-POD Graphcore describes (docs/machine.md §10) */
 #define DEFAULT_MACHINE "share/machines/amp1472.yaml"
 
 int machine_load(Machine *m, const char *path, Err *e);

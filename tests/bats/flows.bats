@@ -511,6 +511,6 @@ check_table() {
 	assert_line --index 2 --regexp '^machine: \{name: amp736, tiles: 736,'
 	flow plan MODEL=$TINY MACHINE=amp73
 	assert_failure
-	assert_output --partial 'MACHINE=amp73: no such file, nor a machine name (known: amp1472 amp5888 amp736)'
+	assert_output --partial 'MACHINE=amp73: no such file, nor a machine name (known: amp1472 amp1472x2 amp1472x4 amp5888 amp736 m2000)'
 	not_ran amp-plan
 }

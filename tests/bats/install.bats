@@ -114,9 +114,9 @@ setup() {
 	assert_line --index 4 'merge'
 	[[ ${lines[5]} == *--rank* && ${lines[5]} == *--json* && ${lines[5]} != *-j\ * ]] || fail "merge's options: ${lines[5]}"
 	assert_line --index 6 'plot'
-	assert_line --index 7 'amp1472 amp5888 amp736 amp9.yaml'
+	assert_line --index 7 'amp1472 amp1472x2 amp1472x4 amp5888 amp736 m2000 amp9.yaml'
 	assert_line --index 8 'amp736'
-	assert_line --index 9 'amp1472'
+	assert_line --index 9 'amp1472 amp1472x2 amp1472x4'
 	assert_line --index 10 'amp9.yaml'
 }
 

@@ -58,7 +58,7 @@ rejects() {
 		run --separate-stderr $t --machine amp73
 		assert_failure 1
 		assert_equal "$output" ""
-		[[ $stderr == "${t%% *}: no machine file 'amp73' and no machine of that name in "*"/machines (known: amp1472, amp5888, amp736); name a machine file or one of those" ]] ||
+		[[ $stderr == "${t%% *}: no machine file 'amp73' and no machine of that name in "*"/machines (known: amp1472, amp1472x2, amp1472x4, amp5888, amp736, m2000); name a machine file or one of those" ]] ||
 			fail "$t: $stderr"
 		[ ! -e out.plan ] || fail "$t wrote out.plan"
 	done
@@ -184,11 +184,11 @@ rejects() {
 }
 
 @test "machine rejects a file of another amp-machine version" {
-	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 4 (this amp reads 2 and 3)"
+	rejects "$BAD/machine-wrong-version.yaml" 2:14 "unsupported machine file version 5 (this amp reads 2 to 4)"
 }
 
 @test "machine rejects a version 1 file, which has no compute cost keys, as unsupported" {
-	rejects "$BAD/machine-version-1.yaml" 3:14 "unsupported machine file version 1 (this amp reads 2 and 3; version 2 adds the compute cost keys"
+	rejects "$BAD/machine-version-1.yaml" 3:14 "unsupported machine file version 1 (this amp reads 2 to 4; version 2 adds the compute cost keys"
 }
 
 @test "machine version 3 requires a clock of at least 1 Hz and its source" {
