@@ -221,7 +221,7 @@ int machine_mismatch(Plan *pl, const char *path, Err *e)
 		return -1;
 	/* the clock is the file's alone (a stage header does not carry it) */
 	pl->machine.clock_hz = m.clock_hz;
-	memcpy(pl->machine.clock_source, m.clock_source, sizeof m.clock_source);
+	pl->machine.clock_source = m.clock_source;
 	return 0;
 }
 

@@ -186,6 +186,7 @@ static int from_map(Machine *m, const char *file, const Val *v, int version, Err
 	}
 	memset(m, 0, sizeof *m);
 	m->chips = 1;
+	m->clock_source = "";
 	if (v->kind != VAL_MAP)
 		return val_err(file, v, e, "expected a machine mapping");
 	/* a version 4 key in an older file is named with both versions */
@@ -214,7 +215,7 @@ static int from_map(Machine *m, const char *file, const Val *v, int version, Err
 		if (get_int(file, v, "clock_hz", 1, INT64_C(1) << 40, &m->clock_hz, e) ||
 		    get_source(file, v, "clock_source", &src, e))
 			return -1;
-		strcpy(m->clock_source, src);
+		m->clock_source = keep_name(src);
 	}
 	if (version >= 4 && read_chips(m, file, v, e))
 		return -1;

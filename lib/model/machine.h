@@ -54,7 +54,7 @@ typedef struct {
 	 * nothing else, so stage headers do not carry it; 0 and "" when the
 	 * file is version 2 (clock unknown) */
 	int64_t clock_hz;
-	char clock_source[256];
+	const char *clock_source;       /* in the names' pool ("" when the clock is unknown) */
 	/* chips of this kind (version 4 files; 1 otherwise, and in every
 	 * stage header, since plans are built for one chip) and, when there
 	 * are several, the links between them (zero when one) */
