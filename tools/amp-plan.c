@@ -66,6 +66,12 @@ static const Opt opts[] = {
 	  "into their reductions, which scale its rows, when\n"
 	  "that plan is the faster: formats/plan.md, \"Folded\n"
 	  "rmsnorm\")" },
+	{ 'G', 0, "no-segments", OPT_NOARG, NULL, NULL,
+	  "run every causal attention as one grid of query and\n"
+	  "key blocks (a study override; by default a prefill's\n"
+	  "causal attention may run in segments of query rows,\n"
+	  "each over the keys it sees, when that is faster:\n"
+	  "formats/plan.md, \"Causal segments\")" },
 	{ 'S', 0, "scales", OPT_ARG, "FILE", "file",
 	  "fp8 scale exponents by tensor name (formats/scales.md;\n"
 	  "amp-run --calibrate writes one)" },
@@ -212,7 +218,7 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
-	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 };
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -248,6 +254,7 @@ int main(int argc, char **argv)
 		case 'S': scales_path = arg; break;
 		case 'F': po.no_fit_check = 1; break;
 		case 'N': po.no_fold = 1; break;
+		case 'G': po.no_segments = 1; break;
 		case 'W':
 			for (k = OWN_AUTO; k <= OWN_BATCH && strcmp(arg, ownerships[k]); k++)
 				;

@@ -202,7 +202,7 @@ static int conflict(const Plan *pl, int a, int b)
 {
 	const Step *x = &pl->s[a], *y = &pl->s[b];
 	int wa = pl->p[x->out].tensor, wb = pl->p[y->out].tensor;
-	if (wa == wb)
+	if (wa == wb && !place_apart(&pl->p[x->out], &pl->p[y->out]))
 		return 1;
 	for (int i = 0; i < y->nin; i++)
 		if (pl->p[y->in[i]].tensor == wa)

@@ -316,16 +316,30 @@ static int many_row_siblings(const Model *m, const Machine *mc)
 	return 0;
 }
 
+/* Does some op of pl run attention in segments (several attention steps)? */
+static int segmented(const Plan *pl)
+{
+	for (int s = 0; s < pl->ns; s++)
+		for (int t = s + 1; pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_ATTENTION && t < pl->ns; t++)
+			if (pl->s[t].kind == STEP_COMPUTE && pl->s[t].compute == C_ATTENTION &&
+			    !strcmp(pl->s[t].op, pl->s[s].op))
+				return 1;
+	return 0;
+}
+
 /* The cycles objective's plan, then its alternatives, each kept when
  * faster and fitting (keep_faster), each built with the choices kept so
  * far: homes cut as their GEMMs want them (home_cuts); then, when the
  * plan folds an rmsnorm into the GEMMs that read it (fold_norm: their
  * reductions must then cut K), none folded; then, when sibling GEMMs
- * have many rows, all of them zipped (planner_zip_siblings). A fold saves the
- * norm's own gather of its sums, but can force a K split that costs more
- * than it saves (Qwen's 512-token prefill: gate and up cut K in two,
- * 3,981,272 cycles folded against 3,839,024 not). Zipped siblings share
- * phases, but keep more buffers live at once. */
+ * have many rows, all of them zipped (planner_zip_siblings); then, when
+ * some attention runs in causal segments (attn_segments, chosen by its
+ * trial, which does not see what its results' copy to their owners costs
+ * later), none in segments. A fold saves the norm's own gather of its
+ * sums, but can force a K split that costs more than it saves (Qwen's
+ * 512-token prefill: gate and up cut K in two, 3,981,272 cycles folded
+ * against 3,839,024 not). Zipped siblings share phases, but keep more
+ * buffers live at once. */
 int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	       Explain *ex, Err *e)
 {
@@ -346,6 +360,11 @@ int plan_build(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 	}
 	if (!o->zip_all && many_row_siblings(m, mc)) {
 		c = cur, c.zip_all = 1;
+		if (keep_faster(pl, m, mc, o, c, ex))
+			cur = c;
+	}
+	if (!o->no_segments && segmented(pl)) {
+		c = cur, c.no_segments = 1;
 		keep_faster(pl, m, mc, o, c, ex);
 	}
 	free(cut);

@@ -86,6 +86,9 @@ typedef struct {
 	/* plan_build's alternatives (0 from its callers): a cycles search
 	 * that finds no plan that fits fails, with no retry or fallback */
 	int no_retry;
+	/* no causal attention cut into segments (attn_segments): amp-plan
+	 * --no-segments, and plan_build's alternative */
+	int no_segments;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

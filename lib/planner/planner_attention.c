@@ -14,6 +14,7 @@
  * softmax, formats/plan.md). The output returns to the owners. */
 typedef struct {
 	int64_t QB, KB, tq, tk, bytes;
+	int64_t S;              /* causal segments (attn_segments), 0 or 1: none */
 } AttnGrid;
 
 /* Bytes a tile holds for attention with QB query and KB key blocks: q,
@@ -35,14 +36,14 @@ static int64_t attn_bytes(int64_t Tq, int64_t Tk, int64_t D, int64_t QB, int64_t
 static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t per, int op, int64_t kb_min)
 {
 	int64_t room = machine_avail(b->mc) - planner_base_load(b, op) - b->mc->table_budget_bytes;
-	AttnGrid best = { 0, 0, 0, 0, INT64_MAX }, small = best;
+	AttnGrid best = { 0, 0, 0, 0, INT64_MAX, 0 }, small = best;
 	for (int64_t KB = kb_min; KB <= Tk && KB <= per; KB++) {
 		if (!uniform_ok(Tk, KB))
 			continue;
 		for (int64_t QB = per / KB; QB >= 1; QB--) {
 			if (QB > Tq || !uniform_ok(Tq, QB))
 				continue;
-			AttnGrid g = { QB, KB, 0, 0, 0 };
+			AttnGrid g = { QB, KB, 0, 0, 0, 0 };
 			g.bytes = attn_bytes(Tq, Tk, D, QB, KB, &g.tq, &g.tk);
 			if (g.bytes < small.bytes)
 				small = g;
@@ -54,6 +55,31 @@ static AttnGrid attn_grid(Builder *b, int64_t Tq, int64_t Tk, int64_t D, int64_t
 			break;
 	}
 	return best.QB ? best : small;
+}
+
+/* Causal self-attention in S segments (attn_segments): the fewest key
+ * blocks k0 (at least k0_min) a segment's length cuts uniformly whose
+ * largest tile fits beside what is in use (the table budget kept free),
+ * then the most query blocks a segment; QB 0 when none fits. */
+static AttnGrid attn_seg_grid(Builder *b, int64_t B, int64_t H, int64_t T, int64_t D, int64_t S, int op,
+			      int64_t k0_min)
+{
+	int64_t room = machine_avail(b->mc) - planner_base_load(b, op) - b->mc->table_budget_bytes, L = T / S;
+	int64_t units = B * H * S * (S + 1) / 2;         /* tiles per query block and k0 */
+	AttnGrid g = { 0, 0, 0, 0, 0, S };
+	for (int64_t k0 = k0_min; k0 <= L && units * k0 <= b->mc->tiles; k0++) {
+		if (!uniform_ok(L, k0))
+			continue;
+		for (int64_t QB = b->mc->tiles / (units * k0); QB >= 1; QB--) {
+			if (QB > L || !uniform_ok(L, QB))
+				continue;
+			int64_t tq, tk, bytes = attn_bytes(L, S * L, D, QB, S * k0, &tq, &tk);
+			if (bytes <= room)
+				return (AttnGrid){ QB, k0, tq, tk, bytes, S };
+			break;          /* the most query blocks for this k0 */
+		}
+	}
+	return g;
 }
 
 typedef struct {
@@ -86,6 +112,39 @@ static int64_t home_blocks(Builder *b, const MOp *op)
 	if (h->split[0] != B || (G != 1 && !(op->kv_order && G == op->kv_heads)) || (KB * G > 1 && KB * G < H))
 		return 0;
 	return KB;
+}
+
+/* Causal self-attention over a prefill's own tokens (the mask static,
+ * no positions) wastes the tiles of (query block, key block) pairs above
+ * the diagonal, which a uniform grid cannot leave out. In S segments of
+ * L = T / S query rows each, segment s's rows see keys [0, (s + 1) L)
+ * only: a grid of its own (QB query blocks, (s + 1) k0 key blocks of
+ * L / k0 keys) on tiles of its own, its own partials and merge, its
+ * result a window of the output. Writes the candidates (S = 2 and 4, at
+ * the fewest key blocks that fit and twice as many, direct and relay)
+ * to t; returns how many. */
+static int attn_segments(Builder *b, const MOp *op, AttnTry *t)
+{
+	const Plan *pl = b->pl;
+	const Model *m = b->m;
+	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), n = 0;
+	int64_t B = pl->t[q].shape[0], T = pl->t[q].shape[1], H = op->heads, D = pl->t[out].shape[2] / H;
+	if (b->o->no_segments || !op->causal || T != pl->t[kv].shape[1] || op->in[2] >= 0 || op->grid[0] ||
+	    op->kv_staging)
+		return 0;
+	static const int64_t segs[ATTN_SEGS] = { 2, 4 };
+	for (int i = 0; i < ATTN_SEGS; i++) {
+		if (T % segs[i])
+			continue;
+		AttnGrid g = attn_seg_grid(b, B, H, T, D, segs[i], (int)(op - m->ops), 1);
+		for (int twice = 0; twice < 3 && g.QB; twice++) {
+			for (int r = 0; r < 2; r++)
+				t[n++] = (AttnTry){ g, r, 0 };
+			g = attn_seg_grid(b, B, H, T, D, segs[i], (int)(op - m->ops), 2 * g.KB);
+		}
+	}
+	return n;
 }
 
 int plan_attention(Builder *b, const MOp *op, Err *e)
@@ -143,8 +202,8 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		 * keys, and merges more partials; SigLIP-so400m's batch 2 takes
 		 * 3 where 2 fit); then the state's home, if any. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
-		AttnTry t[2 * ATTN_KB_TRIES + 1];
-		Candidate c[2 * ATTN_KB_TRIES + 1];
+		AttnTry t[2 * ATTN_KB_TRIES + 1 + 6 * ATTN_SEGS];
+		Candidate c[2 * ATTN_KB_TRIES + 1 + 6 * ATTN_SEGS];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		planner_tile_load(b, (int)(op - m->ops), load);
@@ -160,10 +219,11 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 			for (int r = 0; r < 2; r++)
 				t[n++] = (AttnTry){ gg, r, 0 };
 		}
+		n += attn_segments(b, op, t + n);
 		if (HB)
-			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0 }, 0, 1 };
+			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0, 0 }, 0, 1 };
 		for (int i = 0; i < n; i++) {
-			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, -1, -1, -1, -1 } };
+			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, t[i].ag.S, -1, -1, -1 } };
 			planner_trial_build(b, op, build_attention, &t[i], &k, load, NULL, NULL, &c[i]);
 			if (i && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
 				best = i;       /* ties: the earlier */
@@ -188,7 +248,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		free(load);
 	}
 	build_attention(b, op, &at);
-	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, -1, -1, -1, -1 } };
+	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, at.ag.S, -1, -1, -1 } };
 	planner_trial_decide(b, op, &k);
 	return 0;
 }
@@ -206,7 +266,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
  * back to its canonical owners. */
 static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 			   Placement *o, Placement *pp, Placement *rp,
-			   const int64_t pshape[4], int64_t scratch, int64_t chunks)
+			   const int64_t pshape[4], int64_t scratch, int64_t chunks, int64_t seg)
 {
 	Plan *pl = b->pl;
 	int out = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
@@ -215,7 +275,8 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	if (!pp) {
 		st = planner_add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
 	} else {
-		char *name = xasprintf("%s.partial", pl->t[out].name);
+		char *name = seg ? xasprintf("%s.partial.%lld", pl->t[out].name, (long long)seg + 1) :
+				   xasprintf("%s.partial", pl->t[out].name);
 		int pt = planner_add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP16, 0);
 		free(name);
 		int pi = planner_add_place_of(pl, pp, pt, op->name, "partial", &existed);
@@ -285,7 +346,7 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	o.split[2] = KB > 1 ? H * n : G, o.block[2] = KB > 1 ? dc : C / G, o.stride[2] = KB > 1 ? s1 : s2;
 	o.base = h.base;
 	if (KB == 1) {
-		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * h.block[1], 1);
+		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * h.block[1], 1, 0);
 		return;
 	}
 	/* chunk u = h*n + c merges on the batch entry's tile u*s1: with the
@@ -302,26 +363,39 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	rp = pp;
 	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
 	rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = s1;
-	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * h.block[1], n);
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * h.block[1], n, 0);
 }
 
-/* Builds attention op with the grid and staging of arg (an AttnTry). */
-static void build_attention(Builder *b, const MOp *op, const void *arg)
+/* One block of attention's query rows and the keys they see: rows
+ * [q0, q0 + nq) over keys [0, nk), QB x KB blocks of tq rows and tk keys,
+ * on tiles from base; seg numbers its partial (0: the only one). */
+typedef struct {
+	int64_t q0, nq, nk, QB, KB, tq, tk, base, seg;
+} Seg;
+
+/* A window of t's rows [r0, r0 + nr) and columns [c0, c0 + nc) in p
+ * (the whole tensor when it is all of them). */
+static void window(Placement *p, const PTensor *t, int64_t r0, int64_t nr, int64_t c0, int64_t nc)
 {
-	const AttnTry *at = arg;
-	if (at->home) {
-		build_home_attention(b, op, at->ag.KB);
-		return;
+	p->shape[0] = t->shape[0], p->shape[1] = nr, p->shape[2] = nc;
+	p->off[1] = r0, p->off[2] = c0;
+	memcpy(p->whole, t->shape, sizeof p->whole);
+	if (r0 == 0 && nr == t->shape[1] && c0 == 0 && nc == t->shape[2]) {
+		memset(p->whole, 0, sizeof p->whole);  /* the whole tensor */
+		memset(p->off, 0, sizeof p->off);
 	}
+}
+
+static void build_seg(Builder *b, const MOp *op, int relay, const Seg *sg)
+{
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
 	int out = plan_find_tensor(pl, m->t[op->out].name), fused = q == kv, existed;
 	const PTensor *qt = &pl->t[q];
-	int64_t B = qt->shape[0], Tq = qt->shape[1], C = pl->t[out].shape[2];
+	int64_t B = qt->shape[0], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, G = op->kv_heads, g = H / G, KC = G * D;
-	AttnGrid ag = at->ag;
-	int64_t QB = ag.QB, KB = ag.KB, tq = ag.tq, tk = ag.tk, base = planner_op_start(b, op);
+	int64_t QB = sg->QB, KB = sg->KB, tq = sg->tq, tk = sg->tk, base = sg->base;
 	int64_t sh = KB, sq = H * KB, sb = QB * H * KB;         /* tile strides of h, qb, b */
 	/* k and v: G heads of D columns (KC in all) after q's C when fused;
 	 * kv head j serves q heads j*g .. j*g + g - 1 */
@@ -340,10 +414,8 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		Placement p;
 		memset(&p, 0, sizeof p);
 		p.layout = LAYOUT_ROW_MAJOR;
-		p.off[2] = coff[k];
 		int64_t w = k ? KC << op->kv_order : C, dk = k ? D << op->kv_order : D;
-		p.shape[0] = B, p.shape[1] = t->shape[1], p.shape[2] = w;
-		memcpy(p.whole, t->shape, sizeof p.whole);
+		window(&p, t, k ? 0 : sg->q0, k ? sg->nk : sg->nq, coff[k], w);
 		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
 		p.split[2] = k ? G : H, p.block[2] = dk, p.stride[2] = k ? g * sh : sh;
 		if (k == 0) {
@@ -357,10 +429,8 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 			if (g > 1)              /* the q heads of the group */
 				p.rep[p.nrep] = g, p.rstride[p.nrep++] = sh;
 		}
-		if (coff[k] == 0 && w == t->shape[2])
-			memset(p.whole, 0, sizeof p.whole);     /* the whole tensor */
 		p.base = base;
-		if (k > 0 && at->relay && p.nrep) {
+		if (k > 0 && relay && p.nrep) {
 			/* gathered once on the q = 0 tile of its query blocks, then
 			 * relayed whole to the others (replica 0 is that buffer) */
 			Placement st = p;
@@ -385,6 +455,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 		Placement p;
 		memset(&p, 0, sizeof p);
 		p.layout = LAYOUT_ROW_MAJOR;
+		window(&p, &pl->t[pt], sg->q0, sg->nq, 0, 1);
 		p.split[0] = B, p.block[0] = 1, p.stride[0] = sb;
 		p.split[1] = QB, p.block[1] = tq, p.stride[1] = sq;
 		p.split[2] = 1, p.block[2] = 1;
@@ -402,20 +473,27 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	 * columns wide at least: chunk c merges on the kb = c tile of its
 	 * query block and head, so every key block's tile merges a share
 	 * (and receives one). Otherwise the kb = 0 tile merges them all. */
-	int64_t n = KB > 1 && D % KB == 0 && D / KB >= ATTN_CHUNK_MIN ? KB : 1, dc = D / n;
+	int64_t n = 1;
+	for (int64_t c = 2; sg->seg && c <= KB && D / c >= ATTN_CHUNK_MIN; c++)
+		if (D % c == 0)
+			n = c;          /* (a segment: the most chunks that cut D evenly) */
+	if (!sg->seg || n == 1)
+		n = KB > 1 && D % KB == 0 && D / KB >= ATTN_CHUNK_MIN ? KB : 1;
+	int64_t dc = D / n;
 	Placement o;
 	memset(&o, 0, sizeof o);
 	o.layout = LAYOUT_ROW_MAJOR;
+	window(&o, &pl->t[out], sg->q0, sg->nq, 0, C);
 	o.split[0] = B, o.block[0] = 1, o.stride[0] = sb;
 	o.split[1] = QB, o.block[1] = tq, o.stride[1] = sq;
 	o.split[2] = H * n, o.block[2] = dc, o.stride[2] = n > 1 ? 1 : sh;   /* chunk h*n + c: tile h*KB + c */
 	o.base = base;
 	if (KB == 1) {
-		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * tk, 1);
+		attention_tail(b, op, idx, nin, &o, NULL, NULL, NULL, 4 * tk, 1, sg->seg);
 		return;
 	}
 	/* [KB, B, Tq, H*(D+2n)] fp32: per query row and chunk m, l, then o. */
-	int64_t shape[4] = { KB, B, Tq, H * (D + 2 * n) };
+	int64_t shape[4] = { KB, B, sg->nq, H * (D + 2 * n) };
 	Placement pp, rp;
 	memset(&pp, 0, sizeof pp);
 	pp.layout = LAYOUT_ROW_MAJOR;
@@ -427,5 +505,39 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 	rp = pp;
 	rp.split[0] = 1, rp.block[0] = KB, rp.stride[0] = 0;
 	rp.split[3] = H * n, rp.block[3] = dc + 2, rp.stride[3] = n > 1 ? 1 : sh;
-	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * tk, n);
+	attention_tail(b, op, idx, nin, &o, &pp, &rp, shape, 4 * tk, n, sg->seg);
+}
+
+/* Builds attention op with the grid and staging of arg (an AttnTry):
+ * one block of every query row over every key, or (ag.S > 1) segments,
+ * their steps zipped so that their deliveries, partials and results share
+ * phases and their computes run side by side. */
+static void build_attention(Builder *b, const MOp *op, const void *arg)
+{
+	const AttnTry *at = arg;
+	if (at->home) {
+		build_home_attention(b, op, at->ag.KB);
+		return;
+	}
+	Plan *pl = b->pl;
+	const Model *m = b->m;
+	const PTensor *qt = &pl->t[plan_find_tensor(pl, m->t[op->in[0]].name)];
+	const PTensor *kt = &pl->t[plan_find_tensor(pl, m->t[op->in[1]].name)];
+	const AttnGrid *ag = &at->ag;
+	int64_t B = qt->shape[0], Tq = qt->shape[1], base = planner_op_start(b, op);
+	if (ag->S <= 1) {
+		Seg sg = { 0, Tq, kt->shape[1], ag->QB, ag->KB, ag->tq, ag->tk, base, 0 };
+		build_seg(b, op, at->relay, &sg);
+		return;
+	}
+	int64_t S = ag->S, L = Tq / S;
+	int first = pl->ns;
+	for (int64_t s = 0; s < S; s++) {
+		int from = pl->ns;
+		Seg sg = { s * L, L, (s + 1) * L, ag->QB, (s + 1) * ag->KB, ag->tq, ag->tk, base, s };
+		build_seg(b, op, at->relay, &sg);
+		base = (base + B * op->heads * sg.QB * sg.KB) % b->mc->tiles;
+		if (s)
+			planner_zip_steps(pl, first, from, pl->ns);
+	}
 }

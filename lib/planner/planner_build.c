@@ -18,40 +18,6 @@ int planner_past_stop(Stop *stop, int i)
 
 /* ---- sibling products in step ---- */
 
-/* Which placements step s reads (rd) and writes (wr): -1 ends each. */
-static void step_access(const Step *s, int rd[5], int *wr)
-{
-	int n = 0;
-	if (s->kind == STEP_COPY) {
-		rd[n++] = s->src;
-		*wr = s->dst;
-	} else {
-		for (int k = 0; k < s->nin; k++)
-			if (s->in[k] >= 0)
-				rd[n++] = s->in[k];
-		*wr = s->out;
-	}
-	rd[n] = -1;
-}
-
-/* Must step b stay after step a (b reads what a writes, writes what a
- * reads, or writes what a writes)? */
-static int after(const Step *a, const Step *b)
-{
-	int ra[5], rb[5], wa, wb;
-	step_access(a, ra, &wa);
-	step_access(b, rb, &wb);
-	if (wa == wb)
-		return 1;
-	for (int k = 0; rb[k] >= 0; k++)
-		if (rb[k] == wa)
-			return 1;
-	for (int k = 0; ra[k] >= 0; k++)
-		if (ra[k] == wb)
-			return 1;
-	return 0;
-}
-
 /* Two GEMMs that read the same a, one after the other in the model (q
  * and k/v, gate and up): when they have few rows (a decode step's), or
  * whatever their rows with PlanOpts.zip_all (plan_build's alternative),
@@ -63,34 +29,6 @@ static int after(const Step *a, const Step *b)
  * together: with many rows a plan may then not fit (Qwen2.5-0.5B's
  * 1,024-token prefill), hence an alternative, kept when it fits and is
  * faster (its 512-token prefill: 3 phases a layer fewer). */
-static void zip(Plan *pl, int f0, int f1, int f2)
-{
-	Step *out = xmalloc((size_t)(f2 - f0 + 1) * sizeof *out);
-	int i = f0, j = f1, n = 0;
-	while (i < f1 || j < f2) {
-		for (int copies = 0; copies < 2; copies++) {
-			StepKind k = copies ? STEP_COPY : STEP_COMPUTE;
-			while (i < f1 && pl->s[i].kind == k)
-				out[n++] = pl->s[i++];
-			for (;;) {
-				if (j >= f2 || pl->s[j].kind != k)
-					break;
-				int wait = 0;
-				for (int q = i; q < f1 && !wait; q++)
-					wait = after(&pl->s[q], &pl->s[j]);
-				if (wait)
-					break;
-				out[n++] = pl->s[j++];
-			}
-		}
-		if (i >= f1)            /* the rest of the second, in its order */
-			while (j < f2)
-				out[n++] = pl->s[j++];
-	}
-	memcpy(&pl->s[f0], out, (size_t)n * sizeof *out);
-	free(out);
-}
-
 void planner_zip_siblings(Builder *b, const int *op_first, const int *op_end)
 {
 	const Model *m = b->m;
@@ -102,7 +40,7 @@ void planner_zip_siblings(Builder *b, const int *op_first, const int *op_end)
 		    a->rank != 3 || (!b->o->zip_all && a->shape[0] * a->shape[1] * WIDE_MIN_COLS > b->mc->tiles) ||
 		    op_end[i] != op_first[i + 1])
 			continue;
-		zip(b->pl, op_first[i], op_first[i + 1], op_end[i + 1]);
+		planner_zip_steps(b->pl, op_first[i], op_first[i + 1], op_end[i + 1]);
 		i++;            /* a pair at a time */
 	}
 }

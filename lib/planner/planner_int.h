@@ -22,6 +22,8 @@
  *   trial.c         the lowering itself (lib/lower/) run on a range of steps
  *   planner_fit.c   does the machine hold a plan (the lowering and the
  *                   capture's limits), the refusal's "Next:", progress
+ *   planner_zip.c   steps zipped run by run: sibling GEMMs', causal
+ *                   segments'
  *   planner_records.c  the plan's records, canonical ownership, parameter
  *                   and state homes, each op's tile load
  *
@@ -173,6 +175,7 @@ int planner_class_claim(Builder *b, int t, int pi);
 #define WIDE_MIN_PARTS 2        /* tiles per token row a wide tensor needs: at least two column blocks */
 #define ATTN_KB_TRIES 5         /* key-block counts attention tries: the fewest that fit, then at least x1.5, x2, x3, x4 */
 #define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
+#define ATTN_SEGS 2              /* causal segment counts attention tries: 2 and 4 */
 #define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
 int planner_canonical(Builder *b, int tensor);
 /* *p: cols columns of x's rows (a placement of whole rows and column
@@ -222,6 +225,10 @@ int planner_fit_error(const Plan *pl, const Model *m, const Fit *f, Err *e);
  * share their phases (op i's steps are [op_first[i], op_end[i]), a
  * repeat's carries outside every op's). */
 void planner_zip_siblings(Builder *b, const int *op_first, const int *op_end);
+/* Steps [f0, f1) and [f1, f2) zipped run by run: the computes of both,
+ * then the copies of both; each keeps its order, and a step of the second
+ * waits for any step of the first it depends on. */
+void planner_zip_steps(Plan *pl, int f0, int f1, int f2);
 int planner_past_stop(Stop *stop, int i);
 int planner_build_one(Plan *pl, const Model *m, const Machine *mc, const PlanOpts *o,
 		      Explain *ex, double margin, double price, Memo *memo, Stop *stop, int attempt, Err *e);

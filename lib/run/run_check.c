@@ -83,6 +83,8 @@ static int rope_same(const Step *st, const MOp *op, int found, const char *f, Er
 			      (long long)og->cols, (long long)og->cls);
 	return 0;
 }
+static int op_step(const Plan *pl, const Model *m, const MOp *op, int found, int merge, const char *f, Err *e);
+
 
 int run_check_steps(const Plan *pl, const Model *m, Err *e)
 {
@@ -122,51 +124,62 @@ int run_check_steps(const Plan *pl, const Model *m, Err *e)
 			if (st->compute == C_MERGE)
 				merge = s;
 		}
-		if (n != 1)
+		if (n != 1 && !(op->kind == OP_ATTENTION && n > 1))      /* (causal segments: several) */
 			return err_at(e, f, op->line, op->col, "op '%s': the stage has %d %s steps for it, not one",
 				      op->name, n, compute_name(want));
-		const Step *st = &pl->s[found];
-		/* the model's operands in order (attention reads k and v from in[1],
-		 * then its positions) */
-		int nin = op->kind == OP_ATTENTION ? op->nin + 1 : op->nin;
-		if (op->kind == OP_RMSNORM && st->nin == nin + 1 && !sums_of(pl, st, op->name))
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as its rows' sums of "
-				      "squares, which no sumsq step of the op makes from '%s'", op->name, found,
-				      run_held(pl, st->in[nin]), run_held(pl, st->in[0]));
-		if (st->nin != nin && !(op->kind == OP_RMSNORM && st->nin == nin + 1))
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads %d operands, the model %d",
-				      op->name, found, st->nin, nin);
-		for (int k = 0; k < nin; k++) {
-			int mt = op->in[op->kind == OP_ATTENTION ? (k > 1 ? k - 1 : k ? 1 : 0) : k];
-			if (strcmp(run_held(pl, st->in[k]), m->t[mt].name))
-				return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as operand %d, "
-					      "the model '%s'", op->name, found, run_held(pl, st->in[k]), k + 1,
-					      m->t[mt].name);
-		}
-		int out = op->kind == OP_ATTENTION && merge >= 0 ? pl->s[merge].out : st->out;
-		if (strcmp(run_held(pl, out), m->t[op->out].name))
-			return err_at(e, f, op->line, op->col, "op '%s': its steps write '%s', the model '%s'",
-				      op->name, run_held(pl, out), m->t[op->out].name);
-		if (op->kind == OP_ROPE && rope_same(st, op, found, f, e))
-			return -1;
-		if (op->kind == OP_ATTENTION && st->kv_order != op->kv_order)
-			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads k and v in kv_order %s, "
-				      "the model %s", op->name, found, st->kv_order ? "heads" : "kv",
-				      op->kv_order ? "heads" : "kv");
-		if (op->kind == OP_ATTENTION) {
-			const MTensor *o = &m->t[op->out];
-			int64_t C = o->shape[o->rank - 1];
-			double scale = 1.0 / sqrt((double)(C / op->heads));
-			if (st->heads != op->heads || st->scale != scale)
-				return err_at(e, f, op->line, op->col, "op '%s': its step %d has heads %lld and scale %g, "
-					      "the model heads %lld and scale %g (1/sqrt(head width))", op->name, found,
-					      (long long)st->heads, st->scale, (long long)op->heads, scale);
-			if (st->kv_heads != op->kv_heads || st->causal != op->causal)
-				return err_at(e, f, op->line, op->col, "op '%s': its step %d has kv_heads %lld, %s, the "
-					      "model kv_heads %lld, %s", op->name, found, (long long)st->kv_heads,
-					      st->causal ? "causal" : "not causal", (long long)op->kv_heads,
-					      op->causal ? "causal" : "not causal");
-		}
+		for (found = 0; found < pl->ns; found++)
+			if (pl->s[found].kind == STEP_COMPUTE && pl->s[found].compute == want &&
+			    !strcmp(pl->s[found].op, op->name) && op_step(pl, m, op, found, merge, f, e))
+				return -1;
+	}
+	return 0;
+}
+
+/* Step found of op (its primary kind; merge: the op's last merge step, or
+ * -1): its operands, result and fields against the model's. */
+static int op_step(const Plan *pl, const Model *m, const MOp *op, int found, int merge, const char *f, Err *e)
+{
+	const Step *st = &pl->s[found];
+	/* the model's operands in order (attention reads k and v from in[1],
+	 * then its positions) */
+	int nin = op->kind == OP_ATTENTION ? op->nin + 1 : op->nin;
+	if (op->kind == OP_RMSNORM && st->nin == nin + 1 && !sums_of(pl, st, op->name))
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as its rows' sums of "
+			      "squares, which no sumsq step of the op makes from '%s'", op->name, found,
+			      run_held(pl, st->in[nin]), run_held(pl, st->in[0]));
+	if (st->nin != nin && !(op->kind == OP_RMSNORM && st->nin == nin + 1))
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d reads %d operands, the model %d",
+			      op->name, found, st->nin, nin);
+	for (int k = 0; k < nin; k++) {
+		int mt = op->in[op->kind == OP_ATTENTION ? (k > 1 ? k - 1 : k ? 1 : 0) : k];
+		if (strcmp(run_held(pl, st->in[k]), m->t[mt].name))
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d reads '%s' as operand %d, "
+				      "the model '%s'", op->name, found, run_held(pl, st->in[k]), k + 1,
+				      m->t[mt].name);
+	}
+	int out = op->kind == OP_ATTENTION && merge >= 0 ? pl->s[merge].out : st->out;
+	if (strcmp(run_held(pl, out), m->t[op->out].name))
+		return err_at(e, f, op->line, op->col, "op '%s': its steps write '%s', the model '%s'",
+			      op->name, run_held(pl, out), m->t[op->out].name);
+	if (op->kind == OP_ROPE && rope_same(st, op, found, f, e))
+		return -1;
+	if (op->kind == OP_ATTENTION && st->kv_order != op->kv_order)
+		return err_at(e, f, op->line, op->col, "op '%s': its step %d reads k and v in kv_order %s, "
+			      "the model %s", op->name, found, st->kv_order ? "heads" : "kv",
+			      op->kv_order ? "heads" : "kv");
+	if (op->kind == OP_ATTENTION) {
+		const MTensor *o = &m->t[op->out];
+		int64_t C = o->shape[o->rank - 1];
+		double scale = 1.0 / sqrt((double)(C / op->heads));
+		if (st->heads != op->heads || st->scale != scale)
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d has heads %lld and scale %g, "
+				      "the model heads %lld and scale %g (1/sqrt(head width))", op->name, found,
+				      (long long)st->heads, st->scale, (long long)op->heads, scale);
+		if (st->kv_heads != op->kv_heads || st->causal != op->causal)
+			return err_at(e, f, op->line, op->col, "op '%s': its step %d has kv_heads %lld, %s, the "
+				      "model kv_heads %lld, %s", op->name, found, (long long)st->kv_heads,
+				      st->causal ? "causal" : "not causal", (long long)op->kv_heads,
+				      op->causal ? "causal" : "not causal");
 	}
 	return 0;
 }

@@ -306,39 +306,60 @@ static int matmul_steps(const Plan *pl, const Model *m, const MOp *op, const Gem
 			e);
 }
 
+/* Attention step att of op: its partial (when it writes one) read by one
+ * merge of the op, its scratch and its heads' width (*partials counts the
+ * partials). */
+static int attention_fields(const Plan *pl, const Model *m, const MOp *op, int att, int *partials, Err *e)
+{
+	const Step *st = &pl->s[att];
+	int P = tensor_of(pl, st->out), merge = -1;
+	if (pl->t[P].role == R_PARTIAL) {
+		(*partials)++;
+		for (int s = 0; s < pl->ns && merge < 0; s++)
+			if (pl->s[s].kind == STEP_COMPUTE && pl->s[s].compute == C_MERGE && !strcmp(pl->s[s].op, op->name) &&
+			    pl->s[s].nin >= 1 && tensor_of(pl, pl->s[s].in[0]) == P)
+				merge = s;
+		if (merge < 0)
+			return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d writes the partial "
+				      "'%s', which no merge step of the op reads", op->name, att, pl->t[P].name);
+		if (operands(pl, m, op, merge, 1, "the partial", e))
+			return -1;
+	}
+	const MTensor *o = &m->t[op->out];
+	int64_t D = o->shape[o->rank - 1] / op->heads, keys = pl->p[st->in[1]].block[1];
+	if (st->scratch != 4 * keys)     /* a row of fp32 scores: what the memory walk counts */
+		return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d has scratch %lld "
+			      "bytes, the plan implies %lld (a row of fp32 scores over the %lld keys a tile of "
+			      "'%s' holds)", op->name, att, (long long)st->scratch, (long long)(4 * keys),
+			      (long long)keys, pl->p[st->in[1]].name);
+	if (plan_head_dim(pl, st) != D)
+		return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d has chunks %lld, "
+			      "which make its heads %lld wide in '%s' (%lld columns), the model's %lld", op->name,
+			      att, (long long)plan_chunks(st), (long long)plan_head_dim(pl, st), pl->t[P].name,
+			      (long long)pl->t[P].shape[pl->t[P].rank - 1], (long long)D);
+	return 0;
+}
+
 /* The fields of a non-matmul op's steps that run_check_steps leaves: an
  * attention's merge and chunks, an rmsnorm's sums of squares, an
  * append's first. */
 static int op_steps(const Plan *pl, const Model *m, const MOp *op, Err *e)
 {
-	int att = -1, merge = -1;
+	int merge = -1;
 	if (op->kind == OP_RMSNORM && run_norm_folded(pl, op->name) && fold_steps(pl, m, op, e))
 		return -1;
-	int merges = op->kind == OP_ATTENTION ? count_steps(pl, op->name, C_MERGE, &merge) : 0;
 	if (op->kind == OP_ATTENTION) {
-		if (count_steps(pl, op->name, C_ATTENTION, &att) != 1)
-			return 0;       /* (run_check_steps refuses it) */
-		const Step *st = &pl->s[att];
-		int P = tensor_of(pl, st->out);
-		int partial = pl->t[P].role == R_PARTIAL;
-		if (count_is(m, op, C_MERGE, merges, partial, partial ? "its attention writes a partial" :
-			     "its attention writes its result", e))
+		/* each attention step (several: causal segments) with its merge
+		 * when it writes a partial, one merge for each such partial */
+		int merges = count_steps(pl, op->name, C_MERGE, &merge), partials = 0;
+		for (int s = 0; s < pl->ns; s++) {
+			const Step *st = &pl->s[s];
+			if (st->kind == STEP_COMPUTE && st->compute == C_ATTENTION && !strcmp(st->op, op->name) &&
+			    attention_fields(pl, m, op, s, &partials, e))
+				return -1;
+		}
+		if (count_is(m, op, C_MERGE, merges, partials, "one for each partial its attention steps write", e))
 			return -1;
-		if (merges && (operands(pl, m, op, merge, 1, "the partial", e) ||
-			       operand(pl, m, op, merge, 0, "the partial", P, e)))
-			return -1;
-		const MTensor *o = &m->t[op->out];
-		int64_t D = o->shape[o->rank - 1] / op->heads, keys = pl->p[st->in[1]].block[1];
-		if (st->scratch != 4 * keys)     /* a row of fp32 scores: what the memory walk counts */
-			return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d has scratch %lld "
-				      "bytes, the plan implies %lld (a row of fp32 scores over the %lld keys a tile of "
-				      "'%s' holds)", op->name, att, (long long)st->scratch, (long long)(4 * keys),
-				      (long long)keys, pl->p[st->in[1]].name);
-		if (plan_head_dim(pl, st) != D)
-			return err_at(e, m->file, op->line, op->col, "op '%s': its attention step %d has chunks %lld, "
-				      "which make its heads %lld wide in '%s' (%lld columns), the model's %lld", op->name,
-				      att, (long long)plan_chunks(st), (long long)plan_head_dim(pl, st), pl->t[P].name,
-				      (long long)pl->t[P].shape[pl->t[P].rank - 1], (long long)D);
 	}
 	for (int s = 0; s < pl->ns; s++) {
 		const Step *st = &pl->s[s];

@@ -235,7 +235,13 @@ static int poison(void *ctx, const Placement *p, const int64_t *idx, const int64
 	(void)rep;
 	if (q->m->pl->p[q->src].addr == p->addr && place_aliases(q->m->pl, q->src, q->dst, idx, t))
 		return 0;
-	memset(sim_tile(&q->m->s, t) + p->addr, 0xA5, (size_t)layout_bytes(&l));
+	uint8_t *part = sim_copy_part(q->m->pl, q->src, q->dst, idx), *d = sim_tile(&q->m->s, t) + p->addr;
+	if (!part)
+		memset(d, 0xA5, (size_t)layout_bytes(&l));
+	for (int64_t b = 0; part && b < layout_bytes(&l); b++)
+		if (part[b])            /* only the part this copy writes: other copies write the rest */
+			d[b] = 0xA5;
+	free(part);
 	return 0;
 }
 
@@ -410,6 +416,7 @@ static int count_writes(Exchange *x, int s)
 			break;
 		}
 		int64_t wrote = 0, B = layout_bytes(&l), words = (B + 63) >> 6;
+		uint8_t *part = sim_copy_part(pl, x->src, x->dst, idx);    /* NULL: the whole shard */
 		if (words > nbits)
 			bits = xrealloc(bits, (size_t)(nbits = words) * sizeof *bits);
 		memset(bits, 0, (size_t)words * sizeof *bits);
@@ -422,6 +429,18 @@ static int count_writes(Exchange *x, int s)
 					  "twice (overwritten) by step %d", (long long)t, x->phase, tn, p->name,
 					  (long long)(p->addr + twice), s);
 			wrote += len;
+		}
+		if (part) {             /* exactly the part its source's window holds */
+			for (int64_t b = 0; b < B && !rc; b++) {
+				int on = (int)(bits[b >> 6] >> (b & 63) & 1);
+				if (on != part[b])
+					rc = errf(m->e, "tile %lld, phase %d: tensor '%s' (placement '%s') offset %lld: %s "
+						  "by step %d, %s the part of the shard its source's window holds",
+						  (long long)t, x->phase, tn, p->name, (long long)(p->addr + b),
+						  on ? "written" : "written 0 times (missing)", s, on ? "outside" : "inside");
+			}
+			free(part);
+			continue;
 		}
 		if (rc || alias || wrote == B)
 			continue;
@@ -469,8 +488,8 @@ static int make_moves(Exchange *x, int ph)
 		x->stiles = xrealloc(x->stiles, (size_t)T * sizeof *x->stiles);
 		group_by(key, 1, T, ns + 1, x->sfirst, x->stiles);
 		free(key);
-		MovePart mp[2] = { { x, 0, sim_check_begin(&m->s, pl, x->dst, ph), 0 },
-				   { x, 1, sim_check_begin(&m->s, pl, x->dst, ph), 0 } };
+		MovePart mp[2] = { { x, 0, sim_check_begin(&m->s, pl, x->dst, x->src, ph), 0 },
+				   { x, 1, sim_check_begin(&m->s, pl, x->dst, x->src, ph), 0 } };
 		pthread_t th;
 		if (pthread_create(&th, NULL, move_part, &mp[1]) == 0) {
 			move_part(&mp[0]);
@@ -631,7 +650,7 @@ int run_phase(RunMachine *m, const Program *prog, int ph, int first, int last)
 		int checked = !rc && make_moves(&x, ph);
 		t1 = run_now();
 		if (!rc && !checked)
-			rc = sim_check_placement(&m->s, pl, pl->s[s].dst, ph, m->e);
+			rc = sim_check_part(&m->s, pl, pl->s[s].dst, pl->s[s].src, ph, m->e);
 		run_totals.check_secs += (t0 = run_now()) - t1;
 		t1 = t0;
 	}

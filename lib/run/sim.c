@@ -225,6 +225,42 @@ static int64_t elem_of(const Placement *p, const int64_t *idx, int64_t r, int64_
 	return e;
 }
 
+uint8_t *sim_copy_part(const Plan *pl, int src, int dst, const int64_t *idx)
+{
+	const Placement *S = &pl->p[src], *D = &pl->p[dst];
+	int last = D->rank - 1, whole = 1;
+	int64_t lo[MAX_RANK], hi[MAX_RANK];
+	for (int a = 0; a <= last; a++) {       /* the shard's box, and is it inside the window? */
+		lo[a] = D->off[a] + idx[a] * D->block[a];
+		hi[a] = lo[a] + place_extent(D, a, idx[a]);
+		whole &= lo[a] >= S->off[a] && hi[a] <= S->off[a] + S->shape[a];
+	}
+	if (whole)
+		return NULL;
+	Layout l = place_layout(D, idx);
+	int esz = fmt_bytes(D->fmt);
+	uint8_t *part = xcalloc((size_t)layout_bytes(&l) + 1, 1);
+	int64_t *off = xmalloc((size_t)l.cols * sizeof *off);
+	for (int64_t r = 0; r < l.rows; r++) {
+		int in = 1;
+		for (int64_t a = last - 1, rem = r; a >= 0; a--) {     /* the row's coordinates */
+			int64_t ext = hi[a] - lo[a], x = lo[a] + rem % ext;
+			in &= x >= S->off[a] && x < S->off[a] + S->shape[a];
+			rem /= ext;
+		}
+		if (!in)
+			continue;
+		layout_row(&l, r, off);
+		for (int64_t c = 0; c < l.cols; c++) {
+			int64_t x = lo[last] + c;
+			if (x >= S->off[last] && x < S->off[last] + S->shape[last])
+				memset(part + off[c] * esz, 1, (size_t)esz);
+		}
+	}
+	free(off);
+	return part;
+}
+
 static int fill_shard(void *ctx, const Placement *p, const int64_t *idx, const int64_t *rep, int64_t t)
 {
 	Walk *w = ctx;
@@ -343,6 +379,7 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	}
 	int alias = 0;
 	uint8_t *seen = xcalloc((size_t)bytes, 1);
+	uint8_t *part = sim_copy_part(w->pl, w->src, w->placement, idx);   /* (NULL: the whole shard) */
 	for (int64_t r = 0; r < l.rows; r++) {
 		int64_t e0 = row_at(&row, w->s, p, idx, &l, r);
 		for (int64_t cc = 0; cc < l.cols; cc++) {
@@ -352,8 +389,11 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 				uint8_t want = wants[k], got = m[off + k];
 				int n = c[off + k];
 				seen[off + k] = 1;
+				if (part && !part[off + k])
+					continue;       /* another copy's part */
 				if (got != want || (!alias && n != 1) || (alias && n != 0)) {
 					free(seen);
+					free(part);
 					row_free(&row);
 					return errf(w->e, "tile %lld, step %d: tensor '%s' (placement '%s') "
 						    "offset %lld (element %lld byte %d): expected 0x%02x, "
@@ -366,6 +406,7 @@ static int check_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 		}
 	}
 	row_free(&row);
+	free(part);
 	/* Padding (every layout's but row-major's, which has none): written
 	 * once, zero, whether whole strips or panels carry it or the
 	 * receiver zeroes it (amp-expand). */
@@ -391,8 +432,10 @@ static int sum_counts(void *ctx, const Placement *p, const int64_t *idx, const i
 	(void)rep;
 	if (is_alias(w, p, idx, t))
 		return 0;
+	uint8_t *part = sim_copy_part(w->pl, w->src, w->placement, idx);   /* the bytes this copy owns */
 	for (int64_t i = 0; i < layout_bytes(&l); i++)
-		*sum += c[i];
+		*sum += !part || part[i] ? c[i] : 0;
+	free(part);
 	return 0;
 }
 
@@ -427,6 +470,8 @@ typedef struct {
 	int has_valid;
 	int64_t cap;
 	int shard_of;           /* the placement checked */
+	int src;                /* the copy that wrote it (-1: any): only the part it writes is checked */
+	uint8_t *part;          /* that part of the cached shard (NULL: all of it) */
 } Plain;
 
 /* The expected bytes of a shard (padding zero) and which bytes are data,
@@ -488,14 +533,16 @@ static int plain_shard(void *ctx, const Placement *p, const int64_t *idx, const 
 	if (lin != w->shard) {
 		shard_image(w, p, idx, &l);
 		w->shard = lin;
+		free(w->part);
+		w->part = w->src >= 0 ? sim_copy_part(w->pl, w->src, w->shard_of, idx) : NULL;
 	}
-	if (!memcmp(m, w->image, (size_t)bytes))
+	if (!w->part && !memcmp(m, w->image, (size_t)bytes))
 		return 0;
 	if (!w->has_valid)
 		shard_valid(w, p, &l);
 	for (int64_t off = 0; off < bytes; off++) {
-		if (m[off] == w->image[off])
-			continue;
+		if (m[off] == w->image[off] || (w->part && !w->part[off]))
+			continue;       /* (outside the part: another copy's) */
 		if (!w->valid[off] && p->layout == LAYOUT_ROW_MAJOR)
 			continue;
 		if (!w->valid[off])
@@ -547,12 +594,17 @@ static int touch(void *ctx, const Placement *p, const int64_t *idx, const int64_
 
 int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 {
+	return sim_check_part(s, pl, i, -1, phase, e);
+}
+
+int sim_check_part(Sim *s, const Plan *pl, int i, int src, int phase, Err *e)
+{
 	Half h[2];
 	pthread_t th;
 	s->plan = pl;
 	place_each(&pl->p[i], s->tiles, touch, s);
 	for (int k = 0; k < 2; k++) {
-		h[k] = (Half){ { s, pl, phase, NULL, -1, NULL, NULL, 0, 0, i }, { { 0 } }, k, 0, 0, 0 };
+		h[k] = (Half){ { s, pl, phase, NULL, -1, NULL, NULL, 0, 0, i, src, NULL }, { { 0 } }, k, 0, 0, 0 };
 		h[k].w.e = &h[k].e;
 	}
 	int two = sim_threads() > 1 && place_shards(&pl->p[i]) > 1 &&
@@ -573,6 +625,7 @@ int sim_check_placement(Sim *s, const Plan *pl, int i, int phase, Err *e)
 	for (int k = 0; k < 2; k++) {
 		free(h[k].w.image);
 		free(h[k].w.valid);
+		free(h[k].w.part);
 	}
 	return bad ? -1 : 0;
 }
@@ -582,11 +635,11 @@ struct SimCheck {
 	Err e;
 };
 
-SimCheck *sim_check_begin(Sim *s, const Plan *pl, int i, int phase)
+SimCheck *sim_check_begin(Sim *s, const Plan *pl, int i, int src, int phase)
 {
 	SimCheck *c = xcalloc(1, sizeof *c);
 	s->plan = pl;
-	c->w = (Plain){ s, pl, phase, &c->e, -1, NULL, NULL, 0, 0, i };
+	c->w = (Plain){ s, pl, phase, &c->e, -1, NULL, NULL, 0, 0, i, src, NULL };
 	return c;
 }
 
@@ -601,6 +654,7 @@ void sim_check_end(SimCheck *c)
 		return;
 	free(c->w.image);
 	free(c->w.valid);
+	free(c->w.part);
 	free(c);
 }
 

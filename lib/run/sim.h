@@ -74,6 +74,15 @@ int64_t shard_elem(const Placement *p, const int64_t *idx, int64_t r, int64_t c)
  * s->elem, and that panel-layout padding is zero (no write counts): the
  * first difference names tile, phase, offset, tensor, expected and found. */
 int sim_check_placement(Sim *s, const Plan *pl, int placement, int phase, Err *e);
+/* The part of a copy's destination shard idx that the copy writes, when
+ * its source's window holds only part of the shard (a causal segment's
+ * results into their owners, formats/plan.md "Windows"): a map of the
+ * shard's bytes, 1 where the copy writes (the caller frees it); NULL when
+ * the copy writes all of it. Only row-major destinations take parts
+ * (plan_check). */
+uint8_t *sim_copy_part(const Plan *pl, int src, int dst, const int64_t *idx);
+/* The same check of the bytes a copy from src writes (src -1: all). */
+int sim_check_part(Sim *s, const Plan *pl, int placement, int src, int phase, Err *e);
 /* The same check a shard replica at a time, for a caller that checks a
  * tile's bytes as soon as they are written: one SimCheck per thread
  * (its shard's expected image kept while the replicas that follow are
@@ -81,7 +90,7 @@ int sim_check_placement(Sim *s, const Plan *pl, int placement, int phase, Err *e
  * idx matches, -1 otherwise (sim_check_placement then names the first
  * difference). Tiles are allocated beforehand. */
 typedef struct SimCheck SimCheck;
-SimCheck *sim_check_begin(Sim *s, const Plan *pl, int placement, int phase);
+SimCheck *sim_check_begin(Sim *s, const Plan *pl, int placement, int src, int phase);
 int sim_check_one(SimCheck *c, const int64_t *idx, int64_t t);
 void sim_check_end(SimCheck *c);
 /* Checks every (non-aliased) destination shard of copy step `step`: each

@@ -225,6 +225,14 @@ int place_windowed(const Placement *p)
 	return 0;
 }
 
+int place_apart(const Placement *a, const Placement *b)
+{
+	for (int i = 0; i < a->rank && a->rank == b->rank; i++)
+		if (a->off[i] + a->shape[i] <= b->off[i] || b->off[i] + b->shape[i] <= a->off[i])
+			return 1;
+	return 0;
+}
+
 int place_same(const Placement *a, const Placement *b)
 {
 	for (int i = 0; i < a->rank && a->rank == b->rank; i++)

@@ -91,6 +91,8 @@ int place_check(const Placement *p, int64_t tiles, Err *e);
 int place_same_region(const Placement *a, const int64_t *ia, const Placement *b, const int64_t *ib);
 /* Is p a window of its tensor (some offset, or an extent short of it)? */
 int place_windowed(const Placement *p);
+/* Do windows a and b of one tensor hold no element in common? */
+int place_apart(const Placement *a, const Placement *b);
 /* Same geometry (everything but the name). */
 int place_same(const Placement *a, const Placement *b);
 /* Whole panels: every part boundary on a panel boundary of the layout. */

@@ -124,9 +124,66 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 	return 0;
 }
 
+/* The box of tensor coordinates step s writes in its destination: the
+ * destination's window, and for a copy only its part inside the source's
+ * window (the copies of a segmented attention's results each write
+ * theirs). Returns its elements. */
+static int64_t written_box(const Plan *pl, const Step *s, int64_t *lo, int64_t *hi)
+{
+	const Placement *d = &pl->p[s->kind == STEP_COPY ? s->dst : s->out];
+	int64_t n = 1;
+	for (int a = 0; a < d->rank; a++) {
+		lo[a] = d->off[a], hi[a] = d->off[a] + d->shape[a];
+		if (s->kind == STEP_COPY) {
+			const Placement *x = &pl->p[s->src];
+			lo[a] = lo[a] > x->off[a] ? lo[a] : x->off[a];
+			hi[a] = hi[a] < x->off[a] + x->shape[a] ? hi[a] : x->off[a] + x->shape[a];
+		}
+		n *= hi[a] > lo[a] ? hi[a] - lo[a] : 0;
+	}
+	return n;
+}
+
+static int64_t place_elements(const Placement *p)
+{
+	int64_t n = 1;
+	for (int a = 0; a < p->rank; a++)
+		n *= p->shape[a];
+	return n;
+}
+
+/* The parts of a placement written so far: boxes that may not overlap. */
+typedef struct {
+	int64_t (*box)[2 * MAX_RANK];
+	int n;
+	int64_t done;           /* elements written */
+} Parts;
+
+static int parts_overlap(const Parts *w, int rank, const int64_t *lo, const int64_t *hi)
+{
+	for (int i = 0; i < w->n; i++) {
+		int meet = 1;
+		for (int a = 0; a < rank && meet; a++)
+			meet = lo[a] < w->box[i][MAX_RANK + a] && w->box[i][a] < hi[a];
+		if (meet)
+			return 1;
+	}
+	return 0;
+}
+
+static void parts_add(Parts *w, int rank, const int64_t *lo, const int64_t *hi, int64_t n)
+{
+	w->box = xrealloc(w->box, (size_t)(w->n + 1) * sizeof *w->box);
+	memcpy(w->box[w->n], lo, (size_t)rank * sizeof *lo);
+	memcpy(w->box[w->n] + MAX_RANK, hi, (size_t)rank * sizeof *hi);
+	w->n++;
+	w->done += n;
+}
+
 int plan_check(const Plan *pl, const char *file, Err *e)
 {
 	char *ready = xcalloc((size_t)pl->np + 1, 1);
+	Parts *parts = xcalloc((size_t)pl->np + 1, sizeof *parts);
 	int rc = -1;
 
 	for (int i = 0; i < pl->np; i++) {
@@ -154,12 +211,27 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 		int back = s->kind == STEP_COMPUTE && s->compute == C_CARRY && r >= 0 && pl->r[r].last == i &&
 			   plan_writer(pl, w) < pl->r[r].first;
 		int append = s->kind == STEP_COMPUTE && s->compute == C_APPEND && plan_state_home(pl, w);
-		if (ready[w] && !back && !append) {
+		int64_t lo[MAX_RANK], hi[MAX_RANK], got = written_box(pl, s, lo, hi), all = place_elements(&pl->p[w]);
+		if (back || append)
+			continue;       /* (ready: written before, or the state's home) */
+		if (ready[w] || parts_overlap(&parts[w], pl->p[w].rank, lo, hi)) {
 			errf(e, "%s: step %d writes '%s' a second time", file, i, pl->p[w].name);
 			goto out;
 		}
-		ready[w] = 1;
+		if (!got) {
+			errf(e, "%s: step %d writes nothing of '%s': its source's window misses it", file, i,
+			     pl->p[w].name);
+			goto out;
+		}
+		parts_add(&parts[w], pl->p[w].rank, lo, hi, got);
+		ready[w] = parts[w].done == all;
 	}
+	for (int i = 0; i < pl->np; i++)
+		if (!ready[i] && parts[i].n) {
+			errf(e, "%s: placement '%s' is written in part (%lld of %lld elements) and never whole",
+			     file, pl->p[i].name, (long long)parts[i].done, (long long)place_elements(&pl->p[i]));
+			goto out;
+		}
 	for (int i = 0; i < pl->nph; i++) {
 		int r = plan_repeat_of(pl, pl->ph[i].first);
 		if (r != plan_repeat_of(pl, pl->ph[i].last)) {
@@ -212,6 +284,9 @@ int plan_check(const Plan *pl, const char *file, Err *e)
 	}
 	rc = 0;
 out:
+	for (int i = 0; i < pl->np; i++)
+		free(parts[i].box);
+	free(parts);
 	free(ready);
 	return rc;
 }

@@ -441,7 +441,7 @@ int main(void)
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
-		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 };
+		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
 		Err e;
 
 		int kind = i < n ? (int)(next() % 4) : 1;
