@@ -386,13 +386,14 @@ positions_npy() {
 	assert_output 1
 	run grep -c '^- {name: xl@last, tensor: xl, layout: row-major, split: \[1, 1, 2\], block: \[1, 1, 448\],' p.yaml
 	assert_output 1
-	# 16 phases in all (13 a layer, the last row's and the logits')
+	# 17 phases in all (15 a layer, with the results of attention's causal
+	# segments copied to their owners; the last row's and the logits')
 	run jq '.phases | length' c.json
-	assert_output 16
+	assert_output 17
 	amp-emit --model "$m" g.yaml -o p.amp
 	run --separate-stderr amp-run --model "$m" p.amp
 	assert_success
-	assert_line --index 0 'movement: byte-exact after every phase (16 phases)'
+	assert_line --index 0 'movement: byte-exact after every phase (17 phases)'
 }
 
 # total M: the modelled cycles of M's default plan (with FLAGS), lowered

@@ -17,6 +17,17 @@ total() {
 	amp-plan "$@" "$M" | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles
 }
 
+# byte_exact MODEL PLAN: PLAN lowered, emitted and run: byte-exact after
+# every phase, its 19 ops checked
+byte_exact() {
+	amp-compose "$2" | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-emit --model "$1" g.yaml -o p.amp
+	run --separate-stderr amp-run --model "$1" p.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+	assert_line --index 2 --regexp '^per op: 19 ops checked after every run'
+}
+
 @test "segments: a prefill's causal attention runs in segments when that is faster, and runs byte-exact" {
 	amp-plan "$M" -o p.yaml
 	# two attention steps and two merges, each segment's q rows a window
@@ -34,21 +45,26 @@ total() {
 	assert_output 2
 	# faster than one grid, by the capture
 	[ "$(total)" -lt "$(total --no-segments)" ]
-	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > g.yaml
-	amp-emit --model "$M" g.yaml -o p.amp
-	run --separate-stderr amp-run --model "$M" p.amp
-	assert_success
-	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
-	assert_line --index 2 --regexp '^per op: 19 ops checked after every run'
+	byte_exact "$M" p.yaml
 }
 
-@test "segments: --no-segments plans one grid; Qwen's prefill keeps one grid, which is faster there" {
+@test "segments: --no-segments plans one grid; Qwen's prefill runs in 4, heads outermost, merged by rows, byte-exact" {
 	amp-plan --no-segments "$M" -o p.yaml
 	run grep -c 'compute: attention' p.yaml
 	assert_output 1
-	amp-plan "$MODELS/qwen2.5-0.5b-1layer-prefill.yaml" -o q.yaml
+	Q=$MODELS/qwen2.5-0.5b-1layer-prefill.yaml
+	amp-plan "$Q" -o q.yaml
 	run grep -c 'compute: attention' q.yaml
+	assert_output 4
+	# a key block of a kv head reaches its 7 q heads' 5 query blocks in one multicast (every 8th tile of 280)
+	run grep -c '^- {name: kv@attn.k.4, tensor: kv, .*split: \[1, 8, 2\], block: \[1, 64, 128\], .*stride: \[560, 1, 280\], rep: \[35\], rstride: \[8\]}$' q.yaml
 	assert_output 1
+	# the last segment's 8 partials merged by rows: 32 blocks of 4 rows a head, block r on the head's r-th tile
+	run grep -c '^- {name: a.partial.4@attn.merge, .*split: \[1, 1, 32, 14\], block: \[8, 1, 4, 66\], .*stride: \[0, 560, 1, 40\]' q.yaml
+	assert_output 1
+	[ "$(total)" -lt "$(total --no-segments)" ]
+	[ "$(M=$Q total)" -lt "$(M=$Q total --no-segments)" ]
+	byte_exact "$Q" q.yaml
 }
 
 @test "segments: a stage whose copies write overlapping parts of a placement is refused at the step" {

@@ -423,6 +423,7 @@ int main(void)
 {
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0, spread_merges = 0;
+	int segmented = 0;
 	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0, grid_ropes = 0, layerscales = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
@@ -597,6 +598,10 @@ int main(void)
 			for (int s = 0; !rc && s < pl.ns; s++)     /* or of whole pairs (interleaved) */
 				il_ropes += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ROPE &&
 					    pl.p[pl.s[s].in[0]].split[2] > 1 && pl.s[s].interleaved;
+			int attn_steps = 0;                     /* causal attention in segments */
+			for (int s = 0; !rc && s < pl.ns; s++)
+				attn_steps += pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ATTENTION;
+			segmented += attn_steps > 1;
 			for (int s = 0; !rc && s < pl.ns; s++)     /* causal and grouped-query attention that ran */
 				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_ATTENTION) {
 					int blocks = pl.t[pl.p[pl.s[s].out].tensor].role == R_PARTIAL;
@@ -623,6 +628,8 @@ int main(void)
 	t_case("random models: causal attention with key blocks and without, and grouped-query attention, ran byte-exact");
 	CHECK(causal_blocks >= 2 && causal_one >= 2 && grouped >= 2, "%d causal with key blocks, %d without, %d grouped, "
 	      "of %d random models", causal_blocks, causal_one, grouped, n);
+	t_case("random models: causal attention in segments (tiles in query-block order, merges cut by rows) ran byte-exact");
+	CHECK(segmented >= 2, "%d attentions in segments, of %d random models", segmented, n);
 	t_case("random models: attention on a cache's home (every head on a tile, partials chunked) ran byte-exact");
 	CHECK(homes >= 2 && chunked >= 1, "%d on a home, %d chunked, of %d random models", homes, chunked, n);
 	t_case("random models: key blocks' partials cut in chunks, each merged on its own block's tile, ran byte-exact");
