@@ -27,6 +27,14 @@ re_quote() {
 	printf '%s' "$1" | sed 's/[][\.*^$(){}?+|/]/\\&/g'
 }
 
+# plan_cycles MODEL [FLAG]...: the modelled cycles of MODEL's plan with
+# FLAGs (amp-plan's), lowered as amp-group writes it and captured
+plan_cycles() {
+	local m=$1
+	shift
+	amp-plan "$@" "$m" | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles
+}
+
 # plan_rejects FILE LINE:COL MESSAGE [ARG]...
 # Runs `amp-plan -o out.plan ARG...` and checks the bad-input contract:
 # exit 1, nothing on standard output, one line on standard error of the

@@ -396,13 +396,6 @@ positions_npy() {
 	assert_line --index 0 'movement: byte-exact after every phase (17 phases)'
 }
 
-# total M: the modelled cycles of M's default plan (with FLAGS), lowered
-total() {
-	local m=$1
-	shift
-	amp-plan "$@" "$m" | amp-compose | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles
-}
-
 @test "decoder: a norm folds into its GEMMs only where that is faster than not folding, by the exact lowering" {
 	# Qwen's prefill: folding would cut gate's and up's K; the norms stay whole
 	local m=$MODELS/qwen2.5-0.5b-1layer-prefill.yaml
@@ -410,7 +403,7 @@ total() {
 	assert_success
 	run grep -c 'compute: rmsnorm' p.yaml
 	assert_output 3         # (n1, n2 and the final norm)
-	[ "$(total "$m")" -le "$(total "$m" --no-fold)" ]
+	[ "$(plan_cycles "$m")" -le "$(plan_cycles "$m" --no-fold)" ]
 	# a tiny decoder's prefill: both norms fold, and that is faster
 	m=$ROOT/tests/models/tiny-lm-prefill.yaml
 	amp-plan "$m" -o p.yaml
@@ -418,7 +411,7 @@ total() {
 	assert_output 1         # (the final norm, before the logits' one K block)
 	run grep -c '^- {step: [0-9]*, compute: mul, op: n[12], in: \[' p.yaml
 	assert_output 2
-	[ "$(total "$m")" -lt "$(total "$m" --no-fold)" ]
+	[ "$(plan_cycles "$m")" -lt "$(plan_cycles "$m" --no-fold)" ]
 }
 
 @test "decoder: a 1,024-token prefill, whose zipped siblings do not fit, is planned without zipping them, not by the memory objective" {
