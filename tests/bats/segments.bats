@@ -43,10 +43,14 @@ byte_exact() {
 	byte_exact "$M" p.yaml
 }
 
-@test "segments: --no-segments plans one grid; Qwen's prefill runs in 4, heads outermost, merged by rows, byte-exact" {
+@test "segments: --no-segments plans one grid" {
 	amp-plan --no-segments "$M" -o p.yaml
 	run grep -c 'compute: attention' p.yaml
 	assert_output 1
+}
+
+@test "segments: Qwen's prefill runs in 4, heads outermost, merged by rows, faster than one grid, byte-exact" {
+	[ -z "${AMP_SAN:-}" ] || skip "planning Qwen2.5-0.5B's prefill four times under the sanitizers: covered by the plain run"
 	Q=$MODELS/qwen2.5-0.5b-1layer-prefill.yaml
 	amp-plan "$Q" -o q.yaml
 	run grep -c 'compute: attention' q.yaml
@@ -57,9 +61,9 @@ byte_exact() {
 	# the last segment's 8 partials merged by rows: 32 blocks of 4 rows a head, block r on the head's r-th tile
 	run grep -c '^- {name: a.partial.4@attn.merge, .*split: \[1, 1, 32, 14\], block: \[8, 1, 4, 66\], .*stride: \[0, 560, 1, 40\]' q.yaml
 	assert_output 1
-	[ "$(plan_cycles "$M")" -lt "$(plan_cycles "$M" --no-segments)" ]
-	[ "$(plan_cycles "$Q")" -lt "$(plan_cycles "$Q" --no-segments)" ]
 	byte_exact "$Q" q.yaml
+	# faster than one grid (g.yaml: q.yaml as byte_exact lowered it)
+	[ "$(amp-capture g.yaml | jq .summary.total_cycles)" -lt "$(plan_cycles "$Q" --no-segments)" ]
 }
 
 @test "segments: a stage whose copies write overlapping parts of a placement is refused at the step" {
