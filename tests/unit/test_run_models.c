@@ -628,7 +628,7 @@ int main(void)
 	t_case("random models: causal attention with key blocks and without, and grouped-query attention, ran byte-exact");
 	CHECK(causal_blocks >= 2 && causal_one >= 2 && grouped >= 2, "%d causal with key blocks, %d without, %d grouped, "
 	      "of %d random models", causal_blocks, causal_one, grouped, n);
-	t_case("random models: causal attention in segments (tiles in query-block order, merges cut by rows) ran byte-exact");
+	t_case("random models: causal attention in segments (heads outermost, merges cut by rows) ran byte-exact");
 	CHECK(segmented >= 2, "%d attentions in segments, of %d random models", segmented, n);
 	t_case("random models: attention on a cache's home (every head on a tile, partials chunked) ran byte-exact");
 	CHECK(homes >= 2 && chunked >= 1, "%d on a home, %d chunked, of %d random models", homes, chunked, n);
