@@ -240,7 +240,8 @@ static int reduce_at_class(Builder *b, int out, const Candidate *c, Placement *g
 	for (int k = 0; k < 3; k++)
 		if (cp->split[k] != o->split[k] || cp->block[k] != o->block[k] || cp->off[k] != o->off[k])
 			return 0;
-	if (c->grid[0] > 1 || (cp->split[0] > 1 && cp->split[1] > 1 && cp->stride[0] != cp->split[1] * cp->stride[1]))
+	if (gp[GP_BIAS_OP].rank && (c->grid[0] > 1 ||
+				    (cp->split[0] > 1 && cp->split[1] > 1 && cp->stride[0] != cp->split[1] * cp->stride[1])))
 		return 0;               /* a bias could not follow (planner_owners_vector's rows at one stride) */
 	r->base = cp->base;
 	for (int k = 0; k < 3; k++)

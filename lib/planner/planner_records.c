@@ -143,6 +143,37 @@ static int64_t wide_base(const Builder *b, int t)
  * least multiple of it that holds whole heads of a rope), as many as the
  * tiles left over allow: owner (b, t, c) sits on tile
  * (b*owners_t + t)*cols + c. */
+/* A wide tensor's cut, [bs, owners, nc]: of the uniform cuts of its
+ * tokens into owners, each with its batch split (split) and its units
+ * cut as the tiles left over allow, the one whose block holds the fewest
+ * elements (a tile's row-local work follows them), among those whose
+ * tiles each receive no more of their rows' fp32 sums of squares (a
+ * norm's partials, one from each of the nc column blocks) than they hold
+ * elements: rows x nc <= the block's elements; ties to the fewest column
+ * blocks (fewer partials, fewer fragments), then to the most owners. A
+ * 512-token prefill of width 896 then has blocks of 5 rows x 64 columns
+ * on 1,442 tiles, not half rows on 1,024; rows that fill the machine
+ * keep one row an owner. */
+static void wide_cut(int64_t batch, int64_t tokens, int split, int64_t units, int64_t unit, int64_t tiles,
+		     int64_t cut[3])
+{
+	int64_t best = -1;
+	cut[0] = cut[1] = cut[2] = 1;
+	for (int64_t rows = 1, last = 0; rows <= tokens; rows++) {
+		int64_t o = cdiv(tokens, rows);
+		if (o == last || o > tiles || !uniform_ok(tokens, o))
+			continue;
+		last = o;
+		if (best >= 0 && cdiv(tokens, o) * unit > best)
+			break;          /* a block of one unit is already larger, and so are all after */
+		int64_t bs = split ? planner_largest_uniform(batch, tiles / o) : 1;
+		int64_t nc = planner_largest_uniform(units, tiles / (bs * o)), r = cdiv(batch, bs) * cdiv(tokens, o);
+		int64_t e = r * cdiv(units, nc) * unit;
+		if (best < 0 || (r * nc <= e && (e < best || (e == best && nc < cut[2]))))
+			best = e, cut[0] = bs, cut[1] = o, cut[2] = nc;
+	}
+}
+
 void planner_canonical_of(const Builder *b, const PTensor *t, Placement *p)
 {
 	int64_t tiles = b->mc->tiles, owners = planner_largest_uniform(t->shape[1], tiles);
@@ -156,8 +187,11 @@ void planner_canonical_of(const Builder *b, const PTensor *t, Placement *p)
 		return;
 	}
 	int64_t units = cdiv(t->shape[2], unit);
-	if (i < b->m->nt && b->wide && b->wide[i])
-		nc = planner_largest_uniform(units, tiles / (bs * owners));
+	if (i < b->m->nt && b->wide && b->wide[i]) {
+		int64_t cut[3];
+		wide_cut(t->shape[0], t->shape[1], split, units, unit, tiles, cut);
+		bs = cut[0], owners = cut[1], nc = cut[2];
+	}
 	memset(p, 0, sizeof *p);
 	p->layout = LAYOUT_ROW_MAJOR;
 	p->split[0] = bs, p->split[1] = owners, p->split[2] = nc;

@@ -62,14 +62,15 @@ lowered() {
 @test "decoder: the plan has one rmsnorm step with the model's eps, a silu and a mul" {
 	# gate pinned to a cut K (amp-plan now plans gate and up alike, sharing
 	# xn, with no reduction): g is written where gate's reduction leaves it
-	# (its class's cut, formats/plan.md)
+	# (its class's cut, formats/plan.md), and u where up's does, on those
+	# tiles (a reduction with no bias lands on its class's owners)
 	{ cat "$SW"; printf 'pins:\n  gate: {grid: [37, 2, 13]}\n'; } > sw.yaml
 	amp-plan sw.yaml -o p.yaml
 	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: norm, in: \[x@canon, norm_g@owners\], out: xn@canon, eps: 1e-06}$' p.yaml
 	assert_output 1
 	run grep -c '^- {step: [0-9]*, compute: silu, op: act, in: \[g@gate.out\], out: s@canon}$' p.yaml
 	assert_output 1
-	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@canon\], out: h@canon}$' p.yaml
+	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@up.out\], out: h@canon}$' p.yaml
 	assert_output 1
 }
 
@@ -380,20 +381,29 @@ positions_npy() {
 			'[.phases[] | select((.labels | index($a)) and (.labels | index($b)))] | length' c.json
 		assert_output 1
 	done
-	# the residual stream is owned wide, two half rows a row, and the
-	# prompt's last row is taken from each half where it lives
-	run grep -c '^- {name: x@canon, tensor: x, layout: row-major, split: \[1, 512, 2\], block: \[1, 1, 448\],' p.yaml
+	# the residual stream is owned wide, in blocks of 5 rows by 64 columns
+	# on 1,442 tiles (103 owners of rows, 14 column blocks: 320 elements a
+	# tile, where half rows would be 448; formats/plan.md, "Wide
+	# activations"), and the prompt's last row is taken from each column
+	# block where it lives
+	run grep -c '^- {name: x@canon, tensor: x, layout: row-major, split: \[1, 103, 14\], block: \[1, 5, 64\],' p.yaml
 	assert_output 1
-	run grep -c '^- {name: xl@last, tensor: xl, layout: row-major, split: \[1, 1, 2\], block: \[1, 1, 448\],' p.yaml
+	run grep -c '^- {name: xl@last, tensor: xl, layout: row-major, split: \[1, 1, 14\], block: \[1, 1, 64\],' p.yaml
 	assert_output 1
-	# 17 phases in all (15 a layer, with the results of attention's causal
+	# down's reduction (no bias, blocks of 5 rows by 64 columns) lands on the
+	# residual stream's owners: no down.out phase
+	run grep -c '^- {name: d@down.out, tensor: d, layout: row-major, split: \[1, 103, 14\], block: \[1, 5, 64\], base: 0,' p.yaml
+	assert_output 1
+	run jq '[.phases[] | select(.labels | index("down.out"))] | length' c.json
+	assert_output 0
+	# 16 phases in all (14 a layer, with the results of attention's causal
 	# segments copied to their owners; the last row's and the logits')
 	run jq '.phases | length' c.json
-	assert_output 17
+	assert_output 16
 	amp-emit --model "$m" g.yaml -o p.amp
 	run --separate-stderr amp-run --model "$m" p.amp
 	assert_success
-	assert_line --index 0 'movement: byte-exact after every phase (17 phases)'
+	assert_line --index 0 'movement: byte-exact after every phase (16 phases)'
 }
 
 @test "decoder: a norm folds into its GEMMs only where that is faster than not folding, by the exact lowering" {

@@ -53,7 +53,13 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 	static uint64_t rng2 = 0x9E3779B97F4A7C15u;
 	rng2 ^= rng2 << 13, rng2 ^= rng2 >> 7, rng2 ^= rng2 << 17;
 	gated |= T == 1 && rng2 % 4 != 0;
-	int head = gated && T == 1 && (rng2 >> 8) % 4 != 0;
+	/* One in four multi-token models of one batch entry (a prefill's
+	 * shape) takes the head too, wider: their rows leave tiles over, so
+	 * the residual stream may be owned wide in blocks of several rows
+	 * (formats/plan.md, "Wide activations") */
+	int rows = T > 1 && (rng2 >> 56) % 4 == 0;
+	gated |= rows;
+	int head = (gated && T == 1 && (rng2 >> 8) % 4 != 0) || rows;
 	int il = head && (rng2 >> 50) % 2;      /* its pairs interleaved: on any cut of whole pairs */
 	/* the head rotates whole heads of 16 or 32 columns of the final norm's
 	 * rows (those past the last whole head unrotated) at a random position */
@@ -66,10 +72,12 @@ static int64_t model(const char *path, int64_t tiles, char *desc, size_t dn)
 		D = 48 + (int64_t)((rng2 >> 16) % 89);
 		B = B * 16 <= tiles ? B : tiles / 16 > 1 ? tiles / 16 : 1;     /* rows the tiles can widen */
 	}
+	if (rows)       /* 12 to 16 units of 16 columns, rows x 2.9 tiles: one row an owner wastes a third */
+		D = 192 + (int64_t)((rng2 >> 16) % 65), B = 1, T = tiles * 10 / 29 > 2 ? tiles * 10 / 29 : 2;
 	FILE *f = fopen(path, "w");
 	char pos[80] = "";
 	if (head)
-		snprintf(pos, sizeof pos, "  pos: {shape: [%lld, 1, 1], dtype: int32}\n", (long long)B);
+		snprintf(pos, sizeof pos, "  pos: {shape: [%lld, %lld, 1], dtype: int32}\n", (long long)B, (long long)T);
 	fprintf(f, "amp-model: %d\nname: rnd\ninputs:\n  x: {shape: [%lld, %lld, %lld], dtype: fp16}\n%s"
 		"params:\n  s: {shape: [%lld], dtype: fp16}\n  o: {shape: [%lld], dtype: fp16}\n"
 		"  w1: {shape: [%lld, %lld], dtype: %s}\n  b1: {shape: [%lld], dtype: fp16}\n"
@@ -424,6 +432,7 @@ int main(void)
 	const char *fuzz = getenv("FUZZ");
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0, spread_merges = 0;
 	int segmented = 0;
+	int wide_rows = 0;
 	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0, grid_ropes = 0, layerscales = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
@@ -584,6 +593,7 @@ int main(void)
 			for (int s = 0; !rc && s < pl.ns; s++)     /* norms over column blocks that ran, */
 				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_RMSNORM && pl.s[s].nin == 3) {
 					wide_norms++;
+					wide_rows += pl.p[pl.s[s].in[0]].block[1] > 1;  /* several rows a tile */
 					resident += plan_writer(&pl, pl.s[s].in[1]) < 0;   /* their scales read at home */
 				}
 			for (int s = 0; !rc && s < pl.ns; s++)     /* and ropes over column blocks of whole heads, */
@@ -637,6 +647,8 @@ int main(void)
 	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");
 	CHECK(wide_norms >= 3 && resident >= 3, "%d wide norms, %d resident norm vectors, of %d random models",
 	      wide_norms, resident, n);
+	t_case("random models: norms over wide blocks of several token rows ran byte-exact");
+	CHECK(wide_rows >= 2, "%d wide norms of several rows a tile, of %d random models", wide_rows, n);
 	t_case("random models: GEMM reductions and attention merges written where the next op reads them ran byte-exact");
 	CHECK(landed >= 4 && merged >= 1 && biased >= 1, "%d reductions (%d adding a bias) and %d merges read in place, "
 	      "of %d random models", landed, biased, merged, n);
