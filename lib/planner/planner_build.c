@@ -57,8 +57,9 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 	b->canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->canon);
 	b->fold_pre = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fold_pre);
 	b->fold_part = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fold_part);
+	b->fused = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fused);
 	for (int i = 0; i < 2 * m->nt + 4 * m->nops + 1; i++)
-		b->canon[i] = b->fold_pre[i] = b->fold_part[i] = -1;
+		b->canon[i] = b->fold_pre[i] = b->fold_part[i] = b->fused[i] = -1;
 	b->base = xcalloc((size_t)mc->tiles, sizeof *b->base);
 	b->tab = xcalloc((size_t)mc->tiles, sizeof *b->tab);
 	b->frg = xcalloc((size_t)mc->tiles, sizeof *b->frg);
@@ -102,6 +103,7 @@ static void builder_free(Builder *b)
 	free(b->wroot);
 	free(b->fold_pre);
 	free(b->fold_part);
+	free(b->fused);
 	free(b->base);
 	free(b->tab);
 	free(b->frg);

@@ -8,7 +8,7 @@
 
 typedef struct {
 	int nt, np, ns, ng;
-	int *canon, *cls_place;
+	int *canon, *cls_place, *fused;
 } Snap;
 
 static int canon_len(const Builder *b) { return 2 * b->m->nt + 4 * b->m->nops + 1; }
@@ -18,6 +18,8 @@ static void snap_take(Builder *b, Snap *s)
 	s->nt = b->pl->nt, s->np = b->pl->np, s->ns = b->pl->ns, s->ng = b->pl->ng;
 	s->canon = xmalloc((size_t)canon_len(b) * sizeof *s->canon);
 	memcpy(s->canon, b->canon, (size_t)canon_len(b) * sizeof *s->canon);
+	s->fused = xmalloc((size_t)canon_len(b) * sizeof *s->fused);
+	memcpy(s->fused, b->fused, (size_t)canon_len(b) * sizeof *s->fused);
 	s->cls_place = xmalloc((size_t)(b->m->nt + 1) * sizeof *s->cls_place);
 	memcpy(s->cls_place, b->cls_place, (size_t)b->m->nt * sizeof *s->cls_place);
 }
@@ -35,8 +37,10 @@ static void snap_back(Builder *b, Snap *s)
 		free(pl->g[i].op);
 	pl->nt = s->nt, pl->np = s->np, pl->ns = s->ns, pl->ng = s->ng;
 	memcpy(b->canon, s->canon, (size_t)canon_len(b) * sizeof *s->canon);
+	memcpy(b->fused, s->fused, (size_t)canon_len(b) * sizeof *s->fused);
 	memcpy(b->cls_place, s->cls_place, (size_t)b->m->nt * sizeof *s->cls_place);
 	free(s->canon);
+	free(s->fused);
 	free(s->cls_place);
 }
 

@@ -6,25 +6,16 @@
 
 /* ---- matmul ---- */
 
-static int cast_tensor(Builder *b, const char *op, int src, Format to, int scale)
+static int cast_tensor(Builder *b, const char *op, int src, Format to)
 {
-	scales_find(b->o->scales, b->pl->t[src].name, &scale);
 	Plan *pl = b->pl;
-	int t, out, existed, in;
-	Placement p;
-
-	char *name = xasprintf("%s.%s", pl->t[src].name, fmt_name(to));
-	t = plan_find_tensor(pl, name);
-	if (t >= 0 && b->canon[t] >= 0) {
-		free(name);
+	int t = planner_cast_tensor(b, src, to), existed;
+	if (b->canon[t] >= 0)
 		return t;
-	}
-	t = planner_add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
-	free(name);
-	in = planner_canonical(b, src);
-	p = pl->p[in];
+	int in = planner_canonical(b, src);
+	Placement p = pl->p[in];
 	p.name = NULL;
-	out = planner_add_place(pl, &p, t, "canon", &existed);
+	int out = planner_add_place(pl, &p, t, "canon", &existed);
 	b->canon[t] = out;
 	planner_add_compute(pl, op, C_CAST, &in, 1, out, 0);
 	return t;
@@ -334,7 +325,7 @@ void planner_matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const
 	/* a: early cast on the owners, then pack-once or direct delivery. */
 	int moved = a;
 	if (c.cast == CAST_EARLY)
-		moved = cast_tensor(b, op->name, a, gs.fmt, 0), ain = b->canon[moved];
+		moved = cast_tensor(b, op->name, a, gs.fmt), ain = b->canon[moved];
 	gemm_placements(&gs, &c, gp);
 	/* Weight-stationary: a GEMM of one row block (a decode step's: a few
 	 * rows against all of its weights) whose b blocks on its tiles are b's
@@ -370,14 +361,7 @@ void planner_matmul_build(Builder *b, const MOp *op, const GemmShape *gsp, const
 	}
 	idx[GP_A_OP] = idx[GP_A_MOVED];
 	if (c.cast == CAST_LATE) {
-		char *name = xasprintf("%s.%s", pl->t[a].name, fmt_name(gs.fmt));
-		int t8 = plan_find_tensor(pl, name);
-		if (t8 < 0) {
-			int sc = 0;
-			scales_find(b->o->scales, pl->t[a].name, &sc);
-			t8 = planner_add_tensor(pl, name, R_ACT, 3, pl->t[a].shape, gs.fmt, sc);
-		}
-		free(name);
+		int t8 = planner_cast_tensor(b, a, gs.fmt);
 		PLACE(GP_A_OP, t8, "a");
 		if (!existed)
 			planner_add_compute(pl, op->name, C_CAST, &idx[GP_A_MOVED], 1, idx[GP_A_OP], 0);

@@ -24,7 +24,7 @@ static GemmShape gemm_shape(Builder *b, const MOp *op)
 	const PTensor *at = &pl->t[a], *wt = &pl->t[w];
 	GemmShape gs = { at->shape[0], at->shape[1], at->shape[2], wt->shape[1], wt->fmt, at->fmt,
 			 bias >= 0, 0, 0, 0, 0, 0 };
-	gs.reduce_rows = a != plan_find_tensor(pl, m->t[op->in[0]].name);
+	gs.reduce_rows = b->fold_pre[plan_find_tensor(pl, m->t[op->in[0]].name)] >= 0;     /* a folded norm's */
 	int ain = planner_canonical(b, a);
 	gs.owners = place_shards(&pl->p[ain]);
 	gs.owner_batch = pl->p[ain].block[0];

@@ -86,6 +86,8 @@ typedef struct {
 	int *fold_pre;          /* plan tensor -> when it is a folded rmsnorm's result (fold_norm),
 				   the tensor its GEMMs read instead (x times the norm's scale), else -1 */
 	int *fold_part;         /* plan tensor -> that norm's sums of squares (their placement), else -1 */
+	int *fused;             /* plan tensor -> its cast, when its maker writes that instead (a fused
+				   cast: planner_ops.c, fused_cast), else -1 */
 	int body;               /* first step of the repeat being built */
 	int64_t *tab, *frg;     /* per tile: table bytes and fragments of the ops built so far
 				   (trial lowering; memory and cycles objectives) */
@@ -183,8 +185,12 @@ int planner_canonical(Builder *b, int tensor);
  * blocks, row-major. */
 void planner_beside_rows(const Placement *x, int64_t cols, Placement *p);
 /* The plan tensor a matmul op reads as a: a folded norm's pre-scaled
- * rows (Builder.fold_pre), else the model's a. */
+ * rows (Builder.fold_pre), a's cast when its maker writes that
+ * (Builder.fused), else the model's a. */
 int planner_matmul_a(const Builder *b, const MOp *op);
+/* Plan tensor src's cast to format to, '<src>.<to>' with src's fp8 scale
+ * from the scales (0 without one); made once, placed by its caller. */
+int planner_cast_tensor(Builder *b, int src, Format to);
 void planner_tile_load(Builder *b, int op, int64_t *acc);
 int64_t planner_base_load(Builder *b, int op);
 /* The largest divisor of n that is at most limit. */

@@ -415,7 +415,20 @@ void planner_beside_rows(const Placement *x, int64_t cols, Placement *p)
 int planner_matmul_a(const Builder *b, const MOp *op)
 {
 	int a = plan_find_tensor(b->pl, b->m->t[op->in[0]].name);
-	return b->fold_pre[a] >= 0 ? b->fold_pre[a] : a;
+	return b->fold_pre[a] >= 0 ? b->fold_pre[a] : b->fused[a] >= 0 ? b->fused[a] : a;
+}
+
+int planner_cast_tensor(Builder *b, int src, Format to)
+{
+	Plan *pl = b->pl;
+	char *name = xasprintf("%s.%s", pl->t[src].name, fmt_name(to));
+	int t = plan_find_tensor(pl, name), scale = 0;
+	if (t < 0) {
+		scales_find(b->o->scales, pl->t[src].name, &scale);
+		t = planner_add_tensor(pl, name, R_ACT, pl->t[src].rank, pl->t[src].shape, to, scale);
+	}
+	free(name);
+	return t;
 }
 
 int planner_canonical(Builder *b, int tensor)

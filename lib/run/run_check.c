@@ -158,7 +158,8 @@ static int op_step(const Plan *pl, const Model *m, const MOp *op, int found, int
 				      m->t[mt].name);
 	}
 	int out = op->kind == OP_ATTENTION && merge >= 0 ? pl->s[merge].out : st->out;
-	if (strcmp(run_held(pl, out), m->t[op->out].name))
+	int fused = run_fused_cast(pl, m, op->out);     /* '<out>.<F>', written in out's place */
+	if (strcmp(run_held(pl, out), m->t[op->out].name) && (fused < 0 || pl->p[out].tensor != fused))
 		return err_at(e, f, op->line, op->col, "op '%s': its steps write '%s', the model '%s'",
 			      op->name, run_held(pl, out), m->t[op->out].name);
 	if (op->kind == OP_ROPE && rope_same(st, op, found, f, e))
@@ -275,14 +276,16 @@ int run_check_model(const Plan *pl, const Model *m, const Scales *sc, Err *e)
 				g = &pl->g[k];
 		const MOp *fold = run_fold_of(pl, m, op->in[0]);
 		char *pre = fold ? xasprintf("%s.prenorm", m->t[op->in[0]].name) : NULL;
-		int a_ok = g && (fold ? g->a >= 0 && !strcmp(pl->t[g->a].name, pre) : tensor_is(pl, g->a, m, op->in[0]));
+		int fused = run_fused_cast(pl, m, op->in[0]);
+		int a_ok = g && (fold ? g->a >= 0 && !strcmp(pl->t[g->a].name, pre) : tensor_is(pl, g->a, m, op->in[0]) ||
+				 (fused >= 0 && g->a == fused));
 		free(pre);
 		if (!g || !a_ok || !tensor_is(pl, g->b, m, op->in[1]) ||
 		    !tensor_is(pl, g->out, m, op->out) ||
 		    (op->in[2] >= 0 ? !tensor_is(pl, g->bias, m, op->in[2]) : g->bias >= 0))
 			return err_at(e, f, op->line, op->col, "matmul '%s': the stage's GEMM record does not "
-				      "read and write the model's a (or a folded rmsnorm's <a>.prenorm), b, bias and "
-				      "out", op->name);
+				      "read and write the model's a (or a folded rmsnorm's <a>.prenorm, or a's fused "
+				      "cast), b, bias and out", op->name);
 	}
 	return run_check_steps(pl, m, e) ? -1 : run_check_fields(pl, m, e);
 }

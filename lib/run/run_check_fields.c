@@ -102,6 +102,30 @@ const MOp *run_fold_of(const Plan *pl, const Model *m, int mt)
 	return NULL;
 }
 
+int run_fused_cast(const Plan *pl, const Model *m, int mt)
+{
+	int f = -1;
+	for (int i = 0; mt >= 0 && i < m->nops; i++)
+		for (int k = 0; k < m->ops[i].nin; k++) {
+			if (m->ops[i].in[k] != mt)
+				continue;
+			int F = (int)m->t[m->ops[i].in[1]].dtype;
+			if (m->ops[i].kind != OP_MATMUL || k != 0 || (f >= 0 && f != F))
+				return -1;
+			f = F;
+		}
+	if (f < 0 || f == (int)m->t[mt].dtype)
+		return -1;
+	int y = plan_find_tensor(pl, m->t[mt].name);
+	for (int i = 0; i < pl->np; i++)
+		if (pl->p[i].tensor == y)
+			return -1;      /* placed in its own format */
+	char *name = xasprintf("%s.%s", m->t[mt].name, fmt_name((Format)f));
+	int t = plan_find_tensor(pl, name);
+	free(name);
+	return t >= 0 && pl->t[t].fmt == (Format)f ? t : -1;
+}
+
 /* The tensor op's one sumsq step writes, or -1. */
 static int sums_tensor(const Plan *pl, const char *op)
 {

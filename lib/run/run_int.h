@@ -62,6 +62,11 @@ int run_norm_folded(const Plan *pl, const char *op);
 /* The folded rmsnorm (run_norm_folded) whose result is model tensor mt,
  * or NULL. */
 const MOp *run_fold_of(const Plan *pl, const Model *m, int mt);
+/* Model tensor mt's fused cast (formats/plan.md, "Fused casts"): the
+ * stage's tensor '<mt>.<F>', in format F, that mt's maker writes instead
+ * of mt, when mt itself is placed nowhere and only matmuls read it, each
+ * as a, each of a b in F (not mt's format); else -1. */
+int run_fused_cast(const Plan *pl, const Model *m, int mt);
 
 /* ---- the per-op check (run_opcheck.c) ---- */
 

@@ -35,6 +35,9 @@ static double tolerance(const OpCheck *c, int k)
 	const Model *m = c->m;
 	const MOp *op = &m->ops[k];
 	double u = unit(m->t[op->out].dtype) + OPCHECK_ARITH;
+	int fused = run_fused_cast(c->pl, m, op->out);
+	if (fused >= 0)
+		u += unit(c->pl->t[fused].fmt);         /* its result cast where it is made */
 	if (op->kind == OP_MATMUL) {
 		if (m->t[op->in[1]].dtype == FMT_FP8 && m->t[op->in[0]].dtype != FMT_FP8)
 			u += unit(FMT_FP8);     /* a cast to fp8 inside the op */
@@ -62,8 +65,10 @@ OpCheck *run_opcheck_new(const Model *m, const Scales *sc, const Plan *pl, const
 	c->op_at = xmalloc((size_t)(pl->ns + 1) * sizeof *c->op_at);
 	c->ptensor = xmalloc((size_t)(m->nt + 1) * sizeof *c->ptensor);
 	c->r = xcalloc((size_t)m->nops + 1, sizeof *c->r);
-	for (int t = 0; t < m->nt; t++)
-		c->ptensor[t] = plan_find_tensor(pl, m->t[t].name);
+	for (int t = 0; t < m->nt; t++) {       /* (a fused cast's: the values the tiles hold) */
+		int f = run_fused_cast(pl, m, t);
+		c->ptensor[t] = f >= 0 ? f : plan_find_tensor(pl, m->t[t].name);
+	}
 	for (int s = 0; s < pl->ns; s++)
 		c->op_at[s] = -1;
 	for (int k = 0; k < m->nops; k++) {
@@ -132,6 +137,33 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 	return rc;
 }
 
+/* Op k's result when the tiles hold its fused cast (formats/plan.md,
+ * "Fused casts"): each element must be the rounding into the cast's
+ * format of a value within the reference's own roundoff (the model's
+ * format and the FP32 arithmetic) of the FP32 reference's y, or such a
+ * value itself (an exact result passes). The L2
+ * tolerance of an fp8 result alone would pass an rmsnorm that returned
+ * its input. */
+static int fused_elements(const OpCheck *c, int k, const float *out, const float *y, int64_t n, Err *e)
+{
+	const MOp *op = &c->m->ops[k];
+	int f = run_fused_cast(c->pl, c->m, op->out);
+	if (f < 0)
+		return 0;
+	const PTensor *x = &c->pl->t[f];
+	double eps = unit(c->m->t[op->out].dtype) + OPCHECK_ARITH;
+	for (int64_t i = 0; i < n; i++) {
+		double d = fabs((double)y[i]) * eps;
+		float lo = quantize((float)(y[i] - d), x->fmt, x->scale), hi = quantize((float)(y[i] + d), x->fmt, x->scale);
+		if (!(out[i] >= lo && out[i] <= hi) && !(fabs((double)out[i] - y[i]) <= d))
+			return errf(e, "op '%s': element %lld of its result, cast to %s where it is made ('%s'), is %g, "
+				    "not the rounding of the FP32 reference %g (within %g of it: %g to %g; docs/machine.md "
+				    "§8)", op->name, (long long)i, fmt_name(x->fmt), x->name, (double)out[i], (double)y[i],
+				    d, (double)lo, (double)hi);
+	}
+	return 0;
+}
+
 /* The machine's result out of op k against the reference's y. */
 static int opcheck_compare(OpCheck *c, int k, int64_t iter, const float *out, const float *y, Err *e)
 {
@@ -154,7 +186,7 @@ static int opcheck_compare(OpCheck *c, int k, int64_t iter, const float *out, co
 		return errf(e, "op '%s': the machine's result differs from the FP32 reference of the op on the "
 			    "machine's own inputs by %.3g (relative L2 error), over its tolerance %.3g "
 			    "(docs/machine.md §8)", op->name, rel, x->tol);
-	return 0;
+	return fused_elements(c, k, out, y, n, e);
 }
 
 /* The machine's values of plan tensor pt (its instance iter), or NULL. */

@@ -77,3 +77,37 @@ all_refused() {
 	assert_equal "$output" ""
 	[[ $stderr == *"op 'q': its matmul step "*" reads 2 operands, the plan implies 3 (a, b, bias)" ]] || fail "$stderr"
 }
+
+@test "stepfields: fused casts (a norm's and a gated product's fp8 written where they are made) run, and a cast that is not the GEMM's is refused at the op" {
+	local model=$ROOT/tests/models/tiny-swiglu.yaml
+	amp-plan "$model" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
+	# xn and h are read only by fp8 matmuls, as a: their ops write xn.fp8
+	# and h.fp8 (formats/plan.md, "Fused casts"); no cast step, no fp16 copy
+	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: norm, in: \[x@canon, norm_g@owners\], out: xn.fp8@canon, eps: 1e-06}$' g.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@canon\], out: h.fp8@canon}$' g.yaml
+	assert_output 1
+	run grep -c 'compute: cast\|{name: h@\|{name: xn@' g.yaml
+	assert_output 0
+	run grep -c '^- {op: down, a: h.fp8, b: w_down, .* cast: auto,' g.yaml
+	assert_output 1
+	run --separate-stderr amp-emit --model "$model" -o p.amp g.yaml
+	assert_success
+	run --separate-stderr amp-run --model "$model" p.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+	# h.fp8 said to be fp16: no longer h's cast, so down's record reads
+	# neither h nor its cast
+	sed 's/^- {name: h.fp8, role: act, shape: \[2, 37, 200\], dtype: fp8, scale: 0}$/- {name: h.fp8, role: act, shape: [2, 37, 200], dtype: fp16}/' g.yaml > m.yaml
+	! cmp -s g.yaml m.yaml
+	run --separate-stderr amp-emit --model "$model" -o x.amp m.yaml
+	assert_failure 1
+	assert_equal "$stderr" "amp-emit: $model:19:5: matmul 'down': the stage's GEMM record does not read and write the model's a (or a folded rmsnorm's <a>.prenorm, or a's fused cast), b, bias and out"
+	[ ! -e x.amp ]
+	# h.fp8 at another scale than the one h's cast takes
+	sed 's/^- {name: h.fp8, role: act, shape: \[2, 37, 200\], dtype: fp8, scale: 0}$/- {name: h.fp8, role: act, shape: [2, 37, 200], dtype: fp8, scale: 1}/' g.yaml > m.yaml
+	run --separate-stderr amp-emit --model "$model" -o x.amp m.yaml
+	assert_failure 1
+	assert_equal "$stderr" "amp-emit: $model:18:45: tensor 'h': the stage's cast 'h.fp8' has fp8 scale 1, the default 0"
+	[ ! -e x.amp ]
+}

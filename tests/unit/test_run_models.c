@@ -433,6 +433,7 @@ int main(void)
 	int n = fuzz && *fuzz ? 300 : 64, scheduled = 0, spread = 0, causal_blocks = 0, causal_one = 0, grouped = 0, spread_merges = 0;
 	int segmented = 0;
 	int wide_rows = 0;
+	unsigned fused = 0;             /* kinds with a fused cast: rmsnorm 1, mul 2, gelu or silu 4 */
 	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0, grid_ropes = 0, layerscales = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
@@ -590,6 +591,14 @@ int main(void)
 			program_free(&prog);
 			for (int g = 0; !rc && g < pl.ng; g++)
 				spread += pl.g[g].staging == STAGING_SPREAD;
+			for (int s = 0; !rc && s < pl.ns; s++) {   /* row-local steps writing their result's cast */
+				const Step *st = &pl.s[s];
+				if (st->kind == STEP_COMPUTE && st->nin > 0 &&
+				    pl.p[st->out].fmt != pl.p[st->in[0]].fmt && st->compute != C_CAST &&
+				    st->compute != C_REDUCE && st->compute != C_MATMUL)
+					fused |= 1u << (st->compute == C_RMSNORM ? 0 : st->compute == C_MUL ? 1 :
+							st->compute == C_GELU || st->compute == C_SILU ? 2 : 3);
+			}
 			for (int s = 0; !rc && s < pl.ns; s++)     /* norms over column blocks that ran, */
 				if (pl.s[s].kind == STEP_COMPUTE && pl.s[s].compute == C_RMSNORM && pl.s[s].nin == 3) {
 					wide_norms++;
@@ -647,6 +656,8 @@ int main(void)
 	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");
 	CHECK(wide_norms >= 3 && resident >= 3, "%d wide norms, %d resident norm vectors, of %d random models",
 	      wide_norms, resident, n);
+	t_case("random models: rmsnorm, mul and gelu or silu writing their result's cast (fused casts) ran byte-exact");
+	CHECK((fused & 7) == 7, "kinds with a fused cast: %#x of 0x7, of %d random models", fused, n);
 	t_case("random models: norms over wide blocks of several token rows ran byte-exact");
 	CHECK(wide_rows >= 2, "%d wide norms of several rows a tile, of %d random models", wide_rows, n);
 	t_case("random models: GEMM reductions and attention merges written where the next op reads them ran byte-exact");
