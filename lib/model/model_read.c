@@ -202,8 +202,8 @@ static int pins(Model *m, const char *f, const Val *sec, Err *e)
 		if ((x = map_get(v, "cast"))) {
 			if (val_str(f, x, &s, e))
 				return -1;
-			if (cast_parse(s, &o->cast))
-				return val_err(f, x, e, "unknown cast order '%s' (expected early or late)", s);
+			if (strcmp(s, "auto") && cast_parse(s, &o->cast))      /* auto: the planner's (a plan's record */
+				return val_err(f, x, e, "unknown cast order '%s' (expected early, late or auto)", s);  /* when a needs none) */
 		}
 		if ((x = map_get(v, "staging"))) {
 			if (val_str(f, x, &s, e))

@@ -159,7 +159,9 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 	Plan *pl = b->pl;
 	const Model *m = b->m;
 	int q = plan_find_tensor(pl, m->t[op->in[0]].name), kv = plan_find_tensor(pl, m->t[op->in[1]].name);
-	int out = plan_find_tensor(pl, m->t[op->out].name);
+	int out = plan_find_tensor(pl, m->t[op->out].name), F = planner_fused_cast(b, op);
+	if (F >= 0)                     /* before the trials, which keep the tensors made before them */
+		b->fused[out] = planner_cast_tensor(b, out, (Format)F);
 	const PTensor *qt = &pl->t[q], *kt = &pl->t[kv];
 	int64_t B = qt->shape[0], Tq = qt->shape[1], Tk = kt->shape[1], C = pl->t[out].shape[2];
 	int64_t H = op->heads, D = C / H, T = b->mc->tiles;
@@ -276,14 +278,15 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 			   const int64_t pshape[4], int64_t scratch, int64_t chunks, int64_t seg)
 {
 	Plan *pl = b->pl;
-	int out = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
+	int mo = plan_find_tensor(pl, b->m->t[op->out].name), existed, st;
+	int out = b->fused[mo] >= 0 ? b->fused[mo] : mo;        /* its fused cast, written in its place */
 	int64_t D = pl->t[out].shape[2] / op->heads;
 	int op_out = planner_add_place_of(pl, o, out, op->name, "out", &existed);
 	if (!pp) {
 		st = planner_add_compute(pl, op->name, C_ATTENTION, idx, nin, op_out, 0);
 	} else {
-		char *name = seg ? xasprintf("%s.partial.%lld", pl->t[out].name, (long long)seg + 1) :
-				   xasprintf("%s.partial", pl->t[out].name);
+		char *name = seg ? xasprintf("%s.partial.%lld", pl->t[mo].name, (long long)seg + 1) :
+				   xasprintf("%s.partial", pl->t[mo].name);
 		int pt = planner_add_tensor(pl, name, R_PARTIAL, 4, pshape, FMT_FP16, 0);
 		free(name);
 		int pi = planner_add_place_of(pl, pp, pt, op->name, "partial", &existed);
@@ -299,10 +302,12 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	pl->s[st].causal = op->causal;
 	pl->s[st].scratch = scratch;
 	pl->s[st].chunks = chunks;
-	if (pp && planner_class_claim(b, out, op_out))
+	if (pp && planner_class_claim(b, mo, op_out)) {
+		b->canon[out] = op_out;
 		return;                 /* the merge's cut is its class's: no copy back */
+	}
 	Placement cp;
-	planner_canonical_of(b, &pl->t[out], &cp);
+	planner_canonical_of(b, &pl->t[mo], &cp);       /* the result's canonical cut */
 	b->canon[out] = planner_add_place(pl, &cp, out, "canon", &existed);
 	planner_add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
 }

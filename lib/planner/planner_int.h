@@ -191,6 +191,10 @@ int planner_matmul_a(const Builder *b, const MOp *op);
 /* Plan tensor src's cast to format to, '<src>.<to>' with src's fp8 scale
  * from the scales (0 without one); made once, placed by its caller. */
 int planner_cast_tensor(Builder *b, int src, Format to);
+/* The format F whose cast of op's result op writes in its place (a
+ * fused cast, formats/plan.md: its result read only by matmuls of b in
+ * F, as a), or -1. */
+int planner_fused_cast(const Builder *b, const MOp *op);
 void planner_tile_load(Builder *b, int op, int64_t *acc);
 int64_t planner_base_load(Builder *b, int op);
 /* The largest divisor of n that is at most limit. */

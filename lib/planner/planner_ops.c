@@ -147,39 +147,6 @@ static void fold_build(Builder *b, const MOp *op, int x)
 	b->fold_pre[out] = t, b->fold_part[out] = part;
 }
 
-/* The format op's result is cast to where op makes it, or -1: a fused
- * cast (formats/plan.md, "Fused casts"). When op is an element-wise or
- * norm step (mul, silu, gelu, add, rmsnorm) whose result, neither an
- * output nor a repeat's carried tensor, only matmuls of op's repeat read,
- * each as a (and not as b), each with a b of one format F other than the
- * result's and none pinned to cast late, op writes the cast '<out>.<F>'
- * instead of out: no cast step, no copy of out in its own format. */
-static int fused_cast(const Builder *b, const MOp *op)
-{
-	const Model *m = b->m;
-	const MTensor *y = &m->t[op->out];
-	int f = -1;
-	if (op->kind != OP_MUL && op->kind != OP_SILU && op->kind != OP_GELU && op->kind != OP_ADD &&
-	    op->kind != OP_RMSNORM)
-		return -1;
-	if (y->output || y->role != T_ACT)
-		return -1;
-	for (int r = 0; r < m->nrep; r++)
-		if (m->rep[r].in == op->out || m->rep[r].carry == op->out || m->ops[m->rep[r].last].out == op->out)
-			return -1;
-	for (const MOp *o = m->ops; o < m->ops + m->nops; o++)
-		for (int k = 0; k < o->nin; k++) {
-			if (o->in[k] != op->out)
-				continue;
-			Format F = m->t[o->in[1]].dtype;
-			if (o->kind != OP_MATMUL || k != 0 || o->in[1] == op->out || o->rep != op->rep ||
-			    o->cast == CAST_LATE || F == y->dtype || (f >= 0 && (Format)f != F))
-				return -1;
-			f = (int)F;
-		}
-	return f;
-}
-
 void plan_rowlocal(Builder *b, const MOp *op)
 {
 	Plan *pl = b->pl;
@@ -222,7 +189,7 @@ void plan_rowlocal(Builder *b, const MOp *op)
 		in[nin++] = sums;
 	p = pl->p[in[0]];
 	p.name = NULL;
-	int F = fused_cast(b, op);
+	int F = planner_fused_cast(b, op);
 	if (F >= 0)
 		out = b->fused[out] = planner_cast_tensor(b, out, (Format)F);
 	b->canon[out] = planner_add_place(pl, &p, out, "canon", &existed);

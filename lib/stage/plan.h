@@ -22,12 +22,12 @@
 #include "stage/place.h"
 #include "stage/xfer.h"
 
-#define PLAN_VERSION 16          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
+#define PLAN_VERSION 17          /* written; 4 (no provenance), 5 (no staging spread), 6 (no rmsnorm,
 				 * silu or mul), 7 (no state, append, embed or attention positions), 8 (attention
 				 * tiles of one head, partials unchunked), 9 (no sumsq, rmsnorm on whole rows), 10
 				 * (no rope head_stride, no attention kv_order), 11 (no rope pairs), 12 (no folded
-				 * rmsnorm), 13 (attention partials fp32 only), 14 (no rope scaling) and 15 (no
-				 * grid rope) are still read */
+				 * rmsnorm), 13 (attention partials fp32 only), 14 (no rope scaling), 15 (no
+				 * grid rope) and 16 (attention results fp16 only) are still read */
 #define PLAN_VERSION_OLDEST 4
 #define STAGE_NAME_MAX 1024      /* bytes of a name a stage defines: a tensor's, a placement's, an op's (formats/stage.md) */
 

@@ -58,8 +58,10 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 		break;
 	}
 	case C_ATTENTION: {
-		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL))
-			return errf(e, "attention writes fp16 output or an fp16 or fp32 partial, not '%s'", out->name);
+		if (out->fmt != FMT_FP16 && !(out->fmt == FMT_FP32 && pl->t[out->tensor].role == R_PARTIAL) &&
+		    !(out->fmt == FMT_FP8 && pl->t[out->tensor].role != R_PARTIAL))
+			return errf(e, "attention writes fp16 or fp8 output (a fused cast) or an fp16 or fp32 partial, "
+				    "not '%s'", out->name);
 		const PTensor *o = &pl->t[out->tensor];
 		int64_t w = o->shape[o->rank - 1], n = plan_chunks(s), D = w / s->heads - (o->role == R_PARTIAL ? 2 * n : 0);
 		if (w % s->heads || D < 1 || D % n || (n > 1 && o->role != R_PARTIAL))
@@ -114,9 +116,10 @@ int plan_check_step(const Plan *pl, int i, Err *e)
 				    "(from '%s' to '%s')", in->name, out->name);
 		break;
 	case C_MERGE:
-		if (s->nin != 1 || (in->fmt != FMT_FP32 && in->fmt != FMT_FP16) || out->fmt != FMT_FP16 || in->rank != 4)
+		if (s->nin != 1 || (in->fmt != FMT_FP32 && in->fmt != FMT_FP16) ||
+		    (out->fmt != FMT_FP16 && out->fmt != FMT_FP8) || in->rank != 4)
 			return errf(e, "merge reads one fp16 or fp32 partial [KB, B, T, H*(D+2*chunks)] and writes fp16 "
-				    "output (from '%s' to '%s')", in->name, out->name);
+				    "or fp8 (a fused cast) output (from '%s' to '%s')", in->name, out->name);
 		break;
 	default:
 		break;

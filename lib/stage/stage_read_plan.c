@@ -296,10 +296,14 @@ static int step_eps(const Plan *pl, const char *f, const Val *r, Step *s, int ve
 }
 
 /* An fp16 attention partial (version 14): written by an attention step,
- * read by a merge. */
+ * read by a merge; an fp8 attention result (version 17: a fused cast),
+ * written by either. */
 static int step_partial(const Plan *pl, const char *f, const Val *r, const Step *s, int version, Err *e)
 {
 	int at = s->compute == C_ATTENTION ? s->out : s->compute == C_MERGE ? s->in[0] : -1;
+	if (at >= 0 && version < 17 && pl->p[s->out].fmt == FMT_FP8)
+		return val_err(f, map_get(r, "out"), e, "an fp8 attention result ('%s', a fused cast) needs "
+			       "version 17 (this file is version %d)", pl->p[s->out].name, version);
 	if (at < 0 || version >= 14 || pl->p[at].fmt != FMT_FP16 || pl->t[pl->p[at].tensor].role != R_PARTIAL)
 		return 0;
 	return val_err(f, map_get(r, s->compute == C_ATTENTION ? "out" : "in"), e, "an fp16 attention partial "

@@ -397,7 +397,7 @@ rejects() {
 	run grep -c '^- {name: w@mm2.b, .* rep: \[3\], ' after.plan
 	assert_output 1
 	# the golden plan is a version 4 one (no provenance)
-	sed 's/^version: 4$/version: 16/' before.plan > before6.plan
+	sed 's/^version: 4$/version: 17/' before.plan > before6.plan
 	run same_but_provenance before6.plan after.plan
 	assert_success
 }

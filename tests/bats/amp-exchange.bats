@@ -242,7 +242,7 @@ rejects() {
 	exchanged e.yaml x.yaml
 	run sed -n 1,4p x.yaml
 	assert_line --index 0 'format: amp-exchange'
-	assert_line --index 1 'version: 16'
+	assert_line --index 1 'version: 17'
 	assert_line --index 2 "$(sed -n 3p e.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 5p x.yaml

@@ -201,7 +201,7 @@ rejects() {
 	expanded c.yaml e.yaml
 	run sed -n 1,4p e.yaml
 	assert_line --index 0 'format: amp-expand'
-	assert_line --index 1 'version: 16'
+	assert_line --index 1 'version: 17'
 	assert_line --index 2 "$(sed -n 3p c.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 5p e.yaml

@@ -239,7 +239,7 @@ rejects() {
 	grouped x.yaml g.yaml
 	run sed -n 1,4p g.yaml
 	assert_line --index 0 'format: amp-group'
-	assert_line --index 1 'version: 16'
+	assert_line --index 1 'version: 17'
 	assert_line --index 2 "$(sed -n 3p x.yaml)"
 	assert_line --index 3 'model: tiny-mlp'
 	run sed -n 5p g.yaml

@@ -25,7 +25,7 @@ line_of() {
 	run --separate-stderr amp-plan "$TINY"
 	assert_success
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 16'
+	assert_line --index 1 'version: 17'
 	assert_line --regexp '^machine: \{name: amp1472, tiles: 1472, sram_bytes: 638976, reserved_bytes: 52016,'
 	assert_line 'model: tiny-mlp'
 }
@@ -106,7 +106,7 @@ Try 'amp-plan --help' for more information."
 	assert_equal "$output" ""
 	run head -n 2 tables.plan
 	assert_line --index 0 'format: amp-plan'
-	assert_line --index 1 'version: 16'
+	assert_line --index 1 'version: 17'
 	run grep -c '^- {op: ' tables.plan
 	assert_output 2
 	# The plan reader of the next stage accepts it.

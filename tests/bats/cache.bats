@@ -159,7 +159,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 
 @test "cache: a version 7 stage with a state is refused at its role" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 16$/version: 7/' p.yaml > p7.yaml
+	sed 's/^version: 17$/version: 7/' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p7.yaml:[0-9]+:[0-9]+:\ role\ state\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\)$ ]] ||
@@ -285,7 +285,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 @test "cache: a version 8 stage with chunks is refused at the key" {
 	pin_home "$DEC" dh.yaml
 	amp-plan dh.yaml -o p.yaml
-	sed 's/^version: 16$/version: 8/' p.yaml > p8.yaml
+	sed 's/^version: 17$/version: 8/' p.yaml > p8.yaml
 	run --separate-stderr amp-compose p8.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p8.yaml:[0-9]+:[0-9]+:\ chunks\ needs\ version\ 9\ \(this\ file\ is\ version\ 8\)$ ]] ||

@@ -42,11 +42,11 @@ lowered() {
 	assert_line_re '^- \{step: [0-9]+, compute: silu, op: act, in: \[g@gate\.out\.rows\], out: s@canon\}$'
 	run grep -c '^- {step: [0-9]*, copy: output, op: gate, ' p.yaml
 	assert_output 0
-	# g's cut is the class's: s, u and h sit exactly there
+	# g's cut is the class's: s, u and h's fused cast sit exactly there
 	local cut
 	cut=$(sed -n 's/^- {name: g@gate\.out\.rows, tensor: g, \(layout: .*\)}$/\1/p' p.yaml)
 	[ -n "$cut" ] || fail "no g@gate.out.rows"
-	for t in s u h; do
+	for t in s u h.fp8; do
 		run grep -cF -- "- {name: $t@canon, tensor: $t, $cut}" p.yaml
 		assert_output 1
 	done
@@ -66,11 +66,11 @@ lowered() {
 	# tiles (a reduction with no bias lands on its class's owners)
 	{ cat "$SW"; printf 'pins:\n  gate: {grid: [37, 2, 13]}\n'; } > sw.yaml
 	amp-plan sw.yaml -o p.yaml
-	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: norm, in: \[x@canon, norm_g@owners\], out: xn@canon, eps: 1e-06}$' p.yaml
+	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: norm, in: \[x@canon, norm_g@owners\], out: xn.fp8@canon, eps: 1e-06}$' p.yaml
 	assert_output 1
 	run grep -c '^- {step: [0-9]*, compute: silu, op: act, in: \[g@gate.out\], out: s@canon}$' p.yaml
 	assert_output 1
-	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@up.out\], out: h@canon}$' p.yaml
+	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@up.out\], out: h.fp8@canon}$' p.yaml
 	assert_output 1
 }
 
@@ -107,7 +107,7 @@ lowered() {
 
 @test "decoder: a version 6 stage that names compute rmsnorm is refused at the value" {
 	amp-plan "$SW" -o p.yaml
-	sed 's/^version: 16$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 17$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ compute\ \'rmsnorm\'\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
@@ -181,7 +181,7 @@ ops:
 outputs: [a]
 EOF
 	amp-plan gqa.yaml -o p.yaml
-	sed 's/^version: 16$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 17$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ kv_heads\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||
@@ -227,7 +227,7 @@ EOF
 
 @test "decoder: a version 6 stage with an int32 tensor is refused at its dtype" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 16$/version: 6/' p.yaml > p6.yaml
+	sed 's/^version: 17$/version: 6/' p.yaml > p6.yaml
 	run --separate-stderr amp-compose p6.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p6.yaml:[0-9]+:[0-9]+:\ dtype\ int32\ needs\ version\ 7\ \(this\ file\ is\ version\ 6\)$ ]] ||

@@ -30,7 +30,7 @@ DEC=$ROOT/tests/models/tiny-decode-kvh.yaml
 	# the new row: each kv head's columns to its tiles, the positions to both
 	run grep -c '^- {name: kv@append.rows, tensor: kv, .*split: \[2, 1, 2\], block: \[1, 1, 32\], .*stride: \[64, 0, 32\], rep: \[32\], rstride: \[1\]}$' p.yaml
 	assert_output 1
-	head -1 p.yaml | grep -q '^format: amp-plan$' && sed -n 2p p.yaml | grep -q '^version: 16$' || fail "not a version 16 plan"
+	head -1 p.yaml | grep -q '^format: amp-plan$' && sed -n 2p p.yaml | grep -q '^version: 17$' || fail "not a version 17 plan"
 }
 
 @test "kv_order: attention on the home, one kv head per tile: q's heads of that kv head, partials merged by head and chunk" {
@@ -84,7 +84,7 @@ DEC=$ROOT/tests/models/tiny-decode-kvh.yaml
 	[[ $stderr == *"op 'attn': its step "*" reads k and v in kv_order kv, the model heads"* ]] || fail "$stderr"
 	[ ! -e x.amp ] || fail "a program was written"
 	# a stage of version 10 cannot say either
-	sed 's/^version: 16$/version: 10/' g.yaml > v10.yaml
+	sed 's/^version: 17$/version: 10/' g.yaml > v10.yaml
 	run --separate-stderr amp-emit --no-model v10.yaml -o x.amp
 	assert_failure 1
 	[[ $stderr == *"needs version 11 (this file is version 10)"* ]] || fail "$stderr"

@@ -115,7 +115,7 @@ ids_npy() {
 @test "lm: a version 7 stage with an embed is refused at the host record" {
 	amp-plan "$DEC" -o p.yaml
 	# keep the state out of it: the host record is read first
-	sed 's/^version: 16$/version: 7/; /role: state/d' p.yaml > p7.yaml
+	sed 's/^version: 17$/version: 7/; /role: state/d' p.yaml > p7.yaml
 	run --separate-stderr amp-compose p7.yaml
 	assert_failure 1
 	[[ $stderr =~ host\ \'embed\'\ needs\ version\ 8\ \(this\ file\ is\ version\ 7\) ]] || fail "unexpected: $stderr"
@@ -152,7 +152,7 @@ ids_npy() {
 	assert_output 1
 	run grep -c '^- {step: [0-9]*, copy: reduction, op: n1, operand: partial, map: [a-z-]*, src: n1.sumsq@part, dst: n1.sumsq@rows}$' p.yaml
 	assert_output 1
-	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: n1, in: \[x@canon, g1@home, n1.sumsq@rows\], out: xn@canon, eps: 1e-06}$' p.yaml
+	run grep -c '^- {step: [0-9]*, compute: rmsnorm, op: n1, in: \[x@canon, g1@home, n1.sumsq@rows\], out: xn.fp8@canon, eps: 1e-06}$' p.yaml
 	assert_output 1
 	# its scale stays home, cut like the rows' columns beside each row
 	run grep -c '^- {name: g1@home, tensor: g1, layout: row-major, split: \[4\], block: \[16\], base: 0, stride: \[1\], rep: \[2\], rstride: \[4\]}$' p.yaml
@@ -215,19 +215,19 @@ ids_npy() {
 
 @test "lm: a version 12 stage with a folded norm is refused at the step that folds it" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 16$/version: 12/' p.yaml > p12.yaml
+	sed 's/^version: 17$/version: 12/' p.yaml > p12.yaml
 	run --separate-stderr amp-compose p12.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p12.yaml:[0-9]+:[0-9]+:\ a\ folded\ rmsnorm\ \(a\ mul\ by\ a\ vector\)\ needs\ version\ 13\ \(this\ file\ is\ version\ 12\)$ ]] ||
 		fail "unexpected: $stderr"
 	# and the plan of --no-fold is read at version 12 too (its attention partial in fp32, as then)
-	amp-plan --no-fold "$DEC" | sed 's/^version: 16$/version: 12/; s/^\(- {name: a.partial, role: partial, .*dtype: \)fp16}$/\1fp32}/' |
+	amp-plan --no-fold "$DEC" | sed 's/^version: 17$/version: 12/; s/^\(- {name: a.partial, role: partial, .*dtype: \)fp16}$/\1fp32}/' |
 		amp-compose > /dev/null
 }
 
 @test "lm: a version 9 stage with a norm over column blocks is refused at sumsq" {
 	amp-plan "$DEC" -o p.yaml
-	sed 's/^version: 16$/version: 9/' p.yaml > p9.yaml
+	sed 's/^version: 17$/version: 9/' p.yaml > p9.yaml
 	run --separate-stderr amp-compose p9.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p9.yaml:[0-9]+:[0-9]+:\ compute\ \'sumsq\'\ needs\ version\ 10\ \(this\ file\ is\ version\ 9\)$ ]] ||
@@ -277,13 +277,13 @@ ids_npy() {
 	# the partial: fp16, m, l and the sums over l for each chunk of each head
 	run grep -c '^- {name: a.partial, role: partial, shape: \[[0-9]*, 2, 1, [0-9]*\], dtype: fp16}$' p.yaml
 	assert_output 1
-	sed 's/^version: 16$/version: 13/' p.yaml > p13.yaml
+	sed 's/^version: 17$/version: 13/' p.yaml > p13.yaml
 	run --separate-stderr amp-compose p13.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p13.yaml:[0-9]+:[0-9]+:\ an\ fp16\ attention\ partial\ \(\'a.partial@attn.partial\'\)\ needs\ version\ 14\ \(this\ file\ is\ version\ 13\)$ ]] ||
 		fail "unexpected: $stderr"
 	# the same plan with fp32 partials (version 13's meaning: undivided sums) runs byte-exact too
-	sed 's/^\(- {name: a.partial, role: partial, shape: \[.*\], dtype: \)fp16}$/\1fp32}/; s/^version: 16$/version: 13/' p.yaml > p32.yaml
+	sed 's/^\(- {name: a.partial, role: partial, shape: \[.*\], dtype: \)fp16}$/\1fp32}/; s/^version: 17$/version: 13/' p.yaml > p32.yaml
 	run grep -c 'a.partial, role: partial, .*fp32' p32.yaml
 	assert_output 1
 	amp-compose p32.yaml | amp-expand | amp-exchange | amp-group -o g32.yaml

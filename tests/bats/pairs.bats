@@ -23,7 +23,7 @@ DEC=$ROOT/tests/models/tiny-decode-il.yaml
 	# nothing copies q0 or kv0 to whole heads
 	run grep -c '^- {step: [0-9]*, copy: output, op: \(q\|kv\), ' p.yaml
 	assert_output 0
-	sed -n 2p p.yaml | grep -q '^version: 16$' || fail "not a version 16 plan"
+	sed -n 2p p.yaml | grep -q '^version: 17$' || fail "not a version 17 plan"
 }
 
 @test "pairs: the default plans run byte-exact, prefill then 3 decode steps, within cosine 0.999" {
@@ -52,7 +52,7 @@ DEC=$ROOT/tests/models/tiny-decode-il.yaml
 	assert_failure 1
 	[[ $stderr == *"op 'rq': its step "*" rotates pairs half, the model interleaved"* ]] || fail "$stderr"
 	[ ! -e x.amp ] || fail "a program was written"
-	sed 's/^version: 16$/version: 11/' g.yaml > v11.yaml
+	sed 's/^version: 17$/version: 11/' g.yaml > v11.yaml
 	run --separate-stderr amp-emit --no-model v11.yaml -o x.amp
 	assert_failure 1
 	[[ $stderr == *"pairs needs version 12 (this file is version 11)"* ]] || fail "$stderr"

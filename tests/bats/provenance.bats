@@ -122,7 +122,7 @@ chain() {
 @test "a version 4 stage, without provenance, is still read and written as version 7" {
 	run chain a
 	assert_success
-	awk '/^version: 16$/ { print "version: 4"; next } /^provenance:/ { skip = 1; next }
+	awk '/^version: 17$/ { print "version: 4"; next } /^provenance:/ { skip = 1; next }
 		skip && /^- / { next } { skip = 0; print }' a/plan.yaml > v4.yaml
 	run amp-compose -o c.yaml v4.yaml
 	assert_success
@@ -131,7 +131,7 @@ chain() {
 	assert_regex "${lines[0]}" '^- \{tool: amp-compose, '
 	# everything but the provenance is what the version 7 plan gives
 	diff <(grep -v '^- {tool: ' c.yaml | sed 1,5d) <(grep -v '^- {tool: ' a/composed.yaml | sed 1,5d)
-	assert_equal "$(sed -n 2p c.yaml)" "version: 16"
+	assert_equal "$(sed -n 2p c.yaml)" "version: 17"
 }
 
 @test "a capture of version 3, without provenance, is still compared" {

@@ -76,7 +76,7 @@ setup() {
 	run --separate-stderr amp-emit --model "$M" nogrid.yaml -o x.amp
 	assert_failure 1
 	[[ $stderr == *"rope reads x and its positions, or x alone with a patch_grid"* ]] || fail "$stderr"
-	sed 's/^version: 16$/version: 15/' g.yaml > v15.yaml
+	sed 's/^version: 17$/version: 15/' g.yaml > v15.yaml
 	run --separate-stderr amp-emit --model "$M" v15.yaml -o x.amp
 	assert_failure 1
 	[[ $stderr == *"patch_grid needs version 16 (this file is version 15)"* ]] || fail "$stderr"

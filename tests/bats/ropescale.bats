@@ -57,7 +57,7 @@ setup() {
 	assert_failure 1
 	[[ $stderr == *"op 'rq': its step "*" scales the frequencies by factor 0 (low 0, high 0, original 0), the model by factor 8 (low 1, high 4, original 64;"* ]] || fail "$stderr"
 	[ ! -e x.amp ] || fail "a program was written"
-	sed 's/^version: 16$/version: 14/' g.yaml > v14.yaml
+	sed 's/^version: 17$/version: 14/' g.yaml > v14.yaml
 	run --separate-stderr amp-emit --no-model v14.yaml -o x.amp
 	assert_failure 1
 	[[ $stderr == *"scaling needs version 15 (this file is version 14)"* ]] || fail "$stderr"

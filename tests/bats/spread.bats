@@ -64,7 +64,7 @@ SPREAD=$ROOT/tests/models/spread-mlp.yaml
 	amp-plan "$SPREAD" -o p6.yaml
 	run amp-compose p6.yaml
 	assert_success
-	sed 's/^version: 16$/version: 5/' p6.yaml >p5.yaml
+	sed 's/^version: 17$/version: 5/' p6.yaml >p5.yaml
 	run --separate-stderr amp-compose p5.yaml
 	assert_failure 1
 	[[ $stderr =~ ^amp-compose:\ p5.yaml:[0-9]+:[0-9]+:\ staging\ \'spread\'\ needs\ version\ 6\ \(this\ file\ is\ version\ 5\)$ ]] ||

@@ -41,11 +41,12 @@ all_refused() {
 	all_refused g.yaml "$model"
 	n=$(cat refused)
 	echo "# $n mutants of tiny-prefill refused" >&3
-	# 6 GEMM records x 4 fields, and each kind of field at least once
+	# 6 GEMM records x 4 fields, and each kind of field at least once (its
+	# GEMMs read fused casts: no cast order to change; siglip-mlp's below)
 	[ "$n" -ge 60 ] || fail "only $n mutants"
 	local fields
 	fields=$(awk -v want=0 -f "$BATS_TEST_DIRNAME/stepfields.awk" g.yaml | cut -f 4 | sort -u | paste -sd ,)
-	assert_equal "$fields" "causal,chunks,eps,first,gemm cast,gemm format,gemm grid,gemm k,gemm m,gemm n,head_dim,heads,kv_heads,operand added,operand dropped,scale,scratch,theta"
+	assert_equal "$fields" "causal,chunks,eps,first,gemm format,gemm grid,gemm k,gemm m,gemm n,head_dim,heads,kv_heads,operand added,operand dropped,scale,scratch,theta"
 }
 
 @test "stepfields: siglip-mlp's matmuls (K cut, bias in the reduction) refuse every mutant" {
@@ -56,6 +57,9 @@ all_refused() {
 	n=$(cat refused)
 	echo "# $n mutants of siglip-mlp refused" >&3
 	[ "$n" -ge 15 ] || fail "only $n mutants"
+	# its fc1 reads a layernorm's result, cast early: the cast order is changed too
+	awk -v want=0 -f "$BATS_TEST_DIRNAME/stepfields.awk" g.yaml | cut -f 4 | grep -qx 'gemm cast' ||
+		fail "no gemm cast mutant"
 }
 
 @test "stepfields: a matmul without its bias passes the numbers but not amp-emit --model nor amp-run --model" {
@@ -110,4 +114,16 @@ all_refused() {
 	assert_failure 1
 	assert_equal "$stderr" "amp-emit: $model:18:45: tensor 'h': the stage's cast 'h.fp8' has fp8 scale 1, the default 0"
 	[ ! -e x.amp ]
+}
+
+@test "stepfields: an attention's merge writes its result's fused fp8 cast, which a version 16 stage cannot hold" {
+	local model=$ROOT/tests/models/tiny-prefill.yaml
+	amp-plan "$model" -o p.yaml
+	run grep -c '^- {step: [0-9]*, compute: merge, op: attn, in: \[a.partial@attn.merge\], out: a.fp8@attn.out}$' p.yaml
+	assert_output 1
+	sed 's/^version: 17$/version: 16/' p.yaml > p16.yaml
+	run --separate-stderr amp-compose p16.yaml
+	assert_failure 1
+	[[ $stderr =~ ^amp-compose:\ p16\.yaml:[0-9]+:[0-9]+:\ an\ fp8\ attention\ result\ \(\'a\.fp8@attn\.out\',\ a\ fused\ cast\)\ needs\ version\ 17\ \(this\ file\ is\ version\ 16\)$ ]] ||
+		fail "$stderr"
 }

@@ -509,9 +509,12 @@ int main(void)
 			for (int c = 0; c < pl.ns; c++)
 				for (int k = 0; pl.s[c].kind == STEP_COMPUTE && k < pl.s[c].nin; k++)
 					read |= pl.s[c].in[k] == st->out && strcmp(pl.s[c].op, st->op) != 0;
+			int back = 0;                   /* a merge's result copied back to other owners */
+			for (int c = 0; c < pl.ns; c++)
+				back |= pl.s[c].kind == STEP_COPY && pl.s[c].operand == OPD_OUT && pl.s[c].src == st->out;
 			landed += read && st->compute == C_REDUCE;
 			biased += read && st->compute == C_REDUCE && st->nin > 1;
-			merged += read && st->compute == C_MERGE;
+			merged += (read || !back) && st->compute == C_MERGE;
 		}
 		if (ok) {
 			ScheduleStats ss = { 0, 0, 0 };
