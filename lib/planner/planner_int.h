@@ -24,8 +24,11 @@
  *                   capture's limits), the refusal's "Next:", progress
  *   planner_zip.c   steps zipped run by run: sibling GEMMs', causal
  *                   segments'
- *   planner_records.c  the plan's records, canonical ownership, parameter
- *                   and state homes, each op's tile load
+ *   planner_homes.c  parameter and state homes, norm vectors resident
+ *                   beside wide rows, each op's tile load
+ *   planner_owners.c  canonical ownership: wide classes and their cuts,
+ *                   a class's claim by its maker, fused casts
+ *   planner_records.c  the plan's records: tensors, placements, steps
  *
  * The planner sits above the lowering it precedes in the pipeline: it
  * judges candidates by running compose, expand, exchange and group on
@@ -147,7 +150,7 @@ typedef struct Stop {
 	int stop;
 } Stop;
 
-/* planner_records.c: records, ownership, homes, loads */
+/* planner_records.c: records; planner_owners.c: canonical ownership; planner_homes.c: homes, loads */
 int planner_add_tensor(Plan *pl, const char *name, PRole role, int rank, const int64_t *shape,
 		       Format fmt, int scale);
 int planner_add_place(Plan *pl, Placement *p, int tensor, const char *name, int *existed);
@@ -158,7 +161,7 @@ int planner_add_compute(Plan *pl, const char *op, ComputeKind k, const int *in, 
 			int out, double eps);
 void planner_canonical_of(const Builder *b, const PTensor *t, Placement *p);
 /* Which of the model's activations are owned wide (by token rows and
- * column blocks): see planner_records.c. The result has m->nt entries. */
+ * column blocks): see planner_owners.c. The result has m->nt entries. */
 unsigned char *planner_wide_tensors(const Model *m, const Machine *mc, int64_t unit, int *cls, int *root);
 /* The cut a free class's members take once a maker claimed it, or NULL. */
 const Placement *planner_class_placement(const Builder *b, int t);
