@@ -427,7 +427,7 @@ rejects() {
 }
 
 @test "capture rejects a grouped stage of an unsupported version" {
-	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 17"
+	rejects "$BAD/capture-version.yaml" "capture-version.yaml:3:10: unsupported amp-group version 18"
 }
 
 @test "capture rejects a transfer of an unknown kind" {

@@ -519,7 +519,7 @@ rejects() {
 }
 
 @test "compose rejects a plan of an unsupported version" {
-	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 17"
+	rejects "$BAD/plan-version.yaml" "plan-version.yaml:3:10: unsupported amp-plan version 18"
 }
 
 @test "compose rejects a placement of an unknown tensor" {

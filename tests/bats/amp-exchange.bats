@@ -428,7 +428,7 @@ rejects() {
 }
 
 @test "exchange rejects an expanded stage of an unsupported version" {
-	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 17"
+	rejects "$BAD/exchange-version.yaml" "exchange-version.yaml:3:10: unsupported amp-expand version 18"
 }
 
 @test "exchange rejects a transfer to a tile beyond the machine" {

@@ -303,7 +303,7 @@ rejects() {
 }
 
 @test "expand rejects a plan of an unsupported version" {
-	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 17"
+	rejects "$BAD/expand-version.yaml" "expand-version.yaml:3:10: unsupported amp-plan version 18"
 }
 
 @test "expand rejects a plan whose placement already has an address" {

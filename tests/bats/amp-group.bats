@@ -500,7 +500,7 @@ sorted_members() {
 }
 
 @test "group rejects an exchange stage of an unsupported version" {
-	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 17"
+	rejects "$BAD/group-version.yaml" "group-version.yaml:3:10: unsupported amp-exchange version 18"
 }
 
 @test "group rejects a phase whose steps do not come after the previous phase" {

@@ -245,7 +245,7 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	# chunk c of head h merged on block 2h + c's tile: 8 merges of 32 blocks' 2 + 8 values
 	run grep -c '^- {name: a.partial@attn.merge, tensor: a.partial, layout: row-major, split: \[1, 2, 1, 8\], block: \[32, 1, 1, 10\], base: 1408, stride: \[0, 32, 0, 1\], ' p.yaml
 	assert_output 1
-	run grep -c '^- {name: a@attn.out, tensor: a, layout: row-major, split: \[2, 1, 8\], block: \[1, 1, 8\], base: 1408, stride: \[32, 0, 1\], ' p.yaml
+	run grep -c '^- {name: a.fp8@attn.out, tensor: a.fp8, layout: row-major, split: \[2, 1, 8\], block: \[1, 1, 8\], base: 1408, stride: \[32, 0, 1\], ' p.yaml
 	assert_output 1
 	# after a prefill, 3 decode steps byte-exact and within cosine 0.999, the state carried on
 	program "$PRE" pre.amp

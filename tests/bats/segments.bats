@@ -35,8 +35,9 @@ byte_exact() {
 	# the second segment's keys: all 512 it sees, the first's 256
 	run grep -c '^- {name: kv@attn.k, tensor: kv, .*offset: \[0, 0, 0\], extent: \[1, 256, 640\]}$' p.yaml
 	assert_output 1
-	# each segment's results into its part of the owners
-	run grep -c '^- {step: [0-9]*, copy: output, op: attn, operand: out, map: [a-z-]*, src: a@attn.out[.0-9]*, dst: a@canon}$' p.yaml
+	# each segment's results into its part of the owners (as o reads them:
+	# their fused fp8 cast, formats/plan.md)
+	run grep -c '^- {step: [0-9]*, copy: output, op: attn, operand: out, map: [a-z-]*, src: a.fp8@attn.out[.0-9]*, dst: a.fp8@canon}$' p.yaml
 	assert_output 2
 	# faster than one grid, by the capture
 	[ "$(plan_cycles "$M")" -lt "$(plan_cycles "$M" --no-segments)" ]
@@ -69,25 +70,27 @@ byte_exact() {
 @test "segments: a stage whose copies write overlapping parts of a placement is refused at the step" {
 	amp-plan "$M" -o p.yaml
 	# the second segment's results moved onto the first's rows
-	sed 's/^\(- {name: a@attn.out.2, .*\)offset: \[0, 256, 0\]/\1offset: [0, 0, 0]/' p.yaml > bad.yaml
+	sed 's/^\(- {name: a.fp8@attn.out.2, .*\)offset: \[0, 256, 0\]/\1offset: [0, 0, 0]/' p.yaml > bad.yaml
+	! cmp -s p.yaml bad.yaml
 	run --separate-stderr amp-compose bad.yaml
 	assert_failure 1
-	assert_regex "$stderr" "bad.yaml: step [0-9]+ writes 'a@canon' a second time"
+	assert_regex "$stderr" "bad.yaml: step [0-9]+ writes 'a.fp8@canon' a second time"
 	# the first segment's results copied twice
-	sed 's/^\(- {step: [0-9]*, copy: output, op: attn, operand: out, map: identity, src: \)a@attn.out.2,/\1a@attn.out,/' \
+	sed 's/^\(- {step: [0-9]*, copy: output, op: attn, operand: out, map: identity, src: \)a.fp8@attn.out.2,/\1a.fp8@attn.out,/' \
 		p.yaml > bad2.yaml
+	! cmp -s p.yaml bad2.yaml
 	run --separate-stderr amp-expand bad2.yaml
 	assert_failure 1
-	assert_regex "$stderr" "step [0-9]+ writes 'a@canon' a second time"
+	assert_regex "$stderr" "step [0-9]+ writes 'a.fp8@canon' a second time"
 }
 
 # faulty FILE: the segmented plan's grouped stage with one of its second
-# segment's result copies (the output copy of a@attn.out.2) edited by SED
+# segment's result copies (the output copy of a.fp8@attn.out.2) edited by SED
 faulty() {
 	amp-plan "$M" | amp-compose | amp-expand | amp-exchange | amp-group > g.yaml
 	local s
-	s=$(sed -n 's/^- {step: \([0-9]*\), copy: output, op: attn, operand: out, map: [a-z-]*, src: a@attn.out.2, dst: a@canon}$/\1/p' g.yaml)
-	[ -n "$s" ] || fail "no output copy of a@attn.out.2 in g.yaml"
+	s=$(sed -n 's/^- {step: \([0-9]*\), copy: output, op: attn, operand: out, map: [a-z-]*, src: a.fp8@attn.out.2, dst: a.fp8@canon}$/\1/p' g.yaml)
+	[ -n "$s" ] || fail "no output copy of a.fp8@attn.out.2 in g.yaml"
 	local line
 	line=$(grep -n "^- {step: $s, kind: send," g.yaml | head -1 | cut -d: -f1)
 	sed "${line}$2" g.yaml > "$1"
@@ -101,10 +104,10 @@ faulty() {
 	s=$(faulty f1.yaml 's/dst: \[\([0-9]*\), /dst: [101, /')
 	run --separate-stderr amp-run --model "$M" f1.yaml.amp
 	assert_failure 1
-	assert_regex "$stderr" "^amp-run: iteration 0 of repeat 'layers': tile 101, phase [0-9]+: tensor 'a' \\(placement 'a@canon'\\) offset [0-9]+: written by step $s, outside the part of the shard its source's window holds\$"
+	assert_regex "$stderr" "^amp-run: iteration 0 of repeat 'layers': tile 101, phase [0-9]+: tensor 'a.fp8' \\(placement 'a.fp8@canon'\\) offset [0-9]+: written by step $s, outside the part of the shard its source's window holds\$"
 	# a send of the copy dropped: its bytes missing
 	s=$(faulty f2.yaml 'd')
 	run --separate-stderr amp-run --model "$M" f2.yaml.amp
 	assert_failure 1
-	assert_regex "$stderr" "tensor 'a' \\(placement 'a@canon'\\) bytes [0-9]+\\.\\.[0-9]+: written 0 times \\(missing\\) by step $s"
+	assert_regex "$stderr" "tensor 'a.fp8' \\(placement 'a.fp8@canon'\\) bytes [0-9]+\\.\\.[0-9]+: written 0 times \\(missing\\) by step $s"
 }
