@@ -341,9 +341,11 @@ int planner_fused_cast(const Builder *b, const MOp *op)
 		for (int k = 0; k < o->nin; k++) {
 			if (o->in[k] != op->out)
 				continue;
-			Format F = m->t[o->in[1]].dtype;
 			if (o->kind != OP_MATMUL || k != 0 || o->in[1] == op->out || o->rep != op->rep ||
-			    o->cast == CAST_LATE || F == y->dtype || (f >= 0 && (Format)f != F))
+			    o->cast == CAST_LATE)
+				return -1;
+			Format F = m->t[o->in[1]].dtype;
+			if (F == y->dtype || (f >= 0 && (Format)f != F))
 				return -1;
 			f = (int)F;
 		}

@@ -109,8 +109,10 @@ int run_fused_cast(const Plan *pl, const Model *m, int mt)
 		for (int k = 0; k < m->ops[i].nin; k++) {
 			if (m->ops[i].in[k] != mt)
 				continue;
+			if (m->ops[i].kind != OP_MATMUL || k != 0)
+				return -1;
 			int F = (int)m->t[m->ops[i].in[1]].dtype;
-			if (m->ops[i].kind != OP_MATMUL || k != 0 || (f >= 0 && f != F))
+			if (f >= 0 && f != F)
 				return -1;
 			f = F;
 		}
