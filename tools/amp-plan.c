@@ -72,6 +72,12 @@ static const Opt opts[] = {
 	  "causal attention may run in segments of query rows,\n"
 	  "each over the keys it sees, when that is faster:\n"
 	  "formats/plan.md, \"Causal segments\")" },
+	{ 'K', 0, "state-blocks", OPT_ARG, "N", NULL,
+	  "cut each state's home (a KV cache) into at most N\n"
+	  "blocks of positions per sequence and kv head (a study\n"
+	  "override; by default as many as the tiles allow, or\n"
+	  "fewer when that plan is the faster: formats/plan.md,\n"
+	  "\"State homes\")" },
 	{ 'S', 0, "scales", OPT_ARG, "FILE", "file",
 	  "fp8 scale exponents by tensor name (formats/scales.md;\n"
 	  "amp-run --calibrate writes one)" },
@@ -218,7 +224,7 @@ int main(int argc, char **argv)
 	const char *machine_path = NULL, *out_path = NULL, *in_path = NULL, *scales_path = NULL;
 	Scales scales = { NULL, NULL, 0 };
 	int fell_back = 0;
-	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+	PlanOpts po = { OBJ_CYCLES, 0, NULL, OWN_AUTO, 0, NULL, &fell_back, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 	static const char *const ownerships[] = { "auto", "tokens", "batch" };    /* by Ownership */
 	int compress = 0, c, k;
 	int64_t n;
@@ -255,6 +261,11 @@ int main(int argc, char **argv)
 		case 'F': po.no_fit_check = 1; break;
 		case 'N': po.no_fold = 1; break;
 		case 'G': po.no_segments = 1; break;
+		case 'K':
+			if (parse_i64(arg, &n) || n < 1 || n > INT32_MAX)
+				usage_error("--state-blocks takes a count from 1 to %d, not '%s'", INT32_MAX, arg);
+			po.state_blocks = n;
+			break;
 		case 'W':
 			for (k = OWN_AUTO; k <= OWN_BATCH && strcmp(arg, ownerships[k]); k++)
 				;

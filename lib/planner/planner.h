@@ -89,6 +89,11 @@ typedef struct {
 	/* no causal attention cut into segments (attn_segments): amp-plan
 	 * --no-segments, and plan_build's alternative */
 	int no_segments;
+	/* a state's home cut into at most this many blocks of positions per
+	 * batch entry and kv head (0: as many as the tiles allow,
+	 * planner_state_home): amp-plan --state-blocks, and plan_build's
+	 * alternative */
+	int64_t state_blocks;
 } PlanOpts;
 
 /* Calls o->progress (when set) under a lock: the planner's threads share it. */

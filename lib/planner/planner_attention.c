@@ -93,6 +93,7 @@ typedef struct {
 	AttnGrid ag;
 	int relay;
 	int home;               /* on the tiles of the state's home (kv_staging home) */
+	int64_t chunks;         /* home: each head's merge chunks (home_chunks), 0: the narrowest 8 wide */
 } AttnTry;
 
 static void build_attention(Builder *b, const MOp *op, const void *arg);
@@ -121,6 +122,18 @@ static int64_t home_blocks(Builder *b, const MOp *op)
 	return KB;
 }
 
+/* The home attention's merge chunks (build_home_attention): the most
+ * chunks n, each at least minw of the D columns wide, that D cuts into
+ * and whose H x n merges the KB x G tiles hold (1 with one tile). */
+static int64_t home_chunks(int64_t D, int64_t H, int64_t KB, int64_t G, int64_t minw)
+{
+	int64_t n = 1;
+	for (int64_t c = 2; KB * G > 1 && c * minw <= D; c++)
+		if (D % c == 0 && H * c <= KB * G)
+			n = c;
+	return n;
+}
+
 /* Causal self-attention over a prefill's own tokens (the mask static,
  * no positions) wastes the tiles of (query block, key block) pairs above
  * the diagonal, which a uniform grid cannot leave out. In S segments of
@@ -147,9 +160,34 @@ static int attn_segments(Builder *b, const MOp *op, AttnTry *t)
 		AttnGrid g = attn_seg_grid(b, B, H, T, D, segs[i], (int)(op - m->ops), 1);
 		for (int twice = 0; twice < 3 && g.QB; twice++) {
 			for (int r = 0; r < 2; r++)
-				t[n++] = (AttnTry){ g, r, 0 };
+				t[n++] = (AttnTry){ g, r, 0, 0 };
 			g = attn_seg_grid(b, B, H, T, D, segs[i], (int)(op - m->ops), 2 * g.KB);
 		}
+	}
+	return n;
+}
+
+/* The candidates on the state's home of HB key blocks (0: none): its
+ * merge chunks at least 8, 4, 2 and 1 columns wide, each count once.
+ * Narrower chunks spread the merge over more tiles (each chunk brings
+ * its own m and l, so every key block sends more): Qwen's decode at
+ * batch 1 merges 683 key blocks a kv head, 8 chunks a head leaving
+ * 14,144 cycles of merging on 112 tiles. Writes them to t; returns
+ * how many. */
+static int home_tries(Builder *b, const MOp *op, int64_t HB, AttnTry *t)
+{
+	if (!HB)
+		return 0;
+	const Plan *pl = b->pl;
+	int kv = plan_find_tensor(pl, b->m->t[op->in[1]].name);
+	int64_t C = pl->t[plan_find_tensor(pl, b->m->t[op->out].name)].shape[2], H = op->heads, D = C / H;
+	int64_t G = pl->p[b->canon[kv]].split[2];
+	static const int64_t minw[ATTN_HOME_CHUNKS] = { 8, 4, 2, 1 };
+	int n = 0;
+	for (int i = 0; i < ATTN_HOME_CHUNKS; i++) {
+		int64_t ch = home_chunks(D, H, HB, G, minw[i]);
+		if (!n || ch != t[n - 1].chunks)
+			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0, 0 }, 0, 1, ch };
 	}
 	return n;
 }
@@ -201,23 +239,24 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		return err_at(e, m->file, op->pin_line, op->pin_col,
 			      "pin for '%s': kv_staging home takes its blocks from the state's home; pin no blocks",
 			      op->name);
-	AttnTry at = { ag, op->kv_staging == 2, op->kv_staging == 3 };
+	AttnTry at = { ag, op->kv_staging == 2, op->kv_staging == 3, 0 };
 	if (at.home)
 		at.ag.QB = 1, at.ag.KB = HB;
-	if (b->o->objective >= OBJ_MEMORY && !op->kv_staging) {
+	if (b->o->objective >= OBJ_MEMORY && (!op->kv_staging || at.home)) {
 		/* Candidates: direct and relay at the fewest key blocks that fit
 		 * (or the pinned ones) and, unpinned, at the fewest of at least
 		 * 1.5, 2, 3 and 4 times as many (each tile then receives fewer
 		 * keys, and merges more partials; SigLIP-so400m's batch 2 takes
-		 * 3 where 2 fit); then the state's home, if any. */
+		 * 3 where 2 fit); then the state's home, if any, in its merge
+		 * chunk widths. A pin of kv_staging home leaves those alone. */
 		int64_t *load = xcalloc((size_t)T, sizeof *load);
-		AttnTry t[2 * ATTN_KB_TRIES + 1 + 6 * ATTN_SEGS];
-		Candidate c[2 * ATTN_KB_TRIES + 1 + 6 * ATTN_SEGS];
+		AttnTry t[2 * ATTN_KB_TRIES + ATTN_HOME_CHUNKS + 6 * ATTN_SEGS];
+		Candidate c[2 * ATTN_KB_TRIES + ATTN_HOME_CHUNKS + 6 * ATTN_SEGS];
 		int n = 0, best = 0;
 		memset(c, 0, sizeof c);
 		planner_tile_load(b, (int)(op - m->ops), load);
 		static const int twice[ATTN_KB_TRIES] = { 2, 3, 4, 6, 8 };     /* twice the multiple */
-		int tries = op->grid[0] ? 1 : ATTN_KB_TRIES;
+		int tries = at.home ? 0 : op->grid[0] ? 1 : ATTN_KB_TRIES;
 		for (int g = 0; g < tries; g++) {
 			int64_t want = (ag.KB * twice[g] + 1) / 2;
 			AttnGrid gg = g ? attn_grid(b, Tq, Tk, D, T / (B * H), (int)(op - m->ops), want) : ag;
@@ -226,16 +265,19 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 			if (g && gg.KB == t[n - 1].ag.KB)
 				continue;       /* (x1.5 of one key block is one) */
 			for (int r = 0; r < 2; r++)
-				t[n++] = (AttnTry){ gg, r, 0 };
+				t[n++] = (AttnTry){ gg, r, 0, 0 };
 		}
-		n += attn_segments(b, op, t + n);
-		if (HB)
-			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0, 0 }, 0, 1 };
+		n += at.home ? 0 : attn_segments(b, op, t + n);
+		int h0 = n, hi = -1;    /* the home's candidates: t[h0..n), the best of them */
+		n += home_tries(b, op, HB, t + n);
 		for (int i = 0; i < n; i++) {
-			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, t[i].ag.S, -1, -1, -1 } };
+			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, t[i].ag.S, t[i].chunks,
+					 -1, -1 } };
 			planner_trial_build(b, op, build_attention, &t[i], &k, load, NULL, NULL, &c[i]);
 			if (i && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
 				best = i;       /* ties: the earlier */
+			if (i >= h0 && (hi < 0 || candidate_cmp(&c[i], &c[hi], b->o->objective) < 0))
+				hi = i;
 		}
 		/* A trial weighs the attention's own steps alone. Beside a
 		 * state's home, which moves no keys, more key blocks that move
@@ -245,11 +287,10 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		 * against the home's 15,255 in the trial, 651,556 against
 		 * 633,700 whole; at batch 1: 12,504 against 36,569, 615,148
 		 * against 941,860). */
-		int hi = n - 1;
-		if (HB && best != hi && t[best].ag.KB != ag.KB && b->o->objective == OBJ_CYCLES && c[hi].fits &&
+		if (hi >= 0 && best < h0 && t[best].ag.KB != ag.KB && b->o->objective == OBJ_CYCLES && c[hi].fits &&
 		    c[best].x_cycles >= 0 && (double)c[best].x_cycles * ATTN_HOME_MARGIN > (double)c[hi].x_cycles) {
 			best = hi;
-			for (int i = 0; i < hi; i++)    /* the best at the fewest key blocks, or the home */
+			for (int i = 0; i < h0; i++)    /* the best at the fewest key blocks, or the home */
 				if (t[i].ag.KB == ag.KB && candidate_cmp(&c[i], &c[best], b->o->objective) < 0)
 					best = i;
 		}
@@ -257,18 +298,11 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		free(load);
 	}
 	build_attention(b, op, &at);
-	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, at.ag.S, -1, -1, -1 } };
+	OpChoice k = { { at.ag.QB, at.ag.KB, at.home ? 2 : at.relay, at.ag.S, at.chunks, -1, -1 } };
 	planner_trial_decide(b, op, &k);
 	return 0;
 }
 
-/* Builds attention op on the tiles of its state's home (home_blocks): q
- * and the positions multicast to every block of their batch entry, the
- * keys and values read in place, each tile's partial for all heads, its
- * heads' columns cut into n chunks (each with its own m and l: the most,
- * at least 8 columns wide, whose heads x n merges the blocks hold), chunk
- * c of head h merged on block h*n + c's tile (or, with one block, the
- * output written there). */
 /* The common tail of both attention forms: the attention step into o, or
  * (pp given) into a [KB, B, Tq, width] fp32 partial placed by pp, reduced
  * to rp and merged into o; then the step's fields and the output's copy
@@ -312,7 +346,13 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
 	planner_add_copy(pl, op->name, OPD_OUT, MOVE_OUTPUT, op_out, b->canon[out]);
 }
 
-static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
+/* Builds attention op on the tiles of its state's home (home_blocks): q
+ * and the positions multicast to every block of their batch entry, the
+ * keys and values read in place, each tile's partial for all heads, its
+ * heads' columns cut into n chunks (each with its own m and l; chunks
+ * 0: home_chunks at least 8 columns wide), chunk c of head h merged on
+ * block h*n + c's tile (or, with one block, the output written there). */
+static void build_home_attention(Builder *b, const MOp *op, int64_t KB, int64_t chunks)
 {
 	Plan *pl = b->pl;
 	const Model *m = b->m;
@@ -320,12 +360,10 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB)
 	int out = plan_find_tensor(pl, m->t[op->out].name), existed, home = b->canon[kv], idx[4];
 	const Placement h = pl->p[home];        /* a copy: planner_add_place may move pl->p */
 	int64_t B = pl->t[q].shape[0], Tq = pl->t[q].shape[1], C = pl->t[out].shape[2], H = op->heads, D = C / H;
-	int64_t s0 = h.stride[0], s1 = h.stride[1], n = 1, G = h.split[2], s2 = h.stride[2];
+	int64_t s0 = h.stride[0], s1 = h.stride[1], n, G = h.split[2], s2 = h.stride[2];
 	/* G > 1: the home cut by kv head (kv_order heads), kv head j's
 	 * blocks s2 apart; each tile attends for that kv head's H/G heads */
-	for (int64_t c = 2; KB * G > 1 && c * 8 <= D; c++)
-		if (D % c == 0 && H * c <= KB * G)
-			n = c;
+	n = chunks > 0 ? chunks : home_chunks(D, H, KB, G, 8);
 	int64_t dc = D / n;
 	int nin = op->in[2] >= 0 ? 4 : 3;
 
@@ -553,7 +591,7 @@ static void build_attention(Builder *b, const MOp *op, const void *arg)
 {
 	const AttnTry *at = arg;
 	if (at->home) {
-		build_home_attention(b, op, at->ag.KB);
+		build_home_attention(b, op, at->ag.KB, at->chunks);
 		return;
 	}
 	Plan *pl = b->pl;

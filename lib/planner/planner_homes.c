@@ -220,7 +220,8 @@ static int64_t state_kv_groups(const Model *m, const char *name)
 }
 
 /* A state's home [B, P, W]: row-major, whole rows, cut by batch entry
- * and then into as many uniform blocks of positions as the tiles allow,
+ * and then into as many uniform blocks of positions as the tiles allow
+ * (at most o->state_blocks, when set),
  * placed to end at tile top (from the last tile down, away from the
  * first tiles, where the owners of a decode step's few rows are).
  * Resident like a parameter. Returns where the next one ends. */
@@ -229,7 +230,8 @@ int64_t planner_state_home(Builder *b, int tensor, int64_t top)
 	const PTensor *t = &b->pl->t[tensor];
 	int64_t T = b->mc->tiles, bs = planner_largest_uniform(t->shape[0], T), G = state_kv_groups(b->m, t->name);
 	G = G > 1 && T / bs >= G ? G : 1;
-	int64_t ps = planner_largest_uniform(t->shape[1], T / bs / G);
+	int64_t most = T / bs / G, cap = b->o->state_blocks;
+	int64_t ps = planner_largest_uniform(t->shape[1], cap > 0 && cap < most ? cap : most);
 	Placement p;
 	int existed;
 

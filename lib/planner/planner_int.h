@@ -180,6 +180,7 @@ int planner_class_claim(Builder *b, int t, int pi);
 #define WIDE_MIN_PARTS 2        /* tiles per token row a wide tensor needs: at least two column blocks */
 #define ATTN_KB_TRIES 5         /* key-block counts attention tries: the fewest that fit, then at least x1.5, x2, x3, x4 */
 #define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
+#define ATTN_HOME_CHUNKS 4       /* merge chunk widths attention on a state's home tries: 8, 4, 2, 1 columns and up */
 #define ATTN_SEGS 2              /* causal segment counts attention tries: 2 and 4 */
 #define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
 int planner_canonical(Builder *b, int tensor);

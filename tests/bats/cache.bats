@@ -231,25 +231,35 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 
 @test "cache: attention on the cache's home reads keys and values in place, every head on a tile, partials merged by head and chunk" {
 	pin_home "$DEC" dh.yaml
-	amp-plan dh.yaml -o p.yaml
+	# one position a block (by default the home is halved while faster: 8 blocks of 4)
+	amp-plan --state-blocks 32 dh.yaml -o p.yaml
 	# no copy of the cache: k and v are its home
 	run grep -c '^- {step: [0-9]*, copy: .*, operand: [kv], ' p.yaml
 	assert_output 0
-	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@home, cache@home, pos@append.positions\], out: a.partial@attn.partial, heads: 4, kv_heads: 2, causal: true, scale: 0.25, scratch: 4, chunks: 2}$' p.yaml
+	# each head's 16 columns in 8 chunks of 2 (32 blocks to merge: the
+	# narrowest chunks' trial is the fastest)
+	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@home, cache@home, pos@append.positions\], out: a.partial@attn.partial, heads: 4, kv_heads: 2, causal: true, scale: 0.25, scratch: 4, chunks: 8}$' p.yaml
 	assert_output 1
-	# q's whole row on each of its batch entry's 32 blocks; every head's partial (4 x (16 + 2 x 2)) per tile
+	# q's whole row on each of its batch entry's 32 blocks; every head's partial (4 x (16 + 2 x 8)) per tile
 	run grep -c '^- {name: q@attn.q, tensor: q, layout: row-major, split: \[2, 1, 1\], block: \[1, 1, 64\], base: 1408, stride: \[32, 0, 0\], rep: \[32\], rstride: \[1\]}$' p.yaml
 	assert_output 1
-	run grep -c '^- {name: a.partial, role: partial, shape: \[32, 2, 1, 80\], dtype: fp16}$' p.yaml
+	run grep -c '^- {name: a.partial, role: partial, shape: \[32, 2, 1, 128\], dtype: fp16}$' p.yaml
 	assert_output 1
-	# chunk c of head h merged on block 2h + c's tile: 8 merges of 32 blocks' 2 + 8 values
-	run grep -c '^- {name: a.partial@attn.merge, tensor: a.partial, layout: row-major, split: \[1, 2, 1, 8\], block: \[32, 1, 1, 10\], base: 1408, stride: \[0, 32, 0, 1\], ' p.yaml
+	# chunk c of head h merged on block 8h + c's tile: 32 merges of 32 blocks' 2 + 2 values
+	run grep -c '^- {name: a.partial@attn.merge, tensor: a.partial, layout: row-major, split: \[1, 2, 1, 32\], block: \[32, 1, 1, 4\], base: 1408, stride: \[0, 32, 0, 1\], ' p.yaml
 	assert_output 1
-	run grep -c '^- {name: a.fp8@attn.out, tensor: a.fp8, layout: row-major, split: \[2, 1, 8\], block: \[1, 1, 8\], base: 1408, stride: \[32, 0, 1\], ' p.yaml
+	run grep -c '^- {name: a.fp8@attn.out, tensor: a.fp8, layout: row-major, split: \[2, 1, 32\], block: \[1, 1, 2\], base: 1408, stride: \[32, 0, 1\], ' p.yaml
 	assert_output 1
+	# chunks at least 8 columns wide, as the planner's first trial cuts them, cost more
+	local n w
+	n=$(amp-compose p.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	sed 's/chunks: 8}$/chunks: 2}/; s/shape: \[32, 2, 1, 128\]/shape: [32, 2, 1, 80]/; s/split: \[1, 2, 1, 32\], block: \[32, 1, 1, 4\], base: 1408, stride: \[0, 32, 0, 1\]/split: [1, 2, 1, 8], block: [32, 1, 1, 10], base: 1408, stride: [0, 32, 0, 1]/; s/split: \[32, 2, 1, 1\], block: \[1, 1, 1, 128\]/split: [32, 2, 1, 1], block: [1, 1, 1, 80]/; s/split: \[2, 1, 32\], block: \[1, 1, 2\], base: 1408/split: [2, 1, 8], block: [1, 1, 8], base: 1408/' p.yaml > w.yaml
+	w=$(amp-compose w.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	[ "$n" -lt "$w" ] || fail "chunks of 2: $n cycles, of 8: $w"
 	# after a prefill, 3 decode steps byte-exact and within cosine 0.999, the state carried on
 	program "$PRE" pre.amp
-	program dh.yaml dh.amp
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > dh.g
+	amp-emit --model dh.yaml dh.g -o dh.amp
 	run --separate-stderr amp-run dh.amp --prefill pre.amp --steps 3
 	assert_success
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
@@ -270,6 +280,38 @@ DEC=$ROOT/tests/models/tiny-decode.yaml
 	h=$(amp-compose p.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
 	r=$(amp-compose r.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
 	[ "$h" -lt "$r" ] || fail "home $h cycles, relay $r"
+}
+
+@test "cache: a decode step of one sequence reads its cache's home in fewer, longer blocks of positions when that is faster, byte-exact" {
+	# SmolLM2-360M's layer at batch 1 over 512 positions: as many blocks
+	# as the tiles allow would be 256 of 2 positions a kv head
+	sed 's/\[8, /[1, /g; s/2048/512/g' "$MODELS/smollm2-360m-1layer-decode.yaml" > b1.yaml
+	run grep -c '^      cache: {shape: \[1, 512, 640\], dtype: fp8}$' b1.yaml
+	assert_output 1
+	amp-plan --state-blocks 1472 b1.yaml -o all.yaml
+	run grep -c '^- {name: cache@home, tensor: cache, layout: row-major, split: \[1, 256, 5\], block: \[1, 2, 128\], ' all.yaml
+	assert_output 1
+	# by default halved while faster: 32 blocks of 16
+	amp-plan b1.yaml -o p.yaml
+	run grep -c '^- {name: cache@home, tensor: cache, layout: row-major, split: \[1, 32, 5\], block: \[1, 16, 128\], ' p.yaml
+	assert_output 1
+	amp-plan --state-blocks 64 b1.yaml -o h.yaml
+	run grep -c '^- {name: cache@home, tensor: cache, layout: row-major, split: \[1, 64, 5\], block: \[1, 8, 128\], ' h.yaml
+	assert_output 1
+	local c a h
+	c=$(amp-compose p.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	a=$(amp-compose all.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	h=$(amp-compose h.yaml | amp-expand | amp-exchange | amp-group | amp-capture | jq .summary.total_cycles)
+	[ "$c" -lt "$h" ] && [ "$h" -lt "$a" ] || fail "32 blocks $c cycles, 64 blocks $h, 256 blocks $a"
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > p.g
+	amp-emit --model b1.yaml p.g -o p.amp
+	run --separate-stderr amp-run p.amp --steps 2
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
+	cosines_at_least 0.99
+	run amp-plan --state-blocks 0 b1.yaml
+	assert_failure 2
+	assert_output --partial "--state-blocks takes a count from 1 to 2147483647, not '0'"
 }
 
 @test "cache: kv_staging home is refused where the home does not allow it, and beside blocks" {

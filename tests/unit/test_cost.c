@@ -288,7 +288,7 @@ static void planned_steps(int n)
 		Model md;
 		Plan pl;
 		Machine mc = test_machine(tiles);
-		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 		Err e;
 		if (model_load(&md, path, &e))
 			continue;

@@ -135,7 +135,7 @@ static void random_cases(int n)
 		Model md;
 		Plan pl;
 		Err e;
-		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 		int compose = t_rnd() % 2;
 
 		int kind = (int)(t_rnd() % 3);

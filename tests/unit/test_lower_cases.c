@@ -28,7 +28,7 @@ static int plan_text(const char *text, int64_t tiles, Plan *pl, Err *e)
 	close(fd);
 	Model m;
 	Machine mc = test_machine(tiles);
-	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+	PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 	int rc = model_load(&m, path, e);
 	if (!rc) {
 		rc = plan_build(pl, &m, &mc, &po, NULL, e);
@@ -432,7 +432,7 @@ static void siblings(void)
 		return;
 	}
 	for (int apart = 0; apart < 2; apart++) {
-		PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, apart, 0, 0, 0, 0 };
+		PlanOpts po = { OBJ_MEMORY, 0, NULL, OWN_AUTO, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, apart, 0, 0, 0, 0, 0 };
 		Plan pl;
 		t_case(apart ? "with no_sibling, up's weights are not on gate's tiles"
 			     : "a decode step's up weights sit on its sibling gate's tiles");

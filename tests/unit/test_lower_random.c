@@ -278,7 +278,7 @@ static void hoisting(void)
 	close(fd);
 	for (int i = 0; i < 40; i++) {
 		Machine mc = test_machine(pick(8, 96));
-		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+		PlanOpts po = { OBJ_CAPACITY, 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 		Model m;
 		Plan pl;
 		Err e;

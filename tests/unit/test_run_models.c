@@ -434,7 +434,7 @@ int main(void)
 	int segmented = 0;
 	int wide_rows = 0;
 	unsigned fused = 0;             /* kinds with a fused cast: rmsnorm 1, mul 2, gelu or silu 4 */
-	int homes = 0, chunked = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
+	int homes = 0, chunked = 0, narrow = 0, long_blocks = 0, wide_norms = 0, resident = 0, wide_ropes = 0, il_ropes = 0, landed = 0, merged = 0, biased = 0;
 	int appended = 0, grid_ropes = 0, layerscales = 0;
 	char path[] = "/tmp/amp-run-XXXXXX", desc[512];
 	int fd = mkstemp(path);
@@ -452,8 +452,10 @@ int main(void)
 		/* the capacity baseline, or exact costing (trial lowering): the
 		 * default's fewest cycles, or memory's headroom */
 		static const Objective objs[] = { OBJ_CYCLES, OBJ_MEMORY, OBJ_CAPACITY };
-		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+		PlanOpts po = { objs[next() % 3], 0, NULL, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 		Err e;
+		if (i >= n && i % 2)    /* half the homes as many blocks as the tiles allow */
+			po.state_blocks = INT32_MAX;
 
 		int kind = i < n ? (int)(next() % 4) : 1;
 		int64_t room = -1, at = -1;
@@ -632,6 +634,11 @@ int main(void)
 					grouped += pl.s[s].kv_heads < pl.s[s].heads;
 					homes += pl.s[s].in[1] == pl.s[s].in[2];  /* on a cache's home, every head */
 					chunked += plan_chunks(&pl.s[s]) > 1;
+					/* on a home, chunks under 8 columns wide (home_tries) */
+					narrow += pl.s[s].in[1] == pl.s[s].in[2] && plan_chunks(&pl.s[s]) > 1 &&
+						  plan_head_dim(&pl, &pl.s[s]) < 8 * plan_chunks(&pl.s[s]);
+					/* on a home of several positions a block (fewer_state_blocks) */
+					long_blocks += pl.s[s].in[1] == pl.s[s].in[2] && pl.p[pl.s[s].in[1]].block[1] > 1;
 					/* key blocks of copied keys, each block's tile merging a chunk */
 					spread_merges += plan_chunks(&pl.s[s]) > 1 && pl.s[s].in[1] != pl.s[s].in[2];
 				}
@@ -654,6 +661,10 @@ int main(void)
 	CHECK(segmented >= 2, "%d attentions in segments, of %d random models", segmented, n);
 	t_case("random models: attention on a cache's home (every head on a tile, partials chunked) ran byte-exact");
 	CHECK(homes >= 2 && chunked >= 1, "%d on a home, %d chunked, of %d random models", homes, chunked, n);
+	t_case("random models: attention on a cache's home merging chunks narrower than 8 columns ran byte-exact");
+	CHECK(narrow >= 1, "%d on a home with chunks under 8 columns, of %d random models (%d homes, %d long)", narrow, n, homes, long_blocks);
+	t_case("random models: attention on a cache's home cut into fewer blocks than the tiles allow ran byte-exact");
+	CHECK(long_blocks >= 1, "%d on a home of several positions a block, of %d random models", long_blocks, n);
 	t_case("random models: key blocks' partials cut in chunks, each merged on its own block's tile, ran byte-exact");
 	CHECK(spread_merges >= 2, "%d attentions merged on every key block's tile, of %d random models", spread_merges, n);
 	t_case("random models: rmsnorm over column blocks (rows' sums of squares) and resident norm vectors ran byte-exact");

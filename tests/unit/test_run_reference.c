@@ -68,7 +68,7 @@ static void independence(const char *path)
 		Program prog;
 		Scales sc = { NULL, NULL, 0 };
 		RunOpts ro = { .seed = 7, .quantized = 1 };
-		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+		PlanOpts po = { OBJ_CAPACITY, 0, &sc, OWN_AUTO, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 		Err e;
 		double sgood, mgood, sbad, mbad, sa, ma, sab, mab;
 		t_case("a stage corruption that runs byte-exact fools the stage's reference, not the model's");

@@ -131,7 +131,7 @@ int main(void)
 		Machine mc = test_machine(tiles);
 		Model md;
 		Plan pl, q;
-		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0 };
+		PlanOpts po = { OBJ_MEMORY, 0, NULL, t_rnd() % 2 ? OWN_TOKENS : OWN_BATCH, 1, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 };
 		Err e;
 
 		vit_model(path, desc, sizeof desc);
