@@ -65,8 +65,13 @@ int planner_add_place_of(Plan *pl, Placement *p, int tensor, const char *op, con
 	return i;
 }
 
+/* A copy of a placement onto itself (a result already in the cut its
+ * copy was to reach: a GEMM's unpacked rows that are the canonical cut)
+ * moves nothing, and is not recorded. */
 void planner_add_copy(Plan *pl, const char *op, Operand opd, Movement mv, int src, int dst)
 {
+	if (src == dst)
+		return;
 	Step s;
 	memset(&s, 0, sizeof s);
 	s.kind = STEP_COPY;

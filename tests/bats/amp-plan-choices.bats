@@ -337,3 +337,26 @@ Try 'amp-plan --help' for more information."
 	run grep -c 'copy: activation, op: \(gate\|up\), operand: a,' q.plan
 	assert_output 2
 }
+
+@test "a GEMM whose unpacked rows are its result's canonical cut is not copied onto itself, and runs byte-exact" {
+	# Qwen2.5-0.5B's 1-layer prefill of 8 sequences of 16 tokens: up's
+	# rows unpacked on its tiles ([1, 16, 76] blocks of 8 x 64) are where
+	# gated's mul reads u; the copy back to the owners was written onto
+	# its own source and the plan refused ("writes 'u@up.out.rows' a
+	# second time"), as the 24-layer prefill's memory objective chose
+	amp-import "$ROOT/share/configs/qwen2.5-0.5b.json" --prefill --batch 8 --prompt 16 --context 1024 \
+		--layers 1 --head fp16 -o q.yaml
+	{ cat q.yaml; printf 'pins:\n  gate: {grid: [3, 6, 76]}\n  up: {grid: [3, 6, 76], out_staging: unpack}\n'; } > p.yaml
+	amp-plan --objective memory p.yaml -o plan.yaml
+	run grep -c '^- {name: u@up.out.rows, tensor: u, layout: row-major, split: \[1, 16, 76\], block: \[8, 1, 64\], ' plan.yaml
+	assert_output 1
+	run grep -c '^- {step: [0-9]*, compute: mul, op: gated, in: \[s@canon, u@up.out.rows\], ' plan.yaml
+	assert_output 1
+	run grep -c 'src: u@up.out.rows, dst: u@up.out.rows}$' plan.yaml
+	assert_output 0
+	amp-compose plan.yaml | amp-expand | amp-exchange | amp-group > g.yaml
+	amp-emit --model p.yaml g.yaml -o p.amp
+	run --separate-stderr amp-run p.amp
+	assert_success
+	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases\)$'
+}

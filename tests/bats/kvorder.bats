@@ -17,7 +17,8 @@ PRE=$ROOT/tests/models/tiny-prefill-kvh.yaml
 DEC=$ROOT/tests/models/tiny-decode-kvh.yaml
 
 @test "kv_order: the steps carry kv_order heads and head_stride, and the cache's home is cut by kv head" {
-	amp-plan "$DEC" -o p.yaml
+	# one position a block (by default halved while faster)
+	amp-plan --state-blocks 32 "$DEC" -o p.yaml
 	run grep -c '^- {step: [0-9]*, compute: rope, op: rk, .*heads: 2, head_dim: 16, head_stride: 32, theta: ' p.yaml
 	assert_output 1
 	run grep -c '^- {step: [0-9]*, compute: rope, op: rq, .*head_stride' p.yaml
@@ -35,17 +36,19 @@ DEC=$ROOT/tests/models/tiny-decode-kvh.yaml
 
 @test "kv_order: attention on the home, one kv head per tile: q's heads of that kv head, partials merged by head and chunk" {
 	pin_home "$DEC" dh.yaml
-	amp-plan dh.yaml -o p.yaml
+	amp-plan --state-blocks 32 dh.yaml -o p.yaml
 	run grep -c '^- {step: [0-9]*, copy: .*, operand: [kv], ' p.yaml
 	assert_output 0
-	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@home, cache@home, pos@append.positions\], out: a.partial@attn.partial, heads: 4, kv_heads: 2, causal: true, kv_order: heads, scale: 0.25, scratch: 4, chunks: 2}$' p.yaml
+	run grep -c '^- {step: [0-9]*, compute: attention, op: attn, in: \[q@attn.q, cache@home, cache@home, pos@append.positions\], out: a.partial@attn.partial, heads: 4, kv_heads: 2, causal: true, kv_order: heads, scale: 0.25, scratch: 4, chunks: 16}$' p.yaml
 	assert_output 1
 	run grep -c '^- {name: q@attn.q, tensor: q, layout: row-major, split: \[2, 1, 2\], block: \[1, 1, 32\], base: [0-9]*, stride: \[64, 0, 32\], rep: \[32\], rstride: \[1\]}$' p.yaml
 	assert_output 1
-	run grep -c '^- {name: a.partial@attn.partial, tensor: a.partial, layout: row-major, split: \[32, 2, 1, 2\], block: \[1, 1, 1, 40\], base: [0-9]*, stride: \[1, 64, 0, 32\], ' p.yaml
+	# each tile its kv head's 2 heads, 16 chunks of 1 column a head: 2 x (16 + 2 x 16)
+	run grep -c '^- {name: a.partial@attn.partial, tensor: a.partial, layout: row-major, split: \[32, 2, 1, 2\], block: \[1, 1, 1, 96\], base: [0-9]*, stride: \[1, 64, 0, 32\], ' p.yaml
 	assert_output 1
 	program "$PRE" pre.amp
-	program dh.yaml dh.amp
+	amp-compose p.yaml | amp-expand | amp-exchange | amp-group > dh.g
+	amp-emit --model dh.yaml dh.g -o dh.amp
 	run --separate-stderr amp-run dh.amp --prefill pre.amp --steps 3
 	assert_success
 	assert_line --index 0 --regexp '^movement: byte-exact after every phase \([0-9]+ phases, every run\)$'
