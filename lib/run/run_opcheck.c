@@ -19,6 +19,7 @@ struct OpCheck {
 	RunOpts o;
 	int *op_at;             /* per plan step: the model op whose last compute step it is, or -1 */
 	int *ptensor;           /* per model tensor: the plan's tensor of that name, or -1 */
+	int *fused;             /* per model tensor: its fused cast's plan tensor (run_fused_cast), or -1 */
 	OpCheckResult *r;       /* per model op */
 	int checked;            /* ops with a compute step */
 };
@@ -35,7 +36,7 @@ static double tolerance(const OpCheck *c, int k)
 	const Model *m = c->m;
 	const MOp *op = &m->ops[k];
 	double u = unit(m->t[op->out].dtype) + OPCHECK_ARITH;
-	int fused = run_fused_cast(c->pl, m, op->out);
+	int fused = c->fused[op->out];
 	if (fused >= 0)
 		u += unit(c->pl->t[fused].fmt);         /* its result cast where it is made */
 	if (op->kind == OP_MATMUL) {
@@ -64,10 +65,11 @@ OpCheck *run_opcheck_new(const Model *m, const Scales *sc, const Plan *pl, const
 	c->o.cache = NULL;
 	c->op_at = xmalloc((size_t)(pl->ns + 1) * sizeof *c->op_at);
 	c->ptensor = xmalloc((size_t)(m->nt + 1) * sizeof *c->ptensor);
+	c->fused = xmalloc((size_t)(m->nt + 1) * sizeof *c->fused);
 	c->r = xcalloc((size_t)m->nops + 1, sizeof *c->r);
 	for (int t = 0; t < m->nt; t++) {       /* (a fused cast's: the values the tiles hold) */
-		int f = run_fused_cast(pl, m, t);
-		c->ptensor[t] = f >= 0 ? f : plan_find_tensor(pl, m->t[t].name);
+		c->fused[t] = run_fused_cast(pl, m, t);
+		c->ptensor[t] = c->fused[t] >= 0 ? c->fused[t] : plan_find_tensor(pl, m->t[t].name);
 	}
 	for (int s = 0; s < pl->ns; s++)
 		c->op_at[s] = -1;
@@ -104,6 +106,7 @@ void run_opcheck_free(OpCheck *c)
 		return;
 	free(c->op_at);
 	free(c->ptensor);
+	free(c->fused);
 	free(c->r);
 	free(c);
 }
@@ -149,7 +152,7 @@ int run_opcheck_op(OpCheck *c, int k, int64_t iter, float *const *in, const floa
 static int fused_elements(const OpCheck *c, int k, const float *out, const float *y, int64_t n, Err *e)
 {
 	const MOp *op = &c->m->ops[k];
-	int f = run_fused_cast(c->pl, c->m, op->out);
+	int f = c->fused[op->out];
 	if (f < 0)
 		return 0;
 	const PTensor *x = &c->pl->t[f];
