@@ -129,7 +129,9 @@ void explain_free(Explain *ex, int n);
  * the model's params mark. plan_build runs it for the memory and cycles
  * objectives unless no_fit_check. */
 int plan_check_fit(const Plan *pl, const Model *m, Err *e);
-/* 1 when the plan's canonical owners split the batch. */
+/* 1 when the planner built the plan with ownership batch (its activations'
+ * canonical owners split the batch), else 0 (and for a plan read from a
+ * stage). */
 int plan_batch_split(const Plan *pl);
 
 #endif

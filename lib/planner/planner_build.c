@@ -54,6 +54,7 @@ static void builder_init(Builder *b, Plan *pl, const Model *m, const Machine *mc
 	memset(pl, 0, sizeof *pl);
 	pl->machine = *mc;
 	pl->model = xstrdup(m->name);
+	pl->owners_batch = o->ownership == OWN_BATCH;   /* (auto is resolved by plan_build) */
 	b->canon = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->canon);
 	b->fold_pre = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fold_pre);
 	b->fold_part = xmalloc((size_t)(2 * m->nt + 4 * m->nops + 1) * sizeof *b->fold_part);

@@ -201,13 +201,7 @@ int plan_check_fit(const Plan *pl, const Model *m, Err *e)
 
 int plan_batch_split(const Plan *pl)
 {
-	for (int i = 0; i < pl->np; i++) {
-		const Placement *p = &pl->p[i];
-		size_t n = strlen(p->name);
-		if (n > 6 && strcmp(p->name + n - 6, "@canon") == 0 && p->rank == 3 && p->split[0] > 1)
-			return 1;
-	}
-	return 0;
+	return pl->owners_batch;
 }
 
 int planner_fit_ok(const Fit *f) { return f->lowered && f->over == LIMIT_NONE; }

@@ -208,6 +208,8 @@ typedef struct {
 	int nh;
 	Repeat *r;
 	int nr;
+	int owners_batch;           /* the planner's own (no stage file holds it): planned with the
+				     * batch split across the owners (ownership batch), else 0 */
 } Plan;
 
 /* A file's digest as provenance writes it: 16 hexadecimal digits. */

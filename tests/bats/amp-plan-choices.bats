@@ -77,6 +77,21 @@ summary_of() {
 	done
 }
 
+@test "plan --explain names the ownership of the plan it wrote" {
+	local model=$ROOT/tests/models/siglip-small.yaml own kept
+	for own in tokens batch auto; do
+		amp-plan --objective memory --ownership $own --explain=1 "$model" -o $own.plan > $own.txt
+	done
+	run grep -c '^ownership: tokens (token rows, the batch kept together)$' tokens.txt
+	assert_output 1
+	run grep -c '^ownership: batch (token rows, the batch split across the tiles left over)$' batch.txt
+	assert_output 1
+	kept=tokens
+	same_but_provenance auto.plan batch.plan && kept=batch
+	run grep -c "^ownership: $kept " auto.txt
+	assert_output 1
+}
+
 @test "plan rejects an unknown ownership as a usage error" {
 	run --separate-stderr amp-plan --ownership rows "$SIGLIP"
 	assert_failure 2
