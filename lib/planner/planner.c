@@ -360,9 +360,7 @@ static void fewer_state_blocks(Plan *pl, const Model *m, const Machine *mc, cons
 		if (!keep_faster(pl, m, mc, o, c, ex))
 			break;
 		*cur = c;
-		kb = home_attention_blocks(pl);
-		if (kb > c.state_blocks)
-			break;  /* (no home reads it in place any more) */
+		kb = home_attention_blocks(pl);         /* (0 when no attention reads it in place now) */
 	}
 }
 

@@ -93,7 +93,7 @@ typedef struct {
 	AttnGrid ag;
 	int relay;
 	int home;               /* on the tiles of the state's home (kv_staging home) */
-	int64_t chunks;         /* home: each head's merge chunks (home_chunks), 0: the narrowest 8 wide */
+	int64_t chunks;         /* home: each head's merge chunks (home_chunks), 0: ATTN_CHUNK_MIN wide */
 } AttnTry;
 
 static void build_attention(Builder *b, const MOp *op, const void *arg);
@@ -182,7 +182,7 @@ static int home_tries(Builder *b, const MOp *op, int64_t HB, AttnTry *t)
 	int kv = plan_find_tensor(pl, b->m->t[op->in[1]].name);
 	int64_t C = pl->t[plan_find_tensor(pl, b->m->t[op->out].name)].shape[2], H = op->heads, D = C / H;
 	int64_t G = pl->p[b->canon[kv]].split[2];
-	static const int64_t minw[ATTN_HOME_CHUNKS] = { 8, 4, 2, 1 };
+	static const int64_t minw[ATTN_HOME_CHUNKS] = { ATTN_CHUNK_MIN, 4, 2, 1 };
 	int n = 0;
 	for (int i = 0; i < ATTN_HOME_CHUNKS; i++) {
 		int64_t ch = home_chunks(D, H, HB, G, minw[i]);
@@ -350,7 +350,7 @@ static void attention_tail(Builder *b, const MOp *op, const int *idx, int nin,
  * and the positions multicast to every block of their batch entry, the
  * keys and values read in place, each tile's partial for all heads, its
  * heads' columns cut into n chunks (each with its own m and l; chunks
- * 0: home_chunks at least 8 columns wide), chunk c of head h merged on
+ * 0: home_chunks at least ATTN_CHUNK_MIN columns wide), chunk c of head h merged on
  * block h*n + c's tile (or, with one block, the output written there). */
 static void build_home_attention(Builder *b, const MOp *op, int64_t KB, int64_t chunks)
 {
@@ -363,7 +363,7 @@ static void build_home_attention(Builder *b, const MOp *op, int64_t KB, int64_t 
 	int64_t s0 = h.stride[0], s1 = h.stride[1], n, G = h.split[2], s2 = h.stride[2];
 	/* G > 1: the home cut by kv head (kv_order heads), kv head j's
 	 * blocks s2 apart; each tile attends for that kv head's H/G heads */
-	n = chunks > 0 ? chunks : home_chunks(D, H, KB, G, 8);
+	n = chunks > 0 ? chunks : home_chunks(D, H, KB, G, ATTN_CHUNK_MIN);
 	int64_t dc = D / n;
 	int nin = op->in[2] >= 0 ? 4 : 3;
 

@@ -182,7 +182,8 @@ int planner_class_claim(Builder *b, int t, int pi);
 #define ATTN_HOME_MARGIN 1.5    /* beside a state's home, more key blocks must beat its trial by this */
 #define ATTN_HOME_CHUNKS 4       /* merge chunk widths attention on a state's home tries: 8, 4, 2, 1 columns and up */
 #define ATTN_SEGS 2              /* causal segment counts attention tries: 2 and 4 */
-#define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least */
+#define ATTN_CHUNK_MIN 8        /* columns of a head's chunk of attention partials, at least (a home's
+				 * merge also tries narrower: home_tries) */
 int planner_canonical(Builder *b, int tensor);
 /* *p: cols columns of x's rows (a placement of whole rows and column
  * blocks) whole on each of the row's tiles, replicated over its column
