@@ -336,10 +336,8 @@ static int64_t home_attention_blocks(const Plan *pl)
 		const Step *st = &pl->s[s];
 		if (st->kind != STEP_COMPUTE || st->compute != C_ATTENTION || st->nin < 3 || st->in[1] != st->in[2])
 			continue;
-		const Placement *h = &pl->p[st->in[1]];
-		int w = plan_writer(pl, st->in[1]);
-		if (pl->t[h->tensor].role == R_STATE && (w < 0 || pl->s[w].kind == STEP_COMPUTE) && h->split[1] > kb)
-			kb = h->split[1];
+		if (plan_state_home(pl, st->in[1]) && pl->p[st->in[1]].split[1] > kb)
+			kb = pl->p[st->in[1]].split[1];
 	}
 	return kb;
 }

@@ -167,25 +167,23 @@ static int attn_segments(Builder *b, const MOp *op, AttnTry *t)
 	return n;
 }
 
-/* The candidates on the state's home of HB key blocks (0: none): its
- * merge chunks at least 8, 4, 2 and 1 columns wide, each count once.
+/* The candidates on the state's home of HB key blocks (0: none), heads
+ * D wide: its merge chunks at least 8, 4, 2 and 1 columns wide, each
+ * count once.
  * Narrower chunks spread the merge over more tiles (each chunk brings
  * its own m and l, so every key block sends more): Qwen's decode at
  * batch 1 merges 683 key blocks a kv head, 8 chunks a head leaving
  * 14,144 cycles of merging on 112 tiles. Writes them to t; returns
  * how many. */
-static int home_tries(Builder *b, const MOp *op, int64_t HB, AttnTry *t)
+static int home_tries(Builder *b, const MOp *op, int64_t HB, int64_t D, AttnTry *t)
 {
 	if (!HB)
 		return 0;
-	const Plan *pl = b->pl;
-	int kv = plan_find_tensor(pl, b->m->t[op->in[1]].name);
-	int64_t C = pl->t[plan_find_tensor(pl, b->m->t[op->out].name)].shape[2], H = op->heads, D = C / H;
-	int64_t G = pl->p[b->canon[kv]].split[2];
+	int64_t G = b->pl->p[b->canon[plan_find_tensor(b->pl, b->m->t[op->in[1]].name)]].split[2];
 	static const int64_t minw[ATTN_HOME_CHUNKS] = { ATTN_CHUNK_MIN, 4, 2, 1 };
 	int n = 0;
 	for (int i = 0; i < ATTN_HOME_CHUNKS; i++) {
-		int64_t ch = home_chunks(D, H, HB, G, minw[i]);
+		int64_t ch = home_chunks(D, op->heads, HB, G, minw[i]);
 		if (!n || ch != t[n - 1].chunks)
 			t[n++] = (AttnTry){ { 1, HB, 0, 0, 0, 0 }, 0, 1, ch };
 	}
@@ -269,7 +267,7 @@ int plan_attention(Builder *b, const MOp *op, Err *e)
 		}
 		n += at.home ? 0 : attn_segments(b, op, t + n);
 		int h0 = n, hi = -1;    /* the home's candidates: t[h0..n), the best of them */
-		n += home_tries(b, op, HB, t + n);
+		n += home_tries(b, op, HB, D, t + n);
 		for (int i = 0; i < n; i++) {
 			OpChoice k = { { t[i].ag.QB, t[i].ag.KB, t[i].home ? 2 : t[i].relay, t[i].ag.S, t[i].chunks,
 					 -1, -1 } };
